@@ -1,0 +1,148 @@
+# Ares build.
+#
+# `make`        installs missing Debian packages, then builds build/ares-sql (and the other binaries)
+# `make run`    ... then opens ares-sql on an embedded engine (./ares-data)
+# `make test`   ... then runs unit tests, scenario tests, the ASan/UBSan build and the fuzz smoke runs
+#
+# Each module describes its own sources, tests and fuzz targets in <dir>/module.mk,
+# so two people working on two modules never edit the same build file.
+# Generated sources (Lemon, re2c) go to $(BUILD) and are never committed.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+MAKEFLAGS += --no-builtin-rules
+
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2
+SAN     ?=
+FUZZ    ?=
+PKGS    := lmdb libuv libedit jansson libcrypto
+
+# Recursive (=) on purpose: pkg-config runs when a recipe needs it, after `deps`.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+
+WARN      := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+GEN_WARN  := -Wall -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable \
+             -Wno-sign-compare -Wno-implicit-fallthrough -Wno-unused-function -Wno-unused-const-variable
+comma     := ,
+SAN_ON    := -fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_ON   := -fsanitize=fuzzer-no-link$(comma)address$(comma)undefined -fno-omit-frame-pointer -DARES_FUZZ
+SANFLAGS  := $(if $(SAN),$(SAN_ON))
+FUZZFLAGS := $(if $(FUZZ),$(FUZZ_ON))
+BASEFLAGS  = -std=c11 -D_GNU_SOURCE -g $(OPT) -I. -I$(BUILD) $(SANFLAGS) $(FUZZFLAGS) $(PKG_CFLAGS) -MMD -MP
+LDFLAGS   += $(SANFLAGS)
+
+# Link order: highest module first (static libraries resolve left to right).
+MODULES := cli cluster exec storage planner parser base
+
+.PHONY: all build run test unit scenario asan fuzz fuzz-smoke deps clean \
+        bench-engine bench-nirvana bench-cluster bench-recovery bench-smoke experiments
+
+all: deps
+	@$(MAKE) --no-print-directory build
+
+deps:
+	@./scripts/deps.sh
+
+# ---------------------------------------------------------------- modules
+# A module.mk sets, for module m:
+#   m_SRCS   its C sources           m_GEN   generated C sources in $(BUILD)
+#   m_USES   the modules below it it links against (transitively closed)
+# and may append to BINS, UNIT_TESTS (name:modules), FUZZ_TARGETS (name:modules).
+BINS         :=
+UNIT_TESTS   :=
+FUZZ_TARGETS :=
+BENCHES      :=
+include $(foreach m,$(MODULES),$(wildcard $(m)/module.mk)) $(wildcard tests/module.mk) $(wildcard bench/module.mk)
+
+objs_of = $(patsubst %.c,$(BUILD)/%.o,$($(1)_SRCS)) $(patsubst %.c,%.o,$($(1)_GEN))
+lib_of  = $(BUILD)/lib$(1).a
+# libs for a list of modules, in link order
+libs_for = $(foreach m,$(MODULES),$(if $(filter $(m),$(1)),$(call lib_of,$(m))))
+
+define MODULE_RULES
+$(call lib_of,$(1)): $(call objs_of,$(1))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach m,$(MODULES),$(eval $(call MODULE_RULES,$(m))))
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(WARN) $(CFLAGS) -c $< -o $@
+
+# Generated sources compile with relaxed warnings.
+$(BUILD)/%.o: $(BUILD)/%.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) $(GEN_WARN) $(CFLAGS) -c $< -o $@
+
+# ---------------------------------------------------------------- binaries, tests
+# BINS entries are name:modules; the binary's main is in the first module's sources.
+define BIN_RULE
+$(BUILD)/$(word 1,$(subst :, ,$(1))): $(call libs_for,$(subst $(comma), ,$(word 2,$(subst :, ,$(1)))))
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS)
+endef
+$(foreach b,$(BINS),$(eval $(call BIN_RULE,$(b))))
+
+define UNIT_RULE
+$(BUILD)/tests/$(word 1,$(subst :, ,$(1))): $(BUILD)/tests/unit/$(word 1,$(subst :, ,$(1))).o $(call libs_for,$(subst $(comma), ,$(word 2,$(subst :, ,$(1)))))
+	@mkdir -p $$(@D)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcmocka
+endef
+$(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_RULE,$(t))))
+
+UNIT_BINS := $(foreach t,$(UNIT_TESTS),$(BUILD)/tests/$(word 1,$(subst :, ,$(t))))
+BIN_FILES := $(foreach b,$(BINS),$(BUILD)/$(word 1,$(subst :, ,$(b))))
+
+build: $(BIN_FILES) $(UNIT_BINS)
+
+run: deps
+	@$(MAKE) --no-print-directory build
+	./$(BUILD)/ares-sql
+
+# Unit tests: each binary in turn, stop at the first failure (cmocka reports on stderr).
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; (cd tests && ../$$t 2>&1); done
+
+scenario: $(BIN_FILES)
+	@./tests/scenario/run.sh $(BUILD)
+
+test: deps
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory scenario
+	@$(MAKE) --no-print-directory asan
+	@$(MAKE) --no-print-directory fuzz-smoke
+	@echo "make test: all passed"
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 unit
+
+# ---------------------------------------------------------------- fuzzing (clang + libFuzzer)
+define FUZZ_RULE
+$(BUILD)/fuzz/$(word 1,$(subst :, ,$(1))): $(BUILD)/tests/fuzz/$(word 1,$(subst :, ,$(1))).o $(call libs_for,$(subst $(comma), ,$(word 2,$(subst :, ,$(1)))))
+	@mkdir -p $$(@D)
+	$$(CC) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $$(PKG_LIBS)
+endef
+$(foreach f,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULE,$(f))))
+FUZZ_BINS := $(foreach f,$(FUZZ_TARGETS),$(BUILD)/fuzz/$(word 1,$(subst :, ,$(f))))
+
+fuzzers: $(FUZZ_BINS)
+
+# FUZZ_SECONDS per target; the parser target gets at least 60 s in `make test`.
+FUZZ_SECONDS ?= 20
+fuzz-smoke:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang FUZZ=1 OPT=-O1 fuzzers
+	@./tests/fuzz/run.sh build/fuzz smoke
+
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang FUZZ=1 OPT=-O1 fuzzers
+	@./tests/fuzz/run.sh build/fuzz long
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

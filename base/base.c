@@ -1,0 +1,227 @@
+/*
+ * base.c: error reports, string buffers, hashing, CRC32C, clocks.
+ * Pure functions and caller-owned structs; safe from any thread.
+ */
+#include "base/base.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int xerr_setv(xerr *e, int code, const char *fmt, va_list ap)
+{
+    if (e) {
+        e->code = code;
+        e->line = e->col = 0;
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    }
+    return code;
+}
+
+int xerr_set(xerr *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    xerr_setv(e, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int xerr_at(xerr *e, int code, int line, int col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    xerr_setv(e, code, fmt, ap);
+    va_end(ap);
+    if (e) {
+        e->line = line;
+        e->col = col;
+    }
+    return code;
+}
+
+void xerr_clear(xerr *e)
+{
+    if (e) memset(e, 0, sizeof *e);
+}
+
+const char *xerr_name(int code)
+{
+    switch (code) {
+    case XE_OK: return "ok";
+    case XE_NOMEM: return "out of memory";
+    case XE_SYNTAX: return "syntax error";
+    case XE_NAME: return "name error";
+    case XE_TYPE: return "type error";
+    case XE_IO: return "I/O error";
+    case XE_CORRUPT: return "corrupt data";
+    case XE_FULL: return "full";
+    case XE_EXISTS: return "already exists";
+    case XE_NOTFOUND: return "not found";
+    case XE_INVAL: return "invalid argument";
+    case XE_PROTO: return "protocol error";
+    case XE_AUTH: return "authentication failed";
+    case XE_BUSY: return "busy";
+    case XE_INPUT: return "input rejected";
+    case XE_VERSION: return "incompatible version";
+    case XE_PLAN: return "planning error";
+    }
+    return "error";
+}
+
+void sbuf_init(sbuf *b)
+{
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+void sbuf_fini(sbuf *b)
+{
+    free(b->p);
+    sbuf_init(b);
+}
+
+void sbuf_reset(sbuf *b)
+{
+    b->len = 0;
+    if (b->p) b->p[0] = 0;
+}
+
+int sbuf_reserve(sbuf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return XE_NOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int sbuf_add(sbuf *b, const void *p, size_t n)
+{
+    if (sbuf_reserve(b, n)) return XE_NOMEM;
+    if (n) memcpy(b->p + b->len, p, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return 0;
+}
+
+int sbuf_adds(sbuf *b, const char *s) { return sbuf_add(b, s, strlen(s)); }
+int sbuf_addc(sbuf *b, char c) { return sbuf_add(b, &c, 1); }
+
+int sbuf_vprintf(sbuf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) return XE_INVAL;
+    if (sbuf_reserve(b, (size_t)n)) return XE_NOMEM;
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+int sbuf_printf(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = sbuf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+char *sbuf_steal(sbuf *b)
+{
+    char *p = b->p;
+    if (!p) p = calloc(1, 1);
+    sbuf_init(b);
+    return p;
+}
+
+/* A small, fast 64-bit hash: 8-byte lanes folded with multiply-xorshift. */
+uint64_t hash64(const void *data, size_t n, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t h = seed ^ (0x9e3779b97f4a7c15ULL * (n + 1));
+    while (n >= 8) {
+        uint64_t k;
+        memcpy(&k, p, 8);
+        h = hash64_mix(h ^ hash64_mix(k + 0x9e3779b97f4a7c15ULL));
+        p += 8;
+        n -= 8;
+    }
+    uint64_t k = 0;
+    for (size_t i = 0; i < n; i++) k |= (uint64_t)p[i] << (8 * i);
+    return hash64_mix(h ^ hash64_mix(k ^ 0x2545f4914f6cdd1dULL));
+}
+
+static uint32_t crc_table[8][256];
+static int crc_ready;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+    crc_ready = 1;
+}
+
+/* Slicing-by-8 software CRC32C; the table is built on first use (idempotent). */
+uint32_t crc32c(uint32_t crc, const void *data, size_t n)
+{
+    if (!crc_ready) crc_init();
+    const unsigned char *p = data;
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
+              crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]] ^
+              crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return ~crc;
+}
+
+int64_t clock_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t clock_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int str_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64) return 1000;
+    int d[65][65];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int m = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < m) m = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < m) m = d[i - 1][j - 1] + cost;
+            d[i][j] = m;
+        }
+    return d[la][lb];
+}

@@ -1,0 +1,123 @@
+/*
+ * base: the few things every Ares module shares and that no library gives us
+ * in the shape we want: the error struct that callers own, a growable string
+ * buffer, a 64-bit hash, CRC32C and clocks.
+ *
+ * Conventions (see docs/architecture.md): functions return 0 on success and a
+ * negative ARES error code on failure; the human-readable message goes into an
+ * `xerr` owned by the caller.  Nothing here allocates behind the caller's back
+ * except sbuf, which owns its bytes until sbuf_fini().
+ */
+#ifndef BASE_H
+#define BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Error codes.  Negative, so `if (rc < 0)` is the only test callers need. */
+enum {
+    XE_OK = 0,
+    XE_NOMEM = -1,    /* allocation failed */
+    XE_SYNTAX = -2,   /* SQL that does not parse */
+    XE_NAME = -3,     /* unknown or duplicate stream, query, column */
+    XE_TYPE = -4,     /* type mismatch */
+    XE_IO = -5,       /* disk or socket error */
+    XE_CORRUPT = -6,  /* data that fails its own checks */
+    XE_FULL = -7,     /* map or buffer full */
+    XE_EXISTS = -8,   /* already exists */
+    XE_NOTFOUND = -9, /* no such thing */
+    XE_INVAL = -10,   /* bad argument or option value */
+    XE_PROTO = -11,   /* wire protocol violation */
+    XE_AUTH = -12,    /* authentication failed */
+    XE_BUSY = -13,    /* try again later */
+    XE_INPUT = -14,   /* a rejected input line */
+    XE_VERSION = -15, /* incompatible on-disk or wire version */
+    XE_PLAN = -16,    /* a query the planner cannot run */
+};
+
+/* An error report owned by the caller.  line/col are 1-based when known, else 0. */
+typedef struct xerr {
+    int code;
+    int line, col;
+    char msg[512];
+} xerr;
+
+/* Set e (if non-NULL) and return code, so `return xerr_set(e, XE_IO, ...)` reads well. */
+int xerr_set(xerr *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int xerr_setv(xerr *e, int code, const char *fmt, va_list ap);
+/* Same, with a source position. */
+int xerr_at(xerr *e, int code, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void xerr_clear(xerr *e);
+const char *xerr_name(int code);
+
+/* Growable byte buffer, always NUL-terminated when len > 0 or after sbuf_init. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+void sbuf_init(sbuf *b);
+void sbuf_fini(sbuf *b);
+void sbuf_reset(sbuf *b);               /* len = 0, keeps the memory */
+int sbuf_reserve(sbuf *b, size_t extra); /* room for extra more bytes (+NUL) */
+int sbuf_add(sbuf *b, const void *p, size_t n);
+int sbuf_adds(sbuf *b, const char *s);
+int sbuf_addc(sbuf *b, char c);
+int sbuf_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sbuf_vprintf(sbuf *b, const char *fmt, va_list ap);
+char *sbuf_steal(sbuf *b); /* caller frees; b is left empty */
+
+/* 64-bit non-cryptographic hash (for hash tables and partitioning). */
+uint64_t hash64(const void *p, size_t n, uint64_t seed);
+static inline uint64_t hash64_mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* CRC32C (Castagnoli), for frames and on-disk records. crc = 0 to start. */
+uint32_t crc32c(uint32_t crc, const void *p, size_t n);
+
+/* Clocks. */
+int64_t clock_wall_ms(void);  /* Unix epoch milliseconds */
+uint64_t clock_mono_ns(void); /* monotonic nanoseconds */
+
+/* Big-endian helpers for keys and wire formats. */
+static inline void be64_put(unsigned char *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) { p[i] = (unsigned char)v; v >>= 8; }
+}
+static inline uint64_t be64_get(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+static inline void be32_put(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);  p[3] = (unsigned char)v;
+}
+static inline uint32_t be32_get(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline void be16_put(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v;
+}
+static inline uint16_t be16_get(const unsigned char *p)
+{
+    return (uint16_t)(((unsigned)p[0] << 8) | p[1]);
+}
+
+/* Edit distance, for "did you mean" suggestions (case-insensitive). */
+int str_distance(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * batch.h (internal to exec/): run-time values and batches of tuples.
+ *
+ * A batch is one contiguous array of values, row-major (nrows x ncols), plus
+ * one string arena that TEXT values point into.  Operators append into batches
+ * they own and reset them between uses; the arrays only grow, so the steady
+ * state allocates nothing per tuple.
+ *
+ * A TEXT value's `s` points into the arena of the batch that holds it (or into
+ * any storage that outlives the use, such as a literal in a compiled program).
+ * Copying a row into another batch copies its strings into that batch's arena
+ * (batch_append_row).  The arena is a chain of blocks that never move, so a
+ * pointer into it stays valid until batch_reset/batch_fini; reset keeps the
+ * first (largest) block, so steady state allocates nothing.
+ */
+#ifndef EXEC_BATCH_H
+#define EXEC_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "parser/parser.h"
+
+typedef struct val {
+    uint8_t type;  /* sql_type; TY_NULL means SQL NULL */
+    uint8_t pad[3];
+    uint32_t len;  /* TEXT length in bytes */
+    union {
+        int64_t i; /* BOOL, INT, BIGINT, TIMESTAMP, INTERVAL */
+        double d;  /* DOUBLE */
+        const char *s;
+    };
+} val;
+
+static inline val val_null(void) { val v = {0}; return v; }
+static inline val val_int(sql_type t, int64_t i) { val v = {0}; v.type = (uint8_t)t; v.i = i; return v; }
+static inline val val_double(double d) { val v = {0}; v.type = TY_DOUBLE; v.d = d; return v; }
+static inline val val_text(const char *s, uint32_t len) { val v = {0}; v.type = TY_TEXT; v.s = s; v.len = len; return v; }
+static inline int val_is_null(const val *v) { return v->type == TY_NULL; }
+
+typedef struct batch {
+    int ncols;
+    int nrows, cap;   /* rows in use, rows allocated */
+    val *v;           /* nrows * ncols values */
+    struct batch_blk *blk; /* arena blocks, newest first; TEXT bytes */
+    size_t arena_bytes;    /* bytes used in all blocks */
+} batch;
+
+int batch_init(batch *b, int ncols, int cap_rows);
+void batch_fini(batch *b);
+void batch_reset(batch *b); /* nrows = 0, arena emptied; keeps memory */
+
+static inline val *batch_row(const batch *b, int r) { return b->v + (size_t)r * (size_t)b->ncols; }
+
+/* Append one row of ncols values; TEXT values are copied into b's arena.
+ * Returns 0 or XE_NOMEM. */
+int batch_append_row(batch *b, const val *row);
+
+/* Start a row in place: returns a pointer to ncols values that the caller
+ * fills (TEXT through batch_put_text).  NULL when memory runs out. */
+val *batch_add_row(batch *b);
+/* Copy s[0..n) into b's arena and store it in *dst as TEXT. */
+int batch_put_text(batch *b, val *dst, const char *s, size_t n);
+
+/* Value helpers. */
+int val_compare(const val *a, const val *b); /* total order: NULL first, numbers by value, text bytewise */
+int val_equal(const val *a, const val *b);   /* NULL equals NULL here (grouping semantics) */
+uint64_t val_hash(const val *v, uint64_t seed);
+
+/* Serialisation of a batch for stream logs and the wire:
+ * a compact, self-describing, versioned byte format with a CRC32C.
+ * batch_decode checks every length and fails with XE_CORRUPT rather than
+ * reading past the end. */
+int batch_encode(const batch *b, sbuf *out);
+int batch_decode(const void *p, size_t n, batch *b, xerr *err);
+
+/* Order-preserving key encoding of values (for LMDB keys and hash-table keys):
+ * memcmp order of encodings equals val_compare order for values of one type. */
+int val_key_encode(const val *vals, int n, sbuf *out);
+int val_key_decode(const void *p, size_t n, val *vals, int nvals, batch *arena_owner, xerr *err);
+
+#endif

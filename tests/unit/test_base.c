@@ -1,0 +1,77 @@
+/* Unit tests for base/: error reports, sbuf, hash64, crc32c, big-endian helpers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+static void test_crc32c_known_vector(void **state)
+{
+    (void)state;
+    /* The standard check value for CRC-32C over "123456789". */
+    assert_int_equal(crc32c(0, "123456789", 9), 0xe3069283u);
+    /* Incremental equals one-shot. */
+    uint32_t c = crc32c(0, "1234", 4);
+    assert_int_equal(crc32c(c, "56789", 5), 0xe3069283u);
+    unsigned char zeros[32] = {0};
+    assert_int_equal(crc32c(0, zeros, 32), 0x8a9136aau);
+}
+
+static void test_sbuf(void **state)
+{
+    (void)state;
+    sbuf b;
+    sbuf_init(&b);
+    for (int i = 0; i < 1000; i++) assert_int_equal(sbuf_printf(&b, "%d,", i), 0);
+    assert_true(b.len > 2000);
+    assert_memory_equal(b.p, "0,1,2,", 6);
+    sbuf_reset(&b);
+    assert_int_equal(b.len, 0);
+    sbuf_adds(&b, "abc");
+    char *s = sbuf_steal(&b);
+    assert_string_equal(s, "abc");
+    assert_null(b.p);
+    free(s);
+    sbuf_fini(&b);
+}
+
+static void test_xerr(void **state)
+{
+    (void)state;
+    xerr e;
+    assert_int_equal(xerr_at(&e, XE_SYNTAX, 2, 14, "unexpected '%s'", "FORM"), XE_SYNTAX);
+    assert_int_equal(e.line, 2);
+    assert_int_equal(e.col, 14);
+    assert_string_equal(e.msg, "unexpected 'FORM'");
+    assert_int_equal(xerr_set(NULL, XE_IO, "x"), XE_IO);
+}
+
+static void test_hash_and_be(void **state)
+{
+    (void)state;
+    assert_true(hash64("a", 1, 0) != hash64("b", 1, 0));
+    assert_true(hash64("abcdefghij", 10, 0) != hash64("abcdefghij", 10, 1));
+    assert_int_equal(hash64("abcdefghij", 10, 7), hash64("abcdefghij", 10, 7));
+    unsigned char k[8];
+    be64_put(k, 0x0102030405060708ULL);
+    assert_int_equal(k[0], 1);
+    assert_int_equal(k[7], 8);
+    assert_true(be64_get(k) == 0x0102030405060708ULL);
+    assert_int_equal(str_distance("price", "prcie"), 2);
+    assert_int_equal(str_distance("Price", "price"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_crc32c_known_vector),
+        cmocka_unit_test(test_sbuf),
+        cmocka_unit_test(test_xerr),
+        cmocka_unit_test(test_hash_and_be),
+    };
+    return cmocka_run_group_tests_name("base", tests, NULL, NULL);
+}
