@@ -35,7 +35,7 @@ BASEFLAGS  = -std=c11 -D_GNU_SOURCE -g $(OPT) -I. -I$(BUILD) $(SANFLAGS) $(FUZZF
 LDFLAGS   += $(SANFLAGS)
 
 # Link order: highest module first (static libraries resolve left to right).
-MODULES := cli cluster exec storage planner parser base
+MODULES := cli cluster exec storage planner placement parser base
 
 .PHONY: all build run test unit scenario asan fuzz fuzz-smoke deps clean \
         bench-engine bench-nirvana bench-cluster bench-recovery bench-smoke experiments
@@ -55,7 +55,7 @@ BINS         :=
 UNIT_TESTS   :=
 FUZZ_TARGETS :=
 BENCHES      :=
-include $(foreach m,$(MODULES),$(wildcard $(m)/module.mk)) $(wildcard tests/module.mk) $(wildcard bench/module.mk)
+include $(wildcard */module.mk planner/placement/module.mk tests/*.mk bench/*.mk)
 
 objs_of = $(patsubst %.c,$(BUILD)/%.o,$($(1)_SRCS)) $(patsubst %.c,%.o,$($(1)_GEN))
 lib_of  = $(BUILD)/lib$(1).a
