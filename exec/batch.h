@@ -63,6 +63,18 @@ val *batch_add_row(batch *b);
 /* Copy s[0..n) into b's arena and store it in *dst as TEXT. */
 int batch_put_text(batch *b, val *dst, const char *s, size_t n);
 
+/* Additions (batch.c). */
+/* Change the column count; also resets the batch.  XE_INVAL, XE_NOMEM. */
+int batch_set_ncols(batch *b, int ncols);
+/* Make room for `rows` more rows so that the next `rows` batch_add_row calls
+ * do not move b->v. */
+int batch_reserve(batch *b, int rows);
+/* n bytes, 8-aligned, from b's arena; valid until reset/fini.  NULL when out of memory. */
+void *batch_arena_alloc(batch *b, size_t n);
+/* *dst = *src, copying TEXT bytes into b's arena.  Text copied by
+ * batch_put_text/batch_put_val/batch_append_row is also NUL-terminated. */
+int batch_put_val(batch *b, val *dst, const val *src);
+
 /* Value helpers. */
 int val_compare(const val *a, const val *b); /* total order: NULL first, numbers by value, text bytewise */
 int val_equal(const val *a, const val *b);   /* NULL equals NULL here (grouping semantics) */
@@ -74,10 +86,15 @@ uint64_t val_hash(const val *v, uint64_t seed);
  * reading past the end. */
 int batch_encode(const batch *b, sbuf *out);
 int batch_decode(const void *p, size_t n, batch *b, xerr *err);
+/* (batch_decode: b must be initialised or zeroed; it is reset and takes the
+ * encoded column count.  XE_CORRUPT, XE_VERSION, XE_NOMEM; b is empty on error.) */
 
 /* Order-preserving key encoding of values (for LMDB keys and hash-table keys):
  * memcmp order of encodings equals val_compare order for values of one type. */
 int val_key_encode(const val *vals, int n, sbuf *out);
+/* Decodes nvals values (TEXT bytes go into arena_owner's arena) and returns the
+ * number of bytes they took (>= 0), so a key may carry more after them; or
+ * XE_CORRUPT, XE_INVAL (TEXT without an arena), XE_NOMEM. */
 int val_key_decode(const void *p, size_t n, val *vals, int nvals, batch *arena_owner, xerr *err);
 
 #endif

@@ -1,0 +1,622 @@
+/*
+ * batch.c: run-time values, batches of tuples, and their two byte encodings.
+ *
+ * A batch owns a row-major array of values and a chain of arena blocks for
+ * TEXT bytes.  Blocks never move, so a TEXT pointer stays valid until
+ * batch_reset or batch_fini.  A new block is at least twice the largest block
+ * so far, and reset keeps only the largest one: after a few rounds the largest
+ * block holds a whole batch's text and the steady state allocates nothing.
+ *
+ * Values compare in one total order (val_compare): NULL < BOOL < numbers <
+ * TEXT.  INT, BIGINT, DOUBLE, TIMESTAMP and INTERVAL are one family and
+ * compare exactly by value (an int64 against a double without rounding); NaN
+ * sorts after every other number and equals itself; -0.0 equals 0.0.
+ * val_equal is val_compare == 0, and val_hash agrees with it: integers and
+ * integral doubles in int64 range hash by their int64 value, so INT 3, BIGINT 3
+ * and DOUBLE 3.0 are equal and hash equal.
+ *
+ * batch_encode format (version 1; all integers big-endian):
+ *   0xAB, version, varint ncols, varint nrows,
+ *   nrows*ncols values, row-major, each a tag byte and a payload:
+ *     0 NULL, 1 FALSE, 2 TRUE              no payload
+ *     3 INT, 4 BIGINT, 7 TIMESTAMP, 8 INTERVAL
+ *                                          zigzag varint of the difference to
+ *                                          the previous integer in the column
+ *                                          (0 before the first), so timestamps
+ *                                          cost two or three bytes
+ *     5 DOUBLE                             8 bytes, IEEE bits
+ *     6 TEXT                               varint length, bytes
+ *   CRC32C of everything before it, 4 bytes.
+ * batch_decode checks the magic and the CRC first, then every length, and
+ * never reads past the end.
+ *
+ * Key encoding (val_key_encode): per value a tag byte (type + 1, so NULL's tag
+ * sorts first), then BOOL one byte, integer types 8 bytes big-endian with the
+ * sign bit flipped, DOUBLE its bits made order-preserving (negative: all bits
+ * flipped; otherwise the sign bit set; -0.0 is stored as 0.0 and every NaN as
+ * one NaN above +inf), TEXT its bytes with 0x00 escaped as 0x00 0xFF and
+ * terminated by 0x00 0x01, so that a prefix sorts before its extensions.
+ */
+#include "exec/batch.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct batch_blk {
+    struct batch_blk *next;
+    size_t size, used;
+    char data[];
+};
+
+enum { BLK_MIN = 4096, DEFAULT_ROWS = 16, BATCH_MAX_COLS = 65535 };
+enum { ENC_MAGIC = 0xAB, ENC_VERSION = 1 };
+
+/* ------------------------------------------------------------------ batches */
+
+int batch_init(batch *b, int ncols, int cap_rows)
+{
+    memset(b, 0, sizeof *b);
+    if (ncols < 0 || ncols > BATCH_MAX_COLS) return XE_INVAL;
+    if (cap_rows <= 0) cap_rows = DEFAULT_ROWS;
+    size_t nv = (size_t)cap_rows * (size_t)ncols;
+    b->v = malloc((nv ? nv : 1) * sizeof *b->v);
+    if (!b->v) return XE_NOMEM;
+    b->ncols = ncols;
+    b->cap = cap_rows;
+    return 0;
+}
+
+static void free_blocks(struct batch_blk *k)
+{
+    while (k) {
+        struct batch_blk *next = k->next;
+        free(k);
+        k = next;
+    }
+}
+
+void batch_fini(batch *b)
+{
+    if (!b) return;
+    free(b->v);
+    free_blocks(b->blk);
+    memset(b, 0, sizeof *b);
+}
+
+void batch_reset(batch *b)
+{
+    b->nrows = 0;
+    b->arena_bytes = 0;
+    if (!b->blk) return;
+    struct batch_blk *big = b->blk, *k;
+    for (k = b->blk->next; k; k = k->next)
+        if (k->size > big->size) big = k;
+    for (k = b->blk; k;) {
+        struct batch_blk *next = k->next;
+        if (k != big) free(k);
+        k = next;
+    }
+    big->next = NULL;
+    big->used = 0;
+    b->blk = big;
+}
+
+int batch_set_ncols(batch *b, int ncols)
+{
+    if (ncols < 0 || ncols > BATCH_MAX_COLS) return XE_INVAL;
+    batch_reset(b);
+    if (ncols == b->ncols && b->v) return 0;
+    size_t have = (size_t)b->cap * (size_t)b->ncols;
+    size_t rows = ncols ? have / (size_t)ncols : (size_t)b->cap;
+    if (rows < DEFAULT_ROWS) rows = DEFAULT_ROWS;
+    if (rows > INT_MAX / 2) rows = INT_MAX / 2;
+    size_t nv = rows * (size_t)ncols;
+    val *v = realloc(b->v, (nv ? nv : 1) * sizeof *v);
+    if (!v) return XE_NOMEM;
+    b->v = v;
+    b->cap = (int)rows;
+    b->ncols = ncols;
+    return 0;
+}
+
+/* Room for `more` rows past nrows; b->v may move. */
+static int grow_rows(batch *b, int more)
+{
+    if (more <= b->cap - b->nrows && b->v) return 0;
+    if (more > INT_MAX / 2 - b->nrows) return XE_NOMEM;
+    size_t want = (size_t)b->nrows + (size_t)more;
+    size_t cap = b->cap > 0 ? (size_t)b->cap : DEFAULT_ROWS;
+    while (cap < want) cap *= 2;
+    if (cap > INT_MAX / 2) cap = INT_MAX / 2;
+    size_t nv = cap * (size_t)b->ncols;
+    val *v = realloc(b->v, (nv ? nv : 1) * sizeof *v);
+    if (!v) return XE_NOMEM;
+    b->v = v;
+    b->cap = (int)cap;
+    return 0;
+}
+
+int batch_reserve(batch *b, int rows)
+{
+    return rows < 0 ? XE_INVAL : grow_rows(b, rows);
+}
+
+val *batch_add_row(batch *b)
+{
+    if (grow_rows(b, 1) < 0) return NULL;
+    val *r = batch_row(b, b->nrows++);
+    memset(r, 0, (size_t)b->ncols * sizeof *r);
+    return r;
+}
+
+void *batch_arena_alloc(batch *b, size_t n)
+{
+    struct batch_blk *k = b->blk;
+    if (k) {
+        size_t at = (k->used + 7) & ~(size_t)7;
+        if (at <= k->size && n <= k->size - at) {
+            k->used = at + n;
+            b->arena_bytes += n;
+            return k->data + at;
+        }
+    }
+    /* A new block: at least twice the largest so far, and big enough. */
+    size_t size = BLK_MIN;
+    for (struct batch_blk *o = b->blk; o; o = o->next)
+        if (o->size >= size) size = o->size * 2;
+    if (n > SIZE_MAX / 2 - sizeof *k) return NULL;
+    if (size < n) size = n;
+    k = malloc(sizeof *k + size);
+    if (!k) return NULL;
+    k->size = size;
+    k->used = n;
+    k->next = b->blk;
+    b->blk = k;
+    b->arena_bytes += n;
+    return k->data;
+}
+
+int batch_put_text(batch *b, val *dst, const char *s, size_t n)
+{
+    if (n > UINT32_MAX - 1) return XE_INVAL;
+    char *p = batch_arena_alloc(b, n + 1);
+    if (!p) return XE_NOMEM;
+    if (n) memcpy(p, s, n);
+    p[n] = '\0';
+    *dst = val_text(p, (uint32_t)n);
+    return 0;
+}
+
+int batch_put_val(batch *b, val *dst, const val *src)
+{
+    if (src->type == TY_TEXT) return batch_put_text(b, dst, src->s, src->len);
+    *dst = *src;
+    return 0;
+}
+
+int batch_append_row(batch *b, const val *row)
+{
+    /* The row may live in b->v itself, which growing can move. */
+    size_t off = SIZE_MAX;
+    if (b->v && row >= b->v && row < b->v + (size_t)b->nrows * (size_t)b->ncols)
+        off = (size_t)(row - b->v);
+    if (grow_rows(b, 1) < 0) return XE_NOMEM;
+    if (off != SIZE_MAX) row = b->v + off;
+    val *dst = batch_row(b, b->nrows);
+    for (int c = 0; c < b->ncols; c++) {
+        if (batch_put_val(b, &dst[c], &row[c]) < 0) return XE_NOMEM;
+    }
+    b->nrows++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ comparison */
+
+enum { FAM_NULL, FAM_BOOL, FAM_NUM, FAM_TEXT };
+
+static int family(uint8_t t)
+{
+    switch (t) {
+    case TY_NULL: return FAM_NULL;
+    case TY_BOOL: return FAM_BOOL;
+    case TY_TEXT: return FAM_TEXT;
+    default: return FAM_NUM;
+    }
+}
+
+static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
+/* Exact comparison of an int64 with a double; NaN is above everything. */
+static int cmp_i64_double(int64_t i, double d)
+{
+    if (isnan(d)) return -1;
+    if (d >= 9223372036854775808.0) return -1;
+    if (d < -9223372036854775808.0) return 1;
+    int64_t t = (int64_t)d; /* in range, truncates toward zero */
+    if (i != t) return i < t ? -1 : 1;
+    double frac = d - (double)t; /* exact: d and t are within one ulp range */
+    return frac > 0 ? -1 : frac < 0 ? 1 : 0;
+}
+
+static int cmp_double(double a, double b)
+{
+    int na = isnan(a), nb = isnan(b);
+    if (na || nb) return na - nb;
+    return (a > b) - (a < b);
+}
+
+int val_compare(const val *a, const val *b)
+{
+    int fa = family(a->type), fb = family(b->type);
+    if (fa != fb) return fa < fb ? -1 : 1;
+    switch (fa) {
+    case FAM_NULL: return 0;
+    case FAM_BOOL: return cmp_i64(a->i != 0, b->i != 0);
+    case FAM_TEXT: {
+        uint32_t n = a->len < b->len ? a->len : b->len;
+        int c = n ? memcmp(a->s, b->s, n) : 0;
+        if (c) return c < 0 ? -1 : 1;
+        return (a->len > b->len) - (a->len < b->len);
+    }
+    default:
+        if (a->type == TY_DOUBLE && b->type == TY_DOUBLE) return cmp_double(a->d, b->d);
+        if (a->type == TY_DOUBLE) return -cmp_i64_double(b->i, a->d);
+        if (b->type == TY_DOUBLE) return cmp_i64_double(a->i, b->d);
+        return cmp_i64(a->i, b->i);
+    }
+}
+
+int val_equal(const val *a, const val *b)
+{
+    if (a->type == b->type) {
+        switch (a->type) {
+        case TY_NULL: return 1;
+        case TY_TEXT: return a->len == b->len && (a->len == 0 || memcmp(a->s, b->s, a->len) == 0);
+        case TY_DOUBLE: return cmp_double(a->d, b->d) == 0;
+        case TY_BOOL: return (a->i != 0) == (b->i != 0);
+        default: return a->i == b->i;
+        }
+    }
+    return val_compare(a, b) == 0;
+}
+
+static uint64_t hash_int(int64_t i, uint64_t seed)
+{
+    return hash64_mix(seed ^ hash64_mix((uint64_t)i + 0x9e3779b97f4a7c15ULL));
+}
+
+uint64_t val_hash(const val *v, uint64_t seed)
+{
+    switch (v->type) {
+    case TY_NULL: return hash64_mix(seed ^ 0x6e756c6c6e756c6cULL);
+    case TY_BOOL: return hash64_mix(seed ^ (v->i ? 0x74727565ULL : 0x66616c7365ULL) ^ 0xb001b001ULL);
+    case TY_TEXT: return hash64(v->s, v->len, seed ^ 0x7465787474657874ULL);
+    case TY_DOUBLE: {
+        double d = v->d;
+        if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == floor(d))
+            return hash_int((int64_t)d, seed); /* integral: equal to that integer */
+        uint64_t bits;
+        if (isnan(d)) bits = 0x7ff8000000000000ULL;
+        else memcpy(&bits, &d, 8);
+        return hash64_mix(seed ^ hash64_mix(bits ^ 0xd0b1ed0b1ed0b1eULL));
+    }
+    default: return hash_int(v->i, seed);
+    }
+}
+
+/* ------------------------------------------------------------------ batch encoding */
+
+static int put_varint(sbuf *o, uint64_t x)
+{
+    unsigned char tmp[10];
+    int n = 0;
+    while (x >= 0x80) {
+        tmp[n++] = (unsigned char)(x | 0x80);
+        x >>= 7;
+    }
+    tmp[n++] = (unsigned char)x;
+    return sbuf_add(o, tmp, (size_t)n);
+}
+
+/* Reads a varint from p[*at..n); -1 when truncated or longer than 64 bits. */
+static int get_varint(const unsigned char *p, size_t n, size_t *at, uint64_t *out)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*at >= n) return -1;
+        unsigned char c = p[(*at)++];
+        if (shift == 63 && c > 1) return -1;
+        x |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *out = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static uint64_t zigzag(uint64_t u) { return (u << 1) ^ (0 - (u >> 63)); }
+static uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+
+static int is_int_type(int t)
+{
+    return t == TY_INT || t == TY_BIGINT || t == TY_TIMESTAMP || t == TY_INTERVAL;
+}
+
+/* Per-column scratch for the delta coding: on the stack for narrow batches. */
+typedef struct prev_ints {
+    int64_t small[64];
+    int64_t *v;
+} prev_ints;
+
+static int prev_init(prev_ints *p, int ncols)
+{
+    p->v = p->small;
+    if (ncols > 64 && !(p->v = calloc((size_t)ncols, sizeof *p->v))) return XE_NOMEM;
+    if (ncols <= 64) memset(p->small, 0, sizeof p->small);
+    return 0;
+}
+
+static void prev_fini(prev_ints *p)
+{
+    if (p->v != p->small) free(p->v);
+}
+
+static int encode_val(sbuf *o, const val *v, int64_t *prev)
+{
+    unsigned char tag = 0;
+    if (v->type == TY_BOOL) tag = v->i ? 2 : 1;
+    else if (v->type > TY_INTERVAL) return XE_INVAL;
+    else if (v->type != TY_NULL) tag = (unsigned char)(v->type + 1);
+    if (sbuf_addc(o, (char)tag) < 0) return XE_NOMEM;
+    switch (v->type) {
+    case TY_DOUBLE: {
+        unsigned char d8[8];
+        uint64_t bits;
+        memcpy(&bits, &v->d, 8);
+        be64_put(d8, bits);
+        return sbuf_add(o, d8, 8);
+    }
+    case TY_TEXT:
+        if (put_varint(o, v->len) < 0) return XE_NOMEM;
+        return sbuf_add(o, v->s, v->len);
+    case TY_NULL:
+    case TY_BOOL: return 0;
+    default: {
+        uint64_t delta = (uint64_t)v->i - (uint64_t)*prev;
+        *prev = v->i;
+        return put_varint(o, zigzag(delta));
+    }
+    }
+}
+
+/* Tags on the wire: 0 NULL, 1 FALSE, 2 TRUE, then type + 1 for INT..INTERVAL. */
+int batch_encode(const batch *b, sbuf *out)
+{
+    size_t start = out->len;
+    prev_ints prev;
+    int rc = prev_init(&prev, b->ncols);
+    if (rc < 0) return rc;
+    unsigned char hdr[2] = {ENC_MAGIC, ENC_VERSION};
+    rc = sbuf_add(out, hdr, 2);
+    if (rc == 0) rc = put_varint(out, (uint64_t)b->ncols);
+    if (rc == 0) rc = put_varint(out, (uint64_t)b->nrows);
+    for (int r = 0; rc == 0 && r < b->nrows; r++) {
+        const val *row = batch_row(b, r);
+        for (int c = 0; rc == 0 && c < b->ncols; c++) rc = encode_val(out, &row[c], &prev.v[c]);
+    }
+    prev_fini(&prev);
+    if (rc == 0) {
+        unsigned char crc[4];
+        be32_put(crc, crc32c(0, out->p + start, out->len - start));
+        rc = sbuf_add(out, crc, 4);
+    }
+    if (rc < 0) {
+        out->len = start;
+        if (out->p) out->p[start] = '\0';
+    }
+    return rc;
+}
+
+static int corrupt(xerr *err, const char *what, size_t at)
+{
+    return xerr_set(err, XE_CORRUPT, "corrupt batch: %s at byte %zu", what, at);
+}
+
+int batch_decode(const void *data, size_t n, batch *b, xerr *err)
+{
+    const unsigned char *p = data;
+    if (n < 8) return corrupt(err, "truncated header", n);
+    if (p[0] != ENC_MAGIC) return corrupt(err, "bad magic", (size_t)0);
+    size_t end = n - 4;
+    if (crc32c(0, p, end) != be32_get(p + end)) return corrupt(err, "checksum mismatch", end);
+    if (p[1] != ENC_VERSION)
+        return xerr_set(err, XE_VERSION, "batch format version %d, this build reads %d", p[1], ENC_VERSION);
+    size_t at = 2;
+    uint64_t ncols, nrows;
+    if (get_varint(p, end, &at, &ncols) < 0 || ncols > BATCH_MAX_COLS) return corrupt(err, "bad column count", at);
+    if (get_varint(p, end, &at, &nrows) < 0 || nrows > INT_MAX / 2) return corrupt(err, "bad row count", at);
+    /* Every value takes at least one byte: no allocation beyond the input's size. */
+    if (ncols && nrows > (end - at) / ncols) return corrupt(err, "row count beyond the data", at);
+    int rc = batch_set_ncols(b, (int)ncols);
+    if (rc == 0) rc = grow_rows(b, (int)nrows);
+    if (rc < 0) return xerr_set(err, rc, "out of memory decoding a batch");
+    prev_ints prev;
+    if (prev_init(&prev, (int)ncols) < 0) return xerr_set(err, XE_NOMEM, "out of memory decoding a batch");
+    for (uint64_t r = 0; r < nrows && rc == 0; r++) {
+        val *row = batch_row(b, b->nrows);
+        for (uint64_t c = 0; c < ncols && rc == 0; c++) {
+            val *v = &row[c];
+            *v = val_null();
+            if (at >= end) { rc = corrupt(err, "truncated value", at); break; }
+            unsigned char tag = p[at++];
+            uint64_t x;
+            if (tag == 0) continue;
+            if (tag == 1 || tag == 2) {
+                *v = val_int(TY_BOOL, tag == 2);
+            } else if (tag == TY_DOUBLE + 1) {
+                if (end - at < 8) { rc = corrupt(err, "truncated double", at); break; }
+                uint64_t bits = be64_get(p + at);
+                at += 8;
+                v->type = TY_DOUBLE;
+                memcpy(&v->d, &bits, 8);
+            } else if (tag == TY_TEXT + 1) {
+                if (get_varint(p, end, &at, &x) < 0 || x > end - at || x > UINT32_MAX - 1) {
+                    rc = corrupt(err, "bad text length", at);
+                    break;
+                }
+                if (batch_put_text(b, v, (const char *)p + at, (size_t)x) < 0) {
+                    rc = xerr_set(err, XE_NOMEM, "out of memory decoding a batch");
+                    break;
+                }
+                at += (size_t)x;
+            } else if (is_int_type(tag - 1)) {
+                if (get_varint(p, end, &at, &x) < 0) { rc = corrupt(err, "bad integer", at); break; }
+                uint64_t u = (uint64_t)prev.v[c] + unzigzag(x);
+                int64_t i;
+                memcpy(&i, &u, 8); /* two's complement, without implementation-defined casts */
+                prev.v[c] = i;
+                *v = val_int((sql_type)(tag - 1), i);
+            } else {
+                rc = corrupt(err, "unknown value tag", at - 1);
+            }
+        }
+        if (rc == 0) b->nrows++;
+    }
+    prev_fini(&prev);
+    if (rc == 0 && at != end) rc = corrupt(err, "trailing bytes", at);
+    if (rc < 0) batch_reset(b);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ key encoding */
+
+static uint64_t double_key_bits(double d)
+{
+    uint64_t bits;
+    if (isnan(d)) return 0x7ff8000000000000ULL ^ 0x8000000000000000ULL;
+    if (d == 0) d = 0.0; /* -0.0 and 0.0 are one key */
+    memcpy(&bits, &d, 8);
+    return (bits & 0x8000000000000000ULL) ? ~bits : bits ^ 0x8000000000000000ULL;
+}
+
+static double double_from_key_bits(uint64_t k)
+{
+    uint64_t bits = (k & 0x8000000000000000ULL) ? k ^ 0x8000000000000000ULL : ~k;
+    double d;
+    memcpy(&d, &bits, 8);
+    return d;
+}
+
+int val_key_encode(const val *vals, int n, sbuf *out)
+{
+    size_t start = out->len;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        const val *v = &vals[i];
+        unsigned char k[9];
+        if (v->type > TY_INTERVAL) { rc = XE_INVAL; break; }
+        k[0] = (unsigned char)(v->type + 1);
+        switch (v->type) {
+        case TY_NULL: rc = sbuf_add(out, k, 1); break;
+        case TY_BOOL:
+            k[1] = v->i != 0;
+            rc = sbuf_add(out, k, 2);
+            break;
+        case TY_DOUBLE:
+            be64_put(k + 1, double_key_bits(v->d));
+            rc = sbuf_add(out, k, 9);
+            break;
+        case TY_TEXT: {
+            rc = sbuf_add(out, k, 1);
+            const char *s = v->s, *e = v->s + v->len;
+            while (rc == 0 && s < e) {
+                const char *z = memchr(s, 0, (size_t)(e - s));
+                size_t run = z ? (size_t)(z - s) : (size_t)(e - s);
+                rc = sbuf_add(out, s, run);
+                if (rc == 0 && z) rc = sbuf_add(out, "\0\xff", 2);
+                s += run + (z != NULL);
+            }
+            if (rc == 0) rc = sbuf_add(out, "\0\x01", 2);
+            break;
+        }
+        default:
+            be64_put(k + 1, (uint64_t)v->i ^ 0x8000000000000000ULL);
+            rc = sbuf_add(out, k, 9);
+            break;
+        }
+    }
+    if (rc < 0) {
+        out->len = start;
+        if (out->p) out->p[start] = '\0';
+    }
+    return rc;
+}
+
+int val_key_decode(const void *data, size_t n, val *vals, int nvals, batch *arena_owner, xerr *err)
+{
+    const unsigned char *p = data;
+    size_t at = 0;
+    for (int i = 0; i < nvals; i++) {
+        if (at >= n) return xerr_set(err, XE_CORRUPT, "corrupt key: truncated at value %d", i + 1);
+        int type = p[at++] - 1;
+        val *v = &vals[i];
+        switch (type) {
+        case TY_NULL: *v = val_null(); break;
+        case TY_BOOL:
+            if (at >= n || p[at] > 1) return xerr_set(err, XE_CORRUPT, "corrupt key: bad boolean");
+            *v = val_int(TY_BOOL, p[at++]);
+            break;
+        case TY_DOUBLE:
+            if (n - at < 8) return xerr_set(err, XE_CORRUPT, "corrupt key: truncated double");
+            *v = val_double(double_from_key_bits(be64_get(p + at)));
+            at += 8;
+            break;
+        case TY_TEXT: {
+            if (!arena_owner) return xerr_set(err, XE_INVAL, "decoding a TEXT key needs an arena");
+            /* Find the terminator and the unescaped length first. */
+            size_t len = 0, j = at;
+            for (;;) {
+                if (j >= n || (p[j] == 0 && j + 1 >= n))
+                    return xerr_set(err, XE_CORRUPT, "corrupt key: unterminated text");
+                if (p[j] == 0) {
+                    if (p[j + 1] == 0x01) break;
+                    if (p[j + 1] != 0xff) return xerr_set(err, XE_CORRUPT, "corrupt key: bad escape in text");
+                    j++;
+                }
+                j++;
+                len++;
+            }
+            if (len > UINT32_MAX - 1) return xerr_set(err, XE_CORRUPT, "corrupt key: text too long");
+            char *s = batch_arena_alloc(arena_owner, len + 1);
+            if (!s) return xerr_set(err, XE_NOMEM, "out of memory decoding a key");
+            size_t o = 0;
+            while (o < len) {
+                s[o++] = (char)p[at];
+                at += p[at] == 0 ? 2 : 1;
+            }
+            s[len] = '\0';
+            at += 2; /* the terminator */
+            *v = val_text(s, (uint32_t)len);
+            break;
+        }
+        case TY_INT:
+        case TY_BIGINT:
+        case TY_TIMESTAMP:
+        case TY_INTERVAL: {
+            if (n - at < 8) return xerr_set(err, XE_CORRUPT, "corrupt key: truncated integer");
+            uint64_t u = be64_get(p + at) ^ 0x8000000000000000ULL;
+            int64_t i64;
+            memcpy(&i64, &u, 8);
+            *v = val_int((sql_type)type, i64);
+            at += 8;
+            break;
+        }
+        default: return xerr_set(err, XE_CORRUPT, "corrupt key: unknown type tag %d", type + 1);
+        }
+    }
+    if (at > INT_MAX) return xerr_set(err, XE_CORRUPT, "corrupt key: too long");
+    return (int)at;
+}
