@@ -20,11 +20,28 @@
  * (kill -9) loses nothing that was committed; a power loss loses at most the
  * epochs since the last store_sync.
  *
- * Errors: a full map grows the map and retries once transparently where that
- * is possible (store_txn_commit reports XE_FULL when it cannot); a data
- * directory written by an incompatible version, or one that is not an LMDB
- * environment, fails store_open with XE_VERSION or XE_CORRUPT and a message
- * naming the directory.
+ * A full map (what the caller must do): LMDB cannot grow the map while a
+ * transaction is open, and a write that hits MDB_MAP_FULL poisons its whole
+ * transaction.  So: a write txn that fills the map makes that put (and every
+ * later call on the txn) return XE_FULL; the caller then calls store_commit,
+ * which aborts, grows the map (doubling, up to map_max) and returns XE_FULL
+ * again; the caller redoes the WHOLE transaction from its own in-memory
+ * state.  store_write() packages exactly this loop: prefer it for every write.
+ * A write begin also grows the map ahead of need once it is 3/4 used, so the
+ * retry is rare.  If other transactions are open at the moment of a
+ * MAP_FULL, the growth happens when the last of them ends.  At map_max,
+ * XE_FULL is final: trim logs or raise map_max.
+ *
+ * Errors: disk errors are XE_IO with strerror; a data directory written by an
+ * incompatible format version fails store_open with XE_VERSION, and one that
+ * is not an LMDB environment (or not Ares's, or damaged) with XE_CORRUPT,
+ * each with a message naming the directory.  A directory is used by one open
+ * store at a time (a flock on <dir>/store.lock; a second open gets XE_BUSY).
+ * After any error other than XE_NOTFOUND inside a write txn, LMDB refuses the
+ * txn: every later call returns the error and store_commit aborts.
+ *
+ * Meta keys starting with "store." belong to this module (format version,
+ * log registry): store_kv_put/del reject them and store_kv_scan skips them.
  */
 #ifndef STORAGE_H
 #define STORAGE_H
@@ -46,25 +63,46 @@ typedef struct store_opts {
 } store_opts;
 
 /* Open (creating if needed) the environment in dir.  The directory is created
- * if it does not exist.  On failure *out is NULL and err says why. */
+ * if it does not exist.  opts may be NULL (all defaults); a reopened store whose
+ * data outgrew map_size starts at the size it needs and grows from there.  On
+ * failure *out is NULL and err says why (XE_IO, XE_CORRUPT, XE_VERSION, XE_BUSY).
+ * The caller owns the store and frees it with store_close. */
 int store_open(const char *dir, const store_opts *opts, store **out, xerr *err);
 void store_close(store *s); /* NULL is a no-op; aborts nothing: commit or abort txns first */
-const char *store_dir(const store *s);
+const char *store_dir(const store *s); /* owned by s */
 
-/* Flush committed transactions to disk (once per epoch). */
+/* Flush committed transactions to disk (once per epoch).  Until then a
+ * power loss may lose them; a process crash does not. */
 int store_sync(store *s, xerr *err);
 
 /* ------------------------------------------------------------------ transactions */
 
+/* Begin a read (write = 0) or write transaction; *out is owned by the caller
+ * until store_commit or store_abort.  A write begin waits for LMDB's writer
+ * lock: one write txn at a time, all from one thread.  Read txns may run on
+ * any thread and should be short (they pin old pages and delay map growth).
+ * A thread must not begin a write while it holds a read txn. */
 int store_begin(store *s, int write, store_txn **out, xerr *err);
-int store_commit(store_txn *t, xerr *err); /* frees t, also on failure */
-void store_abort(store_txn *t);            /* frees t; NULL is a no-op */
+/* Commit (for a read txn, just end it).  XE_FULL means the map was full: see
+ * the top of this file, redo the transaction.  Frees t, also on failure. */
+int store_commit(store_txn *t, xerr *err);
+void store_abort(store_txn *t);            /* discards all writes; frees t; NULL is a no-op */
+
+/* Run fn(ctx, t, err) in a write txn and commit it; when the map was full,
+ * grow it and run fn again from scratch (so fn must be re-runnable: it may
+ * write only through t and must not consume its input until store_write
+ * returns 0).  fn returns 0 or a negative XE_ code; a negative code other than
+ * a map-full aborts the txn and is returned.  Returns XE_FULL when the map
+ * cannot grow (map_max reached, or other transactions stayed open for 0.5 s). */
+typedef int (*store_write_fn)(void *ctx, store_txn *t, xerr *err);
+int store_write(store *s, store_write_fn fn, void *ctx, xerr *err);
 
 /* ------------------------------------------------------------------ catalog and meta */
 
 /* db is STORE_CATALOG or STORE_META. */
 typedef enum store_kv { STORE_CATALOG, STORE_META } store_kv;
 
+/* Keys are NUL-terminated, 1..511 bytes.  put inserts or overwrites (write txn). */
 int store_kv_put(store_txn *t, store_kv db, const char *key, const void *val, size_t n, xerr *err);
 /* Copies the value into out (reset first).  XE_NOTFOUND when absent (no message set). */
 int store_kv_get(store_txn *t, store_kv db, const char *key, sbuf *out, xerr *err);
@@ -77,7 +115,10 @@ int store_kv_scan(store_txn *t, store_kv db, const char *prefix, store_kv_fn fn,
 
 /* ------------------------------------------------------------------ stream logs */
 
-/* Create the log of a stream (idempotent) and drop it with all its data. */
+/* Create the log of a stream (idempotent) and drop it with all its data
+ * (dropping an absent log is a no-op).  A log created again after a drop
+ * starts at offset 0.  Both need a write txn.  Stream names are 1..500 bytes.
+ * The other log calls return XE_NOTFOUND (with a message) for an absent log. */
 int store_log_create(store_txn *t, const char *stream, xerr *err);
 int store_log_drop(store_txn *t, const char *stream, xerr *err);
 
@@ -96,7 +137,8 @@ int store_log_begin(store_txn *t, const char *stream, uint64_t *begin, xerr *err
 typedef int (*store_log_fn)(void *ctx, uint64_t offset, const void *rec, size_t n);
 int store_log_read(store_txn *t, const char *stream, uint64_t from, size_t max, store_log_fn fn, void *ctx, xerr *err);
 
-/* Delete every record with offset < before (retention). */
+/* Delete every record with offset < before (retention).  The end offset is
+ * unchanged, even when this empties the log. */
 int store_log_trim(store_txn *t, const char *stream, uint64_t before, xerr *err);
 
 /* ------------------------------------------------------------------ window state */
@@ -105,7 +147,9 @@ int store_log_trim(store_txn *t, const char *stream, uint64_t before, xerr *err)
 typedef enum store_state_db { STORE_STATE, STORE_REPLICA } store_state_db;
 
 /* Keys are (task, window_end, key bytes); window_end is signed and orders
- * correctly (negative before positive). */
+ * correctly (negative before positive).  Key bytes are 0..499 bytes.  put
+ * inserts or overwrites, del of an absent entry is not an error, get copies
+ * the value into out.  The write path allocates nothing. */
 int store_state_put(store_txn *t, store_state_db db, uint32_t task, int64_t window_end,
                     const void *key, size_t klen, const void *val, size_t vlen, xerr *err);
 int store_state_get(store_txn *t, store_state_db db, uint32_t task, int64_t window_end,
@@ -114,7 +158,9 @@ int store_state_del(store_txn *t, store_state_db db, uint32_t task, int64_t wind
                     const void *key, size_t klen, xerr *err);
 
 /* Visit the entries of one task with lo <= window_end < hi, in (window_end,
- * key) order.  fn returns non-zero to stop. */
+ * key) order.  fn returns non-zero to stop (that value is returned); key and
+ * val are valid only during the call.  In a write txn fn may write through
+ * the same txn, including deleting the entry it visits. */
 typedef int (*store_state_fn)(void *ctx, int64_t window_end, const void *key, size_t klen,
                               const void *val, size_t vlen);
 int store_state_scan(store_txn *t, store_state_db db, uint32_t task, int64_t lo, int64_t hi,
@@ -126,6 +172,7 @@ int store_state_drop_task(store_txn *t, store_state_db db, uint32_t task, xerr *
 
 /* ------------------------------------------------------------------ introspection */
 
+/* Map size, space in use (high-water mark of pages) and last txn id. */
 typedef struct store_stats {
     size_t map_size;    /* current map size */
     size_t used_bytes;  /* pages in use * page size */

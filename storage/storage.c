@@ -1,0 +1,1056 @@
+/*
+ * storage.c: the LMDB environment behind storage.h.  One environment per
+ * engine, opened once with every named database it needs; handles are cached
+ * for the life of the store.  Writes come from one thread at a time (LMDB's
+ * writer lock serialises them); read transactions may run on any thread.
+ *
+ * Invariants:
+ *  - Every LMDB transaction of this process is counted in s->active, under
+ *    s->mu.  mdb_env_set_mapsize() runs only with s->mu held and s->active == 0,
+ *    because LMDB forbids resizing the map while this process has a
+ *    transaction open.  Growth is asked for when a write hits MDB_MAP_FULL
+ *    (the whole transaction is then lost and must be redone) and done by
+ *    whoever ends the last open transaction, or at the next write begin; a
+ *    write begin also grows ahead of need when the map is three quarters used.
+ *  - A log exists iff its registry key "store.log:<stream>" is in meta; the
+ *    value is the offset floor (the next offset survives trimming the log
+ *    empty).  Its named database "log:<stream>" is opened once and the handle
+ *    is kept until store_close, also after a drop (the dropped database is
+ *    emptied, not deleted, so no handle is ever closed under a reader).
+ *  - A handle opened in a write transaction becomes shared only once that
+ *    transaction commits (LMDB closes it on abort).  Such a commit runs with
+ *    s->mu held and read transactions begin under s->mu, so a reader sees
+ *    either the old snapshot or the new handle, never the snapshot alone.
+ *  - Values and keys handed to callers are LMDB's memory, valid only during a
+ *    get's copy or a callback; nothing borrowed outlives the call.
+ */
+#include "storage/storage.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB ((size_t)1 << 20)
+#define DEFAULT_MAP (256 * MIB)
+#define DEFAULT_MAP_MAX ((size_t)64 << 30)
+#define DEFAULT_STREAMS 128
+#define CORE_DBS 4          /* catalog, meta, state, replica */
+#define KEY_MAX 512         /* >= mdb_env_get_maxkeysize() (511) */
+#define TXLOG_SLOTS 4       /* logs a transaction remembers without lookups */
+
+#define META_VERSION "store.version"
+#define META_LOG "store.log:"   /* + stream: be64 offset floor */
+#define META_RESERVED "store."
+
+/* A log's named database handle.  Entries live until store_close. */
+typedef struct logent {
+    struct logent *next;
+    MDB_dbi dbi;
+    char name[]; /* the stream name, without "log:" */
+} logent;
+
+struct store {
+    MDB_env *env;
+    MDB_dbi catalog, meta, state, replica;
+    char *dir;
+    int lockfd;
+    size_t map_max;
+    size_t pagesize;
+    int maxkey;
+
+    pthread_mutex_t mu; /* guards everything below */
+    int active;         /* LMDB transactions open in this process */
+    size_t grow_to;     /* map size asked for by a MAP_FULL, 0 = none */
+    logent *logs;       /* committed log handles */
+    store_txn *spare;   /* one txn struct kept for reuse */
+};
+
+/* What a transaction knows about one log, so appends skip the lookups. */
+typedef struct txlog {
+    const char *name; /* points into a logent */
+    MDB_dbi dbi;
+    uint64_t floor;   /* from the registry */
+    uint64_t next;    /* next offset, valid when next_known */
+    int next_known;
+} txlog;
+
+struct store_txn {
+    store *s;
+    MDB_txn *txn;
+    int write;
+    int failed;       /* first XE_ code after which LMDB refuses the txn */
+    int map_full;     /* the failure was MDB_MAP_FULL: growing helps */
+    size_t bytes;     /* bytes written, to size growth */
+    logent *created;  /* handles opened here, shared on commit */
+    unsigned nlogs, log_rr;
+    txlog logs[TXLOG_SLOTS];
+    unsigned char kbuf[KEY_MAX];
+};
+
+/* ------------------------------------------------------------------ errors */
+
+static const char *errtext(int rc)
+{
+    return rc > 0 ? strerror(rc) : mdb_strerror(rc);
+}
+
+/* Map an LMDB or errno code to an XE_ code and message; in a write txn it
+ * also marks the txn failed, since LMDB refuses it after most errors. */
+static int lmdb_err(store *s, store_txn *t, xerr *err, int rc, const char *what)
+{
+    int code;
+    switch (rc) {
+    case MDB_MAP_FULL:
+        if (t) t->map_full = 1;
+        code = xerr_set(err, XE_FULL, "storage %s: map full during %s; the transaction is lost and "
+                        "must be redone (store_commit grows the map)", s->dir, what);
+        break;
+    case MDB_TXN_FULL:
+        code = xerr_set(err, XE_FULL, "storage %s: transaction too large during %s; commit more often",
+                        s->dir, what);
+        break;
+    case MDB_DBS_FULL:
+        code = xerr_set(err, XE_FULL, "storage %s: too many stream logs during %s; raise max_streams",
+                        s->dir, what);
+        break;
+    case MDB_READERS_FULL:
+        code = xerr_set(err, XE_BUSY, "storage %s: too many concurrent readers during %s", s->dir, what);
+        break;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_BAD_DBI:
+        code = xerr_set(err, XE_CORRUPT, "storage %s: corrupt data during %s: %s", s->dir, what,
+                        errtext(rc));
+        break;
+    case MDB_BAD_VALSIZE:
+        code = xerr_set(err, XE_INVAL, "storage %s: key or value size not allowed during %s", s->dir, what);
+        break;
+    case MDB_VERSION_MISMATCH:
+        code = xerr_set(err, XE_VERSION, "storage %s: %s during %s", s->dir, errtext(rc), what);
+        break;
+    case ENOMEM:
+        code = xerr_set(err, XE_NOMEM, "storage %s: out of memory during %s", s->dir, what);
+        break;
+    default:
+        code = xerr_set(err, XE_IO, "storage %s: %s failed: %s", s->dir, what, errtext(rc));
+        break;
+    }
+    if (t && t->write && !t->failed) t->failed = code;
+    return code;
+}
+
+static int check_txn(store_txn *t, int write, xerr *err)
+{
+    if (!t) return xerr_set(err, XE_INVAL, "storage: no transaction");
+    if (write && !t->write) return xerr_set(err, XE_INVAL, "storage %s: write in a read-only transaction", t->s->dir);
+    if (t->failed)
+        return xerr_set(err, t->failed, "storage %s: the transaction already failed; abort it", t->s->dir);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ map growth */
+
+static size_t page_round_up(size_t n, size_t pg)
+{
+    return (n + pg - 1) / pg * pg;
+}
+
+/* Current map size and bytes in use (high-water mark of pages). */
+static void map_usage(store *s, size_t *map, size_t *used)
+{
+    MDB_envinfo info;
+    mdb_env_info(s->env, &info);
+    *map = info.me_mapsize;
+    *used = ((size_t)info.me_last_pgno + 1) * s->pagesize;
+}
+
+/* With s->mu held and no transaction open: apply a requested growth, and grow
+ * ahead of need when the map is 3/4 used.  Growth failure leaves the map as it
+ * was; the next MAP_FULL reports it. */
+static void grow_locked(store *s)
+{
+    if (s->active != 0) return;
+    size_t map, used;
+    map_usage(s, &map, &used);
+    size_t target = s->grow_to;
+    if (used / 3 > map / 4 && map < s->map_max) target = target > map * 2 ? target : map * 2;
+    if (target > s->map_max) target = s->map_max;
+    if (target > map && mdb_env_set_mapsize(s->env, target) == 0) s->grow_to = 0;
+    else if (target <= map) s->grow_to = 0;
+}
+
+/* After a MAP_FULL (the txn is already ended): ask for a bigger map, grow now
+ * if nothing else is open.  Returns XE_FULL with a message; *grown says whether
+ * a retry can succeed now. */
+static int map_full(store *s, size_t txn_bytes, int *grown, xerr *err)
+{
+    *grown = 0;
+    pthread_mutex_lock(&s->mu);
+    size_t map, used;
+    map_usage(s, &map, &used);
+    if (map >= s->map_max) {
+        pthread_mutex_unlock(&s->mu);
+        return xerr_set(err, XE_FULL, "storage %s: map full at its maximum of %zu MiB (map_max); "
+                        "trim stream logs or raise map_max", s->dir, map / MIB);
+    }
+    size_t target = map * 2;
+    while (target < used + 2 * txn_bytes + MIB && target < s->map_max) target *= 2;
+    if (target > s->map_max) target = s->map_max;
+    if (target > s->grow_to) s->grow_to = target;
+    int others = s->active;
+    grow_locked(s);
+    map_usage(s, &map, &used);
+    pthread_mutex_unlock(&s->mu);
+    if (map >= target) {
+        *grown = 1;
+        return xerr_set(err, XE_FULL, "storage %s: map was full; grown to %zu MiB, redo the transaction",
+                        s->dir, map / MIB);
+    }
+    if (others)
+        return xerr_set(err, XE_FULL, "storage %s: map full at %zu MiB; it grows to %zu MiB once the %d "
+                        "open transaction(s) end, then redo the transaction", s->dir, map / MIB,
+                        target / MIB, others);
+    return xerr_set(err, XE_FULL, "storage %s: map full at %zu MiB and could not grow to %zu MiB",
+                    s->dir, map / MIB, target / MIB);
+}
+
+/* ------------------------------------------------------------------ transactions */
+
+static void txn_release(store_txn *t)
+{
+    store *s = t->s;
+    for (logent *e = t->created, *n; e; e = n) {
+        n = e->next;
+        free(e);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->active--;
+    if (s->active == 0 && s->grow_to) grow_locked(s);
+    if (!s->spare) {
+        s->spare = t;
+        t = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(t);
+}
+
+
+int store_begin(store *s, int write, store_txn **out, xerr *err)
+{
+    *out = NULL;
+    pthread_mutex_lock(&s->mu);
+    store_txn *t = s->spare;
+    s->spare = NULL;
+    if (write) grow_locked(s);
+    s->active++;
+    MDB_txn *txn = NULL;
+    int rc = 0;
+    /* A reader begins under the mutex so that it cannot slip between a commit
+     * that opened a log and the publication of that log's handle.  A writer
+     * may wait for LMDB's writer lock, so it begins outside. */
+    if (!write) rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    pthread_mutex_unlock(&s->mu);
+    if (write) rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (!t) t = malloc(sizeof *t);
+    if (!t) {
+        if (!rc) mdb_txn_abort(txn);
+        rc = ENOMEM;
+    }
+    if (t) {
+        /* Everything but the key buffer. */
+        memset(t, 0, offsetof(store_txn, kbuf));
+        t->s = s;
+        t->txn = txn;
+        t->write = write;
+    }
+    if (rc) {
+        int code = lmdb_err(s, NULL, err, rc, "begin");
+        if (t) txn_release(t);
+        else {
+            pthread_mutex_lock(&s->mu);
+            s->active--;
+            pthread_mutex_unlock(&s->mu);
+        }
+        return code;
+    }
+    *out = t;
+    return 0;
+}
+
+void store_abort(store_txn *t)
+{
+    if (!t) return;
+    mdb_txn_abort(t->txn);
+    txn_release(t);
+}
+
+/* Commit, or end a failed txn; *grown tells store_write whether to retry. */
+static int commit(store_txn *t, int *grown, xerr *err)
+{
+    store *s = t->s;
+    *grown = 0;
+    if (t->failed) {
+        int full = t->map_full, code = t->failed;
+        size_t bytes = t->bytes;
+        store_abort(t);
+        if (full) return map_full(s, bytes, grown, err);
+        return xerr_set(err, code, "storage %s: transaction aborted after an earlier error", s->dir);
+    }
+    if (!t->write) {
+        store_abort(t);
+        return 0;
+    }
+    int rc;
+    if (t->created) {
+        pthread_mutex_lock(&s->mu);
+        rc = mdb_txn_commit(t->txn);
+        if (!rc) {
+            logent *e = t->created;
+            while (e) {
+                logent *n = e->next;
+                e->next = s->logs;
+                s->logs = e;
+                e = n;
+            }
+            t->created = NULL;
+        }
+        pthread_mutex_unlock(&s->mu);
+    } else {
+        rc = mdb_txn_commit(t->txn);
+    }
+    size_t bytes = t->bytes;
+    txn_release(t); /* mdb_txn_commit ended the LMDB txn, also on failure */
+    if (rc == MDB_MAP_FULL) return map_full(s, bytes, grown, err);
+    if (rc) return lmdb_err(s, NULL, err, rc, "commit");
+    return 0;
+}
+
+int store_commit(store_txn *t, xerr *err)
+{
+    if (!t) return xerr_set(err, XE_INVAL, "storage: no transaction");
+    int grown;
+    return commit(t, &grown, err);
+}
+
+int store_write(store *s, store_write_fn fn, void *ctx, xerr *err)
+{
+    for (int attempt = 0;; attempt++) {
+        store_txn *t;
+        int grown = 0;
+        int rc = store_begin(s, 1, &t, err);
+        if (rc < 0) return rc;
+        rc = fn(ctx, t, err);
+        if (rc < 0 && !t->map_full) {
+            store_abort(t);
+            return rc;
+        }
+        if (rc < 0) {
+            t->failed = XE_FULL;
+            rc = commit(t, &grown, err);
+        } else {
+            rc = commit(t, &grown, err);
+            if (rc == 0) return 0;
+        }
+        if (rc != XE_FULL || attempt >= 64) return rc;
+        /* Not grown: another thread holds a transaction and the growth waits
+         * for it to end.  Readers are short; give them half a second. */
+        for (int i = 0; !grown && i < 250; i++) {
+            pthread_mutex_lock(&s->mu);
+            grown = s->grow_to == 0;
+            pthread_mutex_unlock(&s->mu);
+            if (!grown) nanosleep(&(struct timespec){0, 2000000}, NULL);
+        }
+        if (!grown) return rc;
+    }
+}
+
+int store_sync(store *s, xerr *err)
+{
+    int rc = mdb_env_sync(s->env, 1);
+    return rc ? lmdb_err(s, NULL, err, rc, "sync") : 0;
+}
+
+/* ------------------------------------------------------------------ catalog and meta */
+
+static MDB_dbi kv_dbi(store *s, store_kv db)
+{
+    return db == STORE_META ? s->meta : s->catalog;
+}
+
+static int kv_key(store_txn *t, const char *key, MDB_val *k, xerr *err)
+{
+    size_t n = strlen(key);
+    if (n == 0 || n > (size_t)t->s->maxkey)
+        return xerr_set(err, XE_INVAL, "storage: key length %zu outside 1..%d", n, t->s->maxkey);
+    k->mv_data = (void *)key;
+    k->mv_size = n;
+    return 0;
+}
+
+static int reserved(store_kv db, const char *key)
+{
+    return db == STORE_META && strncmp(key, META_RESERVED, sizeof META_RESERVED - 1) == 0;
+}
+
+int store_kv_put(store_txn *t, store_kv db, const char *key, const void *val, size_t n, xerr *err)
+{
+    MDB_val k, v = {n, (void *)val};
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || (rc = kv_key(t, key, &k, err)) < 0) return rc;
+    if (reserved(db, key))
+        return xerr_set(err, XE_INVAL, "storage: meta keys starting with '%s' are reserved", META_RESERVED);
+    rc = mdb_put(t->txn, kv_dbi(t->s, db), &k, &v, 0);
+    if (rc) return lmdb_err(t->s, t, err, rc, "put");
+    t->bytes += k.mv_size + n;
+    return 0;
+}
+
+/* Copy a value out of LMDB's memory into a caller's buffer. */
+static int copy_out(sbuf *out, const MDB_val *v, xerr *err)
+{
+    sbuf_reset(out);
+    if (sbuf_add(out, v->mv_data, v->mv_size) < 0)
+        return xerr_set(err, XE_NOMEM, "storage: out of memory copying a %zu-byte value", v->mv_size);
+    return 0;
+}
+
+int store_kv_get(store_txn *t, store_kv db, const char *key, sbuf *out, xerr *err)
+{
+    MDB_val k, v;
+    int rc = check_txn(t, 0, err);
+    if (rc < 0 || (rc = kv_key(t, key, &k, err)) < 0) return rc;
+    rc = mdb_get(t->txn, kv_dbi(t->s, db), &k, &v);
+    if (rc == MDB_NOTFOUND) return XE_NOTFOUND;
+    if (rc) return lmdb_err(t->s, t, err, rc, "get");
+    return copy_out(out, &v, err);
+}
+
+int store_kv_del(store_txn *t, store_kv db, const char *key, xerr *err)
+{
+    MDB_val k;
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || (rc = kv_key(t, key, &k, err)) < 0) return rc;
+    if (reserved(db, key))
+        return xerr_set(err, XE_INVAL, "storage: meta keys starting with '%s' are reserved", META_RESERVED);
+    rc = mdb_del(t->txn, kv_dbi(t->s, db), &k, NULL);
+    if (rc && rc != MDB_NOTFOUND) return lmdb_err(t->s, t, err, rc, "delete");
+    return 0;
+}
+
+int store_kv_scan(store_txn *t, store_kv db, const char *prefix, store_kv_fn fn, void *ctx, xerr *err)
+{
+    int rc = check_txn(t, 0, err);
+    if (rc < 0) return rc;
+    size_t plen = strlen(prefix);
+    if (plen > (size_t)t->s->maxkey) return 0;
+    MDB_cursor *c;
+    rc = mdb_cursor_open(t->txn, kv_dbi(t->s, db), &c);
+    if (rc) return lmdb_err(t->s, t, err, rc, "cursor");
+    MDB_val k = {plen, (void *)prefix}, v;
+    char name[KEY_MAX + 1];
+    int ret = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0) break;
+        if (k.mv_size > KEY_MAX) {
+            ret = xerr_set(err, XE_CORRUPT, "storage %s: oversized key", t->s->dir);
+            break;
+        }
+        memcpy(name, k.mv_data, k.mv_size);
+        name[k.mv_size] = '\0';
+        if (reserved(db, name)) continue;
+        if ((ret = fn(ctx, name, v.mv_data, v.mv_size)) != 0) break;
+    }
+    if (rc && rc != MDB_NOTFOUND) ret = lmdb_err(t->s, t, err, rc, "scan");
+    mdb_cursor_close(c);
+    return ret;
+}
+
+/* ------------------------------------------------------------------ stream logs */
+
+static int log_name_ok(store *s, const char *stream, xerr *err)
+{
+    size_t n = strlen(stream);
+    if (n == 0 || n + sizeof META_LOG > (size_t)s->maxkey)
+        return xerr_set(err, XE_INVAL, "storage: stream name length %zu outside 1..%zu", n,
+                        (size_t)s->maxkey - sizeof META_LOG);
+    return 0;
+}
+
+/* "store.log:<stream>" in t->kbuf. */
+static MDB_val registry_key(store_txn *t, const char *stream)
+{
+    size_t p = sizeof META_LOG - 1, n = strlen(stream);
+    memcpy(t->kbuf, META_LOG, p);
+    memcpy(t->kbuf + p, stream, n);
+    return (MDB_val){p + n, t->kbuf};
+}
+
+/* The log's handle: opened in this txn, or shared. */
+static const logent *find_logent(store_txn *t, const char *stream)
+{
+    for (const logent *e = t->created; e; e = e->next)
+        if (strcmp(e->name, stream) == 0) return e;
+    store *s = t->s;
+    const logent *found = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (const logent *e = s->logs; e && !found; e = e->next)
+        if (strcmp(e->name, stream) == 0) found = e;
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+static void forget_log(store_txn *t, const char *stream)
+{
+    for (unsigned i = 0; i < t->nlogs; i++)
+        if (strcmp(t->logs[i].name, stream) == 0) {
+            t->logs[i] = t->logs[--t->nlogs];
+            return;
+        }
+}
+
+/* Find an existing log for this txn (cached after the first lookup). */
+static int log_ref(store_txn *t, const char *stream, txlog **out, xerr *err)
+{
+    for (unsigned i = 0; i < t->nlogs; i++)
+        if (strcmp(t->logs[i].name, stream) == 0) {
+            *out = &t->logs[i];
+            return 0;
+        }
+    store *s = t->s;
+    int rc = log_name_ok(s, stream, err);
+    if (rc < 0) return rc;
+    MDB_val k = registry_key(t, stream), v;
+    rc = mdb_get(t->txn, s->meta, &k, &v);
+    if (rc == MDB_NOTFOUND) return xerr_set(err, XE_NOTFOUND, "storage: no log for stream '%s'", stream);
+    if (rc) return lmdb_err(s, t, err, rc, "log lookup");
+    if (v.mv_size != 8) return xerr_set(err, XE_CORRUPT, "storage %s: bad registry entry for log '%s'", s->dir, stream);
+    const logent *e = find_logent(t, stream);
+    if (!e) return xerr_set(err, XE_CORRUPT, "storage %s: log '%s' is registered but has no database", s->dir, stream);
+    unsigned slot = t->nlogs < TXLOG_SLOTS ? t->nlogs++ : t->log_rr++ % TXLOG_SLOTS;
+    t->logs[slot] = (txlog){.name = e->name, .dbi = e->dbi, .floor = be64_get(v.mv_data)};
+    *out = &t->logs[slot];
+    return 0;
+}
+
+/* Next offset: one past the last record, but never below the floor. */
+static int log_next(store_txn *t, txlog *l, xerr *err)
+{
+    if (l->next_known) return 0;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(t->txn, l->dbi, &c);
+    if (rc) return lmdb_err(t->s, t, err, rc, "cursor");
+    MDB_val k, v;
+    uint64_t next = 0;
+    rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+    if (rc == 0 && k.mv_size != 8) rc = MDB_CORRUPTED;
+    if (rc == 0) next = be64_get(k.mv_data) + 1;
+    mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND) return lmdb_err(t->s, t, err, rc, "log end");
+    l->next = next > l->floor ? next : l->floor;
+    l->next_known = 1;
+    return 0;
+}
+
+static int put_floor(store_txn *t, const char *stream, uint64_t floor, xerr *err)
+{
+    unsigned char b[8];
+    be64_put(b, floor);
+    MDB_val k = registry_key(t, stream), v = {8, b};
+    int rc = mdb_put(t->txn, t->s->meta, &k, &v, 0);
+    return rc ? lmdb_err(t->s, t, err, rc, "log registry") : 0;
+}
+
+/* Check the txn, find the log, open a cursor on it (caller closes it). */
+static int log_cursor(store_txn *t, int write, const char *stream, txlog **l, MDB_cursor **c, xerr *err)
+{
+    int rc = check_txn(t, write, err);
+    if (rc < 0 || (rc = log_ref(t, stream, l, err)) < 0) return rc;
+    rc = mdb_cursor_open(t->txn, (*l)->dbi, c);
+    return rc ? lmdb_err(t->s, t, err, rc, "cursor") : 0;
+}
+
+int store_log_create(store_txn *t, const char *stream, xerr *err)
+{
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || (rc = log_name_ok(t->s, stream, err)) < 0) return rc;
+    store *s = t->s;
+    MDB_val k = registry_key(t, stream), v;
+    rc = mdb_get(t->txn, s->meta, &k, &v);
+    if (rc == 0) return 0;
+    if (rc != MDB_NOTFOUND) return lmdb_err(s, t, err, rc, "log lookup");
+    if (!find_logent(t, stream)) {
+        size_t n = strlen(stream);
+        logent *e = malloc(sizeof *e + n + 1);
+        if (!e) return xerr_set(err, XE_NOMEM, "storage: out of memory");
+        memcpy(e->name, stream, n + 1);
+        char dbname[KEY_MAX];
+        snprintf(dbname, sizeof dbname, "log:%s", stream);
+        rc = mdb_dbi_open(t->txn, dbname, MDB_CREATE, &e->dbi);
+        if (rc) {
+            free(e);
+            return lmdb_err(s, t, err, rc, "log create");
+        }
+        e->next = t->created;
+        t->created = e;
+    }
+    forget_log(t, stream);
+    return put_floor(t, stream, 0, err);
+}
+
+int store_log_drop(store_txn *t, const char *stream, xerr *err)
+{
+    int rc = check_txn(t, 1, err);
+    if (rc < 0) return rc;
+    txlog *l;
+    rc = log_ref(t, stream, &l, err);
+    if (rc == XE_NOTFOUND) return 0;
+    if (rc < 0) return rc;
+    /* Empty the database but keep it and its handle: closing a handle is not
+     * safe while other threads may read, and LMDB closes it at drop time even
+     * if this txn later aborts. */
+    rc = mdb_drop(t->txn, l->dbi, 0);
+    if (rc) return lmdb_err(t->s, t, err, rc, "log drop");
+    forget_log(t, stream);
+    MDB_val k = registry_key(t, stream);
+    rc = mdb_del(t->txn, t->s->meta, &k, NULL);
+    return rc ? lmdb_err(t->s, t, err, rc, "log registry") : 0;
+}
+
+int store_log_append(store_txn *t, const char *stream, const void *rec, size_t n, uint64_t *offset, xerr *err)
+{
+    txlog *l;
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || (rc = log_ref(t, stream, &l, err)) < 0 || (rc = log_next(t, l, err)) < 0) return rc;
+    unsigned char kb[8];
+    be64_put(kb, l->next);
+    MDB_val k = {8, kb}, v = {n, (void *)rec};
+    rc = mdb_put(t->txn, l->dbi, &k, &v, MDB_APPEND);
+    if (rc) return lmdb_err(t->s, t, err, rc, "log append");
+    t->bytes += n + 8;
+    if (offset) *offset = l->next;
+    l->next++;
+    return 0;
+}
+
+int store_log_end(store_txn *t, const char *stream, uint64_t *end, xerr *err)
+{
+    txlog *l;
+    int rc = check_txn(t, 0, err);
+    if (rc < 0 || (rc = log_ref(t, stream, &l, err)) < 0 || (rc = log_next(t, l, err)) < 0) return rc;
+    *end = l->next;
+    return 0;
+}
+
+int store_log_begin(store_txn *t, const char *stream, uint64_t *begin, xerr *err)
+{
+    txlog *l;
+    MDB_cursor *c;
+    int rc = log_cursor(t, 0, stream, &l, &c, err);
+    if (rc < 0) return rc;
+    MDB_val k, v;
+    rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+    if (rc == 0 && k.mv_size != 8) rc = MDB_CORRUPTED;
+    if (rc == 0) *begin = be64_get(k.mv_data);
+    mdb_cursor_close(c);
+    if (rc == MDB_NOTFOUND) return store_log_end(t, stream, begin, err);
+    return rc ? lmdb_err(t->s, t, err, rc, "log begin") : 0;
+}
+
+int store_log_read(store_txn *t, const char *stream, uint64_t from, size_t max, store_log_fn fn, void *ctx,
+                   xerr *err)
+{
+    txlog *l;
+    MDB_cursor *c;
+    int rc = log_cursor(t, 0, stream, &l, &c, err);
+    if (rc < 0) return rc;
+    unsigned char kb[8];
+    be64_put(kb, from);
+    MDB_val k = {8, kb}, v;
+    size_t count = 0;
+    int ret = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        if ((ret = fn(ctx, be64_get(k.mv_data), v.mv_data, v.mv_size)) != 0) break;
+        if (max && ++count >= max) break;
+    }
+    if (rc && rc != MDB_NOTFOUND) ret = lmdb_err(t->s, t, err, rc, "log read");
+    mdb_cursor_close(c);
+    return ret;
+}
+
+int store_log_trim(store_txn *t, const char *stream, uint64_t before, xerr *err)
+{
+    txlog *l;
+    MDB_cursor *c;
+    int rc = log_cursor(t, 1, stream, &l, &c, err);
+    if (rc < 0) return rc;
+    if ((rc = log_next(t, l, err)) < 0) {
+        mdb_cursor_close(c);
+        return rc;
+    }
+    MDB_val k, v;
+    /* After mdb_cursor_del the cursor already sits on the next record, and
+     * MDB_NEXT returns that one rather than skipping it. */
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 8) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        if (be64_get(k.mv_data) >= before) break;
+        if ((rc = mdb_cursor_del(c, 0)) != 0) break;
+    }
+    mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND) return lmdb_err(t->s, t, err, rc, "log trim");
+    /* Keep the next offset even when the log is now empty. */
+    uint64_t floor = before < l->next ? before : l->next;
+    if (floor <= l->floor) return 0;
+    l->floor = floor;
+    return put_floor(t, stream, floor, err);
+}
+
+/* ------------------------------------------------------------------ window state */
+
+#define SIGN ((uint64_t)1 << 63)
+#define STATE_HDR 12
+
+static MDB_dbi state_dbi(store *s, store_state_db db)
+{
+    return db == STORE_REPLICA ? s->replica : s->state;
+}
+
+static void state_hdr(unsigned char *b, uint32_t task, uint64_t wenc)
+{
+    be32_put(b, task);
+    be64_put(b + 4, wenc);
+}
+
+/* (task, window end, key) in t->kbuf: no allocation on the write path. */
+static int state_key(store_txn *t, uint32_t task, int64_t window_end, const void *key, size_t klen, MDB_val *k,
+                     xerr *err)
+{
+    if (klen + STATE_HDR > (size_t)t->s->maxkey)
+        return xerr_set(err, XE_INVAL, "storage: state key of %zu bytes is longer than %d", klen,
+                        t->s->maxkey - STATE_HDR);
+    state_hdr(t->kbuf, task, (uint64_t)window_end ^ SIGN);
+    if (klen) memcpy(t->kbuf + STATE_HDR, key, klen);
+    *k = (MDB_val){klen + STATE_HDR, t->kbuf};
+    return 0;
+}
+
+int store_state_put(store_txn *t, store_state_db db, uint32_t task, int64_t window_end, const void *key,
+                    size_t klen, const void *val, size_t vlen, xerr *err)
+{
+    MDB_val k, v = {vlen, (void *)val};
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || (rc = state_key(t, task, window_end, key, klen, &k, err)) < 0) return rc;
+    rc = mdb_put(t->txn, state_dbi(t->s, db), &k, &v, 0);
+    if (rc) return lmdb_err(t->s, t, err, rc, "state put");
+    t->bytes += k.mv_size + vlen;
+    return 0;
+}
+
+int store_state_get(store_txn *t, store_state_db db, uint32_t task, int64_t window_end, const void *key,
+                    size_t klen, sbuf *out, xerr *err)
+{
+    MDB_val k, v;
+    int rc = check_txn(t, 0, err);
+    if (rc < 0 || (rc = state_key(t, task, window_end, key, klen, &k, err)) < 0) return rc;
+    rc = mdb_get(t->txn, state_dbi(t->s, db), &k, &v);
+    if (rc == MDB_NOTFOUND) return XE_NOTFOUND;
+    if (rc) return lmdb_err(t->s, t, err, rc, "state get");
+    return copy_out(out, &v, err);
+}
+
+int store_state_del(store_txn *t, store_state_db db, uint32_t task, int64_t window_end, const void *key,
+                    size_t klen, xerr *err)
+{
+    MDB_val k;
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || (rc = state_key(t, task, window_end, key, klen, &k, err)) < 0) return rc;
+    rc = mdb_del(t->txn, state_dbi(t->s, db), &k, NULL);
+    if (rc && rc != MDB_NOTFOUND) return lmdb_err(t->s, t, err, rc, "state delete");
+    return 0;
+}
+
+/* Walk the entries of task with lo <= encoded window end < hi (no upper bound
+ * when !has_hi), calling fn, or deleting each entry when fn is NULL. */
+static int state_range(store_txn *t, store_state_db db, uint32_t task, uint64_t lo, uint64_t hi, int has_hi,
+                       store_state_fn fn, void *ctx, xerr *err)
+{
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(t->txn, state_dbi(t->s, db), &c);
+    if (rc) return lmdb_err(t->s, t, err, rc, "cursor");
+    unsigned char start[STATE_HDR];
+    state_hdr(start, task, lo);
+    MDB_val k = {STATE_HDR, start}, v;
+    int ret = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        const unsigned char *kp = k.mv_data;
+        if (k.mv_size < STATE_HDR || be32_get(kp) != task) break;
+        uint64_t wenc = be64_get(kp + 4);
+        if (has_hi && wenc >= hi) break;
+        if (!fn) {
+            /* The cursor moves to the next entry; MDB_NEXT returns it. */
+            if ((rc = mdb_cursor_del(c, 0)) != 0) break;
+            continue;
+        }
+        ret = fn(ctx, (int64_t)(wenc ^ SIGN), kp + STATE_HDR, k.mv_size - STATE_HDR, v.mv_data, v.mv_size);
+        if (ret) break;
+    }
+    if (rc && rc != MDB_NOTFOUND) ret = lmdb_err(t->s, t, err, rc, fn ? "state scan" : "state delete");
+    mdb_cursor_close(c);
+    return ret;
+}
+
+int store_state_scan(store_txn *t, store_state_db db, uint32_t task, int64_t lo, int64_t hi, store_state_fn fn,
+                     void *ctx, xerr *err)
+{
+    int rc = check_txn(t, 0, err);
+    if (rc < 0 || lo >= hi) return rc;
+    return state_range(t, db, task, (uint64_t)lo ^ SIGN, (uint64_t)hi ^ SIGN, 1, fn, ctx, err);
+}
+
+int store_state_delete_range(store_txn *t, store_state_db db, uint32_t task, int64_t lo, int64_t hi, xerr *err)
+{
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || lo >= hi) return rc;
+    return state_range(t, db, task, (uint64_t)lo ^ SIGN, (uint64_t)hi ^ SIGN, 1, NULL, NULL, err);
+}
+
+int store_state_drop_task(store_txn *t, store_state_db db, uint32_t task, xerr *err)
+{
+    int rc = check_txn(t, 1, err);
+    if (rc < 0) return rc;
+    return state_range(t, db, task, 0, 0, 0, NULL, NULL, err);
+}
+
+/* ------------------------------------------------------------------ open and close */
+
+static int mkdir_p(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path) return ENAMETOOLONG;
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) return errno;
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) return errno;
+    return 0;
+}
+
+static int open_db(store *s, MDB_txn *txn, const char *name, int create, MDB_dbi *dbi, xerr *err)
+{
+    int rc = mdb_dbi_open(txn, name, create ? MDB_CREATE : 0, dbi);
+    if (rc == MDB_NOTFOUND)
+        return xerr_set(err, XE_CORRUPT, "storage %s: database '%s' is missing; not an Ares data directory "
+                        "or damaged", s->dir, name);
+    if (rc == MDB_INCOMPATIBLE)
+        return xerr_set(err, XE_CORRUPT, "storage %s: '%s' is not a database; not an Ares data directory",
+                        s->dir, name);
+    return rc ? lmdb_err(s, NULL, err, rc, "open database") : 0;
+}
+
+/* Create the databases of a new environment, or check an existing one and
+ * open its logs; runs in the write txn of store_open. */
+static int open_dbs(store *s, MDB_txn *txn, xerr *err)
+{
+    MDB_dbi main;
+    MDB_stat st;
+    int rc = mdb_dbi_open(txn, NULL, 0, &main);
+    if (!rc) rc = mdb_stat(txn, main, &st);
+    if (rc) return lmdb_err(s, NULL, err, rc, "open");
+    int fresh = st.ms_entries == 0;
+    if ((rc = open_db(s, txn, "meta", fresh, &s->meta, err)) < 0) return rc;
+
+    unsigned char vb[4];
+    MDB_val k = {sizeof META_VERSION - 1, META_VERSION}, v = {4, vb};
+    if (fresh) {
+        be32_put(vb, STORE_FORMAT_VERSION);
+        if ((rc = mdb_put(txn, s->meta, &k, &v, 0)) != 0) return lmdb_err(s, NULL, err, rc, "create");
+    } else {
+        rc = mdb_get(txn, s->meta, &k, &v);
+        if (rc == MDB_NOTFOUND || (!rc && v.mv_size != 4))
+            return xerr_set(err, XE_CORRUPT, "storage %s: no format version in meta; not an Ares data "
+                            "directory or damaged", s->dir);
+        if (rc) return lmdb_err(s, NULL, err, rc, "open");
+        uint32_t ver = be32_get(v.mv_data);
+        if (ver != STORE_FORMAT_VERSION)
+            return xerr_set(err, XE_VERSION, "storage %s: data directory has storage format version %u, "
+                            "this build reads version %d; use a matching build or a new directory",
+                            s->dir, ver, STORE_FORMAT_VERSION);
+    }
+    if ((rc = open_db(s, txn, "catalog", fresh, &s->catalog, err)) < 0 ||
+        (rc = open_db(s, txn, "state", fresh, &s->state, err)) < 0 ||
+        (rc = open_db(s, txn, "replica", fresh, &s->replica, err)) < 0)
+        return rc;
+
+    /* Open every registered log once. */
+    MDB_cursor *c;
+    if ((rc = mdb_cursor_open(txn, s->meta, &c)) != 0) return lmdb_err(s, NULL, err, rc, "open");
+    size_t plen = sizeof META_LOG - 1;
+    k = (MDB_val){plen, META_LOG};
+    int ret = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0 && ret == 0;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size <= plen || memcmp(k.mv_data, META_LOG, plen) != 0) break;
+        size_t n = k.mv_size - plen;
+        logent *e = malloc(sizeof *e + n + 1);
+        if (!e) {
+            ret = xerr_set(err, XE_NOMEM, "storage: out of memory");
+            break;
+        }
+        memcpy(e->name, (char *)k.mv_data + plen, n);
+        e->name[n] = '\0';
+        char dbname[KEY_MAX + 8];
+        snprintf(dbname, sizeof dbname, "log:%s", e->name);
+        if ((ret = open_db(s, txn, dbname, 0, &e->dbi, err)) < 0) {
+            free(e);
+            break;
+        }
+        e->next = s->logs;
+        s->logs = e;
+    }
+    if (!ret && rc && rc != MDB_NOTFOUND) ret = lmdb_err(s, NULL, err, rc, "open");
+    mdb_cursor_close(c);
+    return ret;
+}
+
+int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
+{
+    *out = NULL;
+    store_opts o = opts ? *opts : (store_opts){0};
+    store *s = calloc(1, sizeof *s);
+    if (!s || !(s->dir = strdup(dir))) {
+        free(s);
+        return xerr_set(err, XE_NOMEM, "storage: out of memory");
+    }
+    s->lockfd = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    long pg = sysconf(_SC_PAGESIZE);
+    s->pagesize = pg > 0 ? (size_t)pg : 4096;
+    size_t map = page_round_up(o.map_size ? o.map_size : DEFAULT_MAP, s->pagesize);
+    s->map_max = (o.map_max ? o.map_max : DEFAULT_MAP_MAX) / s->pagesize * s->pagesize;
+    if (s->map_max < map) s->map_max = map;
+    int streams = o.max_streams > 0 ? o.max_streams : DEFAULT_STREAMS;
+
+    int rc, code;
+    MDB_txn *txn = NULL;
+    if ((rc = mkdir_p(dir)) != 0) {
+        code = xerr_set(err, XE_IO, "storage %s: cannot create the data directory: %s", dir, strerror(rc));
+        goto fail;
+    }
+    /* One engine per directory: LMDB allows several processes, but map growth
+     * and log offsets assume this process is the only writer, and opening an
+     * environment twice in one process breaks LMDB's locks. */
+    char lockpath[4096];
+    snprintf(lockpath, sizeof lockpath, "%s/store.lock", dir);
+    s->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (s->lockfd < 0) {
+        code = xerr_set(err, XE_IO, "storage %s: cannot open %s: %s", dir, lockpath, strerror(errno));
+        goto fail;
+    }
+    if (flock(s->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        code = errno == EWOULDBLOCK
+                   ? xerr_set(err, XE_BUSY, "storage %s: the data directory is in use by another engine", dir)
+                   : xerr_set(err, XE_IO, "storage %s: cannot lock %s: %s", dir, lockpath, strerror(errno));
+        goto fail;
+    }
+
+    if ((rc = mdb_env_create(&s->env)) != 0 || (rc = mdb_env_set_maxdbs(s->env, CORE_DBS + streams)) != 0 ||
+        (rc = mdb_env_set_mapsize(s->env, map)) != 0) {
+        code = lmdb_err(s, NULL, err, rc, "create the environment");
+        goto fail;
+    }
+    /* MDB_NOSYNC: commits reach the OS page cache (safe against kill -9) and
+     * store_sync() flushes them once per epoch.  Not MDB_WRITEMAP, so a crash
+     * cannot leave a torn page in the file. */
+    rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NOSYNC, 0644);
+    if (rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) {
+        code = xerr_set(err, XE_CORRUPT, "storage %s: data.mdb is not an LMDB environment or is corrupt (%s)",
+                        dir, errtext(rc));
+        goto fail;
+    }
+    if (rc == MDB_VERSION_MISMATCH) {
+        code = xerr_set(err, XE_VERSION, "storage %s: written by an incompatible LMDB version (%s)", dir,
+                        errtext(rc));
+        goto fail;
+    }
+    if (rc) {
+        code = lmdb_err(s, NULL, err, rc, "open the environment");
+        goto fail;
+    }
+    MDB_stat ms;
+    if (mdb_env_stat(s->env, &ms) == 0) s->pagesize = ms.ms_psize;
+    s->maxkey = mdb_env_get_maxkeysize(s->env);
+    if (s->maxkey > KEY_MAX) s->maxkey = KEY_MAX;
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
+        code = lmdb_err(s, NULL, err, rc, "open");
+        goto fail;
+    }
+    if ((code = open_dbs(s, txn, err)) < 0) goto fail;
+    rc = mdb_txn_commit(txn);
+    txn = NULL;
+    if (rc) {
+        code = lmdb_err(s, NULL, err, rc, "open");
+        goto fail;
+    }
+    *out = s;
+    return 0;
+
+fail:
+    if (txn) mdb_txn_abort(txn);
+    store_close(s);
+    return code;
+}
+
+void store_close(store *s)
+{
+    if (!s) return;
+    assert(s->active == 0);
+    if (s->env) mdb_env_close(s->env);
+    for (logent *e = s->logs, *n; e; e = n) {
+        n = e->next;
+        free(e);
+    }
+    free(s->spare);
+    if (s->lockfd >= 0) close(s->lockfd);
+    pthread_mutex_destroy(&s->mu);
+    free(s->dir);
+    free(s);
+}
+
+const char *store_dir(const store *s)
+{
+    return s->dir;
+}
+
+int store_get_stats(store *s, store_stats *st, xerr *err)
+{
+    MDB_envinfo info;
+    MDB_stat ms;
+    int rc = mdb_env_info(s->env, &info);
+    if (!rc) rc = mdb_env_stat(s->env, &ms);
+    if (rc) return lmdb_err(s, NULL, err, rc, "stats");
+    st->map_size = info.me_mapsize;
+    st->used_bytes = ((size_t)info.me_last_pgno + 1) * ms.ms_psize;
+    st->last_txn = info.me_last_txnid;
+    return 0;
+}
