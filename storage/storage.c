@@ -68,6 +68,7 @@ struct store {
     int maxkey;
 
     pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t grown; /* signalled when a requested growth is done */
     int active;         /* LMDB transactions open in this process */
     size_t grow_to;     /* map size asked for by a MAP_FULL, 0 = none */
     logent *logs;       /* committed log handles */
@@ -145,7 +146,8 @@ static int lmdb_err(store *s, store_txn *t, xerr *err, int rc, const char *what)
         code = xerr_set(err, XE_IO, "storage %s: %s failed: %s", s->dir, what, errtext(rc));
         break;
     }
-    if (t && t->write && !t->failed) t->failed = code;
+    /* MDB_DBS_FULL is refused before anything changes: the txn goes on. */
+    if (t && t->write && !t->failed && rc != MDB_DBS_FULL) t->failed = code;
     return code;
 }
 
@@ -185,8 +187,10 @@ static void grow_locked(store *s)
     size_t target = s->grow_to;
     if (used / 3 > map / 4 && map < s->map_max) target = target > map * 2 ? target : map * 2;
     if (target > s->map_max) target = s->map_max;
+    int pending = s->grow_to != 0;
     if (target > map && mdb_env_set_mapsize(s->env, target) == 0) s->grow_to = 0;
     else if (target <= map) s->grow_to = 0;
+    if (pending && !s->grow_to) pthread_cond_broadcast(&s->grown);
 }
 
 /* After a MAP_FULL (the txn is already ended): ask for a bigger map, grow now
@@ -249,6 +253,19 @@ int store_begin(store *s, int write, store_txn **out, xerr *err)
 {
     *out = NULL;
     pthread_mutex_lock(&s->mu);
+    /* A pending growth waits for every open txn to end; hold new ones back a
+     * little so that a stream of overlapping readers cannot starve it.  The
+     * wait is bounded: the thread may itself hold one of the open txns. */
+    if (s->grow_to && s->active) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (s->grow_to && s->active && pthread_cond_timedwait(&s->grown, &s->mu, &until) == 0) {}
+    }
     store_txn *t = s->spare;
     s->spare = NULL;
     if (write) grow_locked(s);
@@ -868,6 +885,42 @@ static int open_db(store *s, MDB_txn *txn, const char *name, int create, MDB_dbi
     return rc ? lmdb_err(s, NULL, err, rc, "open database") : 0;
 }
 
+/* Delete the emptied databases of dropped logs ("log:<stream>" in the main
+ * database without a registry key).  Only at open, before any reader exists,
+ * is closing their handles safe; this frees their max_streams slots. */
+static int reap_dropped_logs(store *s, MDB_txn *txn, MDB_dbi main, xerr *err)
+{
+    MDB_cursor *c;
+    sbuf names; /* NUL-separated; the main db cannot change under the cursor */
+    sbuf_init(&names);
+    int rc = mdb_cursor_open(txn, main, &c);
+    if (rc) return lmdb_err(s, NULL, err, rc, "open");
+    MDB_val k = {4, "log:"}, v;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < 4 || memcmp(k.mv_data, "log:", 4) != 0) break;
+        if (k.mv_size > KEY_MAX || memchr(k.mv_data, '\0', k.mv_size)) continue;
+        if (sbuf_add(&names, k.mv_data, k.mv_size) < 0 || sbuf_addc(&names, '\0') < 0) rc = ENOMEM;
+        if (rc) break;
+    }
+    mdb_cursor_close(c);
+    int ret = rc && rc != MDB_NOTFOUND ? lmdb_err(s, NULL, err, rc, "open") : 0;
+    for (size_t at = 0; !ret && at < names.len; at += strlen(names.p + at) + 1) {
+        const char *dbname = names.p + at;
+        unsigned char reg[KEY_MAX + 16];
+        size_t n = strlen(dbname + 4);
+        memcpy(reg, META_LOG, sizeof META_LOG - 1);
+        memcpy(reg + sizeof META_LOG - 1, dbname + 4, n);
+        MDB_val rk = {sizeof META_LOG - 1 + n, reg};
+        MDB_dbi dbi;
+        rc = mdb_get(txn, s->meta, &rk, &v);
+        if (rc == 0) continue;
+        if (rc == MDB_NOTFOUND && (rc = mdb_dbi_open(txn, dbname, 0, &dbi)) == 0) rc = mdb_drop(txn, dbi, 1);
+        if (rc) ret = lmdb_err(s, NULL, err, rc, "delete a dropped log");
+    }
+    sbuf_fini(&names);
+    return ret;
+}
+
 /* Create the databases of a new environment, or check an existing one and
  * open its logs; runs in the write txn of store_open. */
 static int open_dbs(store *s, MDB_txn *txn, xerr *err)
@@ -901,6 +954,8 @@ static int open_dbs(store *s, MDB_txn *txn, xerr *err)
         (rc = open_db(s, txn, "state", fresh, &s->state, err)) < 0 ||
         (rc = open_db(s, txn, "replica", fresh, &s->replica, err)) < 0)
         return rc;
+
+    if ((rc = reap_dropped_logs(s, txn, main, err)) < 0) return rc;
 
     /* Open every registered log once. */
     MDB_cursor *c;
@@ -944,6 +999,7 @@ int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
     }
     s->lockfd = -1;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->grown, NULL);
     long pg = sysconf(_SC_PAGESIZE);
     s->pagesize = pg > 0 ? (size_t)pg : 4096;
     size_t map = page_round_up(o.map_size ? o.map_size : DEFAULT_MAP, s->pagesize);
@@ -1032,6 +1088,7 @@ void store_close(store *s)
     }
     free(s->spare);
     if (s->lockfd >= 0) close(s->lockfd);
+    pthread_cond_destroy(&s->grown);
     pthread_mutex_destroy(&s->mu);
     free(s->dir);
     free(s);

@@ -15,10 +15,14 @@
  * any thread (MDB_NOTLS).  Values handed out by get/iterate are copied into
  * caller-owned buffers, never borrowed beyond the call.
  *
- * Durability: the environment opens with MDB_NOSYNC and store_sync() runs an
- * explicit mdb_env_sync once per epoch (group commit).  A process crash
- * (kill -9) loses nothing that was committed; a power loss loses at most the
- * epochs since the last store_sync.
+ * Durability: the environment opens with MDB_NOSYNC (not MDB_WRITEMAP) and
+ * store_sync() runs an explicit mdb_env_sync once per epoch (group commit).
+ * A commit is atomic and reaches the OS page cache, so a process crash
+ * (kill -9) loses nothing that was committed.  A power loss or kernel crash
+ * loses the commits since the last store_sync; if the filesystem reorders
+ * writes it may also damage the file then (LMDB's documented NOSYNC risk),
+ * which store_open reports as XE_CORRUPT, never as silently wrong data it can
+ * detect.
  *
  * A full map (what the caller must do): LMDB cannot grow the map while a
  * transaction is open, and a write that hits MDB_MAP_FULL poisons its whole
@@ -37,8 +41,14 @@
  * is not an LMDB environment (or not Ares's, or damaged) with XE_CORRUPT,
  * each with a message naming the directory.  A directory is used by one open
  * store at a time (a flock on <dir>/store.lock; a second open gets XE_BUSY).
- * After any error other than XE_NOTFOUND inside a write txn, LMDB refuses the
- * txn: every later call returns the error and store_commit aborts.
+ * After an error from LMDB inside a write txn (anything but XE_NOTFOUND and
+ * the XE_INVAL of argument checks), LMDB refuses the txn: every later call
+ * returns the error and store_commit aborts and returns it.
+ *
+ * Stream logs and max_streams: each log is its own named database and holds
+ * one of max_streams handle slots from creation until the store is closed,
+ * even after store_log_drop; the next store_open deletes dropped logs' empty
+ * databases and frees their slots.  Creating a log beyond that gives XE_FULL.
  *
  * Meta keys starting with "store." belong to this module (format version,
  * log registry): store_kv_put/del reject them and store_kv_scan skips them.

@@ -13,6 +13,8 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,19 +406,43 @@ static void test_many_logs(void **state)
         append_n(t, name, 0, i + 1); /* more logs than the txn's cache */
     }
     assert_int_equal(store_log_create(t, "one-too-many", &e), XE_FULL);
-    store_abort(t);
-    t = begin(f->s, 1);
-    for (int i = 0; i < 8; i++) {
-        snprintf(name, sizeof name, "s%d", i);
-        assert_int_equal(store_log_create(t, name, &e), 0);
-        append_n(t, name, 0, i + 1);
-    }
-    commit(t);
+    assert_non_null(strstr(e.msg, "max_streams"));
+    commit(t); /* the refused create spoiled nothing */
     reopen(f, &o);
     for (int i = 0; i < 8; i++) {
         snprintf(name, sizeof name, "s%d", i);
         check_bounds(f->s, name, 0, (uint64_t)i + 1);
     }
+    /* A dropped log keeps its handle until the next open, which deletes it. */
+    t = begin(f->s, 1);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        assert_int_equal(store_log_drop(t, name, &e), 0);
+    }
+    assert_int_equal(store_log_create(t, "s3", &e), 0); /* same name: same handle */
+    append_n(t, "s3", 0, 1);
+    assert_int_equal(store_log_create(t, "new", &e), XE_FULL);
+    store_abort(t);
+    t = begin(f->s, 1);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "s%d", i);
+        assert_int_equal(store_log_drop(t, name, &e), 0);
+    }
+    commit(t);
+    reopen(f, &o);
+    t = begin(f->s, 1);
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        assert_int_equal(store_log_create(t, name, &e), 0);
+        append_n(t, name, 0, 2);
+    }
+    commit(t);
+    reopen(f, &o);
+    check_bounds(f->s, "n7", 0, 2);
+    t = begin(f->s, 0);
+    uint64_t x;
+    assert_int_equal(store_log_end(t, "s0", &x, &e), XE_NOTFOUND);
+    commit(t);
 }
 
 /* ------------------------------------------------------------------ state */
@@ -743,6 +769,103 @@ static void test_map_full_with_reader(void **state)
     assert_int_equal(store_write(f->s, write_batch, &b, &e), 0);
 }
 
+/* Readers on another thread while the writer grows the map and creates logs:
+ * every snapshot is consistent and never goes back in time. */
+typedef struct concur {
+    store *s;
+    atomic_int stop;
+    atomic_int reads;
+    int failed;
+} concur;
+
+static int count_rows(void *ctx, int64_t we, const void *key, size_t klen, const void *val, size_t vlen)
+{
+    (void)we, (void)key, (void)klen, (void)val, (void)vlen;
+    (*(uint64_t *)ctx)++;
+    return 0;
+}
+
+static void *reader_main(void *arg)
+{
+    concur *c = arg;
+    uint64_t last = 0;
+    sbuf b;
+    sbuf_init(&b);
+    while (!atomic_load(&c->stop) && !c->failed) {
+        store_txn *t;
+        xerr e = {0};
+        if (store_begin(c->s, 0, &t, &e) != 0) {
+            c->failed = 1;
+            break;
+        }
+        uint64_t counter = 0, rows = 0, end = 0;
+        if (store_kv_get(t, STORE_META, "counter", &b, &e) == 0) counter = be64_get((unsigned char *)b.p);
+        if (store_state_scan(t, STORE_STATE, 3, INT64_MIN, INT64_MAX, count_rows, &rows, &e) != 0) c->failed = 2;
+        /* Log k is created by txn 10*k and gets one record per txn after. */
+        char name[32];
+        snprintf(name, sizeof name, "l%llu", (unsigned long long)(counter / 10));
+        int rc = store_log_end(t, name, &end, &e);
+        if (counter >= 10 && (rc != 0 || end != counter % 10 + 1)) c->failed = 3;
+        if (counter < last || rows != counter) c->failed = 4;
+        last = counter;
+        store_abort(t);
+        atomic_fetch_add(&c->reads, 1);
+    }
+    sbuf_fini(&b);
+    return NULL;
+}
+
+typedef struct concur_w {
+    uint64_t i;
+} concur_w;
+
+static int concur_txn(void *ctx, store_txn *t, xerr *err)
+{
+    concur_w *w = ctx;
+    static char val[4096];
+    unsigned char v[8];
+    be64_put(v, w->i);
+    char name[32];
+    snprintf(name, sizeof name, "l%llu", (unsigned long long)(w->i / 10));
+    uint64_t off;
+    int rc;
+    if ((rc = store_state_put(t, STORE_STATE, 3, (int64_t)w->i, "k", 1, val, sizeof val, err)) < 0 ||
+        (rc = store_kv_put(t, STORE_META, "counter", v, 8, err)) < 0)
+        return rc;
+    if (w->i >= 10 && w->i % 10 == 0) {
+        if ((rc = store_log_create(t, name, err)) < 0) return rc;
+        snprintf(name, sizeof name, "l%llu", (unsigned long long)(w->i / 10 - 1));
+        if ((rc = store_log_drop(t, name, err)) < 0) return rc; /* under the readers' feet */
+        snprintf(name, sizeof name, "l%llu", (unsigned long long)(w->i / 10));
+    }
+    if (w->i >= 10 && (rc = store_log_append(t, name, v, 8, &off, err)) < 0) return rc;
+    return 0;
+}
+
+static void test_concurrent_readers(void **state)
+{
+    fixture *f = *state;
+    store_opts o = {.map_size = 1 << 20};
+    f->s = open_ok(f->dir, &o);
+    concur c = {.s = f->s};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, reader_main, &c), 0);
+    xerr e = {0};
+    concur_w w = {0};
+    for (w.i = 1; w.i <= 1200 && !c.failed; w.i++) {
+        int rc = store_write(f->s, concur_txn, &w, &e);
+        if (rc) print_error("store_write: %s\n", e.msg);
+        assert_int_equal(rc, 0);
+    }
+    atomic_store(&c.stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    assert_int_equal(c.failed, 0);
+    assert_true(atomic_load(&c.reads) > 0);
+    store_stats st;
+    assert_int_equal(store_get_stats(f->s, &st, &e), 0);
+    assert_true(st.map_size >= (size_t)8 << 20);
+}
+
 /* ------------------------------------------------------------------ bad directories */
 
 static void test_version_mismatch(void **state)
@@ -937,6 +1060,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_map_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_max, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_full_with_reader, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_atomicity, setup, teardown),
