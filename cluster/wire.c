@@ -1,0 +1,707 @@
+/*
+ * wire.c: frame encoding, the incremental frame decoder, payload readers and
+ * writers, and the typed message codec.  See wire.h and docs/protocol.md.
+ *
+ * Invariants of the decoder: it never buffers more than max_payload bytes;
+ * it judges magic after 4 bytes and the rest of the header after 16, before
+ * reading any payload; a complete frame that sits whole in the caller's chunk
+ * is handed out without a copy.  Pure code: callable from any thread, but one
+ * decoder belongs to one connection.
+ */
+#include "cluster/wire.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Free a reassembly buffer above this size once its frame is delivered, so
+ * one big frame does not pin its memory for the connection's lifetime. */
+#define WIRE_DEC_KEEP (256u * 1024)
+
+static const char *const type_names[] = {
+    [WIRE_HELLO] = "HELLO",
+    [WIRE_AUTH_CHALLENGE] = "AUTH_CHALLENGE",
+    [WIRE_AUTH_RESPONSE] = "AUTH_RESPONSE",
+    [WIRE_AUTH_OK] = "AUTH_OK",
+    [WIRE_HEARTBEAT] = "HEARTBEAT",
+    [WIRE_JOIN] = "JOIN",
+    [WIRE_MEMBERSHIP] = "MEMBERSHIP",
+    [WIRE_DEPLOY] = "DEPLOY",
+    [WIRE_UNDEPLOY] = "UNDEPLOY",
+    [WIRE_BATCH] = "BATCH",
+    [WIRE_ACK] = "ACK",
+    [WIRE_CREDIT] = "CREDIT",
+    [WIRE_STATE_DELTA] = "STATE_DELTA",
+    [WIRE_SNAPSHOT] = "SNAPSHOT",
+    [WIRE_QUERY] = "QUERY",
+    [WIRE_RESULT] = "RESULT",
+    [WIRE_ERROR] = "ERROR",
+    [WIRE_BYE] = "BYE",
+};
+
+const char *wire_type_name(int type)
+{
+    if (type < 1 || type > WIRE_TYPE_MAX) return "?";
+    return type_names[type];
+}
+
+const char *wire_role_name(int role)
+{
+    switch (role) {
+    case WIRE_ROLE_NODE: return "node";
+    case WIRE_ROLE_COORDINATOR: return "coordinator";
+    case WIRE_ROLE_CLIENT: return "client";
+    }
+    return "?";
+}
+
+int wire_name_ok(const char *p, size_t n)
+{
+    if (n == 0 || n > WIRE_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (!isalnum(ch) && ch != '.' && ch != '_' && ch != '-' && ch != ':') return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ frames */
+
+static uint32_t frame_crc(const unsigned char *hdr, const void *payload, size_t len)
+{
+    uint32_t c = crc32c(0, hdr, 12);
+    return len ? crc32c(c, payload, len) : c;
+}
+
+void wire_header_put(unsigned char hdr[WIRE_HDR_SIZE], uint8_t version, uint8_t type,
+                     uint16_t flags, const void *payload, uint32_t len)
+{
+    be32_put(hdr, WIRE_MAGIC);
+    hdr[4] = version;
+    hdr[5] = type;
+    be16_put(hdr + 6, flags);
+    be32_put(hdr + 8, len);
+    be32_put(hdr + 12, frame_crc(hdr, payload, len));
+}
+
+int wire_encode(sbuf *out, uint8_t version, uint8_t type, uint16_t flags, const void *payload,
+                size_t len)
+{
+    if (len > WIRE_MAX_PAYLOAD) return XE_INVAL;
+    unsigned char hdr[WIRE_HDR_SIZE];
+    wire_header_put(hdr, version, type, flags, payload, (uint32_t)len);
+    if (sbuf_reserve(out, WIRE_HDR_SIZE + len)) return XE_NOMEM;
+    sbuf_add(out, hdr, WIRE_HDR_SIZE);
+    return sbuf_add(out, payload, len);
+}
+
+int wire_err_code(int err)
+{
+    switch (err) {
+    case WIRE_OK: return 0;
+    case WIRE_EVERSION: return XE_VERSION;
+    case WIRE_ECRC: return XE_CORRUPT;
+    }
+    return XE_PROTO;
+}
+
+void wire_dec_init(wire_dec *d, uint32_t max_payload)
+{
+    memset(d, 0, sizeof *d);
+    d->vmin = WIRE_VERSION_MIN;
+    d->vmax = WIRE_VERSION_MAX;
+    wire_dec_set_max(d, max_payload);
+}
+
+void wire_dec_fini(wire_dec *d)
+{
+    if (!d) return;
+    free(d->buf);
+    d->buf = NULL;
+    d->buf_cap = d->buf_got = 0;
+}
+
+void wire_dec_set_versions(wire_dec *d, uint8_t vmin, uint8_t vmax)
+{
+    d->vmin = vmin;
+    d->vmax = vmax;
+}
+
+void wire_dec_set_max(wire_dec *d, uint32_t max_payload)
+{
+    d->max_payload = (max_payload == 0 || max_payload > WIRE_MAX_PAYLOAD) ? WIRE_MAX_PAYLOAD
+                                                                          : max_payload;
+}
+
+int wire_dec_midframe(const wire_dec *d) { return d->hdr_got > 0; }
+size_t wire_dec_mem(const wire_dec *d) { return sizeof *d + d->buf_cap; }
+
+static int dec_fail(wire_dec *d, int err, xerr *e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int dec_fail(wire_dec *d, int err, xerr *e, const char *fmt, ...)
+{
+    d->err = err;
+    va_list ap;
+    va_start(ap, fmt);
+    xerr_setv(e, wire_err_code(err), fmt, ap);
+    va_end(ap);
+    return wire_err_code(err);
+}
+
+/* Printable rendering of 4 bytes, for the bad-magic message. */
+static void show4(const unsigned char *p, char out[5])
+{
+    for (int i = 0; i < 4; i++) out[i] = (p[i] >= 0x20 && p[i] < 0x7f) ? (char)p[i] : '.';
+    out[4] = 0;
+}
+
+static int check_magic(wire_dec *d, xerr *e)
+{
+    uint32_t m = be32_get(d->hdr);
+    if (m == WIRE_MAGIC) return 0;
+    char s[5];
+    show4(d->hdr, s);
+    return dec_fail(d, WIRE_EMAGIC, e,
+                    "bad magic 0x%08x (\"%s\") at frame %llu: not an Ares wire peer", m, s,
+                    (unsigned long long)d->frames);
+}
+
+static int check_header(wire_dec *d, xerr *e)
+{
+    const unsigned char *h = d->hdr;
+    if (h[4] < d->vmin || h[4] > d->vmax)
+        return dec_fail(d, WIRE_EVERSION, e,
+                        "unsupported wire version %u at frame %llu (accepting %u..%u)", h[4],
+                        (unsigned long long)d->frames, d->vmin, d->vmax);
+    if (h[5] < 1 || h[5] > WIRE_TYPE_MAX)
+        return dec_fail(d, WIRE_ETYPE, e, "unknown frame type %u at frame %llu", h[5],
+                        (unsigned long long)d->frames);
+    d->length = be32_get(h + 8);
+    if (d->length > d->max_payload)
+        return dec_fail(d, WIRE_ETOOBIG, e,
+                        "%s frame of %lu payload bytes exceeds the limit of %lu",
+                        wire_type_name(h[5]), (unsigned long)d->length,
+                        (unsigned long)d->max_payload);
+    return 0;
+}
+
+int wire_dec_feed(wire_dec *d, const void *p, size_t n, size_t *used, wire_frame_cb cb,
+                  void *ud, xerr *e)
+{
+    const unsigned char *in = p;
+    size_t off = 0;
+    int rc = 0;
+    *used = 0;
+    if (d->err)
+        return xerr_set(e, wire_err_code(d->err), "decoder already failed (error %d)", d->err);
+    while (off < n) {
+        if (d->hdr_got < WIRE_HDR_SIZE) {
+            /* Take the magic alone first, so garbage is refused after 4 bytes. */
+            size_t k = (d->hdr_got < 4 ? 4 : WIRE_HDR_SIZE) - d->hdr_got;
+            if (k > n - off) k = n - off;
+            memcpy(d->hdr + d->hdr_got, in + off, k);
+            d->hdr_got += k;
+            off += k;
+            if (d->hdr_got == 4 && (rc = check_magic(d, e)) < 0) goto out;
+            if (d->hdr_got < WIRE_HDR_SIZE) continue;
+            if ((rc = check_header(d, e)) < 0) goto out;
+        }
+        const unsigned char *payload;
+        if (d->buf_got == 0 && n - off >= d->length) {
+            payload = in + off; /* whole in this chunk: no copy */
+            off += d->length;
+        } else {
+            if (d->buf_cap < d->length) {
+                unsigned char *nb = realloc(d->buf, d->length);
+                if (!nb) {
+                    rc = xerr_set(e, XE_NOMEM, "no memory for a %lu-byte frame",
+                                  (unsigned long)d->length);
+                    d->err = WIRE_ECALLER;
+                    goto out;
+                }
+                d->buf = nb;
+                d->buf_cap = d->length;
+            }
+            size_t k = d->length - d->buf_got;
+            if (k > n - off) k = n - off;
+            memcpy(d->buf + d->buf_got, in + off, k);
+            d->buf_got += k;
+            off += k;
+            if (d->buf_got < d->length) break;
+            payload = d->buf;
+        }
+        uint32_t want = be32_get(d->hdr + 12), got = frame_crc(d->hdr, payload, d->length);
+        if (want != got) {
+            rc = dec_fail(d, WIRE_ECRC, e,
+                          "CRC mismatch on %s frame %llu (%lu bytes): header 0x%08x, computed "
+                          "0x%08x",
+                          wire_type_name(d->hdr[5]), (unsigned long long)d->frames,
+                          (unsigned long)d->length, want, got);
+            goto out;
+        }
+        wire_frame f = {.version = d->hdr[4],
+                        .type = d->hdr[5],
+                        .flags = be16_get(d->hdr + 6),
+                        .length = d->length,
+                        .payload = payload};
+        d->hdr_got = 0;
+        d->buf_got = 0;
+        d->frames++;
+        int cr = cb(ud, &f);
+        if (d->buf_cap > WIRE_DEC_KEEP) {
+            free(d->buf);
+            d->buf = NULL;
+            d->buf_cap = 0;
+        }
+        if (cr < 0) {
+            d->err = WIRE_ECALLER;
+            rc = cr;
+            if (e && e->code != cr)
+                xerr_set(e, cr, "%s frame refused by its receiver", wire_type_name(f.type));
+            goto out;
+        }
+        if (cr == WIRE_STOP) break;
+    }
+out:
+    *used = off;
+    return rc;
+}
+
+int wire_dec_finish(wire_dec *d, xerr *e)
+{
+    if (d->err) return wire_err_code(d->err);
+    if (!d->hdr_got) return 0;
+    if (d->hdr_got < WIRE_HDR_SIZE)
+        return dec_fail(d, WIRE_ETRUNC, e, "input ended inside a frame header (%lu of %d bytes)",
+                        (unsigned long)d->hdr_got, WIRE_HDR_SIZE);
+    return dec_fail(d, WIRE_ETRUNC, e, "input ended inside a %s frame (%lu of %lu payload bytes)",
+                    wire_type_name(d->hdr[5]), (unsigned long)d->buf_got,
+                    (unsigned long)d->length);
+}
+
+/* ------------------------------------------------------------ payload codec */
+
+wire_str wire_str_of(const char *s)
+{
+    wire_str v = {s ? s : "", s ? (uint32_t)strlen(s) : 0};
+    return v;
+}
+
+void wire_wr_init(wire_wr *w, sbuf *b)
+{
+    w->b = b;
+    w->err = 0;
+}
+
+void wire_put_raw(wire_wr *w, const void *p, size_t n)
+{
+    if (!w->err && sbuf_add(w->b, p, n)) w->err = XE_NOMEM;
+}
+
+void wire_put_u8(wire_wr *w, uint8_t v) { wire_put_raw(w, &v, 1); }
+
+void wire_put_u16(wire_wr *w, uint16_t v)
+{
+    unsigned char b[2];
+    be16_put(b, v);
+    wire_put_raw(w, b, 2);
+}
+
+void wire_put_u32(wire_wr *w, uint32_t v)
+{
+    unsigned char b[4];
+    be32_put(b, v);
+    wire_put_raw(w, b, 4);
+}
+
+void wire_put_u64(wire_wr *w, uint64_t v)
+{
+    unsigned char b[8];
+    be64_put(b, v);
+    wire_put_raw(w, b, 8);
+}
+
+void wire_put_i64(wire_wr *w, int64_t v) { wire_put_u64(w, (uint64_t)v); }
+
+void wire_put_str(wire_wr *w, const char *p, size_t n)
+{
+    if (n > UINT16_MAX) {
+        if (!w->err) w->err = XE_INVAL;
+        return;
+    }
+    wire_put_u16(w, (uint16_t)n);
+    wire_put_raw(w, p, n);
+}
+
+void wire_put_blob(wire_wr *w, const void *p, size_t n)
+{
+    if (n > WIRE_MAX_PAYLOAD) {
+        if (!w->err) w->err = XE_INVAL;
+        return;
+    }
+    wire_put_u32(w, (uint32_t)n);
+    wire_put_raw(w, p, n);
+}
+
+int wire_wr_end(wire_wr *w, xerr *e)
+{
+    if (!w->err && w->b->len > WIRE_MAX_PAYLOAD) w->err = XE_INVAL;
+    if (w->err == XE_NOMEM) return xerr_set(e, XE_NOMEM, "out of memory encoding a payload");
+    if (w->err) return xerr_set(e, w->err, "payload field or payload too long");
+    return 0;
+}
+
+void wire_rd_init(wire_rd *r, const void *p, size_t n)
+{
+    r->p = p;
+    r->len = n;
+    r->off = 0;
+    r->err = 0;
+    r->what = NULL;
+}
+
+size_t wire_rd_left(const wire_rd *r) { return r->err ? 0 : r->len - r->off; }
+
+/* Take n bytes, or fail the reader for good. */
+static const unsigned char *rd_take(wire_rd *r, size_t n, const char *what)
+{
+    if (r->err) return NULL;
+    if (n > r->len - r->off) {
+        r->err = XE_PROTO;
+        r->what = what;
+        return NULL;
+    }
+    const unsigned char *q = r->p + r->off;
+    r->off += n;
+    return q;
+}
+
+int wire_get_raw(wire_rd *r, void *dst, size_t n)
+{
+    const unsigned char *q = rd_take(r, n, "bytes");
+    if (!q) {
+        memset(dst, 0, n);
+        return r->err;
+    }
+    memcpy(dst, q, n);
+    return 0;
+}
+
+int wire_get_u8(wire_rd *r, uint8_t *v)
+{
+    const unsigned char *q = rd_take(r, 1, "u8");
+    *v = q ? q[0] : 0;
+    return r->err;
+}
+
+int wire_get_u16(wire_rd *r, uint16_t *v)
+{
+    const unsigned char *q = rd_take(r, 2, "u16");
+    *v = q ? be16_get(q) : 0;
+    return r->err;
+}
+
+int wire_get_u32(wire_rd *r, uint32_t *v)
+{
+    const unsigned char *q = rd_take(r, 4, "u32");
+    *v = q ? be32_get(q) : 0;
+    return r->err;
+}
+
+int wire_get_u64(wire_rd *r, uint64_t *v)
+{
+    const unsigned char *q = rd_take(r, 8, "u64");
+    *v = q ? be64_get(q) : 0;
+    return r->err;
+}
+
+int wire_get_i64(wire_rd *r, int64_t *v)
+{
+    uint64_t u;
+    int rc = wire_get_u64(r, &u);
+    *v = (int64_t)u;
+    return rc;
+}
+
+int wire_get_str(wire_rd *r, wire_str *s)
+{
+    uint16_t n;
+    wire_get_u16(r, &n);
+    const unsigned char *q = rd_take(r, n, "string");
+    s->p = q ? (const char *)q : "";
+    s->n = q ? n : 0;
+    return r->err;
+}
+
+int wire_get_blob(wire_rd *r, wire_str *s)
+{
+    uint32_t n;
+    wire_get_u32(r, &n);
+    const unsigned char *q = rd_take(r, n, "blob");
+    s->p = q ? (const char *)q : "";
+    s->n = q ? n : 0;
+    return r->err;
+}
+
+int wire_get_rest(wire_rd *r, wire_str *s)
+{
+    size_t n = wire_rd_left(r);
+    const unsigned char *q = rd_take(r, n, "rest");
+    s->p = q ? (const char *)q : "";
+    s->n = q ? (uint32_t)n : 0;
+    return r->err;
+}
+
+int wire_rd_end(wire_rd *r, int strict, xerr *e)
+{
+    if (r->err)
+        return xerr_set(e, r->err, "truncated payload: %s at offset %lu of %lu",
+                        r->what ? r->what : "field", (unsigned long)r->off,
+                        (unsigned long)r->len);
+    if (strict && r->off != r->len)
+        return xerr_set(e, XE_PROTO, "%lu unexpected trailing payload bytes",
+                        (unsigned long)(r->len - r->off));
+    return 0;
+}
+
+/* ------------------------------------------------------------ messages */
+
+void wire_put_member(wire_wr *w, const wire_member *m)
+{
+    wire_put_str(w, m->name.p, m->name.n);
+    wire_put_str(w, m->domain.p, m->domain.n);
+    wire_put_str(w, m->addr.p, m->addr.n);
+    wire_put_u8(w, m->state);
+    wire_put_u32(w, m->slots);
+    wire_put_u32(w, m->speed_milli);
+    wire_put_u32(w, m->load_milli);
+    wire_put_i64(w, m->last_heartbeat_ms);
+}
+
+int wire_get_member(wire_rd *r, wire_member *m)
+{
+    wire_get_str(r, &m->name);
+    wire_get_str(r, &m->domain);
+    wire_get_str(r, &m->addr);
+    wire_get_u8(r, &m->state);
+    wire_get_u32(r, &m->slots);
+    wire_get_u32(r, &m->speed_milli);
+    wire_get_u32(r, &m->load_milli);
+    return wire_get_i64(r, &m->last_heartbeat_ms);
+}
+
+#define PUT_S(w, s) wire_put_str((w), (s).p, (s).n)
+
+void wire_msg_put(wire_wr *w, const wire_msg *m)
+{
+    switch (m->type) {
+    case WIRE_HELLO:
+        wire_put_u8(w, m->u.hello.vmin);
+        wire_put_u8(w, m->u.hello.vmax);
+        wire_put_u8(w, m->u.hello.role);
+        wire_put_u32(w, m->u.hello.caps);
+        PUT_S(w, m->u.hello.name);
+        break;
+    case WIRE_AUTH_CHALLENGE: wire_put_raw(w, m->u.challenge.nonce, WIRE_NONCE_SIZE); break;
+    case WIRE_AUTH_RESPONSE: wire_put_raw(w, m->u.response.mac, WIRE_MAC_SIZE); break;
+    case WIRE_AUTH_OK: break;
+    case WIRE_HEARTBEAT:
+        wire_put_u64(w, m->u.heartbeat.seq);
+        wire_put_i64(w, m->u.heartbeat.sent_ms);
+        break;
+    case WIRE_JOIN:
+        PUT_S(w, m->u.join.name);
+        PUT_S(w, m->u.join.domain);
+        PUT_S(w, m->u.join.addr);
+        wire_put_u32(w, m->u.join.slots);
+        wire_put_u32(w, m->u.join.speed_milli);
+        break;
+    case WIRE_MEMBERSHIP:
+        wire_put_u64(w, m->u.membership.epoch);
+        wire_put_u32(w, m->u.membership.count);
+        wire_put_raw(w, m->u.membership.entries.p, m->u.membership.entries.n);
+        break;
+    case WIRE_DEPLOY:
+        wire_put_u64(w, m->u.deploy.query_id);
+        wire_put_u32(w, m->u.deploy.task_id);
+        wire_put_u64(w, m->u.deploy.epoch);
+        wire_put_raw(w, m->u.deploy.plan.p, m->u.deploy.plan.n);
+        break;
+    case WIRE_UNDEPLOY:
+        wire_put_u64(w, m->u.undeploy.query_id);
+        wire_put_u64(w, m->u.undeploy.epoch);
+        break;
+    case WIRE_BATCH:
+        wire_put_u64(w, m->u.batch.query_id);
+        wire_put_u32(w, m->u.batch.channel);
+        wire_put_u64(w, m->u.batch.epoch);
+        wire_put_u64(w, m->u.batch.seq);
+        wire_put_u32(w, m->u.batch.nrows);
+        wire_put_raw(w, m->u.batch.rows.p, m->u.batch.rows.n);
+        break;
+    case WIRE_ACK:
+        wire_put_u64(w, m->u.ack.query_id);
+        wire_put_u32(w, m->u.ack.channel);
+        wire_put_u64(w, m->u.ack.epoch);
+        wire_put_u64(w, m->u.ack.seq);
+        break;
+    case WIRE_CREDIT:
+        wire_put_u64(w, m->u.credit.query_id);
+        wire_put_u32(w, m->u.credit.channel);
+        wire_put_u32(w, m->u.credit.batches);
+        break;
+    case WIRE_STATE_DELTA:
+    case WIRE_SNAPSHOT:
+        wire_put_u64(w, m->u.state.query_id);
+        wire_put_u32(w, m->u.state.task_id);
+        wire_put_u64(w, m->u.state.epoch);
+        wire_put_u32(w, m->u.state.chunk);
+        wire_put_raw(w, m->u.state.data.p, m->u.state.data.n);
+        break;
+    case WIRE_QUERY:
+        wire_put_u64(w, m->u.query.req_id);
+        wire_put_blob(w, m->u.query.sql.p, m->u.query.sql.n);
+        break;
+    case WIRE_RESULT:
+        wire_put_u64(w, m->u.result.req_id);
+        wire_put_u32(w, m->u.result.nrows);
+        wire_put_raw(w, m->u.result.rows.p, m->u.result.rows.n);
+        break;
+    case WIRE_ERROR:
+        wire_put_u64(w, m->u.error.req_id);
+        wire_put_u32(w, (uint32_t)m->u.error.code);
+        PUT_S(w, m->u.error.msg);
+        break;
+    case WIRE_BYE: PUT_S(w, m->u.bye.reason); break;
+    default:
+        if (!w->err) w->err = XE_INVAL;
+    }
+}
+
+int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
+{
+    wire_rd r;
+    wire_rd_init(&r, f->payload, f->length);
+    memset(m, 0, sizeof *m);
+    m->type = f->type;
+    m->flags = f->flags;
+    switch (f->type) {
+    case WIRE_HELLO:
+        wire_get_u8(&r, &m->u.hello.vmin);
+        wire_get_u8(&r, &m->u.hello.vmax);
+        wire_get_u8(&r, &m->u.hello.role);
+        wire_get_u32(&r, &m->u.hello.caps);
+        wire_get_str(&r, &m->u.hello.name);
+        break;
+    case WIRE_AUTH_CHALLENGE: wire_get_raw(&r, m->u.challenge.nonce, WIRE_NONCE_SIZE); break;
+    case WIRE_AUTH_RESPONSE: wire_get_raw(&r, m->u.response.mac, WIRE_MAC_SIZE); break;
+    case WIRE_AUTH_OK: break;
+    case WIRE_HEARTBEAT:
+        wire_get_u64(&r, &m->u.heartbeat.seq);
+        wire_get_i64(&r, &m->u.heartbeat.sent_ms);
+        break;
+    case WIRE_JOIN:
+        wire_get_str(&r, &m->u.join.name);
+        wire_get_str(&r, &m->u.join.domain);
+        wire_get_str(&r, &m->u.join.addr);
+        wire_get_u32(&r, &m->u.join.slots);
+        wire_get_u32(&r, &m->u.join.speed_milli);
+        break;
+    case WIRE_MEMBERSHIP: {
+        wire_get_u64(&r, &m->u.membership.epoch);
+        wire_get_u32(&r, &m->u.membership.count);
+        wire_get_rest(&r, &m->u.membership.entries);
+        if (r.err) break;
+        /* Walk the entries now so a receiver may iterate without checks. */
+        wire_rd er;
+        wire_member mm;
+        wire_rd_init(&er, m->u.membership.entries.p, m->u.membership.entries.n);
+        for (uint32_t i = 0; i < m->u.membership.count && !er.err; i++) wire_get_member(&er, &mm);
+        int rc = wire_rd_end(&er, 1, e);
+        if (rc < 0) return rc;
+        break;
+    }
+    case WIRE_DEPLOY:
+        wire_get_u64(&r, &m->u.deploy.query_id);
+        wire_get_u32(&r, &m->u.deploy.task_id);
+        wire_get_u64(&r, &m->u.deploy.epoch);
+        wire_get_rest(&r, &m->u.deploy.plan);
+        break;
+    case WIRE_UNDEPLOY:
+        wire_get_u64(&r, &m->u.undeploy.query_id);
+        wire_get_u64(&r, &m->u.undeploy.epoch);
+        break;
+    case WIRE_BATCH:
+        wire_get_u64(&r, &m->u.batch.query_id);
+        wire_get_u32(&r, &m->u.batch.channel);
+        wire_get_u64(&r, &m->u.batch.epoch);
+        wire_get_u64(&r, &m->u.batch.seq);
+        wire_get_u32(&r, &m->u.batch.nrows);
+        wire_get_rest(&r, &m->u.batch.rows);
+        break;
+    case WIRE_ACK:
+        wire_get_u64(&r, &m->u.ack.query_id);
+        wire_get_u32(&r, &m->u.ack.channel);
+        wire_get_u64(&r, &m->u.ack.epoch);
+        wire_get_u64(&r, &m->u.ack.seq);
+        break;
+    case WIRE_CREDIT:
+        wire_get_u64(&r, &m->u.credit.query_id);
+        wire_get_u32(&r, &m->u.credit.channel);
+        wire_get_u32(&r, &m->u.credit.batches);
+        break;
+    case WIRE_STATE_DELTA:
+    case WIRE_SNAPSHOT:
+        wire_get_u64(&r, &m->u.state.query_id);
+        wire_get_u32(&r, &m->u.state.task_id);
+        wire_get_u64(&r, &m->u.state.epoch);
+        wire_get_u32(&r, &m->u.state.chunk);
+        wire_get_rest(&r, &m->u.state.data);
+        break;
+    case WIRE_QUERY:
+        wire_get_u64(&r, &m->u.query.req_id);
+        wire_get_blob(&r, &m->u.query.sql);
+        break;
+    case WIRE_RESULT:
+        wire_get_u64(&r, &m->u.result.req_id);
+        wire_get_u32(&r, &m->u.result.nrows);
+        wire_get_rest(&r, &m->u.result.rows);
+        break;
+    case WIRE_ERROR: {
+        uint32_t code;
+        wire_get_u64(&r, &m->u.error.req_id);
+        wire_get_u32(&r, &code);
+        m->u.error.code = (int32_t)code;
+        wire_get_str(&r, &m->u.error.msg);
+        break;
+    }
+    case WIRE_BYE: wire_get_str(&r, &m->u.bye.reason); break;
+    default: return xerr_set(e, XE_PROTO, "unknown message type %u", f->type);
+    }
+    int rc = wire_rd_end(&r, 1, e);
+    if (rc < 0 && e) {
+        char tmp[sizeof e->msg];
+        memcpy(tmp, e->msg, sizeof tmp);
+        xerr_set(e, rc, "%s: %s", wire_type_name(f->type), tmp);
+    }
+    return rc;
+}
+
+int wire_msg_payload(sbuf *out, const wire_msg *m, xerr *e)
+{
+    wire_wr w;
+    wire_wr_init(&w, out);
+    wire_msg_put(&w, m);
+    return wire_wr_end(&w, e);
+}
+
+int wire_msg_encode(sbuf *out, uint8_t version, const wire_msg *m, xerr *e)
+{
+    sbuf p;
+    sbuf_init(&p);
+    int rc = wire_msg_payload(&p, m, e);
+    if (rc == 0 && (rc = wire_encode(out, version, m->type, m->flags, p.p, p.len)) < 0)
+        xerr_set(e, rc, "cannot encode a %s frame", wire_type_name(m->type));
+    sbuf_fini(&p);
+    return rc;
+}
