@@ -177,8 +177,9 @@ static void map_usage(store *s, size_t *map, size_t *used)
 }
 
 /* With s->mu held and no transaction open: apply a requested growth, and grow
- * ahead of need when the map is 3/4 used.  Growth failure leaves the map as it
- * was; the next MAP_FULL reports it. */
+ * ahead of need when the map is 3/4 used.  A failed growth is dropped (the map
+ * stays as it was) so that nothing waits for it; the next MAP_FULL asks again
+ * and reports it. */
 static void grow_locked(store *s)
 {
     if (s->active != 0) return;
@@ -187,10 +188,11 @@ static void grow_locked(store *s)
     size_t target = s->grow_to;
     if (used / 3 > map / 4 && map < s->map_max) target = target > map * 2 ? target : map * 2;
     if (target > s->map_max) target = s->map_max;
-    int pending = s->grow_to != 0;
-    if (target > map && mdb_env_set_mapsize(s->env, target) == 0) s->grow_to = 0;
-    else if (target <= map) s->grow_to = 0;
-    if (pending && !s->grow_to) pthread_cond_broadcast(&s->grown);
+    if (target > map) mdb_env_set_mapsize(s->env, target);
+    if (s->grow_to) {
+        s->grow_to = 0;
+        pthread_cond_broadcast(&s->grown);
+    }
 }
 
 /* After a MAP_FULL (the txn is already ended): ask for a bigger map, grow now
@@ -230,6 +232,27 @@ static int map_full(store *s, size_t txn_bytes, int *grown, xerr *err)
 
 /* ------------------------------------------------------------------ transactions */
 
+/* ms milliseconds from now, for pthread_cond_timedwait. */
+static struct timespec deadline(long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += ms % 1000 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/* One LMDB txn fewer; the last one out applies a pending growth. */
+static void active_dec_locked(store *s)
+{
+    s->active--;
+    if (s->active == 0 && s->grow_to) grow_locked(s);
+}
+
 static void txn_release(store_txn *t)
 {
     store *s = t->s;
@@ -238,8 +261,7 @@ static void txn_release(store_txn *t)
         free(e);
     }
     pthread_mutex_lock(&s->mu);
-    s->active--;
-    if (s->active == 0 && s->grow_to) grow_locked(s);
+    active_dec_locked(s);
     if (!s->spare) {
         s->spare = t;
         t = NULL;
@@ -247,7 +269,6 @@ static void txn_release(store_txn *t)
     pthread_mutex_unlock(&s->mu);
     free(t);
 }
-
 
 int store_begin(store *s, int write, store_txn **out, xerr *err)
 {
@@ -257,13 +278,7 @@ int store_begin(store *s, int write, store_txn **out, xerr *err)
      * little so that a stream of overlapping readers cannot starve it.  The
      * wait is bounded: the thread may itself hold one of the open txns. */
     if (s->grow_to && s->active) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 200 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = deadline(200);
         while (s->grow_to && s->active && pthread_cond_timedwait(&s->grown, &s->mu, &until) == 0) {}
     }
     store_txn *t = s->spare;
@@ -295,7 +310,7 @@ int store_begin(store *s, int write, store_txn **out, xerr *err)
         if (t) txn_release(t);
         else {
             pthread_mutex_lock(&s->mu);
-            s->active--;
+            active_dec_locked(s);
             pthread_mutex_unlock(&s->mu);
         }
         return code;
@@ -359,6 +374,18 @@ int store_commit(store_txn *t, xerr *err)
     return commit(t, &grown, err);
 }
 
+/* Wait (bounded) until no growth is pending; returns the map size then. */
+static size_t wait_growth(store *s, long ms)
+{
+    struct timespec until = deadline(ms);
+    size_t map, used;
+    pthread_mutex_lock(&s->mu);
+    while (s->grow_to && pthread_cond_timedwait(&s->grown, &s->mu, &until) == 0) {}
+    map_usage(s, &map, &used);
+    pthread_mutex_unlock(&s->mu);
+    return map;
+}
+
 int store_write(store *s, store_write_fn fn, void *ctx, xerr *err)
 {
     for (int attempt = 0;; attempt++) {
@@ -366,28 +393,20 @@ int store_write(store *s, store_write_fn fn, void *ctx, xerr *err)
         int grown = 0;
         int rc = store_begin(s, 1, &t, err);
         if (rc < 0) return rc;
+        size_t before, used;
+        map_usage(s, &before, &used); /* stable: no growth while t is open */
         rc = fn(ctx, t, err);
         if (rc < 0 && !t->map_full) {
             store_abort(t);
             return rc;
         }
-        if (rc < 0) {
-            t->failed = XE_FULL;
-            rc = commit(t, &grown, err);
-        } else {
-            rc = commit(t, &grown, err);
-            if (rc == 0) return 0;
-        }
+        /* A map-full fn failure left t failed: commit aborts it and grows. */
+        rc = commit(t, &grown, err);
+        if (rc == 0) return 0;
         if (rc != XE_FULL || attempt >= 64) return rc;
-        /* Not grown: another thread holds a transaction and the growth waits
-         * for it to end.  Readers are short; give them half a second. */
-        for (int i = 0; !grown && i < 250; i++) {
-            pthread_mutex_lock(&s->mu);
-            grown = s->grow_to == 0;
-            pthread_mutex_unlock(&s->mu);
-            if (!grown) nanosleep(&(struct timespec){0, 2000000}, NULL);
-        }
-        if (!grown) return rc;
+        /* Not grown: other transactions were open and the growth waits for
+         * them to end.  Readers are short; give them half a second. */
+        if (!grown && wait_growth(s, 500) <= before) return rc;
     }
 }
 

@@ -19,10 +19,9 @@
  * store_sync() runs an explicit mdb_env_sync once per epoch (group commit).
  * A commit is atomic and reaches the OS page cache, so a process crash
  * (kill -9) loses nothing that was committed.  A power loss or kernel crash
- * loses the commits since the last store_sync; if the filesystem reorders
- * writes it may also damage the file then (LMDB's documented NOSYNC risk),
- * which store_open reports as XE_CORRUPT, never as silently wrong data it can
- * detect.
+ * loses the commits since the last store_sync, and if the filesystem
+ * reorders writes it may damage the file (LMDB's documented NOSYNC risk);
+ * store_open reports the damage it can detect as XE_CORRUPT.
  *
  * A full map (what the caller must do): LMDB cannot grow the map while a
  * transaction is open, and a write that hits MDB_MAP_FULL poisons its whole
@@ -48,7 +47,8 @@
  * Stream logs and max_streams: each log is its own named database and holds
  * one of max_streams handle slots from creation until the store is closed,
  * even after store_log_drop; the next store_open deletes dropped logs' empty
- * databases and frees their slots.  Creating a log beyond that gives XE_FULL.
+ * databases and frees their slots.  Creating a log beyond that gives XE_FULL
+ * (that error leaves the txn usable).
  *
  * Meta keys starting with "store." belong to this module (format version,
  * log registry): store_kv_put/del reject them and store_kv_scan skips them.
@@ -101,8 +101,8 @@ void store_abort(store_txn *t);            /* discards all writes; frees t; NULL
 /* Run fn(ctx, t, err) in a write txn and commit it; when the map was full,
  * grow it and run fn again from scratch (so fn must be re-runnable: it may
  * write only through t and must not consume its input until store_write
- * returns 0).  fn returns 0 or a negative XE_ code; a negative code other than
- * a map-full aborts the txn and is returned.  Returns XE_FULL when the map
+ * returns 0) and must not commit or abort t.  fn returns 0 or a negative XE_
+ * code; a negative code other than a map-full aborts the txn and is returned.  Returns XE_FULL when the map
  * cannot grow (map_max reached, or other transactions stayed open for 0.5 s). */
 typedef int (*store_write_fn)(void *ctx, store_txn *t, xerr *err);
 int store_write(store *s, store_write_fn fn, void *ctx, xerr *err);
