@@ -41,8 +41,9 @@ const char *sql_type_name(sql_type t); /* "BIGINT", "TEXT", ... */
 
 /* A literal value as written in SQL. */
 typedef struct ast_lit {
-    sql_type type; /* TY_NULL, TY_BOOL, TY_BIGINT (integers), TY_DOUBLE, TY_TEXT, TY_INTERVAL */
-    int64_t i;     /* TY_BOOL (0/1), TY_BIGINT, TY_INTERVAL (ms) */
+    sql_type type; /* TY_NULL, TY_BOOL, TY_BIGINT (integers), TY_DOUBLE, TY_TEXT, TY_INTERVAL,
+                      TY_TIMESTAMP (TIMESTAMP '...' literals, i = epoch ms) */
+    int64_t i;     /* TY_BOOL (0/1), TY_BIGINT, TY_INTERVAL (ms), TY_TIMESTAMP (ms) */
     double d;      /* TY_DOUBLE */
     char *s;       /* TY_TEXT: owned, NUL-terminated, '' escapes already undone */
 } ast_lit;

@@ -1,0 +1,1717 @@
+/*
+ * ast.c: the AST of Ares SQL: the constructors the grammar's actions call,
+ * free, structural equality, deep copies, and the printer.
+ *
+ * Constructors take ownership of every pointer argument, even when they fail.
+ * On failure they flag the parse context (P->oom, or a semantic error with a
+ * position through pctx_error) and return NULL or a placeholder; parse.c then
+ * discards the whole statement, so a half-built tree is only ever freed.
+ *
+ * The printer writes SQL that parses back to an equal AST: keywords in upper
+ * case, identifiers quoted when they would not read back as themselves,
+ * doubles with enough digits to re-read exactly (and always with a '.' or an
+ * exponent, so they stay doubles), intervals in the largest unit that divides
+ * them, and parentheses wherever the grammar's precedence would otherwise
+ * regroup a sub-expression.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parser/internal.h"
+#include "parser/grammar.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+void pctx_error(pctx *P, int line, int col, const char *fmt, ...)
+{
+    if (P->err) return; /* the first error wins */
+    P->err = 1;
+    P->err_line = line;
+    P->err_col = col;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(P->err_msg, sizeof P->err_msg, fmt, ap);
+    va_end(ap);
+}
+
+static void *oom(pctx *P)
+{
+    P->oom = 1;
+    return NULL;
+}
+
+static void *zalloc(pctx *P, size_t n)
+{
+    void *p = calloc(1, n);
+    return p ? p : oom(P);
+}
+
+static char *dupstr(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+/* Grow a {n, cap, v} array so that one more element of size sz fits. */
+static int grow(void **v, int *cap, int n, size_t sz)
+{
+    if (n < *cap) return 0;
+    int ncap = *cap ? *cap * 2 : 4;
+    void *nv = realloc(*v, (size_t)ncap * sz);
+    if (!nv) return XE_NOMEM;
+    *v = nv;
+    *cap = ncap;
+    return 0;
+}
+
+/* Undo the doubled quote q inside t's text, without the outer quotes. */
+static char *unquote(const token *t, char q)
+{
+    char *out = malloc(t->len);
+    if (!out) return NULL;
+    size_t j = 0;
+    for (size_t i = 1; i + 1 < t->len; i++) {
+        out[j++] = t->s[i];
+        if (t->s[i] == q) i++; /* the second of a doubled quote */
+    }
+    out[j] = 0;
+    return out;
+}
+
+/* Identifier text: "quoted" keeps its case, a bare word is folded to lower case. */
+static char *ident_text(const token *t)
+{
+    if (t->len >= 2 && t->s[0] == '"') return unquote(t, '"');
+    char *out = malloc(t->len + 1);
+    if (!out) return NULL;
+    for (size_t i = 0; i < t->len; i++) out[i] = (char)tolower((unsigned char)t->s[i]);
+    out[t->len] = 0;
+    return out;
+}
+
+static char *lower_dup(const char *s)
+{
+    char *p = dupstr(s);
+    if (p)
+        for (char *q = p; *q; q++) *q = (char)tolower((unsigned char)*q);
+    return p;
+}
+
+char *ast_mk_ident(pctx *P, const token *t)
+{
+    char *s = ident_text(t);
+    return s ? s : oom(P);
+}
+
+/* ------------------------------------------------------------------ free */
+
+void ast_exprs_free(ast_exprs *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) ast_expr_free(l->v[i]);
+    free(l->v);
+    free(l);
+}
+
+/* Left-associative chains (a + b + c ...) make trees as deep as the input is
+ * long along the 'a' side, so walk that side in a loop, not by recursion. */
+void ast_expr_free(ast_expr *e)
+{
+    while (e) {
+        ast_expr *next = e->a;
+        ast_expr_free(e->b);
+        ast_expr_free(e->c);
+        ast_exprs_free(e->list);
+        free(e->name);
+        free(e->qual);
+        free(e->lit.s);
+        free(e);
+        e = next;
+    }
+}
+
+void ast_item_free(ast_select_item *it)
+{
+    if (!it) return;
+    ast_expr_free(it->expr);
+    free(it->alias);
+    free(it->star_qual);
+    free(it);
+}
+
+void ast_items_free(ast_items *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) {
+        ast_expr_free(l->v[i].expr);
+        free(l->v[i].alias);
+        free(l->v[i].star_qual);
+    }
+    free(l->v);
+    free(l);
+}
+
+void ast_source_free(ast_source *s)
+{
+    if (!s) return;
+    free(s->stream);
+    ast_select_free(s->sub);
+    free(s->alias);
+    free(s);
+}
+
+void ast_join_free(ast_join *j)
+{
+    if (!j) return;
+    ast_source_free(j->src);
+    ast_expr_free(j->on);
+    free(j);
+}
+
+void ast_select_free(ast_select *s)
+{
+    if (!s) return;
+    ast_items_free(s->items);
+    ast_source_free(s->from);
+    ast_source_free(s->join);
+    ast_expr_free(s->join_on);
+    ast_expr_free(s->where);
+    ast_exprs_free(s->group_by);
+    ast_expr_free(s->having);
+    free(s);
+}
+
+void ast_coldefs_free(ast_coldefs *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) free(l->v[i].name);
+    free(l->v);
+    free(l);
+}
+
+void ast_options_free(ast_options *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) {
+        free(l->v[i].key);
+        free(l->v[i].value);
+    }
+    free(l->v);
+    free(l);
+}
+
+void ast_names_free(ast_names *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    free(l);
+}
+
+void ast_rows_free(ast_rows *l)
+{
+    if (!l) return;
+    for (int i = 0; i < l->n; i++) ast_exprs_free(l->v[i]);
+    free(l->v);
+    free(l);
+}
+
+void ast_stmt_free(ast_stmt *s)
+{
+    if (!s) return;
+    free(s->text);
+    free(s->name);
+    ast_coldefs_free(s->cols);
+    ast_options_free(s->with);
+    ast_select_free(s->select);
+    ast_names_free(s->insert_cols);
+    ast_rows_free(s->rows);
+    free(s->set_key);
+    free(s->set_value.s);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ numbers and intervals */
+
+/* Read a decimal number (digits, optional fraction, optional exponent) as
+ * mantissa * 10^exp with at most 18 significant digits.  Returns 0, -1 when
+ * the text is not a number, -2 when it has too many significant digits. */
+static int decimal_parse(const char *s, size_t n, int64_t *mant, int *exp10)
+{
+    size_t i = 0;
+    int64_t m = 0;
+    int e = 0, digits = 0, any = 0, dot = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c == '.' && !dot) {
+            dot = 1;
+            continue;
+        }
+        if (c < '0' || c > '9') break;
+        any = 1;
+        if (m == 0 && c == '0') {
+            if (dot) e--;
+            continue;
+        }
+        if (digits >= 18) {
+            if (c != '0') return -2;
+            if (!dot) e++; /* a trailing zero of the integer part */
+            continue;
+        }
+        m = m * 10 + (c - '0');
+        digits++;
+        if (dot) e--;
+    }
+    if (!any) return -1;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int sign = 1;
+        if (i < n && (s[i] == '+' || s[i] == '-')) sign = s[i++] == '-' ? -1 : 1;
+        if (i >= n) return -1;
+        long x = 0;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            if (x < 100000) x = x * 10 + (s[i] - '0');
+        e += (int)(sign * x);
+    }
+    if (i != n) return -1;
+    *mant = m;
+    *exp10 = e;
+    return 0;
+}
+
+/* mant * 10^exp10 * unit as whole milliseconds: 0, -2 out of range, -3 fractional. */
+static int decimal_ms(int64_t mant, int exp10, int64_t unit, int64_t *ms)
+{
+    int64_t v;
+    if (mant == 0) {
+        *ms = 0;
+        return 0;
+    }
+    if (__builtin_mul_overflow(mant, unit, &v)) return -2;
+    for (; exp10 > 0; exp10--)
+        if (__builtin_mul_overflow(v, 10, &v)) return -2;
+    for (; exp10 < 0; exp10++) {
+        if (v % 10) return -3;
+        v /= 10;
+    }
+    *ms = v;
+    return 0;
+}
+
+static ival ival_from(pctx *P, const token *at, const char *s, size_t n, int64_t unit)
+{
+    ival iv = {0, at->line, at->col};
+    int64_t m;
+    int e;
+    int rc = decimal_parse(s, n, &m, &e);
+    if (rc == 0) rc = decimal_ms(m, e, unit, &iv.ms);
+    if (rc == -1)
+        pctx_error(P, at->line, at->col, "invalid interval %.*s", (int)(at->len > 40 ? 40 : at->len), at->s);
+    else if (rc == -2)
+        pctx_error(P, at->line, at->col, "interval out of range");
+    else if (rc == -3)
+        pctx_error(P, at->line, at->col, "interval is not a whole number of milliseconds");
+    return iv;
+}
+
+ival ast_mk_ival(pctx *P, const token *num, int64_t unit_ms)
+{
+    return ival_from(P, num, num->s, num->len, unit_ms);
+}
+
+ival ast_mk_ival_str(pctx *P, const token *str, int64_t unit_ms)
+{
+    /* the number inside the quotes, with surrounding blanks allowed */
+    const char *s = str->s + 1;
+    size_t n = str->len - 2;
+    while (n && (*s == ' ' || *s == '\t')) { s++; n--; }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+    return ival_from(P, str, s, n, unit_ms);
+}
+
+ival ast_ival_none(void)
+{
+    ival iv = {-1, 0, 0};
+    return iv;
+}
+
+/* The digits of an INTEGER_LIT token as an int64; -1 when out of range. */
+static int token_int(const token *t, int64_t *out)
+{
+    int64_t v = 0;
+    for (size_t i = 0; i < t->len; i++)
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, t->s[i] - '0', &v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int64_t ast_mk_limit(pctx *P, const token *t)
+{
+    int64_t v = 0;
+    if (token_int(t, &v)) pctx_error(P, t->line, t->col, "LIMIT out of range");
+    return v;
+}
+
+/* ------------------------------------------------------------------ expressions */
+
+static ast_expr *new_expr(pctx *P, ast_expr_kind kind, int line, int col)
+{
+    ast_expr *e = zalloc(P, sizeof *e);
+    if (!e) return NULL;
+    e->kind = kind;
+    e->line = line;
+    e->col = col;
+    return e;
+}
+
+static ast_expr *new_lit(pctx *P, const token *t, sql_type type)
+{
+    ast_expr *e = new_expr(P, EX_LIT, t->line, t->col);
+    if (e) e->lit.type = type;
+    return e;
+}
+
+ast_expr *ast_mk_int(pctx *P, const token *t)
+{
+    ast_expr *e = new_lit(P, t, TY_BIGINT);
+    int64_t v = 0;
+    if (token_int(t, &v)) pctx_error(P, t->line, t->col, "integer out of range");
+    if (e) e->lit.i = v;
+    return e;
+}
+
+ast_expr *ast_mk_float(pctx *P, const token *t)
+{
+    ast_expr *e = new_lit(P, t, TY_DOUBLE);
+    char buf[64], *tmp = t->len < sizeof buf ? buf : malloc(t->len + 1);
+    if (!tmp) {
+        ast_expr_free(e);
+        return oom(P);
+    }
+    memcpy(tmp, t->s, t->len);
+    tmp[t->len] = 0;
+    double d = strtod(tmp, NULL);
+    if (tmp != buf) free(tmp);
+    if (isinf(d)) pctx_error(P, t->line, t->col, "number out of range");
+    if (e) e->lit.d = d;
+    return e;
+}
+
+ast_expr *ast_mk_string(pctx *P, const token *t)
+{
+    ast_expr *e = new_lit(P, t, TY_TEXT);
+    if (!e) return NULL;
+    e->lit.s = unquote(t, '\'');
+    if (!e->lit.s) {
+        ast_expr_free(e);
+        return oom(P);
+    }
+    return e;
+}
+
+ast_expr *ast_mk_null(pctx *P, const token *t) { return new_lit(P, t, TY_NULL); }
+
+ast_expr *ast_mk_bool(pctx *P, const token *t, int v)
+{
+    ast_expr *e = new_lit(P, t, TY_BOOL);
+    if (e) e->lit.i = v;
+    return e;
+}
+
+ast_expr *ast_mk_interval(pctx *P, ival iv)
+{
+    ast_expr *e = new_expr(P, EX_LIT, iv.line, iv.col);
+    if (e) {
+        e->lit.type = TY_INTERVAL;
+        e->lit.i = iv.ms;
+    }
+    return e;
+}
+
+ast_expr *ast_mk_timestamp(pctx *P, const token *kw, const token *str)
+{
+    ast_expr *e = new_lit(P, kw, TY_TIMESTAMP);
+    if (!e) return NULL;
+    if (ast_parse_timestamp(str->s + 1, str->len - 2, &e->lit.i))
+        pctx_error(P, str->line, str->col, "invalid timestamp %.*s", (int)(str->len > 40 ? 40 : str->len),
+                   str->s);
+    return e;
+}
+
+ast_expr *ast_mk_col(pctx *P, const token *qual, const token *name)
+{
+    const token *first = qual ? qual : name;
+    ast_expr *e = new_expr(P, EX_COL, first->line, first->col);
+    if (!e) return NULL;
+    e->name = ident_text(name);
+    if (qual) e->qual = ident_text(qual);
+    if (!e->name || (qual && !e->qual)) {
+        ast_expr_free(e);
+        return oom(P);
+    }
+    return e;
+}
+
+ast_expr *ast_mk_star(pctx *P, const token *t) { return new_expr(P, EX_STAR, t->line, t->col); }
+
+ast_expr *ast_mk_unary(pctx *P, const token *t, ast_op op, ast_expr *a)
+{
+    ast_expr *e = new_expr(P, EX_UNARY, t->line, t->col);
+    if (!e) {
+        ast_expr_free(a);
+        return NULL;
+    }
+    e->op = op;
+    e->a = a;
+    return e;
+}
+
+/* A node whose position is that of its first operand. */
+static ast_expr *new_infix(pctx *P, ast_expr_kind kind, ast_expr *a)
+{
+    return new_expr(P, kind, a ? a->line : 0, a ? a->col : 0);
+}
+
+ast_expr *ast_mk_binary(pctx *P, ast_op op, ast_expr *a, ast_expr *b)
+{
+    ast_expr *e = new_infix(P, EX_BINARY, a);
+    if (!e) {
+        ast_expr_free(a);
+        ast_expr_free(b);
+        return NULL;
+    }
+    e->op = op;
+    e->a = a;
+    e->b = b;
+    return e;
+}
+
+ast_expr *ast_mk_isnull(pctx *P, ast_expr *a, int negated)
+{
+    ast_expr *e = new_infix(P, EX_ISNULL, a);
+    if (!e) {
+        ast_expr_free(a);
+        return NULL;
+    }
+    e->a = a;
+    e->negated = negated;
+    return e;
+}
+
+ast_expr *ast_mk_between(pctx *P, ast_expr *a, ast_expr *b, ast_expr *c, int negated)
+{
+    ast_expr *e = new_infix(P, EX_BETWEEN, a);
+    if (!e) {
+        ast_expr_free(a);
+        ast_expr_free(b);
+        ast_expr_free(c);
+        return NULL;
+    }
+    e->a = a;
+    e->b = b;
+    e->c = c;
+    e->negated = negated;
+    return e;
+}
+
+ast_expr *ast_mk_in(pctx *P, ast_expr *a, ast_exprs *list, int negated)
+{
+    ast_expr *e = new_infix(P, EX_IN, a);
+    if (!e) {
+        ast_expr_free(a);
+        ast_exprs_free(list);
+        return NULL;
+    }
+    e->a = a;
+    e->list = list;
+    e->negated = negated;
+    return e;
+}
+
+ast_expr *ast_mk_like(pctx *P, ast_expr *a, ast_expr *b, int negated)
+{
+    ast_expr *e = ast_mk_binary(P, OP_NONE, a, b);
+    if (e) {
+        e->kind = EX_LIKE;
+        e->negated = negated;
+    }
+    return e;
+}
+
+ast_expr *ast_mk_case(pctx *P, const token *t, ast_expr *base, ast_exprs *whens, ast_expr *els)
+{
+    ast_expr *e = new_expr(P, EX_CASE, t->line, t->col);
+    if (!e) {
+        ast_expr_free(base);
+        ast_exprs_free(whens);
+        ast_expr_free(els);
+        return NULL;
+    }
+    e->a = base;
+    e->list = whens;
+    e->b = els;
+    return e;
+}
+
+ast_expr *ast_mk_cast(pctx *P, const token *t, ast_expr *a, sql_type type)
+{
+    ast_expr *e = new_expr(P, EX_CAST, t->line, t->col);
+    if (!e) {
+        ast_expr_free(a);
+        return NULL;
+    }
+    e->a = a;
+    e->cast_type = type;
+    return e;
+}
+
+ast_expr *ast_mk_func(pctx *P, const token *name, ast_exprs *args, int distinct)
+{
+    ast_expr *e = new_expr(P, EX_FUNC, name->line, name->col);
+    if (!e) {
+        ast_exprs_free(args);
+        return NULL;
+    }
+    e->list = args;
+    e->distinct = distinct;
+    e->name = ident_text(name);
+    if (!e->name) {
+        ast_expr_free(e);
+        return oom(P);
+    }
+    return e;
+}
+
+ast_exprs *ast_exprs_add(pctx *P, ast_exprs *l, ast_expr *e)
+{
+    if (!l && !(l = zalloc(P, sizeof *l))) {
+        ast_expr_free(e);
+        return NULL;
+    }
+    if (grow((void **)&l->v, &l->cap, l->n, sizeof *l->v)) {
+        ast_expr_free(e);
+        ast_exprs_free(l);
+        return oom(P);
+    }
+    l->v[l->n++] = e;
+    return l;
+}
+
+/* ------------------------------------------------------------------ SELECT pieces */
+
+ast_window ast_window_none(void)
+{
+    ast_window w;
+    memset(&w, 0, sizeof w);
+    return w;
+}
+
+static int64_t positive(pctx *P, ival iv, const char *what)
+{
+    if (iv.ms <= 0) pctx_error(P, iv.line, iv.col, "window %s must be positive", what);
+    return iv.ms;
+}
+
+ast_window ast_mk_window(pctx *P, ast_window_kind kind, ival size, ival advance, ival gap, ival grace)
+{
+    ast_window w = ast_window_none();
+    w.kind = kind;
+    if (kind == WIN_TUMBLING || kind == WIN_HOPPING) w.size_ms = positive(P, size, "SIZE");
+    if (kind == WIN_HOPPING) w.advance_ms = positive(P, advance, "ADVANCE");
+    if (kind == WIN_SESSION) w.gap_ms = positive(P, gap, "GAP");
+    if (grace.ms >= 0) {
+        w.has_grace = 1;
+        w.grace_ms = grace.ms;
+    }
+    return w;
+}
+
+ast_select_item *ast_mk_item(pctx *P, ast_expr *e, char *alias)
+{
+    ast_select_item *it = zalloc(P, sizeof *it);
+    if (!it) {
+        ast_expr_free(e);
+        free(alias);
+        return NULL;
+    }
+    it->expr = e;
+    it->alias = alias;
+    return it;
+}
+
+ast_select_item *ast_mk_item_star(pctx *P, const token *qual)
+{
+    ast_select_item *it = zalloc(P, sizeof *it);
+    if (!it) return NULL;
+    it->star = 1;
+    if (qual && !(it->star_qual = ident_text(qual))) {
+        ast_item_free(it);
+        return oom(P);
+    }
+    return it;
+}
+
+ast_items *ast_items_add(pctx *P, ast_items *l, ast_select_item *it)
+{
+    if (!l && !(l = zalloc(P, sizeof *l))) {
+        ast_item_free(it);
+        return NULL;
+    }
+    if (grow((void **)&l->v, &l->cap, l->n, sizeof *l->v)) {
+        ast_item_free(it);
+        ast_items_free(l);
+        return oom(P);
+    }
+    if (it) {
+        l->v[l->n++] = *it;
+        free(it);
+    }
+    return l;
+}
+
+ast_source *ast_mk_source(pctx *P, const token *name, char *alias)
+{
+    ast_source *s = zalloc(P, sizeof *s);
+    if (!s) {
+        free(alias);
+        return NULL;
+    }
+    s->line = name->line;
+    s->col = name->col;
+    s->alias = alias;
+    if (!(s->stream = ident_text(name))) {
+        ast_source_free(s);
+        return oom(P);
+    }
+    return s;
+}
+
+ast_source *ast_mk_subquery(pctx *P, const token *lp, ast_select *sub, char *alias)
+{
+    ast_source *s = zalloc(P, sizeof *s);
+    if (!s) {
+        ast_select_free(sub);
+        free(alias);
+        return NULL;
+    }
+    s->line = lp->line;
+    s->col = lp->col;
+    s->sub = sub;
+    s->alias = alias;
+    return s;
+}
+
+ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within)
+{
+    ast_join *j = zalloc(P, sizeof *j);
+    if (!j) {
+        ast_source_free(src);
+        ast_expr_free(on);
+        return NULL;
+    }
+    j->src = src;
+    j->on = on;
+    j->within_ms = within.ms;
+    return j;
+}
+
+ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_window win,
+                          ast_join *join, ast_expr *where, ast_exprs *group_by,
+                          ast_expr *having, int emit, int64_t limit)
+{
+    ast_select *s = zalloc(P, sizeof *s);
+    if (s) {
+        s->items = items;
+        s->from = from;
+        s->window = win;
+        s->where = where;
+        s->group_by = group_by;
+        s->having = having;
+        s->emit = (ast_emit)emit;
+        s->limit = limit;
+        if (join) {
+            s->join = join->src;
+            s->join_on = join->on;
+            s->within_ms = join->within_ms;
+            free(join);
+        }
+        return s;
+    }
+    ast_items_free(items);
+    ast_source_free(from);
+    ast_join_free(join);
+    ast_expr_free(where);
+    ast_exprs_free(group_by);
+    ast_expr_free(having);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ statement pieces */
+
+ast_coldefs *ast_coldefs_add(pctx *P, ast_coldefs *l, const token *name, sql_type type)
+{
+    if (!l && !(l = zalloc(P, sizeof *l))) return NULL;
+    char *s = ident_text(name);
+    if (!s || grow((void **)&l->v, &l->cap, l->n, sizeof *l->v)) {
+        free(s);
+        ast_coldefs_free(l);
+        return oom(P);
+    }
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].name, s) == 0) pctx_error(P, name->line, name->col, "duplicate column '%s'", s);
+    l->v[l->n].name = s;
+    l->v[l->n++].type = type;
+    return l;
+}
+
+/* The text of a WITH or SET value that is not a string. */
+static char *optval_text(const optval *v)
+{
+    const token *t = &v->t;
+    if (t->code == TK_TRUE) return dupstr("true");
+    if (t->code == TK_FALSE) return dupstr("false");
+    if (t->code == TK_INTEGER_LIT || t->code == TK_FLOAT_LIT) {
+        char *s = malloc(t->len + 2);
+        if (s) {
+            size_t j = 0;
+            if (v->neg) s[j++] = '-';
+            memcpy(s + j, t->s, t->len);
+            s[j + t->len] = 0;
+        }
+        return s;
+    }
+    return ident_text(t);
+}
+
+ast_options *ast_options_add(pctx *P, ast_options *l, const token *key, optval v)
+{
+    if (!l && !(l = zalloc(P, sizeof *l))) return NULL;
+    char *k = ident_text(key), *lk = lower_dup(k);
+    int quoted = v.t.code == TK_STRING_LIT;
+    char *val = quoted ? unquote(&v.t, '\'') : optval_text(&v);
+    free(k);
+    if (!lk || !val || grow((void **)&l->v, &l->cap, l->n, sizeof *l->v)) {
+        free(lk);
+        free(val);
+        ast_options_free(l);
+        return oom(P);
+    }
+    if (ast_option_get(l, lk)) pctx_error(P, key->line, key->col, "duplicate option '%s'", lk);
+    l->v[l->n].key = lk;
+    l->v[l->n].value = val;
+    l->v[l->n++].quoted = quoted;
+    return l;
+}
+
+ast_names *ast_names_add(pctx *P, ast_names *l, const token *name)
+{
+    if (!l && !(l = zalloc(P, sizeof *l))) return NULL;
+    char *s = ident_text(name);
+    if (!s || grow((void **)&l->v, &l->cap, l->n, sizeof *l->v)) {
+        free(s);
+        ast_names_free(l);
+        return oom(P);
+    }
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], s) == 0) pctx_error(P, name->line, name->col, "duplicate column '%s'", s);
+    l->v[l->n++] = s;
+    return l;
+}
+
+ast_rows *ast_rows_add(pctx *P, ast_rows *l, ast_exprs *row)
+{
+    if (!l && !(l = zalloc(P, sizeof *l))) {
+        ast_exprs_free(row);
+        return NULL;
+    }
+    if (grow((void **)&l->v, &l->cap, l->n, sizeof *l->v)) {
+        ast_exprs_free(row);
+        ast_rows_free(l);
+        return oom(P);
+    }
+    l->v[l->n++] = row;
+    return l;
+}
+
+static ast_stmt *new_stmt(pctx *P, ast_stmt_kind kind)
+{
+    ast_stmt *s = zalloc(P, sizeof *s);
+    if (s) s->kind = kind;
+    return s;
+}
+
+ast_stmt *ast_mk_create_stream(pctx *P, int if_not_exists, char *name, ast_coldefs *cols,
+                               ast_options *with)
+{
+    ast_stmt *s = new_stmt(P, ST_CREATE_STREAM);
+    if (!s) {
+        free(name);
+        ast_coldefs_free(cols);
+        ast_options_free(with);
+        return NULL;
+    }
+    s->if_not_exists = if_not_exists;
+    s->name = name;
+    s->cols = cols;
+    s->with = with;
+    return s;
+}
+
+ast_stmt *ast_mk_create_query(pctx *P, int if_not_exists, char *name, ast_options *with,
+                              ast_select *sel)
+{
+    ast_stmt *s = new_stmt(P, ST_CREATE_QUERY);
+    if (!s) {
+        free(name);
+        ast_options_free(with);
+        ast_select_free(sel);
+        return NULL;
+    }
+    s->if_not_exists = if_not_exists;
+    s->name = name;
+    s->with = with;
+    s->select = sel;
+    return s;
+}
+
+ast_stmt *ast_mk_select_stmt(pctx *P, ast_select *sel)
+{
+    ast_stmt *s = new_stmt(P, ST_SELECT);
+    if (!s) {
+        ast_select_free(sel);
+        return NULL;
+    }
+    s->select = sel;
+    return s;
+}
+
+ast_stmt *ast_mk_insert(pctx *P, char *name, ast_names *cols, ast_rows *rows)
+{
+    ast_stmt *s = new_stmt(P, ST_INSERT);
+    if (!s) {
+        free(name);
+        ast_names_free(cols);
+        ast_rows_free(rows);
+        return NULL;
+    }
+    s->name = name;
+    s->insert_cols = cols;
+    s->rows = rows;
+    return s;
+}
+
+ast_stmt *ast_mk_drop(pctx *P, ast_stmt_kind kind, int if_exists, char *name)
+{
+    ast_stmt *s = ast_mk_named(P, kind, name);
+    if (s) s->if_exists = if_exists;
+    return s;
+}
+
+ast_stmt *ast_mk_show(pctx *P, ast_show_what what)
+{
+    ast_stmt *s = new_stmt(P, ST_SHOW);
+    if (s) s->show = what;
+    return s;
+}
+
+ast_stmt *ast_mk_named(pctx *P, ast_stmt_kind kind, char *name)
+{
+    ast_stmt *s = new_stmt(P, kind);
+    if (!s) {
+        free(name);
+        return NULL;
+    }
+    s->name = name;
+    return s;
+}
+
+ast_stmt *ast_mk_explain(pctx *P, int placement, int json, char *name, ast_select *sel)
+{
+    ast_stmt *s = new_stmt(P, ST_EXPLAIN);
+    if (!s) {
+        free(name);
+        ast_select_free(sel);
+        return NULL;
+    }
+    s->explain_placement = placement;
+    s->explain_json = json;
+    s->name = name;
+    s->select = sel;
+    if (json) {
+        s->with = zalloc(P, sizeof *s->with);
+        if (s->with && !grow((void **)&s->with->v, &s->with->cap, 0, sizeof *s->with->v)) {
+            s->with->v[0].key = dupstr("format");
+            s->with->v[0].value = dupstr("json");
+            s->with->n = 1;
+            if (!s->with->v[0].key || !s->with->v[0].value) P->oom = 1;
+        } else {
+            P->oom = 1;
+        }
+    }
+    return s;
+}
+
+ast_stmt *ast_mk_set(pctx *P, const token *key, optval v)
+{
+    ast_stmt *s = new_stmt(P, ST_SET);
+    if (!s) return NULL;
+    if (!(s->set_key = ident_text(key))) P->oom = 1;
+    ast_lit *l = &s->set_value;
+    switch (v.t.code) {
+    case TK_STRING_LIT:
+        l->type = TY_TEXT;
+        if (!(l->s = unquote(&v.t, '\''))) P->oom = 1;
+        break;
+    case TK_INTEGER_LIT:
+        l->type = TY_BIGINT;
+        if (token_int(&v.t, &l->i)) pctx_error(P, v.t.line, v.t.col, "integer out of range");
+        if (v.neg) l->i = -l->i;
+        break;
+    case TK_FLOAT_LIT: {
+        ast_expr *e = ast_mk_float(P, &v.t);
+        l->type = TY_DOUBLE;
+        if (e) l->d = v.neg ? -e->lit.d : e->lit.d;
+        ast_expr_free(e);
+        break;
+    }
+    case TK_TRUE:
+    case TK_FALSE:
+        l->type = TY_BOOL;
+        l->i = v.t.code == TK_TRUE;
+        break;
+    default:
+        l->type = TY_TEXT;
+        if (!(l->s = ident_text(&v.t))) P->oom = 1;
+        break;
+    }
+    return s;
+}
+
+/* ------------------------------------------------------------------ timestamps */
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* Read exactly n digits at s[*i]. */
+static int digits(const char *s, size_t len, size_t *i, int n, int *out)
+{
+    int v = 0;
+    for (int k = 0; k < n; k++, (*i)++) {
+        if (*i >= len || s[*i] < '0' || s[*i] > '9') return -1;
+        v = v * 10 + (s[*i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int ast_parse_timestamp(const char *s, size_t n, int64_t *ms)
+{
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    size_t i = 0;
+    int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+    while (i < n && s[i] == ' ') i++;
+    if (digits(s, n, &i, 4, &y) || i >= n || s[i++] != '-' || digits(s, n, &i, 2, &mo) || i >= n ||
+        s[i++] != '-' || digits(s, n, &i, 2, &d))
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1]) return -1;
+    if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return -1;
+    if (i < n && (s[i] == ' ' || s[i] == 'T' || s[i] == 't') && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9') {
+        i++;
+        if (digits(s, n, &i, 2, &h) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &mi)) return -1;
+        if (i < n && s[i] == ':') {
+            i++;
+            if (digits(s, n, &i, 2, &sec)) return -1;
+            if (i < n && s[i] == '.') {
+                i++;
+                int k = 0;
+                if (i >= n || s[i] < '0' || s[i] > '9') return -1;
+                for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, k++)
+                    if (k < 3) frac = frac * 10 + (s[i] - '0');
+                for (; k < 3; k++) frac *= 10;
+            }
+        }
+        if (h > 23 || mi > 59 || sec > 59) return -1;
+    }
+    int64_t off = 0;
+    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
+        int sign = s[i++] == '-' ? -1 : 1, oh, om = 0;
+        if (digits(s, n, &i, 2, &oh)) return -1;
+        if (i < n && s[i] == ':') i++;
+        if (i < n && digits(s, n, &i, 2, &om)) return -1;
+        if (oh > 23 || om > 59) return -1;
+        off = sign * (oh * 3600000LL + om * 60000LL);
+    }
+    while (i < n && s[i] == ' ') i++;
+    if (i != n) return -1;
+    *ms = days_from_civil(y, mo, d) * 86400000LL + h * 3600000LL + mi * 60000LL + sec * 1000LL + frac - off;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ names */
+
+const char *sql_type_name(sql_type t)
+{
+    switch (t) {
+    case TY_NULL: return "NULL";
+    case TY_BOOL: return "BOOLEAN";
+    case TY_INT: return "INT";
+    case TY_BIGINT: return "BIGINT";
+    case TY_DOUBLE: return "DOUBLE";
+    case TY_TEXT: return "TEXT";
+    case TY_TIMESTAMP: return "TIMESTAMP";
+    case TY_INTERVAL: return "INTERVAL";
+    }
+    return "?";
+}
+
+const char *ast_op_text(ast_op op)
+{
+    switch (op) {
+    case OP_NONE: return "";
+    case OP_OR: return "OR";
+    case OP_AND: return "AND";
+    case OP_NOT: return "NOT";
+    case OP_EQ: return "=";
+    case OP_NE: return "<>";
+    case OP_LT: return "<";
+    case OP_LE: return "<=";
+    case OP_GT: return ">";
+    case OP_GE: return ">=";
+    case OP_ADD: return "+";
+    case OP_SUB: return "-";
+    case OP_CONCAT: return "||";
+    case OP_MUL: return "*";
+    case OP_DIV: return "/";
+    case OP_MOD: return "%";
+    case OP_NEG: return "-";
+    case OP_POS: return "+";
+    }
+    return "?";
+}
+
+const ast_option *ast_option_get(const ast_options *o, const char *key)
+{
+    if (!o || !key) return NULL;
+    for (int i = 0; i < o->n; i++)
+        if (o->v[i].key && strcasecmp(o->v[i].key, key) == 0) return &o->v[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ equality */
+
+static int str_eq(const char *a, const char *b)
+{
+    if (!a || !b) return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static int lit_equal(const ast_lit *a, const ast_lit *b)
+{
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case TY_NULL: return 1;
+    case TY_DOUBLE: return a->d == b->d || (isnan(a->d) && isnan(b->d));
+    case TY_TEXT: return str_eq(a->s, b->s);
+    default: return a->i == b->i;
+    }
+}
+
+static int exprs_equal(const ast_exprs *a, const ast_exprs *b)
+{
+    if (!a || !b) return a == b;
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (!ast_expr_equal(a->v[i], b->v[i])) return 0;
+    return 1;
+}
+
+int ast_expr_equal(const ast_expr *a, const ast_expr *b)
+{
+    for (;;) { /* iterate down the 'a' side, like ast_expr_free */
+        if (!a || !b) return a == b;
+        if (a->kind != b->kind || a->op != b->op || a->negated != b->negated ||
+            a->distinct != b->distinct || !str_eq(a->name, b->name) || !str_eq(a->qual, b->qual) ||
+            (a->kind == EX_CAST && a->cast_type != b->cast_type) ||
+            (a->kind == EX_LIT && !lit_equal(&a->lit, &b->lit)) || !ast_expr_equal(a->b, b->b) ||
+            !ast_expr_equal(a->c, b->c) || !exprs_equal(a->list, b->list))
+            return 0;
+        a = a->a;
+        b = b->a;
+    }
+}
+
+static int source_equal(const ast_source *a, const ast_source *b);
+
+static int select_equal(const ast_select *a, const ast_select *b)
+{
+    if (!a || !b) return a == b;
+    if ((a->items == NULL) != (b->items == NULL)) return 0;
+    if (a->items) {
+        if (a->items->n != b->items->n) return 0;
+        for (int i = 0; i < a->items->n; i++) {
+            const ast_select_item *x = &a->items->v[i], *y = &b->items->v[i];
+            if (x->star != y->star || !str_eq(x->star_qual, y->star_qual) || !str_eq(x->alias, y->alias) ||
+                !ast_expr_equal(x->expr, y->expr))
+                return 0;
+        }
+    }
+    const ast_window *w = &a->window, *v = &b->window;
+    if (w->kind != v->kind || w->size_ms != v->size_ms || w->advance_ms != v->advance_ms ||
+        w->gap_ms != v->gap_ms || w->grace_ms != v->grace_ms || w->has_grace != v->has_grace)
+        return 0;
+    return source_equal(a->from, b->from) && source_equal(a->join, b->join) &&
+           ast_expr_equal(a->join_on, b->join_on) && (!a->join || a->within_ms == b->within_ms) &&
+           ast_expr_equal(a->where, b->where) && exprs_equal(a->group_by, b->group_by) &&
+           ast_expr_equal(a->having, b->having) && a->emit == b->emit && a->limit == b->limit;
+}
+
+static int source_equal(const ast_source *a, const ast_source *b)
+{
+    if (!a || !b) return a == b;
+    return str_eq(a->stream, b->stream) && str_eq(a->alias, b->alias) && select_equal(a->sub, b->sub);
+}
+
+static int options_equal(const ast_options *a, const ast_options *b)
+{
+    if (!a || !b) return a == b;
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (!str_eq(a->v[i].key, b->v[i].key) || !str_eq(a->v[i].value, b->v[i].value) ||
+            a->v[i].quoted != b->v[i].quoted)
+            return 0;
+    return 1;
+}
+
+static int coldefs_equal(const ast_coldefs *a, const ast_coldefs *b)
+{
+    if (!a || !b) return a == b;
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (!str_eq(a->v[i].name, b->v[i].name) || a->v[i].type != b->v[i].type) return 0;
+    return 1;
+}
+
+static int names_equal(const ast_names *a, const ast_names *b)
+{
+    if (!a || !b) return a == b;
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (!str_eq(a->v[i], b->v[i])) return 0;
+    return 1;
+}
+
+static int rows_equal(const ast_rows *a, const ast_rows *b)
+{
+    if (!a || !b) return a == b;
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (!exprs_equal(a->v[i], b->v[i])) return 0;
+    return 1;
+}
+
+int ast_stmt_equal(const ast_stmt *a, const ast_stmt *b)
+{
+    if (!a || !b) return a == b;
+    return a->kind == b->kind && str_eq(a->name, b->name) && a->if_not_exists == b->if_not_exists &&
+           a->if_exists == b->if_exists && coldefs_equal(a->cols, b->cols) && options_equal(a->with, b->with) &&
+           select_equal(a->select, b->select) && names_equal(a->insert_cols, b->insert_cols) &&
+           rows_equal(a->rows, b->rows) && (a->kind != ST_SHOW || a->show == b->show) &&
+           a->explain_placement == b->explain_placement && a->explain_json == b->explain_json &&
+           str_eq(a->set_key, b->set_key) && (a->kind != ST_SET || lit_equal(&a->set_value, &b->set_value));
+}
+
+/* ------------------------------------------------------------------ deep copies */
+
+static ast_exprs *exprs_dup(const ast_exprs *l, int *fail)
+{
+    if (!l) return NULL;
+    ast_exprs *c = calloc(1, sizeof *c);
+    if (!c || (l->n && !(c->v = calloc((size_t)l->n, sizeof *c->v)))) {
+        free(c);
+        *fail = 1;
+        return NULL;
+    }
+    c->cap = l->n;
+    for (; c->n < l->n; c->n++)
+        if (l->v[c->n] && !(c->v[c->n] = ast_expr_dup(l->v[c->n]))) *fail = 1;
+    return c;
+}
+
+ast_expr *ast_expr_dup(const ast_expr *e)
+{
+    if (!e) return NULL;
+    ast_expr *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    *c = *e;
+    c->a = c->b = c->c = NULL;
+    c->list = NULL;
+    c->name = c->qual = c->lit.s = NULL;
+    int fail = 0;
+    if ((e->a && !(c->a = ast_expr_dup(e->a))) || (e->b && !(c->b = ast_expr_dup(e->b))) ||
+        (e->c && !(c->c = ast_expr_dup(e->c))) || (e->name && !(c->name = dupstr(e->name))) ||
+        (e->qual && !(c->qual = dupstr(e->qual))) || (e->lit.s && !(c->lit.s = dupstr(e->lit.s))))
+        fail = 1;
+    if (!fail) c->list = exprs_dup(e->list, &fail);
+    if (fail) {
+        ast_expr_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static ast_source *source_dup(const ast_source *s, int *fail)
+{
+    if (!s) return NULL;
+    ast_source *c = calloc(1, sizeof *c);
+    if (!c) {
+        *fail = 1;
+        return NULL;
+    }
+    *c = *s;
+    c->stream = dupstr(s->stream);
+    c->alias = dupstr(s->alias);
+    c->sub = ast_select_dup(s->sub);
+    if ((s->stream && !c->stream) || (s->alias && !c->alias) || (s->sub && !c->sub)) *fail = 1;
+    return c;
+}
+
+ast_select *ast_select_dup(const ast_select *s)
+{
+    if (!s) return NULL;
+    ast_select *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    *c = *s;
+    c->items = NULL;
+    int fail = 0;
+    if (s->items) {
+        if (!(c->items = calloc(1, sizeof *c->items)) ||
+            (s->items->n && !(c->items->v = calloc((size_t)s->items->n, sizeof *c->items->v)))) {
+            fail = 1;
+        } else {
+            c->items->cap = s->items->n;
+            for (; c->items->n < s->items->n; c->items->n++) {
+                const ast_select_item *x = &s->items->v[c->items->n];
+                ast_select_item *y = &c->items->v[c->items->n];
+                *y = *x;
+                y->expr = ast_expr_dup(x->expr);
+                y->alias = dupstr(x->alias);
+                y->star_qual = dupstr(x->star_qual);
+                if ((x->expr && !y->expr) || (x->alias && !y->alias) || (x->star_qual && !y->star_qual))
+                    fail = 1;
+            }
+        }
+    }
+    c->from = source_dup(s->from, &fail);
+    c->join = source_dup(s->join, &fail);
+    c->join_on = ast_expr_dup(s->join_on);
+    c->where = ast_expr_dup(s->where);
+    c->having = ast_expr_dup(s->having);
+    c->group_by = exprs_dup(s->group_by, &fail);
+    if ((s->join_on && !c->join_on) || (s->where && !c->where) || (s->having && !c->having)) fail = 1;
+    if (fail) {
+        ast_select_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------------ printer */
+
+/* Does a lower-case identifier read back as itself when printed bare?  Not if
+ * it is a reserved keyword; TIMESTAMP is also quoted because at the start of
+ * an expression it is the keyword (TIMESTAMP 'literal'). */
+static int ident_needs_quotes(const char *name)
+{
+    if (!name[0] || !((name[0] >= 'a' && name[0] <= 'z') || name[0] == '_')) return 1;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 1;
+    int code = lex_word(name, strlen(name));
+    if (code == TK_ID) return 0;
+    return code == 0 || code == TK_TIMESTAMP || parser_Fallback(code) != TK_ID;
+}
+
+static int print_quoted(const char *s, char q, sbuf *b)
+{
+    int rc = sbuf_addc(b, q);
+    for (; *s && !rc; s++) {
+        rc = sbuf_addc(b, *s);
+        if (*s == q && !rc) rc = sbuf_addc(b, q);
+    }
+    return rc ? rc : sbuf_addc(b, q);
+}
+
+int ast_print_ident(const char *name, sbuf *b)
+{
+    if (!name) return sbuf_adds(b, "\"\"");
+    if (ident_needs_quotes(name)) return print_quoted(name, '"', b);
+    return sbuf_adds(b, name);
+}
+
+static int print_double(double d, sbuf *b)
+{
+    char buf[40];
+    if (isnan(d)) return sbuf_adds(b, "(0.0 / 0.0)");
+    if (isinf(d)) return sbuf_adds(b, d > 0 ? "1e999" : "-1e999");
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d) break;
+    }
+    int rc = sbuf_adds(b, buf);
+    if (!rc && !strpbrk(buf, ".e")) rc = sbuf_adds(b, ".0");
+    return rc;
+}
+
+static int print_interval(int64_t ms, sbuf *b)
+{
+    static const struct { int64_t ms; const char *one, *many; } units[] = {
+        {86400000, "DAY", "DAYS"}, {3600000, "HOUR", "HOURS"}, {60000, "MINUTE", "MINUTES"},
+        {1000, "SECOND", "SECONDS"}, {1, "MILLISECOND", "MILLISECONDS"},
+    };
+    if (ms == 0) return sbuf_adds(b, "0 SECONDS");
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (ms % units[i].ms == 0)
+            return sbuf_printf(b, "%" PRId64 " %s", ms / units[i].ms, ms == units[i].ms ? units[i].one : units[i].many);
+    return XE_INVAL; /* not reached: every ms is a multiple of 1 */
+}
+
+static int print_timestamp(int64_t ms, sbuf *b)
+{
+    int64_t days = ms / 86400000, rem = ms % 86400000;
+    if (rem < 0) {
+        rem += 86400000;
+        days--;
+    }
+    int64_t y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    int rc = sbuf_printf(b, "TIMESTAMP '%04" PRId64 "-%02d-%02d %02d:%02d:%02d", y, m, d, (int)(rem / 3600000),
+                         (int)(rem / 60000 % 60), (int)(rem / 1000 % 60));
+    if (!rc && rem % 1000) rc = sbuf_printf(b, ".%03d", (int)(rem % 1000));
+    return rc ? rc : sbuf_addc(b, '\'');
+}
+
+static int print_lit(const ast_lit *l, sbuf *b)
+{
+    switch (l->type) {
+    case TY_NULL: return sbuf_adds(b, "NULL");
+    case TY_BOOL: return sbuf_adds(b, l->i ? "TRUE" : "FALSE");
+    case TY_INT:
+    case TY_BIGINT: return sbuf_printf(b, "%" PRId64, l->i);
+    case TY_DOUBLE: return print_double(l->d, b);
+    case TY_TEXT: return print_quoted(l->s ? l->s : "", '\'', b);
+    case TY_INTERVAL: return print_interval(l->i, b);
+    case TY_TIMESTAMP: return print_timestamp(l->i, b);
+    }
+    return XE_INVAL;
+}
+
+/* Binding strength of an expression as printed; higher binds tighter.  The
+ * levels follow the %left/%right block of grammar.y. */
+enum { PR_OR = 10, PR_AND = 20, PR_NOT = 30, PR_IS = 40, PR_CMP = 50, PR_LIKE = 60, PR_CONCAT = 70,
+       PR_ADD = 80, PR_MUL = 85, PR_UNARY = 90, PR_ATOM = 100 };
+
+static int prec(const ast_expr *e)
+{
+    switch (e->kind) {
+    case EX_UNARY: return e->op == OP_NOT ? PR_NOT : PR_UNARY;
+    case EX_ISNULL: return PR_IS;
+    case EX_BETWEEN:
+    case EX_IN:
+    case EX_LIKE: return PR_LIKE;
+    case EX_BINARY:
+        switch (e->op) {
+        case OP_OR: return PR_OR;
+        case OP_AND: return PR_AND;
+        case OP_CONCAT: return PR_CONCAT;
+        case OP_ADD:
+        case OP_SUB: return PR_ADD;
+        case OP_MUL:
+        case OP_DIV:
+        case OP_MOD: return PR_MUL;
+        default: return PR_CMP;
+        }
+    default: return PR_ATOM;
+    }
+}
+
+static int print_exprs(const ast_exprs *l, sbuf *b)
+{
+    int rc = 0;
+    for (int i = 0; l && i < l->n && !rc; i++) {
+        if (i) rc = sbuf_adds(b, ", ");
+        if (!rc) rc = ast_print_expr(l->v[i], b);
+    }
+    return rc;
+}
+
+/* Print e, in parentheses when it binds looser than min. */
+static int print_child(const ast_expr *e, int min, sbuf *b)
+{
+    if (!e || prec(e) >= min) return ast_print_expr(e, b);
+    int rc = sbuf_addc(b, '(');
+    if (!rc) rc = ast_print_expr(e, b);
+    return rc ? rc : sbuf_addc(b, ')');
+}
+
+static int print_func_name(const char *name, sbuf *b)
+{
+    if (!name || ident_needs_quotes(name)) return ast_print_ident(name, b);
+    for (const char *p = name; *p; p++)
+        if (sbuf_addc(b, (char)toupper((unsigned char)*p))) return XE_NOMEM;
+    return 0;
+}
+
+int ast_print_expr(const ast_expr *e, sbuf *b)
+{
+    int rc = 0;
+    if (!e) return sbuf_adds(b, "NULL");
+    const char *neg = e->negated ? " NOT" : "";
+    switch (e->kind) {
+    case EX_LIT: return print_lit(&e->lit, b);
+    case EX_STAR: return sbuf_addc(b, '*');
+    case EX_COL:
+        if (e->qual && ((rc = ast_print_ident(e->qual, b)) || (rc = sbuf_addc(b, '.')))) return rc;
+        return ast_print_ident(e->name, b);
+    case EX_UNARY:
+        if (e->op == OP_NOT) {
+            rc = sbuf_adds(b, "NOT ");
+            return rc ? rc : print_child(e->a, PR_NOT, b);
+        }
+        rc = sbuf_adds(b, ast_op_text(e->op));
+        /* never "--" (a comment) or "- -": nested signs go in parentheses */
+        if (!rc && e->a && (e->a->kind == EX_UNARY && e->a->op != OP_NOT)) return print_child(e->a, PR_ATOM + 1, b);
+        return rc ? rc : print_child(e->a, PR_UNARY, b);
+    case EX_BINARY: {
+        int p = prec(e);
+        if ((rc = print_child(e->a, p, b)) || (rc = sbuf_printf(b, " %s ", ast_op_text(e->op)))) return rc;
+        return print_child(e->b, p + 1, b);
+    }
+    case EX_ISNULL:
+        rc = print_child(e->a, PR_IS, b);
+        return rc ? rc : sbuf_printf(b, " IS%s NULL", neg);
+    case EX_BETWEEN:
+        if ((rc = print_child(e->a, PR_LIKE, b)) || (rc = sbuf_printf(b, "%s BETWEEN ", neg)) ||
+            (rc = print_child(e->b, PR_LIKE + 1, b)) || (rc = sbuf_adds(b, " AND ")))
+            return rc;
+        return print_child(e->c, PR_LIKE + 1, b);
+    case EX_IN:
+        if ((rc = print_child(e->a, PR_LIKE, b)) || (rc = sbuf_printf(b, "%s IN (", neg)) ||
+            (rc = print_exprs(e->list, b)))
+            return rc;
+        return sbuf_addc(b, ')');
+    case EX_LIKE:
+        if ((rc = print_child(e->a, PR_LIKE, b)) || (rc = sbuf_printf(b, "%s LIKE ", neg))) return rc;
+        return print_child(e->b, PR_LIKE + 1, b);
+    case EX_CASE:
+        rc = sbuf_adds(b, "CASE");
+        if (!rc && e->a && !(rc = sbuf_addc(b, ' '))) rc = ast_print_expr(e->a, b);
+        for (int i = 0; e->list && i + 1 < e->list->n && !rc; i += 2) {
+            if ((rc = sbuf_adds(b, " WHEN ")) || (rc = ast_print_expr(e->list->v[i], b)) ||
+                (rc = sbuf_adds(b, " THEN ")))
+                break;
+            rc = ast_print_expr(e->list->v[i + 1], b);
+        }
+        if (!rc && e->b && !(rc = sbuf_adds(b, " ELSE "))) rc = ast_print_expr(e->b, b);
+        return rc ? rc : sbuf_adds(b, " END");
+    case EX_CAST:
+        if ((rc = sbuf_adds(b, "CAST(")) || (rc = ast_print_expr(e->a, b))) return rc;
+        return sbuf_printf(b, " AS %s)", sql_type_name(e->cast_type));
+    case EX_FUNC:
+        if ((rc = print_func_name(e->name, b)) || (rc = sbuf_addc(b, '(')) ||
+            (e->distinct && (rc = sbuf_adds(b, "DISTINCT "))) || (rc = print_exprs(e->list, b)))
+            return rc;
+        return sbuf_addc(b, ')');
+    }
+    return XE_INVAL;
+}
+
+static int print_window(const ast_window *w, sbuf *b)
+{
+    int rc;
+    switch (w->kind) {
+    case WIN_NONE: return 0;
+    case WIN_TUMBLING:
+        if ((rc = sbuf_adds(b, " WINDOW TUMBLING (SIZE ")) || (rc = print_interval(w->size_ms, b))) return rc;
+        break;
+    case WIN_HOPPING:
+        if ((rc = sbuf_adds(b, " WINDOW HOPPING (SIZE ")) || (rc = print_interval(w->size_ms, b)) ||
+            (rc = sbuf_adds(b, ", ADVANCE BY ")) || (rc = print_interval(w->advance_ms, b)))
+            return rc;
+        break;
+    case WIN_SESSION:
+        if ((rc = sbuf_adds(b, " WINDOW SESSION (GAP ")) || (rc = print_interval(w->gap_ms, b))) return rc;
+        break;
+    }
+    if (w->has_grace && ((rc = sbuf_adds(b, ", GRACE ")) || (rc = print_interval(w->grace_ms, b)))) return rc;
+    return sbuf_addc(b, ')');
+}
+
+static int print_source(const ast_source *s, sbuf *b)
+{
+    int rc;
+    if (!s) return sbuf_adds(b, "\"\"");
+    if (s->sub) {
+        if ((rc = sbuf_addc(b, '(')) || (rc = ast_print_select(s->sub, b)) || (rc = sbuf_addc(b, ')'))) return rc;
+    } else if ((rc = ast_print_ident(s->stream, b))) {
+        return rc;
+    }
+    if (s->alias && ((rc = sbuf_adds(b, " AS ")) || (rc = ast_print_ident(s->alias, b)))) return rc;
+    return 0;
+}
+
+int ast_print_select(const ast_select *s, sbuf *b)
+{
+    int rc = sbuf_adds(b, "SELECT ");
+    for (int i = 0; s->items && i < s->items->n && !rc; i++) {
+        const ast_select_item *it = &s->items->v[i];
+        if (i) rc = sbuf_adds(b, ", ");
+        if (rc) break;
+        if (it->star) {
+            if (it->star_qual && ((rc = ast_print_ident(it->star_qual, b)) || (rc = sbuf_addc(b, '.')))) break;
+            rc = sbuf_addc(b, '*');
+        } else {
+            rc = ast_print_expr(it->expr, b);
+            if (!rc && it->alias && !(rc = sbuf_adds(b, " AS "))) rc = ast_print_ident(it->alias, b);
+        }
+    }
+    if (rc || (rc = sbuf_adds(b, " FROM ")) || (rc = print_source(s->from, b)) || (rc = print_window(&s->window, b)))
+        return rc;
+    if (s->join && ((rc = sbuf_adds(b, " JOIN ")) || (rc = print_source(s->join, b)) ||
+                    (rc = sbuf_adds(b, " ON ")) || (rc = ast_print_expr(s->join_on, b)) ||
+                    (rc = sbuf_adds(b, " WITHIN ")) || (rc = print_interval(s->within_ms, b))))
+        return rc;
+    if (s->where && ((rc = sbuf_adds(b, " WHERE ")) || (rc = ast_print_expr(s->where, b)))) return rc;
+    if (s->group_by && ((rc = sbuf_adds(b, " GROUP BY ")) || (rc = print_exprs(s->group_by, b)))) return rc;
+    if (s->having && ((rc = sbuf_adds(b, " HAVING ")) || (rc = ast_print_expr(s->having, b)))) return rc;
+    if (s->emit == EMIT_CHANGES && (rc = sbuf_adds(b, " EMIT CHANGES"))) return rc;
+    if (s->emit == EMIT_FINAL && (rc = sbuf_adds(b, " EMIT FINAL"))) return rc;
+    if (s->limit >= 0 && (rc = sbuf_printf(b, " LIMIT %" PRId64, s->limit))) return rc;
+    return 0;
+}
+
+static int print_optval(const ast_option *o, sbuf *b)
+{
+    const char *v = o->value ? o->value : "";
+    if (o->quoted) return print_quoted(v, '\'', b);
+    if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) return sbuf_adds(b, v[0] == 't' ? "TRUE" : "FALSE");
+    if (lex_is_number(v, strlen(v))) return sbuf_adds(b, v);
+    return ast_print_ident(v, b);
+}
+
+static int print_with(const ast_options *o, sbuf *b)
+{
+    int rc = 0;
+    if (!o || o->n == 0) return 0;
+    rc = sbuf_adds(b, " WITH (");
+    for (int i = 0; i < o->n && !rc; i++) {
+        if ((i && (rc = sbuf_adds(b, ", "))) || (rc = ast_print_ident(o->v[i].key, b)) ||
+            (rc = sbuf_adds(b, " = ")))
+            break;
+        rc = print_optval(&o->v[i], b);
+    }
+    return rc ? rc : sbuf_addc(b, ')');
+}
+
+static int print_set_value(const ast_lit *l, sbuf *b)
+{
+    if (l->type == TY_TEXT) return print_quoted(l->s ? l->s : "", '\'', b);
+    if (l->type == TY_DOUBLE && (l->d < 0 || (l->d == 0 && signbit(l->d)))) {
+        int rc = sbuf_addc(b, '-');
+        return rc ? rc : print_double(-l->d, b);
+    }
+    return print_lit(l, b);
+}
+
+int ast_print_stmt(const ast_stmt *s, sbuf *b)
+{
+    int rc = 0;
+    const char *ine = s->if_not_exists ? " IF NOT EXISTS" : "", *ie = s->if_exists ? " IF EXISTS" : "";
+    switch (s->kind) {
+    case ST_CREATE_STREAM:
+        if ((rc = sbuf_printf(b, "CREATE STREAM%s ", ine)) || (rc = ast_print_ident(s->name, b)) ||
+            (rc = sbuf_adds(b, " (")))
+            return rc;
+        for (int i = 0; s->cols && i < s->cols->n && !rc; i++) {
+            if ((i && (rc = sbuf_adds(b, ", "))) || (rc = ast_print_ident(s->cols->v[i].name, b))) break;
+            rc = sbuf_printf(b, " %s", sql_type_name(s->cols->v[i].type));
+        }
+        if (rc || (rc = sbuf_addc(b, ')'))) return rc;
+        return print_with(s->with, b);
+    case ST_CREATE_QUERY:
+        if ((rc = sbuf_printf(b, "CREATE QUERY%s ", ine)) || (rc = ast_print_ident(s->name, b)) ||
+            (rc = print_with(s->with, b)) || (rc = sbuf_adds(b, " AS ")))
+            return rc;
+        return s->select ? ast_print_select(s->select, b) : 0;
+    case ST_SELECT: return s->select ? ast_print_select(s->select, b) : 0;
+    case ST_INSERT:
+        if ((rc = sbuf_adds(b, "INSERT INTO ")) || (rc = ast_print_ident(s->name, b))) return rc;
+        if (s->insert_cols) {
+            rc = sbuf_adds(b, " (");
+            for (int i = 0; i < s->insert_cols->n && !rc; i++)
+                if (!(i && (rc = sbuf_adds(b, ", ")))) rc = ast_print_ident(s->insert_cols->v[i], b);
+            if (rc || (rc = sbuf_addc(b, ')'))) return rc;
+        }
+        rc = sbuf_adds(b, " VALUES ");
+        for (int i = 0; s->rows && i < s->rows->n && !rc; i++) {
+            if ((i && (rc = sbuf_adds(b, ", "))) || (rc = sbuf_addc(b, '(')) || (rc = print_exprs(s->rows->v[i], b)))
+                break;
+            rc = sbuf_addc(b, ')');
+        }
+        return rc;
+    case ST_DROP_STREAM:
+    case ST_DROP_QUERY:
+        if ((rc = sbuf_printf(b, "DROP %s%s ", s->kind == ST_DROP_STREAM ? "STREAM" : "QUERY", ie))) return rc;
+        return ast_print_ident(s->name, b);
+    case ST_SHOW:
+        return sbuf_adds(b, s->show == SHOW_STREAMS ? "SHOW STREAMS" : s->show == SHOW_QUERIES ? "SHOW QUERIES"
+                                                                                                : "SHOW NODES");
+    case ST_DESCRIBE:
+    case ST_SUBSCRIBE:
+        if ((rc = sbuf_adds(b, s->kind == ST_DESCRIBE ? "DESCRIBE " : "SUBSCRIBE "))) return rc;
+        return ast_print_ident(s->name, b);
+    case ST_EXPLAIN:
+        if ((rc = sbuf_adds(b, "EXPLAIN ")) || (s->explain_placement && (rc = sbuf_adds(b, "PLACEMENT "))) ||
+            (s->explain_json && (rc = sbuf_adds(b, "(FORMAT JSON) "))))
+            return rc;
+        if (s->select) return ast_print_select(s->select, b);
+        /* right after EXPLAIN, a bare "placement" would be the keyword */
+        if (s->name && strcmp(s->name, "placement") == 0) return print_quoted(s->name, '"', b);
+        return ast_print_ident(s->name, b);
+    case ST_SET:
+        if ((rc = sbuf_adds(b, "SET ")) || (rc = ast_print_ident(s->set_key, b)) || (rc = sbuf_adds(b, " = ")))
+            return rc;
+        return print_set_value(&s->set_value, b);
+    }
+    return XE_INVAL;
+}
