@@ -12,7 +12,10 @@
 
 #include "base/base.h"
 #include "exec/batch.h"
+#include "exec/format.h"
 #include "parser/parser.h"
+
+#include <time.h>
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -364,6 +367,664 @@ static void test_key_order(void **state)
     batch_fini(&out);
 }
 
+
+/* ------------------------------------------------------------------ timestamps and numbers as text */
+
+static int64_t ts(const char *s)
+{
+    int64_t ms = INT64_MIN;
+    if (fmt_parse_timestamp(s, strlen(s), &ms) != 0) {
+        fprintf(stderr, "did not parse: %s\n", s);
+        fail();
+    }
+    return ms;
+}
+
+static int ts_bad(const char *s)
+{
+    int64_t ms;
+    return fmt_parse_timestamp(s, strlen(s), &ms) == XE_INPUT;
+}
+
+static void test_timestamps(void **state)
+{
+    (void)state;
+    assert_true(ts("2023-11-14T22:13:20Z") == 1700000000000LL);
+    assert_true(ts("2023-11-14T22:13:20.000Z") == 1700000000000LL);
+    assert_true(ts("2023-11-14 22:13:20.5") == 1700000000500LL);
+    assert_true(ts("2023-11-14t22:13:20.123456789z") == 1700000000123LL);
+    assert_true(ts(" 2023-11-14T22:13:20Z ") == 1700000000000LL);
+    assert_true(ts("2023-11-14T23:13:20+01:00") == 1700000000000LL);
+    assert_true(ts("2023-11-14T23:13:20+0100") == 1700000000000LL);
+    assert_true(ts("2023-11-14T23:13:20+01") == 1700000000000LL);
+    assert_true(ts("2023-11-14T17:13:20-05:00") == 1700000000000LL);
+    assert_true(ts("2023-11-15T03:43:20+05:30") == 1700000000000LL);
+    assert_true(ts("2023-11-14T22:13") == 1700000000000LL - 20000);
+    assert_true(ts("2023-11-14") == 1700000000000LL - (22 * 3600 + 13 * 60 + 20) * 1000LL);
+    assert_true(ts("1700000000000") == 1700000000000LL);
+    assert_true(ts("-86400000") == -86400000LL);
+    /* Leap years and dates before 1970. */
+    assert_true(ts("2024-02-29T00:00:00Z") == 1709164800000LL);
+    assert_true(ts("2000-02-29T00:00:00Z") == 951782400000LL);
+    assert_true(ts("1969-12-31T23:59:59.999Z") == -1);
+    assert_true(ts("1900-01-01T00:00:00Z") == -2208988800000LL);
+    assert_true(ts("1600-02-29T00:00:00Z") == -11670998400000LL);
+    assert_true(ts("0000-01-01T00:00:00Z") == -62167219200000LL);
+    assert_true(ts("9999-12-31T23:59:59.999Z") == 253402300799999LL);
+    const char *bad[] = {"", "abc", "2023-02-29", "1900-02-29", "2023-13-01", "2023-00-10", "2023-11-31",
+                         "2023-11-14T24:00", "2023-11-14T22:60", "2023-11-14T22:13:61", "2023-11-14T22:13:20Zjunk",
+                         "2023-11-14T22:13:20.", "2023-1-14", "2023-11-14T", "2023-11-14T22", "2023-11-14T22:13:20+",
+                         "2023-11-14T22:13:20+05:", "2023-11-14T22:13:20+24:00", "99999999999999999999",
+                         "2023-11-14T22:13:20.1234567890Z", "-", "2023-11-14X22:13"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (!ts_bad(bad[i])) {
+            fprintf(stderr, "accepted: '%s'\n", bad[i]);
+            fail();
+        }
+    }
+    /* Printing. */
+    char buf[FMT_TS_BUF];
+    fmt_timestamp(1700000000000LL, buf);
+    assert_string_equal(buf, "2023-11-14T22:13:20.000Z");
+    fmt_timestamp(-1, buf);
+    assert_string_equal(buf, "1969-12-31T23:59:59.999Z");
+    fmt_timestamp(951782400123LL, buf);
+    assert_string_equal(buf, "2000-02-29T00:00:00.123Z");
+    fmt_timestamp(INT64_MIN, buf); /* no crash, no overflow */
+    fmt_timestamp(INT64_MAX, buf);
+    /* Against the C library over random dates, and print/parse round trips. */
+    for (int i = 0; i < 20000; i++) {
+        struct tm tm = {0};
+        tm.tm_year = (int)(rnd() % 10000) - 1900;
+        tm.tm_mon = (int)(rnd() % 12);
+        tm.tm_mday = 1 + (int)(rnd() % 28);
+        tm.tm_hour = (int)(rnd() % 24);
+        tm.tm_min = (int)(rnd() % 60);
+        tm.tm_sec = (int)(rnd() % 60);
+        char s[64];
+        snprintf(s, sizeof s, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                 tm.tm_hour, tm.tm_min, tm.tm_sec);
+        int64_t want = (int64_t)timegm(&tm) * 1000;
+        assert_true(ts(s) == want);
+        int64_t ms = want + (int64_t)(rnd() % 1000);
+        fmt_timestamp(ms, buf);
+        assert_true(ts(buf) == ms);
+    }
+}
+
+static void test_double_text(void **state)
+{
+    (void)state;
+    char buf[FMT_DOUBLE_BUF];
+    struct { double d; const char *s; } cases[] = {
+        {2.5 + 3.5, "6"}, {2.5, "2.5"}, {0.1, "0.1"}, {0.1 + 0.2, "0.30000000000000004"}, {1e21, "1e+21"},
+        {-0.0, "-0"}, {100, "100"}, {1.0 / 3, "0.3333333333333333"}, {123456789012345678.0, "1.2345678901234568e+17"},
+        {5e-324, "4.94065645841247e-324"}, {NAN, "NaN"}, {INFINITY, "Infinity"}, {-INFINITY, "-Infinity"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fmt_double(cases[i].d, buf);
+        assert_string_equal(buf, cases[i].s);
+    }
+    /* Random bit patterns read back exactly, and not longer than needed. */
+    for (int i = 0; i < 100000; i++) {
+        uint64_t bits = rnd();
+        double d;
+        memcpy(&d, &bits, 8);
+        if (!isfinite(d)) continue;
+        size_t n = fmt_double(d, buf);
+        double back = strtod(buf, NULL);
+        assert_memory_equal(&back, &d, 8);
+        assert_true(n < 25);
+    }
+}
+
+static void test_parse_value(void **state)
+{
+    (void)state;
+    val v;
+    char why[200];
+#define OK(t, s) assert_int_equal(fmt_parse_value(t, s, strlen(s), 1, &v, why, sizeof why), 0)
+#define BAD(t, s, msg)                                                                 \
+    do {                                                                               \
+        assert_int_equal(fmt_parse_value(t, s, strlen(s), 1, &v, why, sizeof why), XE_INPUT); \
+        assert_string_equal(why, msg);                                                 \
+    } while (0)
+    OK(TY_BIGINT, "9223372036854775807");
+    assert_true(v.i == INT64_MAX && v.type == TY_BIGINT);
+    OK(TY_BIGINT, "-9223372036854775808");
+    assert_true(v.i == INT64_MIN);
+    OK(TY_INT, " +42 ");
+    assert_true(v.i == 42 && v.type == TY_INT);
+    BAD(TY_BIGINT, "9223372036854775808", "'9223372036854775808' is out of range for BIGINT");
+    BAD(TY_BIGINT, "1.5", "'1.5' is not a BIGINT");
+    BAD(TY_INT, "12abc", "'12abc' is not a INT");
+    BAD(TY_BIGINT, "-", "'-' is not a BIGINT");
+    OK(TY_DOUBLE, "2.5");
+    assert_true(v.d == 2.5);
+    OK(TY_DOUBLE, "-1e-3");
+    assert_true(v.d == -1e-3);
+    OK(TY_DOUBLE, "1e-400"); /* underflow to zero is fine */
+    BAD(TY_DOUBLE, "abc", "'abc' is not a DOUBLE");
+    BAD(TY_DOUBLE, "1.5x", "'1.5x' is not a DOUBLE");
+    BAD(TY_DOUBLE, "nan", "'nan' is not a DOUBLE");
+    BAD(TY_DOUBLE, "-Infinity", "'-Infinity' is not a DOUBLE");
+    BAD(TY_DOUBLE, "1e999", "'1e999' is out of range for DOUBLE");
+    const char *yes[] = {"true", "TRUE", "t", "Yes", "1", "on"}, *no[] = {"false", "F", "no", "0", "off", "N"};
+    for (int i = 0; i < 6; i++) {
+        OK(TY_BOOL, yes[i]);
+        assert_true(v.type == TY_BOOL && v.i == 1);
+        OK(TY_BOOL, no[i]);
+        assert_true(v.type == TY_BOOL && v.i == 0);
+    }
+    BAD(TY_BOOL, "maybe", "'maybe' is not a BOOLEAN");
+    OK(TY_TIMESTAMP, "2023-11-14T22:13:20Z");
+    assert_true(v.type == TY_TIMESTAMP && v.i == 1700000000000LL);
+    BAD(TY_TIMESTAMP, "yesterday", "'yesterday' is not a TIMESTAMP");
+    BAD(TY_TIMESTAMP, "253402300800000", "'253402300800000' is out of range for TIMESTAMP");
+    OK(TY_TIMESTAMP, "253402300799999");
+    OK(TY_TIMESTAMP, "-62167219200000");
+    BAD(TY_TIMESTAMP, "-62167219200001", "'-62167219200001' is out of range for TIMESTAMP");
+    OK(TY_TEXT, " keep spaces ");
+    assert_int_equal(v.len, 13);
+    OK(TY_TEXT, "");
+    assert_int_equal(v.type, TY_NULL);
+    assert_int_equal(fmt_parse_value(TY_TEXT, "", 0, 0, &v, why, sizeof why), 0);
+    assert_true(v.type == TY_TEXT && v.len == 0);
+    OK(TY_DOUBLE, "  ");
+    assert_int_equal(v.type, TY_NULL);
+    BAD(TY_BIGINT, "\x01\x02 a very long value that goes on and on and on and on", "'\\x01\\x02 a very long value that goes on and on...' is not a BIGINT");
+#undef OK
+#undef BAD
+}
+
+/* ------------------------------------------------------------------ decoders */
+
+static const char *const names3[] = {"id", "name", "price"};
+static const sql_type types3[] = {TY_BIGINT, TY_TEXT, TY_DOUBLE};
+static const fmt_schema schema3 = {3, names3, types3};
+
+static const char *const names5[] = {"id", "name", "price", "ok", "ts"};
+static const sql_type types5[] = {TY_BIGINT, TY_TEXT, TY_DOUBLE, TY_BOOL, TY_TIMESTAMP};
+static const fmt_schema schema5 = {5, names5, types5};
+
+/* Decode `in` in chunks cut at the given offsets (sorted, may be empty). */
+static int decode_cuts(fmt_decoder *d, const char *in, size_t n, const size_t *cuts, int ncuts, batch *out)
+{
+    size_t at = 0;
+    xerr e;
+    for (int i = 0; i <= ncuts; i++) {
+        size_t to = i < ncuts ? cuts[i] : n;
+        int rc = fmt_decode(d, in + at, to - at, out, &e);
+        if (rc < 0) return rc;
+        at = to;
+    }
+    return fmt_decode_finish(d, out, &e);
+}
+
+static fmt_decoder *decode_str(fmt_kind k, const fmt_schema *s, const fmt_dec_opts *o, const char *in, batch *out)
+{
+    fmt_decoder *d;
+    assert_int_equal(fmt_decoder_new(k, s, o, &d), 0);
+    assert_int_equal(batch_set_ncols(out, s->ncols), 0);
+    assert_int_equal(decode_cuts(d, in, strlen(in), NULL, 0, out), 0);
+    return d;
+}
+
+/* The rows of a batch as one string, through the CSV encoder. */
+static char *as_csv(const fmt_schema *s, const batch *b)
+{
+    fmt_encoder *e;
+    fmt_enc_opts o = {.no_header = 1};
+    sbuf out;
+    sbuf_init(&out);
+    assert_int_equal(fmt_encoder_new(FMT_CSV, s, &o, &e), 0);
+    assert_int_equal(fmt_encode(e, b, &out), 0);
+    assert_int_equal(fmt_encode_finish(e, &out), 0);
+    fmt_encoder_free(e);
+    if (!out.p) sbuf_addc(&out, 0), out.len = 0;
+    return sbuf_steal(&out);
+}
+
+static void assert_rejects(const fmt_decoder *d, const char *want)
+{
+    sbuf s;
+    sbuf_init(&s);
+    assert_int_equal(fmt_rejects_print(fmt_decoder_rejects(d), &s), 0);
+    if (strcmp(s.p ? s.p : "", want) != 0) {
+        fprintf(stderr, "rejects:\n%s\nwanted:\n%s\n", s.p ? s.p : "", want);
+        fail();
+    }
+    sbuf_fini(&s);
+}
+
+static void test_csv_basic(void **state)
+{
+    (void)state;
+    batch b;
+    assert_int_equal(batch_init(&b, 5, 4), 0);
+    const char *in = "id,name,price,ok,ts\r\n"
+                     "1,apple,2.5,true,2023-11-14T22:13:20Z\r\n"
+                     "2,\"pe,ar\",3.5,f,1700000000001\n"
+                     "\n"
+                     "3,\"say \"\"hi\"\"\",,,\n"
+                     "4,\"\",  7 ,1,2023-11-14 22:13:20.5+00:00\n"
+                     "5,, 1e3 ,no,";
+    fmt_decoder *d = decode_str(FMT_CSV, &schema5, NULL, in, &b);
+    assert_int_equal(b.nrows, 5);
+    char *csv = as_csv(&schema5, &b);
+    assert_string_equal(csv, "1,apple,2.5,true,2023-11-14T22:13:20.000Z\n"
+                             "2,\"pe,ar\",3.5,false,2023-11-14T22:13:20.001Z\n"
+                             "3,\"say \"\"hi\"\"\",,,\n"
+                             "4,\"\",7,true,2023-11-14T22:13:20.500Z\n"
+                             "5,,1000,false,\n");
+    free(csv);
+    assert_int_equal(batch_row(&b, 3)[1].type, TY_TEXT); /* "" is the empty string */
+    assert_int_equal(batch_row(&b, 4)[1].type, TY_NULL); /* nothing is NULL */
+    fmt_dec_stats st = fmt_decoder_stats(d);
+    assert_true(st.lines == 7 && st.rows == 5 && st.rejected == 0);
+    fmt_decoder_free(d);
+    batch_fini(&b);
+}
+
+/* Every way of cutting the input in two (and byte by byte) gives the same rows
+ * and the same rejections. */
+static void check_every_split(fmt_kind k, const fmt_schema *s, const char *in)
+{
+    batch one, two;
+    assert_int_equal(batch_init(&one, s->ncols, 1), 0);
+    assert_int_equal(batch_init(&two, s->ncols, 1), 0);
+    fmt_dec_opts o = {.keep_rejects = 100};
+    fmt_decoder *d = decode_str(k, s, &o, in, &one);
+    char *want = as_csv(s, &one);
+    sbuf wr;
+    sbuf_init(&wr);
+    fmt_rejects_print(fmt_decoder_rejects(d), &wr);
+    fmt_decoder_free(d);
+    size_t n = strlen(in);
+    size_t every[4096];
+    assert_true(n < 4096);
+    for (size_t i = 0; i < n; i++) every[i] = i;
+    for (size_t cut = 0; cut <= n + 1; cut++) {
+        assert_int_equal(fmt_decoder_new(k, s, &o, &d), 0);
+        batch_reset(&two);
+        if (cut <= n) assert_int_equal(decode_cuts(d, in, n, &cut, 1, &two), 0);
+        else assert_int_equal(decode_cuts(d, in, n, every, (int)n, &two), 0);
+        char *got = as_csv(s, &two);
+        assert_string_equal(got, want);
+        free(got);
+        assert_rejects(d, wr.p ? wr.p : "");
+        fmt_decoder_free(d);
+    }
+    free(want);
+    sbuf_fini(&wr);
+    batch_fini(&one);
+    batch_fini(&two);
+}
+
+static void test_csv_splits(void **state)
+{
+    (void)state;
+    check_every_split(FMT_CSV, &schema5,
+                      "ID,Name,Price,OK,TS\r\n1,apple,2.5,true,2023-11-14T22:13:20Z\r\n2,\"pe,\"\"ar\",3.5,f,17\n"
+                      "bad,x,1,1,1\n3,\"\",,,\n4,\"unterminated,1,1,1\n5,x,1,1,2023-02-29\n6,x,1,1");
+    check_every_split(FMT_CSV, &schema3, "1,a,1\n\n2,b,2\r\n3,\"c\r\nd\",3\n");
+}
+
+static void test_csv_header(void **state)
+{
+    (void)state;
+    batch b;
+    assert_int_equal(batch_init(&b, 3, 4), 0);
+    /* Reordered, with a column left out: it is NULL. */
+    fmt_decoder *d = decode_str(FMT_CSV, &schema3, NULL, "PRICE,id\n2.5,1\n,2\n", &b);
+    char *csv = as_csv(&schema3, &b);
+    assert_string_equal(csv, "1,,2.5\n2,,\n");
+    free(csv);
+    assert_rejects(d, "");
+    fmt_decoder_free(d);
+    /* Without a header line the first line is data. */
+    d = decode_str(FMT_CSV, &schema3, NULL, "1,a,2.5\n", &b);
+    assert_int_equal(b.nrows, 1);
+    fmt_decoder_free(d);
+    /* Told there is no header: the names are data, and rejected. */
+    fmt_dec_opts no = {.header = FMT_HEADER_NO};
+    d = decode_str(FMT_CSV, &schema3, &no, "id,name,price\n1,a,2\n", &b);
+    assert_int_equal(b.nrows, 1);
+    assert_rejects(d, "line 1: column 'id': 'id' is not a BIGINT\n");
+    fmt_decoder_free(d);
+    /* A header that does not quite match, in auto mode: rejected as data with a hint. */
+    d = decode_str(FMT_CSV, &schema3, NULL, "id,name,prce\n1,a,2\n", &b);
+    assert_int_equal(b.nrows, 1);
+    assert_rejects(d, "line 1: column 'id': 'id' is not a BIGINT (if this is a header, 'prce' is not a column)\n");
+    fmt_decoder_free(d);
+    /* Required header with an unknown column: fatal, with a suggestion. */
+    fmt_dec_opts yes = {.header = FMT_HEADER_YES};
+    assert_int_equal(fmt_decoder_new(FMT_CSV, &schema3, &yes, &d), 0);
+    xerr e;
+    const char *in = "id,name,prce\n1,a,2\n";
+    assert_int_equal(fmt_decode(d, in, strlen(in), &b, &e), XE_INPUT);
+    assert_string_equal(e.msg, "line 1: header: 'prce' is not a column (did you mean 'price'?)");
+    assert_int_equal(fmt_decode(d, "1,a,2\n", 6, &b, &e), XE_INPUT);
+    assert_int_equal(fmt_decode_finish(d, &b, &e), XE_INPUT);
+    fmt_decoder_free(d);
+    assert_int_equal(fmt_decoder_new(FMT_CSV, &schema3, &yes, &d), 0);
+    assert_int_equal(fmt_decode(d, "id,ID\n", 6, &b, &e), XE_INPUT);
+    assert_string_equal(e.msg, "line 1: header names column 'ID' twice");
+    fmt_decoder_free(d);
+    /* A BOM before the header; a header alone gives no rows. */
+    d = decode_str(FMT_CSV, &schema3, &yes, "\xef\xbb\xbfname\r\n", &b);
+    assert_int_equal(b.nrows, 0);
+    assert_rejects(d, "");
+    /* finish starts a new input: header detection and line numbers again. */
+    assert_int_equal(fmt_decode(d, "name\nx\ny,z\n", 11, &b, &e), 0);
+    assert_int_equal(fmt_decode_finish(d, &b, &e), 0);
+    assert_int_equal(b.nrows, 1);
+    assert_rejects(d, "line 4: expected 1 column, got 2\n");
+    fmt_decoder_free(d);
+    batch_fini(&b);
+}
+
+static int ncalls;
+static void count_reject(void *ctx, int64_t line, const char *msg)
+{
+    (void)msg;
+    assert_ptr_equal(ctx, &ncalls);
+    assert_true(line > 0);
+    ncalls++;
+}
+
+static void test_csv_rejects(void **state)
+{
+    (void)state;
+    batch b;
+    assert_int_equal(batch_init(&b, 3, 4), 0);
+    fmt_dec_opts o = {.keep_rejects = 100};
+    fmt_decoder *d = decode_str(FMT_CSV, &schema5, &o,
+                                "id,name,price,ok,ts\n"
+                                "1,a,abc,,\n"
+                                "1,a,1\n"
+                                "1,\"a\"x,1,,\n"
+                                "1,\"a,1,,\n"
+                                "99999999999999999999,a,1,,\n"
+                                "1,a,1,maybe,\n"
+                                "1,a,1,,2023-02-30\n"
+                                "1,a,1,,,\n"
+                                "1,a,1,,\n",
+                                &b);
+    assert_int_equal(b.nrows, 1);
+    assert_rejects(d, "line 2: column 'price': 'abc' is not a DOUBLE\n"
+                      "line 3: expected 5 columns, got 3\n"
+                      "line 4: field 2: unexpected 'x' after a closing quote\n"
+                      "line 5: field 2: unterminated quoted field\n"
+                      "line 6: column 'id': '99999999999999999999' is out of range for BIGINT\n"
+                      "line 7: column 'ok': 'maybe' is not a BOOLEAN\n"
+                      "line 8: column 'ts': '2023-02-30' is not a TIMESTAMP\n"
+                      "line 9: expected 5 columns, got 6\n");
+    fmt_decoder_free(d);
+    /* Keep two, count the rest; the callback sees all. */
+    ncalls = 0;
+    fmt_dec_opts two = {.keep_rejects = 2, .on_reject = count_reject, .ctx = &ncalls};
+    d = decode_str(FMT_CSV, &schema3, &two, "x\ny\nz\n1,a,1\nw", &b);
+    assert_int_equal(b.nrows, 1);
+    assert_int_equal(ncalls, 4);
+    assert_rejects(d, "line 1: expected 3 columns, got 1\nline 2: expected 3 columns, got 1\n"
+                      "... and 2 more rejected lines\n");
+    assert_int_equal(fmt_decoder_rejects(d)->count, 4);
+    fmt_decoder_clear_rejects(d);
+    assert_rejects(d, "");
+    fmt_decoder_free(d);
+    batch_fini(&b);
+}
+
+static void test_line_cap(void **state)
+{
+    (void)state;
+    batch b;
+    assert_int_equal(batch_init(&b, 3, 4), 0);
+    fmt_dec_opts o = {.max_line = 16};
+    char in[200];
+    snprintf(in, sizeof in, "1,a,1\n2,%s,2\n3,%s,3\n4,b,4\n5,%s", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbb",
+             "ccccccccccccccccccccccccccccc");
+    for (int k = 0; k < 2; k++) {
+        fmt_decoder *d = decode_str(k ? FMT_JSON : FMT_CSV, &schema3, &o, in, &b);
+        if (!k) {
+            assert_int_equal(b.nrows, 3);
+            assert_rejects(d, "line 2: longer than 16 bytes; skipped\nline 5: longer than 16 bytes; skipped\n");
+        }
+        assert_int_equal(fmt_decoder_stats(d).lines, 5);
+        fmt_decoder_free(d);
+    }
+    check_every_split(FMT_CSV, &schema3, "1,a,1\n2,aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,2\n3,b,3\n");
+    batch_fini(&b);
+}
+
+static void test_json_lines(void **state)
+{
+    (void)state;
+    batch b;
+    assert_int_equal(batch_init(&b, 5, 4), 0);
+    fmt_dec_opts o = {.keep_rejects = 100};
+    fmt_decoder *d = decode_str(FMT_JSON, &schema5, &o,
+                                "{\"id\":1,\"name\":\"apple\",\"price\":2.5,\"ok\":true,\"ts\":\"2023-11-14T22:13:20Z\"}\n"
+                                "{\"ID\":2,\"Name\":\"a\\u0000b\",\"price\":3,\"ts\":1700000000001,\"extra\":[1,2]}\r\n"
+                                "  \n"
+                                "{\"id\":3.0,\"name\":null,\"price\":-1e-2}\n"
+                                "{\"id\":\"4\"}\n"
+                                "{\"id\":4.5}\n"
+                                "{\"price\":\"x\"}\n"
+                                "{\"ok\":1}\n"
+                                "{\"ts\":\"2023-02-30\"}\n"
+                                "{\"name\":5}\n"
+                                "[1,2]\n"
+                                "{\"id\":1,}\n"
+                                "{\"id\":1} x\n"
+                                "{\"id\":99999999999999999999}\n"
+                                "{\"ts\":true}\n"
+                                "{\"ts\":1e15}\n"
+                                "{\"ts\":1.5}\n"
+                                "{\"id\": 1e300}",
+                                &b);
+    assert_int_equal(b.nrows, 3);
+    char *csv = as_csv(&schema5, &b);
+    assert_string_equal(csv, "1,apple,2.5,true,2023-11-14T22:13:20.000Z\n"
+                             "2,a\0b,3,,2023-11-14T22:13:20.001Z\n" /* (compared up to the NUL) */
+                             "3,,-0.01,,\n");
+    assert_int_equal(batch_row(&b, 1)[1].len, 3);
+    assert_memory_equal(batch_row(&b, 1)[1].s, "a\0b", 3);
+    free(csv);
+    assert_rejects(d, "line 5: column 'id': expected a number, got a string\n"
+                      "line 6: column 'id': 4.5 is not a BIGINT\n"
+                      "line 7: column 'price': expected a number, got a string\n"
+                      "line 8: column 'ok': expected true or false, got a number\n"
+                      "line 9: column 'ts': '2023-02-30' is not a TIMESTAMP\n"
+                      "line 10: column 'name': expected a string, got a number\n"
+                      "line 11: expected a JSON object, got an array\n"
+                      "line 12: invalid JSON at column 9: string or '}' expected near '}'\n"
+                      "line 13: invalid JSON at column 10: end of file expected near 'x'\n"
+                      "line 14: invalid JSON at column 26: too big integer near '99999999999999999999'\n"
+                      "line 15: column 'ts': expected a number or an ISO 8601 string, got a boolean\n"
+                      "line 16: column 'ts': 1e+15 is out of range for TIMESTAMP\n"
+                      "line 17: column 'ts': 1.5 is not a TIMESTAMP\n"
+                      "line 18: column 'id': 1e+300 is not a BIGINT\n");
+    fmt_decoder_free(d);
+    check_every_split(FMT_JSON, &schema5,
+                      "{\"id\":1,\"name\":\"apple\",\"price\":2.5,\"ok\":true,\"ts\":\"2023-11-14T22:13:20Z\"}\n"
+                      "{\"id\":\"x\"}\r\n{\"name\":\"\\u00e9\\\"\"}\n[\n{\"id\":2}");
+    batch_fini(&b);
+}
+
+/* ------------------------------------------------------------------ encoders */
+
+static void fill3(batch *b)
+{
+    assert_int_equal(batch_set_ncols(b, 3), 0);
+    val r1[3] = {val_int(TY_BIGINT, 1), val_text("apple", 5), val_double(2.5)};
+    val r2[3] = {val_int(TY_BIGINT, 2), val_null(), val_double(2.5 + 3.5 + 4)};
+    assert_int_equal(batch_append_row(b, r1), 0);
+    assert_int_equal(batch_append_row(b, r2), 0);
+}
+
+static char *encode(fmt_kind k, const fmt_schema *s, const fmt_enc_opts *o, const batch *const *bs, int nb)
+{
+    fmt_encoder *e;
+    sbuf out;
+    sbuf_init(&out);
+    assert_int_equal(fmt_encoder_new(k, s, o, &e), 0);
+    for (int i = 0; i < nb; i++) assert_int_equal(fmt_encode(e, bs[i], &out), 0);
+    assert_int_equal(fmt_encode_finish(e, &out), 0);
+    fmt_encoder_free(e);
+    sbuf_addc(&out, 0);
+    return sbuf_steal(&out);
+}
+
+static void check_encode(fmt_kind k, const fmt_schema *s, const fmt_enc_opts *o, const batch *const *bs, int nb,
+                         const char *want)
+{
+    char *got = encode(k, s, o, bs, nb);
+    if (strcmp(got, want) != 0) {
+        fprintf(stderr, "got:\n%s\nwanted:\n%s\n", got, want);
+        fail();
+    }
+    free(got);
+}
+
+static void test_encoders(void **state)
+{
+    (void)state;
+    batch b, empty, c;
+    assert_int_equal(batch_init(&b, 3, 4), 0);
+    assert_int_equal(batch_init(&empty, 3, 4), 0);
+    assert_int_equal(batch_init(&c, 3, 4), 0);
+    fill3(&b);
+    const batch *one[] = {&b}, *none[] = {&empty};
+    check_encode(FMT_TABLE, &schema3, NULL, one, 1,
+                 " id | name  | price\n"
+                 "----+-------+-------\n"
+                 "  1 | apple |   2.5\n"
+                 "  2 | NULL  |    10\n"
+                 "(2 rows)\n");
+    sbuf t;
+    sbuf_init(&t);
+    assert_int_equal(fmt_table(&schema3, &b, &t), 0);
+    assert_string_equal(t.p, " id | name  | price\n----+-------+-------\n  1 | apple |   2.5\n  2 | NULL  |    10\n(2 rows)\n");
+    sbuf_fini(&t);
+    check_encode(FMT_TABLE, &schema3, NULL, none, 1, " id | name | price\n----+------+-------\n(0 rows)\n");
+    /* Streaming: widths fixed by the first batch; a wider value overflows. */
+    val wide[3] = {val_int(TY_BIGINT, 12345), val_text("a\tb", 3), val_double(-0.5)};
+    assert_int_equal(batch_append_row(&c, wide), 0);
+    const batch *two[] = {&b, &c};
+    fmt_enc_opts stream = {.stream = 1};
+    check_encode(FMT_TABLE, &schema3, &stream, two, 2,
+                 " id | name  | price\n"
+                 "----+-------+-------\n"
+                 "  1 | apple |   2.5\n"
+                 "  2 | NULL  |    10\n"
+                 " 12345 | a\\tb  |  -0.5\n"
+                 "(3 rows)\n");
+    check_encode(FMT_VERTICAL, &schema3, NULL, two, 2,
+                 "-[ RECORD 1 ]\n"
+                 "id    | 1\n"
+                 "name  | apple\n"
+                 "price | 2.5\n"
+                 "-[ RECORD 2 ]\n"
+                 "id    | 2\n"
+                 "name  | NULL\n"
+                 "price | 10\n"
+                 "-[ RECORD 3 ]\n"
+                 "id    | 12345\n"
+                 "name  | a\\tb\n"
+                 "price | -0.5\n");
+    check_encode(FMT_CSV, &schema3, NULL, two, 2, "id,name,price\n1,apple,2.5\n2,,10\n12345,a\tb,-0.5\n");
+    check_encode(FMT_CSV, &schema3, NULL, none, 1, "id,name,price\n");
+    fmt_enc_opts semi = {.delim = ';'};
+    batch_reset(&c);
+    val tricky[3] = {val_int(TY_BIGINT, 1), val_text("a;\"b\"\n", 6), val_double(1e21)};
+    assert_int_equal(batch_append_row(&c, tricky), 0);
+    val emptys[3] = {val_null(), val_text("", 0), val_null()};
+    assert_int_equal(batch_append_row(&c, emptys), 0);
+    const batch *cc[] = {&c};
+    check_encode(FMT_CSV, &schema3, &semi, cc, 1, "id;name;price\n1;\"a;\"\"b\"\"\n\";1e+21\n;\"\";\n");
+    check_encode(FMT_JSON, &schema3, NULL, cc, 1,
+                 "{\"id\":1,\"name\":\"a;\\\"b\\\"\\n\",\"price\":1e+21}\n{\"id\":null,\"name\":\"\",\"price\":null}\n");
+    /* JSON: every type, escapes, invalid UTF-8, non-finite doubles. */
+    static const char *const n6[] = {"b", "t", "d", "s", "i", "x\"y"};
+    static const sql_type t6[] = {TY_BOOL, TY_TIMESTAMP, TY_DOUBLE, TY_TEXT, TY_INTERVAL, TY_INT};
+    fmt_schema s6 = {6, n6, t6};
+    batch j;
+    assert_int_equal(batch_init(&j, 6, 1), 0);
+    val r6[6] = {val_int(TY_BOOL, 1), val_int(TY_TIMESTAMP, -1), val_double(NAN),
+                 val_text("\x01\xff\xc3\xa9\\/\xe2\x82", 8), val_int(TY_INTERVAL, 5000), val_int(TY_INT, -7)};
+    assert_int_equal(batch_append_row(&j, r6), 0);
+    const batch *jj[] = {&j};
+    check_encode(FMT_JSON, &s6, NULL, jj, 1,
+                 "{\"b\":true,\"t\":\"1969-12-31T23:59:59.999Z\",\"d\":null,\"s\":\"\\u0001\xef\xbf\xbd\xc3\xa9\\\\/"
+                 "\xef\xbf\xbd\xef\xbf\xbd\",\"i\":5000,\"x\\\"y\":-7}\n");
+    check_encode(FMT_TABLE, &s6, NULL, jj, 1,
+                 "  b   |            t             |  d  |     s     |  i   | x\"y\n"
+                 "------+--------------------------+-----+-----------+------+-----\n"
+                 " true | 1969-12-31T23:59:59.999Z | NaN | \\x01\xff\xc3\xa9\\/\xe2\x82 | 5000 |  -7\n"
+                 "(1 row)\n");
+    batch_fini(&j);
+    batch_fini(&b);
+    batch_fini(&c);
+    batch_fini(&empty);
+}
+
+/* Random rows survive encode -> decode through CSV and JSON lines. */
+static void test_format_roundtrip(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"b", "i", "bi", "d", "s", "ts"};
+    static const sql_type types[] = {TY_BOOL, TY_INT, TY_BIGINT, TY_DOUBLE, TY_TEXT, TY_TIMESTAMP};
+    fmt_schema s = {6, names, types};
+    static const char *const alpha[] = {"a", "b", " ", ",", "\"", "'", "\\", "\t", "\xc3\xa9", "{", "}"};
+    batch in, out;
+    assert_int_equal(batch_init(&in, 6, 1), 0);
+    assert_int_equal(batch_init(&out, 6, 1), 0);
+    for (int round = 0; round < 50; round++) {
+        batch_reset(&in);
+        for (int r = 0; r < 30; r++) {
+            val *row = batch_add_row(&in);
+            assert_non_null(row);
+            for (int c = 0; c < 6; c++) {
+                if (rnd() % 6 == 0) continue; /* NULL */
+                switch (types[c]) {
+                case TY_DOUBLE: {
+                    uint64_t bits = rnd();
+                    double d;
+                    memcpy(&d, &bits, 8);
+                    row[c] = val_double(isfinite(d) ? d : 0.25);
+                    break;
+                }
+                case TY_TEXT: {
+                    char buf[32] = "";
+                    for (size_t k = rnd() % 8; k > 0; k--) strcat(buf, alpha[rnd() % 11]);
+                    assert_int_equal(batch_put_text(&in, &row[c], buf, strlen(buf)), 0);
+                    break;
+                }
+                case TY_TIMESTAMP:
+                    row[c] = val_int(TY_TIMESTAMP, (int64_t)(rnd() % 253402300800000ULL) - 62167219200000LL);
+                    break;
+                default: row[c] = random_val(&in, types[c]); break;
+                }
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            fmt_kind kind = k ? FMT_JSON : FMT_CSV;
+            const batch *bb[] = {&in};
+            char *text = encode(kind, &s, NULL, bb, 1);
+            batch_reset(&out);
+            fmt_decoder *d = decode_str(kind, &s, NULL, text, &out);
+            assert_rejects(d, "");
+            fmt_decoder_free(d);
+            assert_batches_equal(&in, &out);
+            free(text);
+        }
+    }
+    batch_fini(&in);
+    batch_fini(&out);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int main(void)
@@ -377,6 +1038,17 @@ int main(void)
         cmocka_unit_test(test_batch_encode_roundtrip),
         cmocka_unit_test(test_batch_decode_corruption),
         cmocka_unit_test(test_key_order),
+        cmocka_unit_test(test_timestamps),
+        cmocka_unit_test(test_double_text),
+        cmocka_unit_test(test_parse_value),
+        cmocka_unit_test(test_csv_basic),
+        cmocka_unit_test(test_csv_splits),
+        cmocka_unit_test(test_csv_header),
+        cmocka_unit_test(test_csv_rejects),
+        cmocka_unit_test(test_line_cap),
+        cmocka_unit_test(test_json_lines),
+        cmocka_unit_test(test_encoders),
+        cmocka_unit_test(test_format_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

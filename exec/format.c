@@ -1,0 +1,1247 @@
+/*
+ * format.c: CSV and JSON-lines decoders, value text, CSV/JSON/table encoders.
+ * The rules users see are in format.h.
+ *
+ * Decoding runs in two layers.  The line layer (feed_bytes) cuts the input at
+ * '\n', carrying a partial line over to the next chunk in `carry` and giving
+ * up on (and skipping) a line as soon as it passes max_line, so memory stays
+ * bounded whatever comes in.  The record layer (csv_line, json_line) turns one
+ * line into a row in the reusable `row` array, whose TEXT values point into the
+ * decoder's field buffer or the Jansson object, and only a row that converted
+ * completely is copied into the caller's batch.
+ *
+ * Not thread-safe: one decoder or encoder belongs to one caller at a time.
+ */
+#include "exec/format.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ------------------------------------------------------------------ small helpers */
+
+/* The schema's names and types, copied (ncols + 1 entries, zeroed, so that
+ * callers may size per-column arrays the same way).  0 or XE_NOMEM; on
+ * failure, what was copied is left for schema_free. */
+static int schema_copy(const fmt_schema *s, char ***names, sql_type **types)
+{
+    *names = calloc((size_t)s->ncols + 1, sizeof **names);
+    *types = calloc((size_t)s->ncols + 1, sizeof **types);
+    if (!*names || !*types) return XE_NOMEM;
+    for (int c = 0; c < s->ncols; c++) {
+        if (!((*names)[c] = strdup(s->names[c]))) return XE_NOMEM;
+        (*types)[c] = s->types[c];
+    }
+    return 0;
+}
+
+static void schema_free(char **names, sql_type *types, int ncols)
+{
+    for (int c = 0; names && c < ncols; c++) free(names[c]);
+    free(names);
+    free(types);
+}
+
+int fmt_kind_parse(const char *name, fmt_kind *out)
+{
+    static const struct { const char *name; fmt_kind k; } names[] = {
+        {"csv", FMT_CSV}, {"json", FMT_JSON}, {"jsonl", FMT_JSON}, {"table", FMT_TABLE}, {"vertical", FMT_VERTICAL},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcasecmp(name, names[i].name) == 0) {
+            *out = names[i].k;
+            return 0;
+        }
+    }
+    return XE_INVAL;
+}
+
+const char *fmt_kind_name(fmt_kind k)
+{
+    switch (k) {
+    case FMT_CSV: return "csv";
+    case FMT_JSON: return "json";
+    case FMT_TABLE: return "table";
+    case FMT_VERTICAL: return "vertical";
+    }
+    return "?";
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t'; }
+
+static void trim(const char **s, size_t *n)
+{
+    while (*n && is_space(**s)) (*s)++, (*n)--;
+    while (*n && is_space((*s)[*n - 1])) (*n)--;
+}
+
+/* The value as it appears in a message: quoted, at most 40 bytes, with
+ * unprintable bytes escaped. */
+static void quote_for_msg(const char *s, size_t n, char *buf, size_t cap)
+{
+    size_t o = 0, shown = n > 40 ? 40 : n;
+    buf[o++] = '\'';
+    for (size_t i = 0; i < shown && o + 8 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", c);
+        else buf[o++] = (char)c;
+    }
+    if (shown < n && o + 5 < cap) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '\'';
+    buf[o] = '\0';
+}
+
+/* Decimal int64; 0, -1 not a number, -2 out of range. */
+static int parse_i64(const char *s, size_t n, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    if (i == n) return -1;
+    uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, x = 0;
+    int range = 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (x > (lim - d) / 10) range = 1;
+        else x = x * 10 + d;
+    }
+    if (range) return -2;
+    if (!neg) *out = (int64_t)x;
+    else *out = x == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)x;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ timestamps */
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+/* 0000-01-01T00:00:00.000Z .. 9999-12-31T23:59:59.999Z: what ISO text can say. */
+#define TS_MIN (-62167219200000LL)
+#define TS_MAX 253402300799999LL
+
+static int is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static unsigned month_days(int64_t y, unsigned m)
+{
+    static const unsigned dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && is_leap(y) ? 29 : dm[m - 1];
+}
+
+/* Exactly k digits at s[*i]. */
+static int digits(const char *s, size_t n, size_t *i, int k, unsigned *out)
+{
+    unsigned x = 0;
+    for (int j = 0; j < k; j++, (*i)++) {
+        if (*i >= n || s[*i] < '0' || s[*i] > '9') return -1;
+        x = x * 10 + (unsigned)(s[*i] - '0');
+    }
+    *out = x;
+    return 0;
+}
+
+int fmt_parse_timestamp(const char *s, size_t n, int64_t *ms)
+{
+    trim(&s, &n);
+    if (n == 0) return XE_INPUT;
+    /* Epoch milliseconds: all digits (an ISO date has a '-' after 4 digits). */
+    size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == n) return parse_i64(s, n, ms) == 0 && *ms >= TS_MIN && *ms <= TS_MAX ? 0 : XE_INPUT;
+
+    unsigned y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+    i = 0;
+    if (digits(s, n, &i, 4, &y) || i >= n || s[i++] != '-' || digits(s, n, &i, 2, &mo) || i >= n ||
+        s[i++] != '-' || digits(s, n, &i, 2, &d))
+        return XE_INPUT;
+    if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo)) return XE_INPUT;
+    int64_t off_min = 0;
+    if (i < n && (s[i] == 'T' || s[i] == 't' || s[i] == ' ')) {
+        i++;
+        if (digits(s, n, &i, 2, &h) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &mi)) return XE_INPUT;
+        if (i < n && s[i] == ':') {
+            i++;
+            if (digits(s, n, &i, 2, &sec)) return XE_INPUT;
+            if (i < n && (s[i] == '.' || s[i] == ',')) {
+                i++;
+                size_t start = i;
+                unsigned scale = 100;
+                for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+                    frac += (unsigned)(s[i] - '0') * scale;
+                    scale /= 10;
+                }
+                if (i == start || i - start > 9) return XE_INPUT;
+            }
+        }
+        if (h > 23 || mi > 59 || sec > 59) return XE_INPUT;
+        if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+            i++;
+        } else if (i < n && (s[i] == '+' || s[i] == '-')) {
+            int neg = s[i++] == '-';
+            unsigned oh, om = 0;
+            if (digits(s, n, &i, 2, &oh)) return XE_INPUT;
+            if (i < n && s[i] == ':') i++;
+            if ((i < n || s[i - 1] == ':') && digits(s, n, &i, 2, &om)) return XE_INPUT;
+            if (oh > 23 || om > 59) return XE_INPUT;
+            off_min = (int64_t)(oh * 60 + om) * (neg ? -1 : 1);
+        }
+    }
+    if (i != n) return XE_INPUT;
+    int64_t days = days_from_civil(y, mo, d);
+    *ms = ((days * 24 + h) * 60 + mi - off_min) * 60000 + (int64_t)sec * 1000 + frac;
+    return 0;
+}
+
+size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
+{
+    int64_t days = ms / 86400000, rem = ms % 86400000;
+    if (rem < 0) {
+        rem += 86400000;
+        days--;
+    }
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    int r = snprintf(buf, FMT_TS_BUF, "%04lld-%02u-%02uT%02u:%02u:%02u.%03uZ", (long long)y, m, d,
+                     (unsigned)(rem / 3600000), (unsigned)(rem / 60000 % 60), (unsigned)(rem / 1000 % 60),
+                     (unsigned)(rem % 1000));
+    return r < 0 ? 0 : (size_t)r;
+}
+
+size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
+{
+    const char *special = isnan(d) ? "NaN" : isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : NULL;
+    if (special) {
+        size_t n = strlen(special);
+        memcpy(buf, special, n + 1);
+        return n;
+    }
+    int r = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        r = snprintf(buf, FMT_DOUBLE_BUF, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d) break;
+    }
+    return r < 0 ? 0 : (size_t)r;
+}
+
+int fmt_val_text(const val *v, sbuf *out)
+{
+    char buf[FMT_TS_BUF > FMT_DOUBLE_BUF ? FMT_TS_BUF : FMT_DOUBLE_BUF];
+    switch (v->type) {
+    case TY_NULL: return sbuf_add(out, "NULL", 4);
+    case TY_BOOL: return v->i ? sbuf_add(out, "true", 4) : sbuf_add(out, "false", 5);
+    case TY_DOUBLE: return sbuf_add(out, buf, fmt_double(v->d, buf));
+    case TY_TEXT: return sbuf_add(out, v->s, v->len);
+    case TY_TIMESTAMP: return sbuf_add(out, buf, fmt_timestamp(v->i, buf));
+    default: return sbuf_printf(out, "%lld", (long long)v->i);
+    }
+}
+
+/* ------------------------------------------------------------------ values from text */
+
+static int why_not(char *why, size_t cap, const char *s, size_t n, const char *what, sql_type t)
+{
+    char q[200];
+    quote_for_msg(s, n, q, sizeof q);
+    if (why && cap) snprintf(why, cap, "%s %s %s", q, what, sql_type_name(t));
+    return XE_INPUT;
+}
+
+static int parse_double(const char *s, size_t n, double *out, char *why, size_t cap)
+{
+    char tmp[512];
+    if (n >= sizeof tmp) return why_not(why, cap, s, n, "is not a", TY_DOUBLE);
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    /* strtod would accept "inf", "nan" and hex; refuse the first two. */
+    for (size_t i = 0; i < n; i++) {
+        char c = tmp[i];
+        if (c == 'i' || c == 'I' || c == 'n' || c == 'N') return why_not(why, cap, s, n, "is not a", TY_DOUBLE);
+    }
+    char *end;
+    errno = 0;
+    double d = strtod(tmp, &end);
+    if (end == tmp || *end) return why_not(why, cap, s, n, "is not a", TY_DOUBLE);
+    if (errno == ERANGE && isinf(d)) return why_not(why, cap, s, n, "is out of range for", TY_DOUBLE);
+    *out = d;
+    return 0;
+}
+
+static int parse_bool(const char *s, size_t n, int64_t *out)
+{
+    static const char *const yes[] = {"true", "t", "yes", "y", "1", "on"};
+    static const char *const no[] = {"false", "f", "no", "n", "0", "off"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (n == strlen(yes[i]) && strncasecmp(s, yes[i], n) == 0) return *out = 1, 0;
+        if (n == strlen(no[i]) && strncasecmp(s, no[i], n) == 0) return *out = 0, 0;
+    }
+    return -1;
+}
+
+int fmt_parse_value(sql_type t, const char *s, size_t n, int empty_is_null, val *out, char *why, size_t whylen)
+{
+    if (t == TY_TEXT) {
+        *out = n || !empty_is_null ? val_text(s, (uint32_t)n) : val_null();
+        if (n > UINT32_MAX - 1) return why_not(why, whylen, s, n, "is too long for", t);
+        return 0;
+    }
+    trim(&s, &n);
+    *out = val_null();
+    if (n == 0) return 0;
+    int64_t i;
+    switch (t) {
+    case TY_INT:
+    case TY_BIGINT:
+    case TY_INTERVAL: {
+        int rc = parse_i64(s, n, &i);
+        if (rc == -2) return why_not(why, whylen, s, n, "is out of range for", t);
+        if (rc < 0) return why_not(why, whylen, s, n, "is not a", t);
+        *out = val_int(t, i);
+        return 0;
+    }
+    case TY_DOUBLE: {
+        double d;
+        if (parse_double(s, n, &d, why, whylen) < 0) return XE_INPUT;
+        *out = val_double(d);
+        return 0;
+    }
+    case TY_BOOL:
+        if (parse_bool(s, n, &i) < 0) return why_not(why, whylen, s, n, "is not a", t);
+        *out = val_int(TY_BOOL, i);
+        return 0;
+    case TY_TIMESTAMP:
+        if (fmt_parse_timestamp(s, n, &i) < 0)
+            return why_not(why, whylen, s, n, parse_i64(s, n, &i) != -1 ? "is out of range for" : "is not a", t);
+        *out = val_int(TY_TIMESTAMP, i);
+        return 0;
+    default: return why_not(why, whylen, s, n, "is not", TY_NULL);
+    }
+}
+
+/* ------------------------------------------------------------------ decoders: state */
+
+struct fmt_decoder {
+    fmt_kind kind;
+    int ncols;
+    char **names;
+    sql_type *types;
+    fmt_dec_opts o;
+    char delim;
+    /* line layer */
+    sbuf carry;       /* the start of a line that did not end in the last chunk */
+    int discarding;   /* skipping the rest of an over-long line */
+    int64_t line;     /* lines completed */
+    int64_t line_base;/* lines of earlier inputs (after finish) */
+    fmt_dec_stats st;
+    fmt_rejects rej;
+    int dead;         /* a fatal error happened; fatal holds it */
+    xerr fatal;
+    /* record layer */
+    val *row;         /* ncols values of the row being built */
+    int header_done;  /* CSV: the first line was seen */
+    int nmap;         /* CSV: fields per line */
+    int *map;         /* CSV: field index -> column (nmap entries) */
+    sbuf fbuf;        /* CSV: unescaped field bytes, each NUL-terminated */
+    size_t *fofs;     /* CSV: field offsets into fbuf */
+    uint32_t *flen;
+    unsigned char *fquoted;
+    int fcap, nfields;
+};
+
+static void reject(fmt_decoder *d, int64_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void reject(fmt_decoder *d, int64_t line, const char *fmt, ...)
+{
+    char msg[FMT_REJECT_MSG];
+    int k = snprintf(msg, sizeof msg, "line %lld: ", (long long)line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    va_end(ap);
+    d->st.rejected++;
+    d->rej.count++;
+    if (d->rej.n < d->rej.keep) {
+        fmt_reject *r = &d->rej.v[d->rej.n++];
+        r->line = line;
+        memcpy(r->msg, msg, sizeof msg);
+    }
+    if (d->o.on_reject) d->o.on_reject(d->o.ctx, line, msg);
+}
+
+int fmt_decoder_new(fmt_kind kind, const fmt_schema *schema, const fmt_dec_opts *opts, fmt_decoder **out)
+{
+    *out = NULL;
+    if ((kind != FMT_CSV && kind != FMT_JSON) || schema->ncols < 0 || schema->ncols > 65535) return XE_INVAL;
+    fmt_decoder *d = calloc(1, sizeof *d);
+    if (!d) return XE_NOMEM;
+    d->kind = kind;
+    if (opts) d->o = *opts;
+    d->delim = d->o.delim ? d->o.delim : ',';
+    if (d->delim == '"' || d->delim == '\n' || d->delim == '\r') goto inval;
+    if (d->o.max_line == 0) d->o.max_line = FMT_MAX_LINE;
+    d->rej.keep = d->o.keep_rejects == 0 ? FMT_KEEP_REJECTS : d->o.keep_rejects < 0 ? 0 : d->o.keep_rejects;
+    sbuf_init(&d->carry);
+    sbuf_init(&d->fbuf);
+    d->ncols = schema->ncols;
+    size_t nc = (size_t)schema->ncols + 1;
+    d->row = calloc(nc, sizeof *d->row);
+    d->map = calloc(nc, sizeof *d->map);
+    d->rej.v = d->rej.keep ? calloc((size_t)d->rej.keep, sizeof *d->rej.v) : NULL;
+    if (!d->row || !d->map || (d->rej.keep && !d->rej.v)) goto nomem;
+    if (schema_copy(schema, &d->names, &d->types) < 0) goto nomem;
+    *out = d;
+    return 0;
+nomem:
+    fmt_decoder_free(d);
+    return XE_NOMEM;
+inval:
+    free(d);
+    return XE_INVAL;
+}
+
+void fmt_decoder_free(fmt_decoder *d)
+{
+    if (!d) return;
+    schema_free(d->names, d->types, d->ncols);
+    free(d->row);
+    free(d->map);
+    free(d->rej.v);
+    free(d->fofs);
+    free(d->flen);
+    free(d->fquoted);
+    sbuf_fini(&d->carry);
+    sbuf_fini(&d->fbuf);
+    free(d);
+}
+
+fmt_dec_stats fmt_decoder_stats(const fmt_decoder *d) { return d->st; }
+const fmt_rejects *fmt_decoder_rejects(const fmt_decoder *d) { return &d->rej; }
+
+void fmt_decoder_clear_rejects(fmt_decoder *d)
+{
+    d->rej.count = 0;
+    d->rej.n = 0;
+}
+
+int fmt_rejects_print(const fmt_rejects *r, sbuf *out)
+{
+    int rc = 0;
+    for (int i = 0; i < r->n && rc == 0; i++) rc = sbuf_printf(out, "%s\n", r->v[i].msg);
+    if (rc == 0 && r->count > r->n)
+        rc = sbuf_printf(out, "... and %lld more rejected line%s\n", (long long)(r->count - r->n),
+                         r->count - r->n == 1 ? "" : "s");
+    return rc;
+}
+
+/* Complete a row: copy d->row (whose TEXT points into scratch) into out. */
+static int emit_row(fmt_decoder *d, batch *out)
+{
+    if (batch_append_row(out, d->row) < 0) return XE_NOMEM;
+    d->st.rows++;
+    return 0;
+}
+
+static int find_column(const fmt_decoder *d, const char *name, size_t n)
+{
+    for (int c = 0; c < d->ncols; c++)
+        if (strlen(d->names[c]) == n && strncasecmp(d->names[c], name, n) == 0) return c;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ CSV */
+
+static int field_room(fmt_decoder *d)
+{
+    if (d->nfields < d->fcap) return 0;
+    int cap = d->fcap ? d->fcap * 2 : 16;
+    size_t *o = realloc(d->fofs, (size_t)cap * sizeof *o);
+    if (o) d->fofs = o;
+    uint32_t *l = realloc(d->flen, (size_t)cap * sizeof *l);
+    if (l) d->flen = l;
+    unsigned char *q = realloc(d->fquoted, (size_t)cap);
+    if (q) d->fquoted = q;
+    if (!o || !l || !q) return XE_NOMEM;
+    d->fcap = cap;
+    return 0;
+}
+
+/* Split one line (without its line end) into fields in fbuf.  Returns 0,
+ * XE_NOMEM, or XE_INPUT with a reason in why. */
+static int csv_split(fmt_decoder *d, const char *p, size_t n, char *why, size_t cap)
+{
+    sbuf_reset(&d->fbuf);
+    d->nfields = 0;
+    size_t i = 0;
+    for (;;) {
+        if (field_room(d) < 0) return XE_NOMEM;
+        int f = d->nfields++;
+        d->fofs[f] = d->fbuf.len;
+        d->fquoted[f] = 0;
+        if (i < n && p[i] == '"') {
+            d->fquoted[f] = 1;
+            i++;
+            for (;;) {
+                const char *q = memchr(p + i, '"', n - i);
+                if (!q) {
+                    snprintf(why, cap, "field %d: unterminated quoted field", f + 1);
+                    return XE_INPUT;
+                }
+                if (sbuf_add(&d->fbuf, p + i, (size_t)(q - p - i)) < 0) return XE_NOMEM;
+                i = (size_t)(q - p) + 1;
+                if (i < n && p[i] == '"') {
+                    if (sbuf_addc(&d->fbuf, '"') < 0) return XE_NOMEM;
+                    i++;
+                    continue;
+                }
+                break;
+            }
+            if (i < n && p[i] != d->delim) {
+                char qq[32];
+                quote_for_msg(p + i, 1, qq, sizeof qq);
+                snprintf(why, cap, "field %d: unexpected %s after a closing quote", f + 1, qq);
+                return XE_INPUT;
+            }
+        } else {
+            const char *e = memchr(p + i, d->delim, n - i);
+            size_t len = e ? (size_t)(e - p) - i : n - i;
+            if (sbuf_add(&d->fbuf, p + i, len) < 0) return XE_NOMEM;
+            i += len;
+        }
+        size_t len = d->fbuf.len - d->fofs[f];
+        if (len > UINT32_MAX - 1) {
+            snprintf(why, cap, "field %d: longer than 4 GiB", f + 1);
+            return XE_INPUT;
+        }
+        d->flen[f] = (uint32_t)len;
+        if (sbuf_addc(&d->fbuf, '\0') < 0) return XE_NOMEM;
+        if (i >= n) return 0;
+        i++; /* the delimiter */
+    }
+}
+
+static const char *field(const fmt_decoder *d, int f) { return d->fbuf.p + d->fofs[f]; }
+
+/* The first line decides about a header.  Returns 1 when the line was a
+ * header, 0 when it is data, XE_INPUT (fatal, d->fatal set), XE_NOMEM. */
+static int csv_header(fmt_decoder *d, int64_t line)
+{
+    int identity = d->o.header == FMT_HEADER_NO;
+    int *seen = NULL;
+    if (!identity) {
+        seen = calloc((size_t)d->ncols + 1, sizeof *seen);
+        if (!seen) return XE_NOMEM;
+    }
+    int is_header = !identity && d->nfields <= d->ncols;
+    for (int f = 0; !identity && f < d->nfields; f++) {
+        int c = find_column(d, field(d, f), d->flen[f]);
+        if (c >= 0 && !seen[c]) {
+            seen[c] = 1;
+            continue;
+        }
+        is_header = 0;
+        if (d->o.header == FMT_HEADER_YES) {
+            char q[200];
+            quote_for_msg(field(d, f), d->flen[f], q, sizeof q);
+            if (c >= 0) {
+                xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header names column %s twice",
+                        (long long)line, q);
+            } else {
+                int best = -1, bestd = 3;
+                for (int k = 0; k < d->ncols; k++) {
+                    int dist = str_distance(field(d, f), d->names[k]);
+                    if (dist < bestd) bestd = dist, best = k;
+                }
+                if (best >= 0)
+                    xerr_at(&d->fatal, XE_INPUT, (int)line, 0,
+                            "line %lld: header: %s is not a column (did you mean '%s'?)", (long long)line, q,
+                            d->names[best]);
+                else
+                    xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header: %s is not a column",
+                            (long long)line, q);
+            }
+            free(seen);
+            d->dead = 1;
+            return XE_INPUT;
+        }
+        break;
+    }
+    free(seen);
+    if (is_header) {
+        for (int f = 0; f < d->nfields; f++) d->map[f] = find_column(d, field(d, f), d->flen[f]);
+        d->nmap = d->nfields;
+        return 1;
+    }
+    for (int c = 0; c < d->ncols; c++) d->map[c] = c;
+    d->nmap = d->ncols;
+    return 0;
+}
+
+/* A rejected first line that names some columns is probably a bad header. */
+static void header_hint(fmt_decoder *d, char *hint, size_t cap)
+{
+    hint[0] = '\0';
+    if (d->o.header != FMT_HEADER_AUTO) return;
+    int named = 0, bad = -1;
+    for (int f = 0; f < d->nfields; f++) {
+        if (find_column(d, field(d, f), d->flen[f]) >= 0) named++;
+        else if (bad < 0) bad = f;
+    }
+    if (named == 0 || bad < 0) return;
+    char q[200];
+    quote_for_msg(field(d, bad), d->flen[bad], q, sizeof q);
+    snprintf(hint, cap, " (if this is a header, %s is not a column)", q);
+}
+
+static int csv_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batch *out)
+{
+    char why[256];
+    int rc = csv_split(d, p, n, why, sizeof why);
+    if (rc == XE_NOMEM) return rc;
+    if (rc < 0) {
+        reject(d, line, "%s", why);
+        return 0;
+    }
+    int first = !d->header_done;
+    if (first) {
+        d->header_done = 1;
+        rc = csv_header(d, line);
+        if (rc != 0) return rc == 1 ? 0 : rc;
+    }
+    char hint[300];
+    if (d->nfields != d->nmap) {
+        if (first) header_hint(d, hint, sizeof hint);
+        else hint[0] = '\0';
+        reject(d, line, "expected %d column%s, got %d%s", d->nmap, d->nmap == 1 ? "" : "s", d->nfields, hint);
+        return 0;
+    }
+    for (int c = 0; c < d->ncols; c++) d->row[c] = val_null();
+    for (int f = 0; f < d->nfields; f++) {
+        int c = d->map[f];
+        if (c < 0) continue;
+        if (fmt_parse_value(d->types[c], field(d, f), d->flen[f], !d->fquoted[f], &d->row[c], why, sizeof why) < 0) {
+            if (first) header_hint(d, hint, sizeof hint);
+            else hint[0] = '\0';
+            reject(d, line, "column '%s': %s%s", d->names[c], why, hint);
+            return 0;
+        }
+    }
+    return emit_row(d, out);
+}
+
+/* ------------------------------------------------------------------ JSON lines */
+
+static json_t *json_member(json_t *o, const char *name)
+{
+    json_t *v = json_object_get(o, name);
+    if (v) return v;
+    const char *k;
+    json_object_foreach(o, k, v) {
+        if (strcasecmp(k, name) == 0) return v;
+    }
+    return NULL;
+}
+
+static const char *json_kind(const json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+/* A JSON number that is an exact int64. */
+static int json_int64(const json_t *j, int64_t *out)
+{
+    if (json_is_integer(j)) {
+        *out = (int64_t)json_integer_value(j);
+        return 0;
+    }
+    if (json_is_real(j)) {
+        double x = json_real_value(j);
+        if (x >= -9223372036854775808.0 && x < 9223372036854775808.0 && x == floor(x)) {
+            *out = (int64_t)x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int json_value(const json_t *j, sql_type t, val *out, char *why, size_t cap)
+{
+    *out = val_null();
+    if (!j || json_is_null(j)) return 0;
+    int64_t i;
+    switch (t) {
+    case TY_INT:
+    case TY_BIGINT:
+    case TY_INTERVAL:
+        if (json_int64(j, &i) == 0) return *out = val_int(t, i), 0;
+        if (json_is_real(j)) {
+            char num[FMT_DOUBLE_BUF];
+            fmt_double(json_real_value(j), num);
+            snprintf(why, cap, "%s is not a %s", num, sql_type_name(t));
+            return XE_INPUT;
+        }
+        break;
+    case TY_DOUBLE:
+        if (json_is_number(j)) return *out = val_double(json_number_value(j)), 0;
+        break;
+    case TY_BOOL:
+        if (json_is_boolean(j)) return *out = val_int(TY_BOOL, json_is_true(j)), 0;
+        break;
+    case TY_TEXT:
+        if (json_is_string(j)) {
+            size_t n = json_string_length(j);
+            if (n > UINT32_MAX - 1) break;
+            return *out = val_text(json_string_value(j), (uint32_t)n), 0;
+        }
+        break;
+    case TY_TIMESTAMP:
+        if (json_int64(j, &i) == 0 && i >= TS_MIN && i <= TS_MAX) return *out = val_int(TY_TIMESTAMP, i), 0;
+        if (json_is_number(j)) {
+            char num[FMT_DOUBLE_BUF];
+            fmt_double(json_number_value(j), num);
+            snprintf(why, cap, "%s is %s TIMESTAMP", num, json_int64(j, &i) == 0 ? "out of range for" : "not a");
+            return XE_INPUT;
+        }
+        if (json_is_string(j)) {
+            const char *s = json_string_value(j);
+            size_t n = json_string_length(j);
+            if (fmt_parse_timestamp(s, n, &i) == 0) return *out = val_int(TY_TIMESTAMP, i), 0;
+            why_not(why, cap, s, n, "is not a", TY_TIMESTAMP);
+            return XE_INPUT;
+        }
+        break;
+    default: break;
+    }
+    snprintf(why, cap, "expected %s, got %s", t == TY_TEXT ? "a string" : t == TY_BOOL ? "true or false"
+                                              : t == TY_TIMESTAMP ? "a number or an ISO 8601 string"
+                                                                  : "a number",
+             json_kind(j));
+    return XE_INPUT;
+}
+
+static int json_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batch *out)
+{
+    size_t k = 0;
+    while (k < n && (is_space(p[k]) || p[k] == '\r')) k++;
+    if (k == n) return 0; /* blank */
+    json_error_t je;
+    json_t *o = json_loadb(p, n, JSON_ALLOW_NUL, &je);
+    if (!o) {
+        reject(d, line, "invalid JSON at column %d: %s", je.column, je.text);
+        return 0;
+    }
+    int rc = 0;
+    if (!json_is_object(o)) {
+        reject(d, line, "expected a JSON object, got %s", json_kind(o));
+        goto done;
+    }
+    for (int c = 0; c < d->ncols; c++) {
+        char why[256];
+        if (json_value(json_member(o, d->names[c]), d->types[c], &d->row[c], why, sizeof why) < 0) {
+            reject(d, line, "column '%s': %s", d->names[c], why);
+            goto done;
+        }
+    }
+    rc = emit_row(d, out); /* copies the strings out of o */
+done:
+    json_decref(o);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the line layer */
+
+static int do_line(fmt_decoder *d, const char *p, size_t n, batch *out)
+{
+    int64_t line = d->line_base + ++d->line;
+    d->st.lines++;
+    if (n && p[n - 1] == '\r') n--;
+    if (d->line == 1 && n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) p += 3, n -= 3;
+    if (n == 0) return 0;
+    return d->kind == FMT_CSV ? csv_line(d, p, n, line, out) : json_line(d, p, n, line, out);
+}
+
+static void too_long(fmt_decoder *d)
+{
+    reject(d, d->line_base + d->line + 1, "longer than %zu bytes; skipped", d->o.max_line);
+    d->discarding = 1;
+    sbuf_reset(&d->carry);
+}
+
+static int dead(fmt_decoder *d, xerr *err)
+{
+    if (err) *err = d->fatal;
+    return d->fatal.code;
+}
+
+int fmt_decode(fmt_decoder *d, const void *data, size_t n, batch *out, xerr *err)
+{
+    if (d->dead) return dead(d, err);
+    if (out->ncols != d->ncols)
+        return xerr_set(err, XE_INVAL, "decoding %d columns into a batch of %d", d->ncols, out->ncols);
+    const char *p = data;
+    while (n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t seg = nl ? (size_t)(nl - p) : n;
+        if (d->discarding) {
+            if (nl) {
+                d->discarding = 0;
+                d->line++;
+                d->st.lines++;
+            }
+        } else if (d->carry.len + seg > d->o.max_line) {
+            too_long(d);
+            if (nl) {
+                d->discarding = 0;
+                d->line++;
+                d->st.lines++;
+            }
+        } else if (!nl) {
+            if (sbuf_add(&d->carry, p, seg) < 0) return xerr_set(err, XE_NOMEM, "out of memory");
+        } else {
+            int rc;
+            if (d->carry.len) {
+                if (sbuf_add(&d->carry, p, seg) < 0) return xerr_set(err, XE_NOMEM, "out of memory");
+                rc = do_line(d, d->carry.p, d->carry.len, out);
+                sbuf_reset(&d->carry);
+            } else {
+                rc = do_line(d, p, seg, out);
+            }
+            if (rc == XE_NOMEM) return xerr_set(err, XE_NOMEM, "out of memory");
+            if (rc < 0) return dead(d, err);
+        }
+        if (!nl) break;
+        p = nl + 1;
+        n -= seg + 1;
+    }
+    return 0;
+}
+
+int fmt_decode_finish(fmt_decoder *d, batch *out, xerr *err)
+{
+    if (d->dead) return dead(d, err);
+    if (out->ncols != d->ncols)
+        return xerr_set(err, XE_INVAL, "decoding %d columns into a batch of %d", d->ncols, out->ncols);
+    int rc = 0;
+    if (d->discarding) {
+        d->line++;
+        d->st.lines++;
+    } else if (d->carry.len) {
+        rc = do_line(d, d->carry.p, d->carry.len, out);
+    }
+    sbuf_reset(&d->carry);
+    d->discarding = 0;
+    d->line_base += d->line;
+    d->line = 0;
+    d->header_done = 0;
+    if (rc == XE_NOMEM) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (rc < 0) return dead(d, err);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ encoders */
+
+struct fmt_encoder {
+    fmt_kind kind;
+    fmt_enc_opts o;
+    int ncols;
+    char **names;
+    sql_type *types;
+    char delim;
+    int started;      /* header written (or widths fixed) */
+    int64_t nrows;    /* rows written since the last finish */
+    int *width;       /* TABLE: column widths; VERTICAL: [0] is the name width */
+    batch kept;       /* TABLE without stream: rows until finish */
+    sbuf tmp;
+};
+
+int fmt_encoder_new(fmt_kind kind, const fmt_schema *schema, const fmt_enc_opts *opts, fmt_encoder **out)
+{
+    *out = NULL;
+    if (kind > FMT_VERTICAL || schema->ncols < 0 || schema->ncols > 65535) return XE_INVAL;
+    fmt_encoder *e = calloc(1, sizeof *e);
+    if (!e) return XE_NOMEM;
+    e->kind = kind;
+    if (opts) e->o = *opts;
+    e->delim = e->o.delim ? e->o.delim : ',';
+    e->ncols = schema->ncols;
+    sbuf_init(&e->tmp);
+    e->width = calloc((size_t)schema->ncols + 1, sizeof *e->width);
+    if (!e->width || batch_init(&e->kept, schema->ncols, 16) < 0) goto nomem;
+    if (schema_copy(schema, &e->names, &e->types) < 0) goto nomem;
+    *out = e;
+    return 0;
+nomem:
+    fmt_encoder_free(e);
+    return XE_NOMEM;
+}
+
+void fmt_encoder_free(fmt_encoder *e)
+{
+    if (!e) return;
+    schema_free(e->names, e->types, e->ncols);
+    free(e->width);
+    batch_fini(&e->kept);
+    sbuf_fini(&e->tmp);
+    free(e);
+}
+
+/* CSV */
+
+static int csv_field(sbuf *out, const char *s, size_t n, char delim, int force_quotes)
+{
+    int quote = force_quotes;
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = s[i] == delim || s[i] == '"' || s[i] == '\n' || s[i] == '\r';
+    if (!quote) return sbuf_add(out, s, n);
+    if (sbuf_addc(out, '"') < 0) return XE_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *q = memchr(s + i, '"', n - i);
+        size_t run = q ? (size_t)(q - s) - i : n - i;
+        if (sbuf_add(out, s + i, run) < 0) return XE_NOMEM;
+        i += run;
+        if (q && sbuf_add(out, "\"\"", 2) < 0) return XE_NOMEM;
+    }
+    return sbuf_addc(out, '"');
+}
+
+static int csv_header_row(fmt_encoder *e, sbuf *out)
+{
+    for (int c = 0; c < e->ncols; c++) {
+        if (c && sbuf_addc(out, e->delim) < 0) return XE_NOMEM;
+        if (csv_field(out, e->names[c], strlen(e->names[c]), e->delim, 0) < 0) return XE_NOMEM;
+    }
+    return sbuf_addc(out, '\n');
+}
+
+static int csv_rows(fmt_encoder *e, const batch *b, sbuf *out)
+{
+    for (int r = 0; r < b->nrows; r++) {
+        const val *row = batch_row(b, r);
+        for (int c = 0; c < e->ncols; c++) {
+            if (c && sbuf_addc(out, e->delim) < 0) return XE_NOMEM;
+            const val *v = &row[c];
+            int rc = 0;
+            if (v->type == TY_TEXT) rc = csv_field(out, v->s, v->len, e->delim, v->len == 0);
+            else if (v->type != TY_NULL) rc = fmt_val_text(v, out);
+            if (rc < 0) return XE_NOMEM;
+        }
+        if (sbuf_addc(out, '\n') < 0) return XE_NOMEM;
+    }
+    return 0;
+}
+
+/* JSON */
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t k;
+    uint32_t cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) k = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef) k = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4) k = 4, cp = c & 0x07;
+    else return 0;
+    if (n < k) return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((k == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return k;
+}
+
+/* A JSON string; invalid UTF-8 bytes become U+FFFD. */
+static int json_str(sbuf *out, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (sbuf_addc(out, '"') < 0) return XE_NOMEM;
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\') run++;
+        if (run > i && sbuf_add(out, s + i, run - i) < 0) return XE_NOMEM;
+        i = run;
+        if (i >= n) break;
+        unsigned char c = s[i];
+        int rc;
+        if (c == '"') rc = sbuf_add(out, "\\\"", 2);
+        else if (c == '\\') rc = sbuf_add(out, "\\\\", 2);
+        else if (c == '\n') rc = sbuf_add(out, "\\n", 2);
+        else if (c == '\r') rc = sbuf_add(out, "\\r", 2);
+        else if (c == '\t') rc = sbuf_add(out, "\\t", 2);
+        else if (c < 0x20) rc = sbuf_printf(out, "\\u%04x", c);
+        else {
+            size_t k = utf8_len(s + i, n - i);
+            if (k) {
+                rc = sbuf_add(out, s + i, k);
+                i += k;
+                if (rc < 0) return XE_NOMEM;
+                continue;
+            }
+            rc = sbuf_add(out, "\xef\xbf\xbd", 3);
+        }
+        if (rc < 0) return XE_NOMEM;
+        i++;
+    }
+    return sbuf_addc(out, '"');
+}
+
+static int json_rows(fmt_encoder *e, const batch *b, sbuf *out)
+{
+    char buf[FMT_TS_BUF];
+    for (int r = 0; r < b->nrows; r++) {
+        const val *row = batch_row(b, r);
+        if (sbuf_addc(out, '{') < 0) return XE_NOMEM;
+        for (int c = 0; c < e->ncols; c++) {
+            const val *v = &row[c];
+            if ((c && sbuf_addc(out, ',') < 0) || json_str(out, e->names[c], strlen(e->names[c])) < 0 ||
+                sbuf_addc(out, ':') < 0)
+                return XE_NOMEM;
+            int rc;
+            switch (v->type) {
+            case TY_NULL: rc = sbuf_add(out, "null", 4); break;
+            case TY_TEXT: rc = json_str(out, v->s, v->len); break;
+            case TY_TIMESTAMP: rc = json_str(out, buf, fmt_timestamp(v->i, buf)); break;
+            case TY_DOUBLE: rc = isfinite(v->d) ? fmt_val_text(v, out) : sbuf_add(out, "null", 4); break;
+            default: rc = fmt_val_text(v, out); break;
+            }
+            if (rc < 0) return XE_NOMEM;
+        }
+        if (sbuf_add(out, "}\n", 2) < 0) return XE_NOMEM;
+    }
+    return 0;
+}
+
+/* Tables */
+
+static int right_aligned(sql_type t) { return t == TY_INT || t == TY_BIGINT || t == TY_DOUBLE || t == TY_INTERVAL; }
+
+/* Terminal-safe text of a value into e->tmp: control bytes escaped. */
+static int cell_text(fmt_encoder *e, const val *v)
+{
+    sbuf_reset(&e->tmp);
+    if (v->type != TY_TEXT) return fmt_val_text(v, &e->tmp);
+    for (uint32_t i = 0; i < v->len; i++) {
+        unsigned char c = (unsigned char)v->s[i];
+        int rc;
+        if (c == '\n') rc = sbuf_add(&e->tmp, "\\n", 2);
+        else if (c == '\r') rc = sbuf_add(&e->tmp, "\\r", 2);
+        else if (c == '\t') rc = sbuf_add(&e->tmp, "\\t", 2);
+        else if (c < 0x20 || c == 0x7f) rc = sbuf_printf(&e->tmp, "\\x%02x", c);
+        else rc = sbuf_addc(&e->tmp, (char)c);
+        if (rc < 0) return XE_NOMEM;
+    }
+    return 0;
+}
+
+/* Display width: code points (continuation bytes do not count). */
+static int text_width(const char *s, size_t n)
+{
+    int w = 0;
+    for (size_t i = 0; i < n; i++) w += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return w;
+}
+
+static int pad(sbuf *out, int n)
+{
+    for (; n > 0; n--)
+        if (sbuf_addc(out, ' ') < 0) return XE_NOMEM;
+    return 0;
+}
+
+/* Ends the line in out that starts at `start`, without trailing spaces. */
+static int end_line(sbuf *out, size_t start)
+{
+    while (out->len > start && out->p[out->len - 1] == ' ') out->len--;
+    return sbuf_addc(out, '\n');
+}
+
+static int measure(fmt_encoder *e, const batch *b)
+{
+    for (int c = 0; c < e->ncols; c++) {
+        int w = text_width(e->names[c], strlen(e->names[c]));
+        if (w > e->width[c]) e->width[c] = w;
+    }
+    for (int r = 0; r < b->nrows; r++) {
+        for (int c = 0; c < e->ncols; c++) {
+            if (cell_text(e, &batch_row(b, r)[c]) < 0) return XE_NOMEM;
+            int w = text_width(e->tmp.p, e->tmp.len);
+            if (w > e->width[c]) e->width[c] = w;
+        }
+    }
+    return 0;
+}
+
+static int table_header(fmt_encoder *e, sbuf *out)
+{
+    if (e->o.no_header) return 0;
+    size_t start = out->len;
+    for (int c = 0; c < e->ncols; c++) {
+        int w = text_width(e->names[c], strlen(e->names[c])), left = (e->width[c] - w) / 2;
+        if ((c && sbuf_addc(out, '|') < 0) || pad(out, 1 + left) < 0 || sbuf_adds(out, e->names[c]) < 0 ||
+            pad(out, e->width[c] - w - left + 1) < 0)
+            return XE_NOMEM;
+    }
+    if (end_line(out, start) < 0) return XE_NOMEM;
+    for (int c = 0; c < e->ncols; c++) {
+        if (c && sbuf_addc(out, '+') < 0) return XE_NOMEM;
+        for (int k = 0; k < e->width[c] + 2; k++)
+            if (sbuf_addc(out, '-') < 0) return XE_NOMEM;
+    }
+    return sbuf_addc(out, '\n');
+}
+
+static int table_rows(fmt_encoder *e, const batch *b, sbuf *out)
+{
+    for (int r = 0; r < b->nrows; r++) {
+        size_t start = out->len;
+        for (int c = 0; c < e->ncols; c++) {
+            const val *v = &batch_row(b, r)[c];
+            if (cell_text(e, v) < 0) return XE_NOMEM;
+            int fill = e->width[c] - text_width(e->tmp.p, e->tmp.len);
+            if (fill < 0) fill = 0; /* streaming: a wider value overflows */
+            int right = right_aligned(e->types[c]) && v->type != TY_NULL;
+            if ((c && sbuf_addc(out, '|') < 0) || pad(out, 1 + (right ? fill : 0)) < 0 ||
+                sbuf_add(out, e->tmp.p, e->tmp.len) < 0 || pad(out, (right ? 0 : fill) + 1) < 0)
+                return XE_NOMEM;
+        }
+        if (end_line(out, start) < 0) return XE_NOMEM;
+    }
+    return 0;
+}
+
+static int vertical_rows(fmt_encoder *e, const batch *b, sbuf *out)
+{
+    int namew = 0;
+    for (int c = 0; c < e->ncols; c++) {
+        int w = text_width(e->names[c], strlen(e->names[c]));
+        if (w > namew) namew = w;
+    }
+    for (int r = 0; r < b->nrows; r++) {
+        int valw = 0;
+        for (int c = 0; c < e->ncols; c++) {
+            if (cell_text(e, &batch_row(b, r)[c]) < 0) return XE_NOMEM;
+            int w = text_width(e->tmp.p, e->tmp.len);
+            if (w > valw) valw = w;
+        }
+        size_t start = out->len;
+        if (sbuf_printf(out, "-[ RECORD %lld ]", (long long)(e->nrows + r + 1)) < 0) return XE_NOMEM;
+        while (out->len - start < (size_t)(namew + 3 + valw))
+            if (sbuf_addc(out, '-') < 0) return XE_NOMEM;
+        if (sbuf_addc(out, '\n') < 0) return XE_NOMEM;
+        for (int c = 0; c < e->ncols; c++) {
+            if (cell_text(e, &batch_row(b, r)[c]) < 0) return XE_NOMEM;
+            start = out->len;
+            if (sbuf_adds(out, e->names[c]) < 0 ||
+                pad(out, namew - text_width(e->names[c], strlen(e->names[c]))) < 0 || sbuf_add(out, " | ", 3) < 0 ||
+                sbuf_add(out, e->tmp.p, e->tmp.len) < 0 || end_line(out, start) < 0)
+                return XE_NOMEM;
+        }
+    }
+    return 0;
+}
+
+static int start(fmt_encoder *e, const batch *first, sbuf *out)
+{
+    e->started = 1;
+    switch (e->kind) {
+    case FMT_CSV: return e->o.no_header ? 0 : csv_header_row(e, out);
+    case FMT_TABLE:
+        if (measure(e, first) < 0) return XE_NOMEM;
+        return table_header(e, out);
+    default: return 0;
+    }
+}
+
+int fmt_encode(fmt_encoder *e, const batch *b, sbuf *out)
+{
+    if (b->nrows == 0) return 0;
+    if (b->ncols != e->ncols) return XE_INVAL;
+    if (e->kind == FMT_TABLE && !e->o.stream) {
+        for (int r = 0; r < b->nrows; r++)
+            if (batch_append_row(&e->kept, batch_row(b, r)) < 0) return XE_NOMEM;
+        return 0;
+    }
+    if (!e->started && start(e, b, out) < 0) return XE_NOMEM;
+    int rc;
+    switch (e->kind) {
+    case FMT_CSV: rc = csv_rows(e, b, out); break;
+    case FMT_JSON: rc = json_rows(e, b, out); break;
+    case FMT_TABLE: rc = table_rows(e, b, out); break;
+    default: rc = vertical_rows(e, b, out); break;
+    }
+    e->nrows += b->nrows;
+    return rc;
+}
+
+int fmt_encode_finish(fmt_encoder *e, sbuf *out)
+{
+    int rc = 0;
+    if (e->kind == FMT_TABLE && !e->o.stream) {
+        rc = start(e, &e->kept, out);
+        if (rc == 0) rc = table_rows(e, &e->kept, out);
+        e->nrows += e->kept.nrows;
+        batch_reset(&e->kept);
+    } else if (!e->started) {
+        rc = start(e, &e->kept, out); /* kept is empty here: the header alone */
+    }
+    if (rc == 0 && e->kind == FMT_TABLE && !e->o.no_footer)
+        rc = sbuf_printf(out, "(%lld row%s)\n", (long long)e->nrows, e->nrows == 1 ? "" : "s");
+    e->started = 0;
+    e->nrows = 0;
+    memset(e->width, 0, (size_t)e->ncols * sizeof *e->width);
+    return rc;
+}
+
+int fmt_table(const fmt_schema *schema, const batch *b, sbuf *out)
+{
+    fmt_encoder *e;
+    int rc = fmt_encoder_new(FMT_TABLE, schema, NULL, &e);
+    if (rc < 0) return rc;
+    rc = start(e, b, out);
+    if (rc == 0) rc = table_rows(e, b, out);
+    e->nrows = b->nrows;
+    if (rc == 0) rc = sbuf_printf(out, "(%lld row%s)\n", (long long)e->nrows, e->nrows == 1 ? "" : "s");
+    fmt_encoder_free(e);
+    return rc;
+}
