@@ -211,8 +211,16 @@ int wire_dec_feed(wire_dec *d, const void *p, size_t n, size_t *used, wire_frame
             payload = in + off; /* whole in this chunk: no copy */
             off += d->length;
         } else {
-            if (d->buf_cap < d->length) {
-                unsigned char *nb = realloc(d->buf, d->length);
+            size_t k = d->length - d->buf_got;
+            if (k > n - off) k = n - off;
+            if (k == 0) break; /* header ended the chunk: wait for payload */
+            if (d->buf_cap < d->buf_got + k) {
+                /* Grow with what has arrived (doubling, capped at the frame
+                 * length), so a claimed length costs nothing until sent. */
+                size_t cap = d->buf_cap ? d->buf_cap * 2 : 4096;
+                if (cap < d->buf_got + k) cap = d->buf_got + k;
+                if (cap > d->length) cap = d->length;
+                unsigned char *nb = realloc(d->buf, cap);
                 if (!nb) {
                     rc = xerr_set(e, XE_NOMEM, "no memory for a %lu-byte frame",
                                   (unsigned long)d->length);
@@ -220,10 +228,8 @@ int wire_dec_feed(wire_dec *d, const void *p, size_t n, size_t *used, wire_frame
                     goto out;
                 }
                 d->buf = nb;
-                d->buf_cap = d->length;
+                d->buf_cap = cap;
             }
-            size_t k = d->length - d->buf_got;
-            if (k > n - off) k = n - off;
             memcpy(d->buf + d->buf_got, in + off, k);
             d->buf_got += k;
             off += k;

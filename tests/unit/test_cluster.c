@@ -459,6 +459,23 @@ static void test_decoder_rejects(void **state)
     fr.length = 16;
     assert_int_equal(wire_msg_get(&fr, &m, &e), 0);
 
+    /* a claimed length costs memory only as the bytes arrive */
+    {
+        wire_dec dd;
+        collected cc;
+        unsigned char part[WIRE_HDR_SIZE + 100] = {0};
+        memcpy(part, b, WIRE_HDR_SIZE);
+        be32_put(part + 8, 10u * 1024 * 1024);
+        memset(&cc, 0, sizeof cc);
+        wire_dec_init(&dd, 0);
+        assert_int_equal(wire_dec_feed(&dd, part, sizeof part, &used, collect_cb, &cc, &e), 0);
+        assert_int_equal(used, sizeof part);
+        assert_true(wire_dec_midframe(&dd));
+        assert_true(wire_dec_mem(&dd) < sizeof dd + 8192);
+        assert_int_equal(wire_dec_finish(&dd, &e), XE_PROTO);
+        wire_dec_fini(&dd);
+    }
+
     /* a frame callback's error stops the decoder */
     sbuf two;
     sbuf_init(&two);
