@@ -1,0 +1,719 @@
+/*
+ * agg.c: window assignment and the hash aggregate of one task.
+ *
+ * State: every open (window, group) has one entry in an in-memory hash table:
+ * the group's values, one slot per aggregate, and bookkeeping for LMDB.  The
+ * table is the working set; LMDB (the `state` database) is its durable copy,
+ * written behind once per epoch: dirty entries are put, closed ones deleted,
+ * in the same transaction that records the input offsets.  Keys are
+ * (task, window end, group key || window start), so a task's state is one
+ * contiguous key range and a restart reloads it with one cursor scan.
+ *
+ * Windows: TUMBLING and HOPPING assign a row to every window [s, s+size)
+ * with s a multiple of the advance and s <= ts < s+size; SESSION keeps, per
+ * group, sessions that merge when a row falls within GAP of them.  Without a
+ * WINDOW clause there is one window covering all time, closed at the end of
+ * input.  A window closes when the watermark reaches its end plus GRACE; a
+ * row whose every window has closed is late: counted and dropped.
+ *
+ * Memory: one allocation per new entry (per window and group), none per row.
+ */
+#include "exec/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dset { /* COUNT(DISTINCT): a set of encoded values */
+    uint32_t n, cap;  /* entries, slots (power of two) */
+    uint64_t *h;      /* hashes, 0 = empty */
+    uint32_t *off;    /* offset of the value in bytes */
+    sbuf bytes;       /* u32 length + encoded value, one after the other */
+} dset;
+
+typedef struct agg_slot {
+    int64_t n;      /* non-NULL inputs */
+    int64_t i;      /* integer SUM */
+    double d;       /* double SUM */
+    val m;          /* MIN / MAX so far */
+    char *mtext;    /* owned copy of a TEXT m */
+    uint32_t mcap;
+    dset *ds;
+} agg_slot;
+
+typedef struct agg_entry {
+    struct agg_entry *next;   /* hash chain */
+    struct agg_entry *dnext;  /* dirty list */
+    uint64_t hash;            /* of the group key (and window for fixed windows) */
+    int64_t wstart, wend;
+    int64_t pwend, pwstart;   /* where it is persisted; pwend == WM_MIN when not */
+    uint8_t dirty, dead;
+    uint32_t klen;
+    unsigned char *key;       /* encoded group values */
+    val *gv;                  /* group values (text in this allocation) */
+    agg_slot slots[];
+} agg_entry;
+
+struct agg_task {
+    int naggs, ngroups;
+    uint32_t nbuckets;
+    agg_entry **buckets;
+    int64_t nentries;
+    agg_entry *dirty;
+    int64_t closed_wm;        /* windows ending (+grace) at or before this are closed */
+    int64_t min_end;          /* smallest window end among entries (lower bound) */
+    sbuf key;                 /* scratch key encoding */
+    sbuf pkey;                /* scratch LMDB key */
+    sbuf vbuf;                /* scratch value */
+    val *gtmp;                /* scratch group values */
+    agg_entry **closing;
+    int64_t nclosing, capclosing;
+    /* deletions to persist: (wend, key bytes) */
+    sbuf dels;
+    int64_t ndels;
+};
+
+agg_task *agg_new(opinst *o, int task)
+{
+    (void)task;
+    agg_task *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->naggs = o->op->naggs;
+    a->ngroups = o->op->ngroups;
+    a->nbuckets = 1024;
+    a->buckets = calloc(a->nbuckets, sizeof *a->buckets);
+    a->gtmp = calloc((size_t)a->ngroups + 1, sizeof *a->gtmp);
+    a->closed_wm = WM_MIN;
+    a->min_end = WM_END;
+    if (!a->buckets || !a->gtmp) {
+        free(a->buckets);
+        free(a->gtmp);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void dset_free(dset *s)
+{
+    if (!s) return;
+    free(s->h);
+    free(s->off);
+    sbuf_fini(&s->bytes);
+    free(s);
+}
+
+static void entry_free(agg_task *a, agg_entry *e)
+{
+    for (int i = 0; i < a->naggs; i++) {
+        free(e->slots[i].mtext);
+        dset_free(e->slots[i].ds);
+    }
+    free(e);
+}
+
+void agg_free(agg_task *a)
+{
+    if (!a) return;
+    for (uint32_t b = 0; b < a->nbuckets; b++)
+        for (agg_entry *e = a->buckets[b], *n; e; e = n) {
+            n = e->next;
+            entry_free(a, e);
+        }
+    free(a->buckets);
+    free(a->gtmp);
+    free(a->closing);
+    sbuf_fini(&a->key);
+    sbuf_fini(&a->pkey);
+    sbuf_fini(&a->vbuf);
+    sbuf_fini(&a->dels);
+    free(a);
+}
+
+int64_t agg_open_groups(const agg_task *a) { return a ? a->nentries : 0; }
+
+/* ------------------------------------------------------------------ distinct sets */
+
+static int dset_add(dset *s, const unsigned char *p, uint32_t n, uint64_t h)
+{
+    if (h == 0) h = 1;
+    if ((s->n + 1) * 2 > s->cap) {
+        uint32_t cap = s->cap ? s->cap * 2 : 16;
+        uint64_t *nh = calloc(cap, sizeof *nh);
+        uint32_t *no = calloc(cap, sizeof *no);
+        if (!nh || !no) { free(nh); free(no); return XE_NOMEM; }
+        for (uint32_t i = 0; i < s->cap; i++) {
+            if (!s->h[i]) continue;
+            uint32_t j = (uint32_t)s->h[i] & (cap - 1);
+            while (nh[j]) j = (j + 1) & (cap - 1);
+            nh[j] = s->h[i];
+            no[j] = s->off[i];
+        }
+        free(s->h);
+        free(s->off);
+        s->h = nh;
+        s->off = no;
+        s->cap = cap;
+    }
+    uint32_t j = (uint32_t)h & (s->cap - 1);
+    while (s->h[j]) {
+        if (s->h[j] == h) {
+            uint32_t len;
+            memcpy(&len, s->bytes.p + s->off[j], 4);
+            if (len == n && !memcmp(s->bytes.p + s->off[j] + 4, p, n)) return 0;
+        }
+        j = (j + 1) & (s->cap - 1);
+    }
+    uint32_t off = (uint32_t)s->bytes.len;
+    if (sbuf_add(&s->bytes, &n, 4) || sbuf_add(&s->bytes, p, n)) return XE_NOMEM;
+    s->h[j] = h;
+    s->off[j] = off;
+    s->n++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ slots */
+
+static int set_m(agg_slot *s, const val *v)
+{
+    s->m = *v;
+    if (v->type == TY_TEXT) {
+        if (v->len + 1 > s->mcap) {
+            char *t = realloc(s->mtext, v->len + 1);
+            if (!t) return XE_NOMEM;
+            s->mtext = t;
+            s->mcap = v->len + 1;
+        }
+        memcpy(s->mtext, v->s, v->len);
+        s->m.s = s->mtext;
+    }
+    return 0;
+}
+
+static int slot_update(agg_task *a, const plan_agg *ag, agg_slot *s, const val *v)
+{
+    if (ag->fn == FN_COUNT_STAR) { s->n++; return 0; }
+    if (v->type == TY_NULL) return 0;
+    switch (ag->fn) {
+    case FN_COUNT: s->n++; break;
+    case FN_SUM: case FN_AVG:
+        s->n++;
+        if (v->type == TY_DOUBLE) s->d += v->d;
+        else s->i += v->i;
+        break;
+    case FN_MIN: case FN_MAX: {
+        if (s->n++ == 0) return set_m(s, v);
+        int c = val_compare(v, &s->m);
+        if (ag->fn == FN_MIN ? c < 0 : c > 0) return set_m(s, v);
+        break;
+    }
+    case FN_COUNT_DISTINCT: {
+        if (!s->ds && !(s->ds = calloc(1, sizeof *s->ds))) return XE_NOMEM;
+        sbuf_reset(&a->vbuf);
+        if (val_key_encode(v, 1, &a->vbuf)) return XE_NOMEM;
+        int rc = dset_add(s->ds, (unsigned char *)a->vbuf.p, (uint32_t)a->vbuf.len,
+                          hash64(a->vbuf.p, a->vbuf.len, 7));
+        if (rc) return rc;
+        s->n = s->ds->n;
+        break;
+    }
+    default: break;
+    }
+    return 0;
+}
+
+/* Merge slot b into a (session windows). */
+static int slot_merge(const plan_agg *ag, agg_slot *a, const agg_slot *b)
+{
+    switch (ag->fn) {
+    case FN_COUNT_STAR: case FN_COUNT: a->n += b->n; break;
+    case FN_SUM: case FN_AVG: a->n += b->n; a->i += b->i; a->d += b->d; break;
+    case FN_MIN: case FN_MAX:
+        if (b->n == 0) break;
+        if (a->n == 0) { a->n = b->n; return set_m(a, &b->m); }
+        a->n += b->n;
+        {
+            int c = val_compare(&b->m, &a->m);
+            if (ag->fn == FN_MIN ? c < 0 : c > 0) return set_m(a, &b->m);
+        }
+        break;
+    case FN_COUNT_DISTINCT:
+        if (!b->ds) break;
+        if (!a->ds && !(a->ds = calloc(1, sizeof *a->ds))) return XE_NOMEM;
+        for (uint32_t i = 0; i < b->ds->cap; i++) {
+            if (!b->ds->h[i]) continue;
+            uint32_t len;
+            memcpy(&len, b->ds->bytes.p + b->ds->off[i], 4);
+            if (dset_add(a->ds, (unsigned char *)b->ds->bytes.p + b->ds->off[i] + 4, len, b->ds->h[i]))
+                return XE_NOMEM;
+        }
+        a->n = a->ds->n;
+        break;
+    default: break;
+    }
+    return 0;
+}
+
+static val slot_result(const plan_agg *ag, const agg_slot *s)
+{
+    switch (ag->fn) {
+    case FN_COUNT_STAR: case FN_COUNT: case FN_COUNT_DISTINCT: return val_int(TY_BIGINT, s->n);
+    case FN_SUM:
+        if (!s->n) return val_null();
+        return ag->type == TY_DOUBLE ? val_double(s->d + (double)s->i) : val_int(TY_BIGINT, s->i);
+    case FN_AVG: return s->n ? val_double((s->d + (double)s->i) / (double)s->n) : val_null();
+    case FN_MIN: case FN_MAX: return s->n ? s->m : val_null();
+    default: return val_null();
+    }
+}
+
+/* ------------------------------------------------------------------ the table */
+
+static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key, uint32_t klen)
+{
+    size_t text = 0;
+    for (int i = 0; i < a->ngroups; i++)
+        if (gv[i].type == TY_TEXT) text += gv[i].len;
+    size_t sz = sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot) + (size_t)a->ngroups * sizeof(val) + klen + text;
+    agg_entry *e = calloc(1, sz);
+    if (!e) return NULL;
+    e->gv = (val *)((char *)e + sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot));
+    e->key = (unsigned char *)(e->gv + a->ngroups);
+    char *tp = (char *)e->key + klen;
+    memcpy(e->key, key, klen);
+    e->klen = klen;
+    for (int i = 0; i < a->ngroups; i++) {
+        e->gv[i] = gv[i];
+        if (gv[i].type == TY_TEXT) {
+            memcpy(tp, gv[i].s, gv[i].len);
+            e->gv[i].s = tp;
+            tp += gv[i].len;
+        }
+    }
+    e->pwend = WM_MIN;
+    return e;
+}
+
+static int table_grow(agg_task *a)
+{
+    uint32_t nb = a->nbuckets * 2;
+    agg_entry **b = calloc(nb, sizeof *b);
+    if (!b) return XE_NOMEM;
+    for (uint32_t i = 0; i < a->nbuckets; i++)
+        for (agg_entry *e = a->buckets[i], *n; e; e = n) {
+            n = e->next;
+            e->next = b[e->hash & (nb - 1)];
+            b[e->hash & (nb - 1)] = e;
+        }
+    free(a->buckets);
+    a->buckets = b;
+    a->nbuckets = nb;
+    return 0;
+}
+
+static void table_insert(agg_task *a, agg_entry *e)
+{
+    uint32_t b = (uint32_t)(e->hash & (a->nbuckets - 1));
+    e->next = a->buckets[b];
+    a->buckets[b] = e;
+    a->nentries++;
+    if (e->wend < a->min_end) a->min_end = e->wend;
+}
+
+static void table_unlink(agg_task *a, agg_entry *e)
+{
+    agg_entry **pp = &a->buckets[e->hash & (a->nbuckets - 1)];
+    while (*pp && *pp != e) pp = &(*pp)->next;
+    if (*pp) *pp = e->next;
+    a->nentries--;
+}
+
+static void mark_dirty(agg_task *a, agg_entry *e)
+{
+    if (!e->dirty) {
+        e->dirty = 1;
+        e->dnext = a->dirty;
+        a->dirty = e;
+    }
+}
+
+/* Record that the persisted copy of e must go. */
+static int note_delete(agg_task *a, const agg_entry *e)
+{
+    if (e->pwend == WM_MIN) return 0;
+    unsigned char hdr[20];
+    be64_put(hdr, (uint64_t)e->pwend);
+    be64_put(hdr + 8, (uint64_t)e->pwstart);
+    be32_put(hdr + 16, e->klen);
+    if (sbuf_add(&a->dels, hdr, sizeof hdr) || sbuf_add(&a->dels, e->key, e->klen)) return XE_NOMEM;
+    a->ndels++;
+    return 0;
+}
+
+static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
+{
+    val *row = batch_add_row(&o->out);
+    if (!row) return xerr_set(err, XE_NOMEM, "out of memory");
+    int c = 0;
+    for (int i = 0; i < a->ngroups; i++) row[c++] = e->gv[i]; /* entry memory outlives the push */
+    for (int i = 0; i < a->naggs; i++) row[c++] = slot_result(&o->op->aggs[i], &e->slots[i]);
+    row[c++] = e->wstart == WM_MIN ? val_null() : val_int(TY_TIMESTAMP, e->wstart);
+    row[c++] = e->wend == WM_END ? val_null() : val_int(TY_TIMESTAMP, e->wend);
+    return 0;
+}
+
+static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xerr *err)
+{
+    const plan_op *op = o->op;
+    int pi = op->ngroups;
+    for (int k = 0; k < op->naggs; k++) {
+        val v = val_null();
+        if (op->aggs[k].arg) v = xprog_eval(&o->progs[pi++], row, &o->q->scratch);
+        if (slot_update(a, &op->aggs[k], &e->slots[k], &v)) return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    batch_reset(&o->q->scratch);
+    mark_dirty(a, e);
+    return 0;
+}
+
+static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
+{
+    for (agg_entry *e = a->buckets[h & (a->nbuckets - 1)]; e; e = e->next)
+        if (e->hash == h && e->wstart == ws && e->klen == klen && !memcmp(e->key, key, klen)) return e;
+    return NULL;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+    return q;
+}
+
+int agg_push(opinst *o, int task, const batch *in, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    const plan_op *op = o->op;
+    const ast_window *w = &op->window;
+    query *q = o->q;
+    int emit_changes = op->emit == EMIT_CHANGES;
+    batch_reset(&o->out);
+    for (int r = 0; r < in->nrows; r++) {
+        const val *row = batch_row(in, r);
+        /* group values and their key */
+        for (int g = 0; g < a->ngroups; g++) {
+            val v = xprog_eval(&o->progs[g], row, &q->scratch);
+            /* text from functions lives in scratch until the entry copies it */
+            a->gtmp[g] = v;
+        }
+        sbuf_reset(&a->key);
+        if (val_key_encode(a->gtmp, a->ngroups, &a->key)) return xerr_set(err, XE_NOMEM, "out of memory");
+        const unsigned char *key = (const unsigned char *)(a->key.p ? a->key.p : "");
+        uint32_t klen = (uint32_t)a->key.len;
+        uint64_t kh = hash64(key, klen, 0x9e37);
+        int64_t ts = 0;
+        if (w->kind != WIN_NONE) {
+            const val *tv = &row[op->win_ts_col];
+            if (tv->type == TY_NULL) { q->late++; continue; } /* no event time: cannot be windowed */
+            ts = tv->i;
+        }
+        int placed = 0;
+        if (w->kind == WIN_SESSION) {
+            int64_t s0 = ts, e0 = ts + w->gap_ms;
+            if (e0 + w->grace_ms <= a->closed_wm) { q->late++; batch_reset(&q->scratch); continue; }
+            /* find sessions of this key that overlap [s0, e0) and merge them */
+            agg_entry *target = NULL;
+            uint32_t b = (uint32_t)(kh & (a->nbuckets - 1));
+            for (agg_entry *e = a->buckets[b], *n; e; e = n) {
+                n = e->next;
+                if (e->hash != kh || e->klen != klen || memcmp(e->key, key, klen)) continue;
+                if (!(e->wstart < e0 && s0 < e->wend)) continue;
+                if (!target) {
+                    target = e;
+                    continue;
+                }
+                /* merge e into target */
+                for (int k = 0; k < a->naggs; k++)
+                    if (slot_merge(&op->aggs[k], &target->slots[k], &e->slots[k]))
+                        return xerr_set(err, XE_NOMEM, "out of memory");
+                if (e->wstart < target->wstart) target->wstart = e->wstart;
+                if (e->wend > target->wend) target->wend = e->wend;
+                if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+                table_unlink(a, e);
+                e->dead = 1;
+                if (!e->dirty) entry_free(a, e); /* dirty ones are freed by the flush */
+            }
+            if (!target) {
+                if (!(target = entry_new(a, a->gtmp, key, klen))) return xerr_set(err, XE_NOMEM, "out of memory");
+                target->hash = kh;
+                target->wstart = s0;
+                target->wend = e0;
+                for (int k = 0; k < a->naggs; k++) target->slots[k].m = val_null();
+                table_insert(a, target);
+                if (a->nentries > (int64_t)a->nbuckets && table_grow(a)) return xerr_set(err, XE_NOMEM, "out of memory");
+            } else {
+                if (s0 < target->wstart) target->wstart = s0;
+                if (e0 > target->wend) target->wend = e0;
+            }
+            if (target->wend < a->min_end) a->min_end = target->wend;
+            if (update_entry(o, a, target, row, err)) return err->code;
+            if (emit_changes && emit_entry(o, a, target, err)) return err->code;
+            continue;
+        }
+        /* fixed windows: tumbling, hopping, or the single global window */
+        int64_t size = w->size_ms, adv = w->kind == WIN_HOPPING ? w->advance_ms : w->size_ms;
+        if (w->kind == WIN_NONE) adv = 1;
+        int64_t first, last;
+        if (w->kind == WIN_NONE) first = last = 0;
+        else {
+            last = floor_div(ts, adv) * adv;           /* latest window start <= ts */
+            first = floor_div(ts - size, adv) * adv + adv; /* earliest start with ts < start+size */
+        }
+        for (int64_t s = first; s <= last; s += adv) {
+            int64_t ws = w->kind == WIN_NONE ? WM_MIN : s, we = w->kind == WIN_NONE ? WM_END : s + size;
+            if (we != WM_END && we + w->grace_ms <= a->closed_wm) continue; /* that window has closed */
+            placed = 1;
+            uint64_t h = hash64_mix(kh ^ (uint64_t)ws);
+            agg_entry *e = find_fixed(a, h, ws, key, klen);
+            if (!e) {
+                if (!(e = entry_new(a, a->gtmp, key, klen))) return xerr_set(err, XE_NOMEM, "out of memory");
+                e->hash = h;
+                e->wstart = ws;
+                e->wend = we;
+                for (int k = 0; k < a->naggs; k++) e->slots[k].m = val_null();
+                table_insert(a, e);
+                if (a->nentries > (int64_t)a->nbuckets && table_grow(a)) return xerr_set(err, XE_NOMEM, "out of memory");
+            }
+            if (update_entry(o, a, e, row, err)) return err->code;
+            if (emit_changes && emit_entry(o, a, e, err)) return err->code;
+        }
+        if (!placed) q->late++;
+        batch_reset(&q->scratch);
+    }
+    if (emit_changes && o->out.nrows) return op_emit(o, task, &o->out, err);
+    return 0;
+}
+
+static int cmp_closing(const void *x, const void *y)
+{
+    const agg_entry *a = *(agg_entry *const *)x, *b = *(agg_entry *const *)y;
+    if (a->wend != b->wend) return a->wend < b->wend ? -1 : 1;
+    if (a->wstart != b->wstart) return a->wstart < b->wstart ? -1 : 1;
+    uint32_t n = a->klen < b->klen ? a->klen : b->klen;
+    int c = memcmp(a->key, b->key, n);
+    return c ? c : (a->klen > b->klen) - (a->klen < b->klen);
+}
+
+int agg_close(opinst *o, int task, int64_t wm, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    const plan_op *op = o->op;
+    int64_t grace = op->window.grace_ms;
+    if (wm <= a->closed_wm) return 0;
+    a->closed_wm = wm;
+    /* nothing can close before the smallest window end */
+    if (wm != WM_END && (a->min_end == WM_END || a->min_end > wm - grace)) return 0;
+    a->nclosing = 0;
+    int64_t new_min = WM_END;
+    for (uint32_t b = 0; b < a->nbuckets; b++)
+        for (agg_entry *e = a->buckets[b]; e; e = e->next) {
+            int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
+            if (!closes) {
+                if (e->wend < new_min) new_min = e->wend;
+                continue;
+            }
+            if (a->nclosing == a->capclosing) {
+                int64_t cap = a->capclosing ? a->capclosing * 2 : 256;
+                agg_entry **v = realloc(a->closing, (size_t)cap * sizeof *v);
+                if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+                a->closing = v;
+                a->capclosing = cap;
+            }
+            a->closing[a->nclosing++] = e;
+        }
+    a->min_end = new_min;
+    if (!a->nclosing) return 0;
+    qsort(a->closing, (size_t)a->nclosing, sizeof *a->closing, cmp_closing);
+    int rc = 0;
+    batch_reset(&o->out);
+    for (int64_t i = 0; i < a->nclosing; i++) {
+        agg_entry *e = a->closing[i];
+        if (op->emit != EMIT_CHANGES && (rc = emit_entry(o, a, e, err))) return rc;
+        if (o->out.nrows >= EXEC_SLICE_ROWS) {
+            if ((rc = op_emit(o, task, &o->out, err))) return rc;
+            batch_reset(&o->out);
+        }
+    }
+    if (o->out.nrows && (rc = op_emit(o, task, &o->out, err))) return rc;
+    batch_reset(&o->out);
+    for (int64_t i = 0; i < a->nclosing; i++) {
+        agg_entry *e = a->closing[i];
+        if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+        table_unlink(a, e);
+        e->dead = 1;
+        if (!e->dirty) entry_free(a, e);
+    }
+    a->nclosing = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ persistence */
+
+/* The global window ends at WM_END, which a [lo, hi) scan cannot reach. */
+static int64_t skey_end(int64_t w) { return w == WM_END ? WM_END - 1 : w; }
+
+/* LMDB key tail: group key || be64(window start).  Value: per slot
+ * n, i, d, MIN/MAX value (key-encoded), distinct values. */
+static int entry_encode(agg_task *a, const agg_entry *e, sbuf *k, sbuf *v)
+{
+    unsigned char b8[8];
+    sbuf_reset(k);
+    sbuf_reset(v);
+    be64_put(b8, (uint64_t)e->wstart);
+    if (sbuf_add(k, e->key, e->klen) || sbuf_add(k, b8, 8)) return XE_NOMEM;
+    uint32_t kl = e->klen;
+    if (sbuf_add(v, &kl, 4)) return XE_NOMEM;
+    for (int i = 0; i < a->naggs; i++) {
+        const agg_slot *s = &e->slots[i];
+        if (sbuf_add(v, &s->n, 8) || sbuf_add(v, &s->i, 8) || sbuf_add(v, &s->d, 8)) return XE_NOMEM;
+        size_t at = v->len;
+        uint32_t ml = 0;
+        if (sbuf_add(v, &ml, 4)) return XE_NOMEM;
+        if (s->n && (s->m.type != TY_NULL)) {
+            if (val_key_encode(&s->m, 1, v)) return XE_NOMEM;
+            ml = (uint32_t)(v->len - at - 4);
+            memcpy(v->p + at, &ml, 4);
+        }
+        uint32_t dn = s->ds ? s->ds->n : 0;
+        if (sbuf_add(v, &dn, 4)) return XE_NOMEM;
+        if (dn) {
+            uint32_t bl = (uint32_t)s->ds->bytes.len;
+            if (sbuf_add(v, &bl, 4) || sbuf_add(v, s->ds->bytes.p, bl)) return XE_NOMEM;
+        }
+    }
+    return 0;
+}
+
+int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    uint32_t tid = query_task_id(o->q, o->op->id, task);
+    int rc;
+    /* deletions first: a session that moved is deleted at its old end, then put at its new one */
+    for (size_t off = 0; off < a->dels.len;) {
+        const unsigned char *p = (const unsigned char *)a->dels.p + off;
+        int64_t wend = (int64_t)be64_get(p);
+        uint32_t kl = be32_get(p + 16);
+        sbuf_reset(&a->pkey);
+        if (sbuf_add(&a->pkey, p + 20, kl) || sbuf_add(&a->pkey, p + 8, 8)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if ((rc = store_state_del(t, STORE_STATE, tid, skey_end(wend), a->pkey.p, a->pkey.len, err))) return rc;
+        off += 20 + kl;
+    }
+    sbuf_reset(&a->dels);
+    a->ndels = 0;
+    for (agg_entry *e = a->dirty, *n; e; e = n) {
+        n = e->dnext;
+        e->dirty = 0;
+        e->dnext = NULL;
+        if (e->dead) { entry_free(a, e); continue; }
+        if (e->pwend != WM_MIN && (e->pwend != e->wend || e->pwstart != e->wstart)) {
+            unsigned char b8[8];
+            be64_put(b8, (uint64_t)e->pwstart);
+            sbuf_reset(&a->pkey);
+            if (sbuf_add(&a->pkey, e->key, e->klen) || sbuf_add(&a->pkey, b8, 8)) return xerr_set(err, XE_NOMEM, "out of memory");
+            if ((rc = store_state_del(t, STORE_STATE, tid, skey_end(e->pwend), a->pkey.p, a->pkey.len, err))) return rc;
+        }
+        if (entry_encode(a, e, &a->pkey, &a->vbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if ((rc = store_state_put(t, STORE_STATE, tid, skey_end(e->wend), a->pkey.p, a->pkey.len, a->vbuf.p, a->vbuf.len, err)))
+            return rc;
+        e->pwend = e->wend;
+        e->pwstart = e->wstart;
+    }
+    a->dirty = NULL;
+    return 0;
+}
+
+typedef struct load_ctx {
+    opinst *o;
+    agg_task *a;
+    batch tmp;
+    xerr *err;
+    int rc;
+} load_ctx;
+
+static int load_one(void *ctx, int64_t wend, const void *kp, size_t kl, const void *vp, size_t vl)
+{
+    load_ctx *c = ctx;
+    agg_task *a = c->a;
+    if (wend == WM_END - 1) wend = WM_END;
+    const unsigned char *k = kp, *v = vp, *end = v + vl;
+    if (kl < 8 || vl < 4) goto corrupt;
+    uint32_t gkl;
+    memcpy(&gkl, v, 4);
+    v += 4;
+    if (gkl + 8 != kl) goto corrupt;
+    batch_reset(&c->tmp);
+    if (val_key_decode(k, gkl, a->gtmp, a->ngroups, &c->tmp, c->err) < 0) goto corrupt;
+    agg_entry *e = entry_new(a, a->gtmp, k, gkl);
+    if (!e) { c->rc = xerr_set(c->err, XE_NOMEM, "out of memory"); return 1; }
+    e->wstart = (int64_t)be64_get(k + gkl);
+    e->wend = wend;
+    e->pwstart = e->wstart;
+    e->pwend = wend;
+    const ast_window *w = &c->o->op->window;
+    if (w->kind == WIN_SESSION) e->hash = hash64(k, gkl, 0x9e37);
+    else e->hash = hash64_mix(hash64(k, gkl, 0x9e37) ^ (uint64_t)e->wstart);
+    for (int i = 0; i < a->naggs; i++) {
+        agg_slot *s = &e->slots[i];
+        s->m = val_null();
+        uint32_t ml, dn;
+        if (end - v < 28) goto bad_entry;
+        memcpy(&s->n, v, 8); memcpy(&s->i, v + 8, 8); memcpy(&s->d, v + 16, 8); memcpy(&ml, v + 24, 4);
+        v += 28;
+        if ((size_t)(end - v) < ml) goto bad_entry;
+        if (ml) {
+            val m;
+            batch_reset(&c->tmp);
+            if (val_key_decode(v, ml, &m, 1, &c->tmp, c->err) < 0 || set_m(s, &m)) goto bad_entry;
+        }
+        v += ml;
+        if (end - v < 4) goto bad_entry;
+        memcpy(&dn, v, 4);
+        v += 4;
+        if (dn) {
+            uint32_t bl;
+            if (end - v < 4) goto bad_entry;
+            memcpy(&bl, v, 4);
+            v += 4;
+            if ((size_t)(end - v) < bl) goto bad_entry;
+            if (!(s->ds = calloc(1, sizeof *s->ds))) goto bad_entry;
+            for (const unsigned char *p = v; p + 4 <= v + bl;) {
+                uint32_t len;
+                memcpy(&len, p, 4);
+                if (p + 4 + len > v + bl) goto bad_entry;
+                if (dset_add(s->ds, p + 4, len, hash64(p + 4, len, 7))) goto bad_entry;
+                p += 4 + len;
+            }
+            v += bl;
+        }
+    }
+    table_insert(a, e);
+    if (a->nentries > (int64_t)a->nbuckets) table_grow(a);
+    return 0;
+bad_entry:
+    entry_free(a, e);
+corrupt:
+    c->rc = xerr_set(c->err, XE_CORRUPT, "window state of query task %u is corrupt",
+                     query_task_id(c->o->q, c->o->op->id, 0));
+    return 1;
+}
+
+int agg_load(opinst *o, int task, store_txn *t, xerr *err)
+{
+    load_ctx c = {o, o->agg[task], {0}, err, 0};
+    if (batch_init(&c.tmp, o->op->ngroups + 1, 4)) return xerr_set(err, XE_NOMEM, "out of memory");
+    int rc = store_state_scan(t, STORE_STATE, query_task_id(o->q, o->op->id, task), WM_MIN, WM_END, load_one, &c, err);
+    /* group values point into tmp's arena only until entry_new copies them */
+    batch_fini(&c.tmp);
+    if (c.rc) return c.rc;
+    return rc;
+}

@@ -1,0 +1,1419 @@
+/*
+ * engine.c: the engine object: catalog, statements, ingest, epochs, recovery.
+ *
+ * Catalog (LMDB `catalog`):  stream/<name> -> CREATE STREAM text
+ *                            query/<name>  -> "<id> <CREATE QUERY text>"
+ *                            setting/<key> -> value
+ * Meta (LMDB `meta`):        epoch, next_query_id,
+ *                            stream/<name> -> stream progress (see put_stream_meta)
+ *                            query/<id>    -> offsets, counters, sink length
+ *
+ * Epochs: a write transaction is open while rows flow (eng_txn).  Log appends
+ * and query state changes go into it; it commits when EXEC_EPOCH_SLICES slices
+ * have completed or EXEC_EPOCH_MS have passed (checked when an input call
+ * returns, so that a file source's committed position matches exactly the
+ * rows it covers), when a statement changes the catalog, and at close.
+ *
+ * Recovery: at open the catalog is replayed: streams are re-created with their
+ * progress (max event time, row count, file position), standing queries are
+ * re-planned, their state loaded from LMDB, and they catch up from their
+ * committed offsets to the end of their streams' logs.
+ */
+#include "exec/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ small helpers */
+
+static void notice(const exec_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(const exec_out *out, const char *fmt, ...)
+{
+    if (!out || !out->notice) return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    out->notice(out->ctx, buf);
+}
+
+int eng_stream_index(const engine *e, const char *name)
+{
+    for (int i = 0; i < e->nstreams; i++)
+        if (!strcmp(e->streams[i]->ps->name, name)) return i;
+    return -1;
+}
+
+static query *find_query(const engine *e, const char *name)
+{
+    for (int i = 0; i < e->nqueries; i++)
+        if (e->queries[i]->name && !strcmp(e->queries[i]->name, name)) return e->queries[i];
+    return NULL;
+}
+
+static const plan_stream *cat_find(void *ctx, const char *name)
+{
+    engine *e = ctx;
+    int i = eng_stream_index(e, name);
+    return i < 0 ? NULL : e->streams[i]->ps;
+}
+
+static void cat_each(void *ctx, void (*fn)(void *arg, const plan_stream *s), void *arg)
+{
+    engine *e = ctx;
+    for (int i = 0; i < e->nstreams; i++) fn(arg, e->streams[i]->ps);
+}
+
+const char *engine_dir(const engine *e) { return e->dir; }
+
+static int64_t stream_wm(const stream_rt *s)
+{
+    if (s->ended) return WM_END;
+    if (s->max_ts == WM_MIN || s->ps->ts_col < 0) return WM_MIN;
+    return s->max_ts - s->ps->watermark_ms;
+}
+
+/* ------------------------------------------------------------------ epochs */
+
+int eng_txn(engine *e, xerr *err)
+{
+    if (e->txn) return 0;
+    int rc = store_begin(e->st, 1, &e->txn, err);
+    if (rc) return rc;
+    e->epoch_slices = 0;
+    e->epoch_start_ns = clock_mono_ns();
+    return 0;
+}
+
+static int put_u64s(store_txn *t, const char *key, const uint64_t *v, int n, xerr *err)
+{
+    unsigned char buf[16 * 8];
+    for (int i = 0; i < n; i++) be64_put(buf + 8 * i, v[i]);
+    return store_kv_put(t, STORE_META, key, buf, (size_t)n * 8, err);
+}
+
+static int get_u64s(store_txn *t, const char *key, uint64_t *v, int n, sbuf *tmp, xerr *err)
+{
+    int rc = store_kv_get(t, STORE_META, key, tmp, err);
+    if (rc) return rc;
+    if (tmp->len < (size_t)n * 8) return xerr_set(err, XE_CORRUPT, "meta record '%s' is truncated", key);
+    for (int i = 0; i < n; i++) v[i] = be64_get((unsigned char *)tmp->p + 8 * i);
+    return 0;
+}
+
+static int put_stream_meta(engine *e, stream_rt *s, xerr *err)
+{
+    char key[300];
+    snprintf(key, sizeof key, "stream/%s", s->ps->name);
+    uint64_t v[4] = {(uint64_t)s->max_ts, s->rows_total, (uint64_t)s->rejected, s->src_pos};
+    return put_u64s(e->txn, key, v, 4, err);
+}
+
+static int sink_sync(query *q, xerr *err);
+
+static int put_query_meta(engine *e, query *q, xerr *err)
+{
+    char key[64];
+    snprintf(key, sizeof key, "query/%u", q->id);
+    uint64_t v[6] = {q->offset[0], q->offset[1], (uint64_t)q->rows_in, (uint64_t)q->rows_out, (uint64_t)q->late,
+                     q->sink ? (uint64_t)q->sink->committed : 0};
+    return put_u64s(e->txn, key, v, 6, err);
+}
+
+int engine_commit(engine *e, xerr *err)
+{
+    if (!e->txn) return 0;
+    int rc;
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        if (q->transient) continue;
+        if ((rc = query_flush_state(q, e->txn, err))) goto fail;
+        if ((rc = sink_sync(q, err))) goto fail;
+        if ((rc = put_query_meta(e, q, err))) goto fail;
+    }
+    for (int i = 0; i < e->nstreams; i++)
+        if ((rc = put_stream_meta(e, e->streams[i], err))) goto fail;
+    e->epoch++;
+    uint64_t ep = e->epoch;
+    if ((rc = put_u64s(e->txn, "epoch", &ep, 1, err))) goto fail;
+    rc = store_commit(e->txn, err);
+    e->txn = NULL;
+    if (rc) return rc;
+    return store_sync(e->st, err);
+fail:
+    store_abort(e->txn);
+    e->txn = NULL;
+    return rc;
+}
+
+static int maybe_commit(engine *e, xerr *err)
+{
+    if (!e->txn) return 0;
+    if (e->epoch_slices >= EXEC_EPOCH_SLICES ||
+        clock_mono_ns() - e->epoch_start_ns >= (uint64_t)EXEC_EPOCH_MS * 1000000ull)
+        return engine_commit(e, err);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ sinks */
+
+/* The output of a standing query with WITH (sink = 'file:///path'): rows are
+ * written as they come; the length covered by committed epochs is recorded in
+ * the epoch, and at restart the file is cut back to it, so rows of an epoch
+ * that did not commit are written once, by the replay. */
+static int sink_open(query *q, const char *uri, const char *format, int64_t committed, xerr *err)
+{
+    if (strncmp(uri, "file://", 7))
+        return xerr_set(err, XE_INVAL, "sink '%s' is not supported here; use file:///path (tcp:// and unix:// come with the socket sinks)",
+                        uri);
+    const char *path = uri + 7;
+    fmt_kind k = FMT_CSV;
+    if (format && fmt_kind_parse(format, &k)) return xerr_set(err, XE_INVAL, "unknown sink format '%s'", format);
+    if (k != FMT_CSV && k != FMT_JSON) return xerr_set(err, XE_INVAL, "a sink's format is csv or json");
+    sink_file *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    if (fd < 0 || ftruncate(fd, committed) != 0 || lseek(fd, committed, SEEK_SET) < 0) {
+        int en = errno;
+        if (fd >= 0) close(fd);
+        free(s->path);
+        free(s);
+        return xerr_set(err, XE_IO, "cannot open sink file '%s': %s", path, strerror(en));
+    }
+    s->f = fdopen(fd, "w");
+    s->committed = committed;
+    fmt_enc_opts eo = {0};
+    eo.no_header = committed > 0;
+    if (!s->f || fmt_encoder_new(k, &q->out_schema, &eo, &s->enc)) {
+        if (s->f) fclose(s->f);
+        else close(fd);
+        free(s->path);
+        free(s);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    q->sink = s;
+    return 0;
+}
+
+static int sink_sync(query *q, xerr *err)
+{
+    sink_file *s = q->sink;
+    if (!s) return 0;
+    if (fflush(s->f) != 0) return xerr_set(err, XE_IO, "writing sink '%s': %s", s->path, strerror(errno));
+    long pos = ftell(s->f);
+    if (pos >= 0) s->committed = pos;
+    return 0;
+}
+
+int query_emit(query *q, const batch *b, xerr *err)
+{
+    q->rows_out += b->nrows;
+    if (q->limit_left >= 0) {
+        q->limit_left -= b->nrows;
+        if (q->limit_left <= 0) q->finished = 1;
+    }
+    if (q->sink) {
+        sbuf_reset(&q->sink->buf);
+        if (fmt_encode(q->sink->enc, b, &q->sink->buf)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (q->sink->buf.len && fwrite(q->sink->buf.p, 1, q->sink->buf.len, q->sink->f) != q->sink->buf.len)
+            return xerr_set(err, XE_IO, "writing sink '%s': %s", q->sink->path, strerror(errno));
+    }
+    if (q->out.rows) {
+        if (!q->began && q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
+        q->began = 1;
+        q->out.rows(q->out.ctx, b);
+    }
+    if (q->finished && q->transient && q->out.end) {
+        q->out.end(q->out.ctx);
+        q->out.end = NULL;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the data path */
+
+/* A slice of a stream's rows reaches the log and every query reading it. */
+static int process_rows(engine *e, int si, const batch *b, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    int rc;
+    if ((rc = eng_txn(e, err))) return rc;
+    sbuf_reset(&e->tmp);
+    if (batch_encode(b, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
+    uint64_t off;
+    if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
+    if (s->ps->ts_col >= 0)
+        for (int r = 0; r < b->nrows; r++) {
+            const val *v = &batch_row(b, r)[s->ps->ts_col];
+            if (v->type != TY_NULL && v->i > s->max_ts) s->max_ts = v->i;
+        }
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        for (int k = 0; k < q->nsrc; k++)
+            if (q->src_stream[k] == si) {
+                if ((rc = query_push(q, k, b, err))) return rc;
+                q->offset[k] = off + 1;
+            }
+    }
+    return 0;
+}
+
+/* Advance the stream's watermark to its current value in every query. */
+static int advance_wm(engine *e, int si, xerr *err)
+{
+    int64_t wm = stream_wm(e->streams[si]);
+    int rc;
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        for (int k = 0; k < q->nsrc; k++)
+            if (q->src_stream[k] == si && (rc = query_watermark(q, k, wm, err))) return rc;
+    }
+    return 0;
+}
+
+/* Rows of one stream, cut into slices of exactly EXEC_SLICE_ROWS counted
+ * over the stream's whole life; the watermark advances at each slice end. */
+static int stream_rows(engine *e, int si, const batch *b, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    int off = 0, rc;
+    while (off < b->nrows) {
+        int room = EXEC_SLICE_ROWS - (int)(s->rows_total % EXEC_SLICE_ROWS);
+        int n = b->nrows - off < room ? b->nrows - off : room;
+        batch view = *b;
+        view.v = b->v + (size_t)off * (size_t)b->ncols;
+        view.nrows = n;
+        if ((rc = process_rows(e, si, &view, err))) return rc;
+        s->rows_total += (uint64_t)n;
+        off += n;
+        if (s->rows_total % EXEC_SLICE_ROWS == 0) {
+            if ((rc = advance_wm(e, si, err))) return rc;
+            e->epoch_slices++;
+        }
+    }
+    return 0;
+}
+
+static int end_partial_slice(engine *e, int si, xerr *err)
+{
+    if (e->streams[si]->rows_total % EXEC_SLICE_ROWS == 0) return 0;
+    e->epoch_slices++;
+    return advance_wm(e, si, err);
+}
+
+/* A push query ends when all its sources have ended. */
+static void finish_ended_push(engine *e)
+{
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        if (!q->transient || q->finished) continue;
+        int all = 1;
+        for (int k = 0; k < q->nsrc; k++)
+            if (!e->streams[q->src_stream[k]]->ended) all = 0;
+        if (all) q->finished = 1;
+    }
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        if (q->transient && q->finished) {
+            if (!q->began && q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
+            if (q->out.end) q->out.end(q->out.ctx);
+            query_free(q);
+            memmove(&e->queries[i], &e->queries[i + 1], (size_t)(e->nqueries - i - 1) * sizeof *e->queries);
+            e->nqueries--;
+            i--;
+        }
+    }
+}
+
+static int end_stream(engine *e, int si, xerr *err)
+{
+    int rc;
+    if ((rc = eng_txn(e, err))) return rc;
+    e->streams[si]->ended = 1;
+    if ((rc = advance_wm(e, si, err))) return rc;
+    finish_ended_push(e);
+    return 0;
+}
+
+int engine_push_active(const engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->nqueries; i++)
+        if (e->queries[i]->transient && !e->queries[i]->finished) n++;
+    return n;
+}
+
+void engine_cancel_push(engine *e)
+{
+    for (int i = 0; i < e->nqueries; i++)
+        if (e->queries[i]->transient) e->queries[i]->finished = 1;
+    finish_ended_push(e);
+}
+
+/* ------------------------------------------------------------------ ingest */
+
+struct exec_ingest {
+    engine *e;
+    int si;
+    fmt_decoder *dec;
+    batch b;
+    exec_ingest_opts o;
+};
+
+int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts, exec_ingest **out, xerr *err)
+{
+    *out = NULL;
+    int si = eng_stream_index(e, stream);
+    if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
+    exec_ingest *in = calloc(1, sizeof *in);
+    if (!in) return xerr_set(err, XE_NOMEM, "out of memory");
+    in->e = e;
+    in->si = si;
+    if (opts) in->o = *opts;
+    stream_rt *s = e->streams[si];
+    fmt_dec_opts d = {0};
+    d.header = in->o.header;
+    d.on_reject = in->o.on_reject;
+    d.ctx = in->o.ctx;
+    if (in->o.format != FMT_CSV && in->o.format != FMT_JSON) {
+        free(in);
+        return xerr_set(err, XE_INVAL, "input format must be csv or json");
+    }
+    if (fmt_decoder_new(in->o.format, &s->fs, &d, &in->dec) || batch_init(&in->b, s->ps->schema.ncols, 1024)) {
+        fmt_decoder_free(in->dec);
+        free(in);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    *out = in;
+    return 0;
+}
+
+static int ingest_flush(exec_ingest *in, xerr *err)
+{
+    int rc = 0;
+    if (in->b.nrows) rc = stream_rows(in->e, in->si, &in->b, err);
+    batch_reset(&in->b);
+    return rc;
+}
+
+int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err)
+{
+    const char *c = p;
+    int rc;
+    /* decode in pieces so that a batch stays around a slice */
+    while (n) {
+        size_t k = n < 65536 ? n : 65536;
+        if ((rc = fmt_decode(in->dec, c, k, &in->b, err))) return rc;
+        if ((rc = ingest_flush(in, err))) return rc;
+        c += k;
+        n -= k;
+    }
+    return maybe_commit(in->e, err);
+}
+
+int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st, xerr *err)
+{
+    int rc = fmt_decode_finish(in->dec, &in->b, err);
+    if (!rc) rc = ingest_flush(in, err);
+    fmt_dec_stats ds = fmt_decoder_stats(in->dec);
+    in->e->streams[in->si]->rejected += ds.rejected;
+    if (st) {
+        st->lines = ds.lines;
+        st->rows = ds.rows;
+        st->rejected = ds.rejected;
+    }
+    if (!rc) rc = end_partial_slice(in->e, in->si, err);
+    if (!rc && end_of_stream) rc = end_stream(in->e, in->si, err);
+    if (!rc) rc = engine_commit(in->e, err);
+    fmt_decoder_free(in->dec);
+    batch_fini(&in->b);
+    free(in);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ file sources */
+
+static int run_file_source(engine *e, int si, int64_t *rows, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    if (s->ended || !s->source || strncmp(s->source, "file://", 7)) return 0;
+    const char *path = s->source + 7;
+    FILE *f = fopen(path, "rb");
+    if (!f) return xerr_set(err, XE_IO, "source of stream '%s': cannot open '%s': %s", s->ps->name, path, strerror(errno));
+    exec_ingest_opts io = {0};
+    if (s->format && fmt_kind_parse(s->format, &io.format)) {
+        fclose(f);
+        return xerr_set(err, XE_INVAL, "stream '%s': unknown format '%s'", s->ps->name, s->format);
+    }
+    exec_ingest *in;
+    int rc = exec_ingest_open(e, s->ps->name, &io, &in, err);
+    if (rc) { fclose(f); return rc; }
+    char *buf = malloc(1 << 20);
+    size_t have = 0;
+    if (!buf) { rc = xerr_set(err, XE_NOMEM, "out of memory"); goto out; }
+    /* Resuming in the middle: a CSV header on the first line still applies. */
+    if (s->src_pos > 0) {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len = getline(&line, &cap, f);
+        if (len > 0 && io.format == FMT_CSV) {
+            fmt_decoder *probe;
+            batch pb;
+            if (!fmt_decoder_new(FMT_CSV, &s->fs, NULL, &probe) && !batch_init(&pb, s->fs.ncols, 4)) {
+                xerr e2;
+                fmt_decode(probe, line, (size_t)len, &pb, &e2);
+                fmt_dec_stats ps = fmt_decoder_stats(probe);
+                if (ps.rows == 0 && ps.rejected == 0) fmt_decode(in->dec, line, (size_t)len, &in->b, &e2);
+                batch_fini(&pb);
+                fmt_decoder_free(probe);
+            }
+        }
+        free(line);
+        if (fseeko(f, (off_t)s->src_pos, SEEK_SET) != 0) {
+            rc = xerr_set(err, XE_IO, "source '%s': cannot seek to %llu", path, (unsigned long long)s->src_pos);
+            goto out;
+        }
+    }
+    for (;;) {
+        size_t got = fread(buf + have, 1, (1 << 20) - have, f);
+        have += got;
+        if (have == 0) break;
+        /* feed only whole lines, so the committed position is a line boundary */
+        size_t upto = have;
+        if (got > 0) {
+            while (upto > 0 && buf[upto - 1] != '\n') upto--;
+            if (upto == 0 && have < (1 << 20)) continue;
+            if (upto == 0) upto = have;
+        }
+        int64_t before = s->rows_total;
+        if ((rc = fmt_decode(in->dec, buf, upto, &in->b, err)) || (rc = ingest_flush(in, err))) goto out;
+        *rows += (int64_t)(s->rows_total - (uint64_t)before);
+        s->src_pos += upto;
+        memmove(buf, buf + upto, have - upto);
+        have -= upto;
+        if ((rc = maybe_commit(e, err))) goto out;
+        if (got == 0 && have == 0) break;
+        if (got == 0) {
+            /* a last line without a newline */
+            if ((rc = fmt_decode(in->dec, buf, have, &in->b, err))) goto out;
+            s->src_pos += have;
+            have = 0;
+            break;
+        }
+    }
+out:
+    free(buf);
+    fclose(f);
+    {
+        xerr e2;
+        int rc2 = exec_ingest_close(in, rc == 0, NULL, rc ? &e2 : err);
+        if (!rc) rc = rc2;
+    }
+    return rc;
+}
+
+int engine_run_file_sources(engine *e, int64_t *rows, xerr *err)
+{
+    int64_t n = 0;
+    for (int i = 0; i < e->nstreams; i++) {
+        int rc = run_file_source(e, i, &n, err);
+        if (rc) return rc;
+    }
+    if (rows) *rows = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ streams */
+
+static void stream_free(stream_rt *s)
+{
+    if (!s) return;
+    plan_stream_free(s->ps);
+    free(s->sql);
+    free(s->source);
+    free(s->format);
+    free(s->names);
+    free(s->types);
+    free(s);
+}
+
+static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
+{
+    plan_stream *ps;
+    int rc = plan_stream_from_ast(st, &ps, err);
+    if (rc) return rc;
+    stream_rt *s = calloc(1, sizeof *s);
+    if (!s) { plan_stream_free(ps); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    s->ps = ps;
+    s->max_ts = WM_MIN;
+    s->sql = strdup(sql);
+    const ast_option *o;
+    if ((o = ast_option_get(st->with, "source"))) s->source = strdup(o->value);
+    if ((o = ast_option_get(st->with, "format"))) s->format = strdup(o->value);
+    s->names = calloc((size_t)ps->schema.ncols, sizeof *s->names);
+    s->types = calloc((size_t)ps->schema.ncols, sizeof *s->types);
+    stream_rt **v = realloc(e->streams, (size_t)(e->nstreams + 1) * sizeof *v);
+    if (!s->sql || !s->names || !s->types || !v) {
+        free(v == e->streams ? NULL : NULL);
+        if (v) e->streams = v;
+        stream_free(s);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < ps->schema.ncols; i++) {
+        s->names[i] = ps->schema.cols[i].name;
+        s->types[i] = ps->schema.cols[i].type;
+    }
+    s->fs = (fmt_schema){ps->schema.ncols, s->names, s->types};
+    e->streams = v;
+    e->streams[e->nstreams++] = s;
+    return 0;
+}
+
+static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention", NULL};
+static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas", NULL};
+
+static int check_options(const ast_options *w, const char **known, const char *what, xerr *err)
+{
+    for (int i = 0; w && i < w->n; i++) {
+        int ok = 0;
+        for (int k = 0; known[k]; k++)
+            if (!strcasecmp(known[k], w->v[i].key)) ok = 1;
+        if (!ok) {
+            char list[256] = "";
+            for (int k = 0; known[k]; k++) {
+                size_t l = strlen(list);
+                snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", known[k]);
+            }
+            return xerr_set(err, XE_INVAL, "unknown %s option '%s' (known: %s)", what, w->v[i].key, list);
+        }
+    }
+    return 0;
+}
+
+static int create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int rc;
+    if (eng_stream_index(e, st->name) >= 0) {
+        if (st->if_not_exists) {
+            notice(out, "stream '%s' already exists, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "stream '%s' already exists", st->name);
+    }
+    if ((rc = check_options(st->with, known_stream_options, "stream", err))) return rc;
+    const ast_option *o = ast_option_get(st->with, "source");
+    if (o && strncmp(o->value, "file://", 7))
+        return xerr_set(err, XE_INVAL, "source '%s' is not supported yet; use file:///path, or pipe data with --ingest", o->value);
+    o = ast_option_get(st->with, "format");
+    fmt_kind k;
+    if (o && (fmt_kind_parse(o->value, &k) || (k != FMT_CSV && k != FMT_JSON)))
+        return xerr_set(err, XE_INVAL, "format '%s' is not an input format (csv or json)", o->value);
+    if ((rc = stream_add(e, st, st->text ? st->text : "", err))) return rc;
+    stream_rt *s = e->streams[e->nstreams - 1];
+    char key[300];
+    snprintf(key, sizeof key, "stream/%s", st->name);
+    if ((rc = eng_txn(e, err)) || (rc = store_log_create(e->txn, st->name, err)) ||
+        (rc = store_kv_put(e->txn, STORE_CATALOG, key, s->sql, strlen(s->sql), err)) ||
+        (rc = engine_commit(e, err))) {
+        e->nstreams--;
+        stream_free(s);
+        return rc;
+    }
+    notice(out, "CREATE STREAM");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ queries */
+
+static int get_setting_int(const ast_options *w, const char *key, int def, int lo, int hi, int *out, xerr *err)
+{
+    const ast_option *o = ast_option_get(w, key);
+    if (!o) { *out = def; return 0; }
+    char *end;
+    long v = strtol(o->value, &end, 10);
+    if (*end || v < lo || v > hi) return xerr_set(err, XE_INVAL, "option %s = '%s' must be an integer from %d to %d", key, o->value, lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+/* Plan and start a query.  sel is the SELECT, w its WITH options. */
+static int query_new(engine *e, const ast_select *sel, const ast_options *w, const char *name, const char *sql,
+                     uint32_t id, query **out, xerr *err)
+{
+    *out = NULL;
+    plan_opts po = {e->parallelism};
+    int rc;
+    if ((rc = get_setting_int(w, "parallelism", e->parallelism, 1, 64, &po.parallelism, err))) return rc;
+    plan_dag *d;
+    if ((rc = plan_query(sel, &e->cat, &po, &d, err))) return rc;
+    query *q = calloc(1, sizeof *q);
+    if (!q) { plan_free(d); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    q->dag = d;
+    q->id = id;
+    q->name = name ? strdup(name) : NULL;
+    q->sql = sql ? strdup(sql) : NULL;
+    if ((rc = query_start(e, q, err))) { query_free(q); return rc; }
+    /* new queries read from the end of their streams' logs */
+    for (int k = 0; k < q->nsrc; k++) {
+        stream_rt *s = e->streams[q->src_stream[k]];
+        int own = !e->txn;
+        if (own && (rc = store_begin(e->st, 0, &e->txn, err))) { query_free(q); return rc; }
+        rc = store_log_end(e->txn, s->ps->name, &q->offset[k], err);
+        if (own) { store_abort(e->txn); e->txn = NULL; }
+        if (rc) { query_free(q); return rc; }
+    }
+    *out = q;
+    return 0;
+}
+
+static int add_query(engine *e, query *q, xerr *err)
+{
+    query **v = realloc(e->queries, (size_t)(e->nqueries + 1) * sizeof *v);
+    if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+    e->queries = v;
+    e->queries[e->nqueries++] = q;
+    return 0;
+}
+
+static int create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int rc;
+    if (find_query(e, st->name)) {
+        if (st->if_not_exists) {
+            notice(out, "query '%s' already exists, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
+    }
+    if ((rc = check_options(st->with, known_query_options, "query", err))) return rc;
+    query *q;
+    if ((rc = engine_commit(e, err))) return rc;
+    if ((rc = query_new(e, st->select, st->with, st->name, st->text ? st->text : "", e->next_query_id, &q, err)))
+        return rc;
+    const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
+    if (so && (rc = sink_open(q, so->value, fo ? fo->value : NULL, 0, err))) { query_free(q); return rc; }
+    char key[300];
+    snprintf(key, sizeof key, "query/%s", st->name);
+    sbuf v;
+    sbuf_init(&v);
+    sbuf_printf(&v, "%u %s", q->id, q->sql);
+    uint64_t nid = e->next_query_id + 1;
+    if ((rc = add_query(e, q, err))) { sbuf_fini(&v); query_free(q); return rc; }
+    if ((rc = eng_txn(e, err)) || (rc = store_kv_put(e->txn, STORE_CATALOG, key, v.p, v.len, err)) ||
+        (rc = put_u64s(e->txn, "next_query_id", &nid, 1, err)) || (rc = engine_commit(e, err))) {
+        sbuf_fini(&v);
+        e->nqueries--;
+        query_free(q);
+        return rc;
+    }
+    sbuf_fini(&v);
+    e->next_query_id++;
+    /* a query over a stream that has already ended sees the end at once */
+    for (int k = 0; k < q->nsrc; k++)
+        if ((rc = query_watermark(q, k, stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    notice(out, "CREATE QUERY");
+    return 0;
+}
+
+static int push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    query *q;
+    int rc = query_new(e, st->select, NULL, NULL, st->text, 0, &q, err);
+    if (rc) return rc;
+    q->transient = 1;
+    if (out) q->out = *out;
+    if ((rc = add_query(e, q, err))) { query_free(q); return rc; }
+    if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
+    q->began = 1;
+    for (int k = 0; k < q->nsrc; k++)
+        if ((rc = query_watermark(q, k, stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    finish_ended_push(e);
+    return 0;
+}
+
+static void remove_query(engine *e, query *q)
+{
+    for (int i = 0; i < e->nqueries; i++)
+        if (e->queries[i] == q) {
+            memmove(&e->queries[i], &e->queries[i + 1], (size_t)(e->nqueries - i - 1) * sizeof *e->queries);
+            e->nqueries--;
+            break;
+        }
+    query_free(q);
+}
+
+static int drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    query *q = find_query(e, st->name);
+    int rc;
+    if (!q) {
+        if (st->if_exists) {
+            notice(out, "query '%s' does not exist, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_NOTFOUND, st->line, st->col, "query '%s' does not exist", st->name);
+    }
+    char key[300];
+    snprintf(key, sizeof key, "query/%s", st->name);
+    char mkey[64];
+    snprintf(mkey, sizeof mkey, "query/%u", q->id);
+    if ((rc = eng_txn(e, err)) || (rc = query_drop_state(q, e->txn, err)) ||
+        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, mkey, err)))
+        return rc;
+    remove_query(e, q);
+    if ((rc = engine_commit(e, err))) return rc;
+    notice(out, "DROP QUERY");
+    return 0;
+}
+
+static int drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int si = eng_stream_index(e, st->name), rc;
+    if (si < 0) {
+        if (st->if_exists) {
+            notice(out, "stream '%s' does not exist, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_NOTFOUND, st->line, st->col, "stream '%s' does not exist", st->name);
+    }
+    for (int i = 0; i < e->nqueries; i++)
+        for (int k = 0; k < e->queries[i]->nsrc; k++)
+            if (e->queries[i]->src_stream[k] == si) {
+                if (e->queries[i]->transient) { e->queries[i]->finished = 1; continue; }
+                return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' reads stream '%s'; drop the query first",
+                               e->queries[i]->name, st->name);
+            }
+    finish_ended_push(e);
+    char key[300];
+    snprintf(key, sizeof key, "stream/%s", st->name);
+    if ((rc = eng_txn(e, err)) || (rc = store_log_drop(e->txn, st->name, err)) ||
+        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, key, err)))
+        return rc;
+    stream_free(e->streams[si]);
+    memmove(&e->streams[si], &e->streams[si + 1], (size_t)(e->nstreams - si - 1) * sizeof *e->streams);
+    e->nstreams--;
+    for (int i = 0; i < e->nqueries; i++)
+        for (int k = 0; k < e->queries[i]->nsrc; k++)
+            if (e->queries[i]->src_stream[k] > si) e->queries[i]->src_stream[k]--;
+    if ((rc = engine_commit(e, err))) return rc;
+    notice(out, "DROP STREAM");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ INSERT */
+
+static int insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int si = eng_stream_index(e, st->name), rc;
+    if (si < 0) return xerr_at(err, XE_NAME, st->line, st->col, "unknown stream '%s'", st->name);
+    stream_rt *s = e->streams[si];
+    int nc = s->ps->schema.ncols;
+    int *map = malloc(sizeof(int) * (size_t)(nc + 1));
+    if (!map) return xerr_set(err, XE_NOMEM, "out of memory");
+    int ncols = st->insert_cols ? st->insert_cols->n : nc;
+    for (int i = 0; i < ncols; i++) {
+        map[i] = i;
+        if (st->insert_cols) {
+            map[i] = plan_schema_find(&s->ps->schema, st->insert_cols->v[i]);
+            if (map[i] < 0) {
+                free(map);
+                return xerr_at(err, XE_NAME, st->line, st->col, "stream '%s' has no column '%s'", st->name,
+                               st->insert_cols->v[i]);
+            }
+        }
+    }
+    batch b;
+    if (batch_init(&b, nc, st->rows->n)) { free(map); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    rc = 0;
+    for (int r = 0; r < st->rows->n && !rc; r++) {
+        const ast_exprs *vals = st->rows->v[r];
+        if (vals->n != ncols) {
+            rc = xerr_at(err, XE_PLAN, vals->n ? vals->v[0]->line : st->line, vals->n ? vals->v[0]->col : st->col,
+                         "row %d has %d values, expected %d", r + 1, vals->n, ncols);
+            break;
+        }
+        val *row = batch_add_row(&b);
+        if (!row) { rc = xerr_set(err, XE_NOMEM, "out of memory"); break; }
+        for (int c = 0; c < nc; c++) row[c] = val_null();
+        for (int c = 0; c < ncols && !rc; c++) {
+            const ast_expr *x = vals->v[c];
+            sql_type t = s->ps->schema.cols[map[c]].type;
+            /* values are literals, possibly negated */
+            int neg = 0;
+            while (x->kind == EX_UNARY && (x->op == OP_NEG || x->op == OP_POS)) {
+                if (x->op == OP_NEG) neg = !neg;
+                x = x->a;
+            }
+            if (x->kind != EX_LIT) {
+                rc = xerr_at(err, XE_PLAN, x->line, x->col, "INSERT values must be literals");
+                break;
+            }
+            const ast_lit *l = &x->lit;
+            val v = val_null();
+            char why[200];
+            switch (l->type) {
+            case TY_NULL: break;
+            case TY_TEXT:
+                if (t == TY_TEXT) { if (batch_put_text(&b, &v, l->s, strlen(l->s))) rc = XE_NOMEM; }
+                else if (fmt_parse_value(t, l->s, strlen(l->s), 0, &v, why, sizeof why))
+                    rc = xerr_at(err, XE_TYPE, x->line, x->col, "column '%s': %s", s->ps->schema.cols[map[c]].name, why);
+                break;
+            case TY_BIGINT:
+                if (t == TY_DOUBLE) v = val_double((double)(neg ? -l->i : l->i));
+                else if (t == TY_BIGINT || t == TY_INT || t == TY_TIMESTAMP) v = val_int(t, neg ? -l->i : l->i);
+                else goto mismatch;
+                neg = 0;
+                break;
+            case TY_DOUBLE:
+                if (t != TY_DOUBLE) goto mismatch;
+                v = val_double(neg ? -l->d : l->d);
+                neg = 0;
+                break;
+            case TY_BOOL:
+                if (t != TY_BOOL) goto mismatch;
+                v = val_int(TY_BOOL, l->i);
+                break;
+            default:
+            mismatch:
+                rc = xerr_at(err, XE_TYPE, x->line, x->col, "column '%s' is %s; this value is %s",
+                             s->ps->schema.cols[map[c]].name, sql_type_name(t), sql_type_name(l->type));
+                break;
+            }
+            if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
+            row[map[c]] = v;
+        }
+    }
+    free(map);
+    if (!rc) rc = stream_rows(e, si, &b, err);
+    if (!rc) rc = end_partial_slice(e, si, err);
+    if (!rc) rc = engine_commit(e, err);
+    if (!rc) notice(out, "INSERT %d", b.nrows);
+    batch_fini(&b);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ SHOW, DESCRIBE, EXPLAIN, SET */
+
+/* A little result table built row by row. */
+typedef struct table {
+    int ncols;
+    const char *names[16];
+    sql_type types[16];
+    batch b;
+} table;
+
+static int table_begin(table *t, int ncols, const char *const *names, const sql_type *types)
+{
+    t->ncols = ncols;
+    for (int i = 0; i < ncols; i++) {
+        t->names[i] = names[i];
+        t->types[i] = types[i];
+    }
+    return batch_init(&t->b, ncols, 16);
+}
+
+static val *table_row(table *t) { return batch_add_row(&t->b); }
+static void table_text(table *t, val *row, int c, const char *s)
+{
+    if (!s) { row[c] = val_null(); return; }
+    batch_put_text(&t->b, &row[c], s, strlen(s));
+}
+
+static void table_end(table *t, const exec_out *out)
+{
+    fmt_schema fs = {t->ncols, t->names, t->types};
+    if (out && out->begin) out->begin(out->ctx, &fs, 0);
+    if (out && out->rows && t->b.nrows) out->rows(out->ctx, &t->b);
+    if (out && out->end) out->end(out->ctx);
+    batch_fini(&t->b);
+}
+
+static void wm_text(int64_t wm, char *buf)
+{
+    if (wm == WM_MIN) strcpy(buf, "-");
+    else if (wm == WM_END) strcpy(buf, "end of input");
+    else fmt_timestamp(wm, buf);
+}
+
+static int show_streams(engine *e, const exec_out *out)
+{
+    static const char *n[] = {"name", "columns", "timestamp", "watermark_delay_ms", "source", "rows", "rejected", "watermark"};
+    static const sql_type t[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT};
+    table tb;
+    if (table_begin(&tb, 8, n, t)) return XE_NOMEM;
+    for (int i = 0; i < e->nstreams; i++) {
+        stream_rt *s = e->streams[i];
+        val *r = table_row(&tb);
+        if (!r) break;
+        sbuf cols;
+        sbuf_init(&cols);
+        for (int c = 0; c < s->ps->schema.ncols; c++)
+            sbuf_printf(&cols, "%s%s %s", c ? ", " : "", s->ps->schema.cols[c].name, sql_type_name(s->ps->schema.cols[c].type));
+        char wm[64];
+        wm_text(stream_wm(s), wm);
+        table_text(&tb, r, 0, s->ps->name);
+        table_text(&tb, r, 1, cols.p ? cols.p : "");
+        table_text(&tb, r, 2, s->ps->ts_col >= 0 ? s->ps->schema.cols[s->ps->ts_col].name : NULL);
+        r[3] = s->ps->ts_col >= 0 ? val_int(TY_BIGINT, s->ps->watermark_ms) : val_null();
+        table_text(&tb, r, 4, s->source);
+        r[5] = val_int(TY_BIGINT, (int64_t)s->rows_total);
+        r[6] = val_int(TY_BIGINT, s->rejected);
+        table_text(&tb, r, 7, wm);
+        sbuf_fini(&cols);
+    }
+    table_end(&tb, out);
+    return 0;
+}
+
+static int64_t query_wm(const engine *e, const query *q)
+{
+    int64_t wm = WM_END;
+    for (int k = 0; k < q->nsrc; k++) {
+        int64_t w = stream_wm(e->streams[q->src_stream[k]]);
+        if (w < wm) wm = w;
+    }
+    return wm;
+}
+
+static int show_queries(engine *e, const exec_out *out)
+{
+    static const char *n[] = {"name", "state", "sink", "rows_in", "rows_out", "in_per_s", "out_per_s", "late", "rejected", "watermark", "sql"};
+    static const sql_type t[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_DOUBLE, TY_DOUBLE, TY_BIGINT, TY_BIGINT, TY_TEXT, TY_TEXT};
+    table tb;
+    if (table_begin(&tb, 11, n, t)) return XE_NOMEM;
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        if (q->transient) continue;
+        val *r = table_row(&tb);
+        if (!r) break;
+        double secs = (double)(clock_mono_ns() - q->t_start_ns) / 1e9;
+        if (secs < 1e-3) secs = 1e-3;
+        int64_t rej = 0;
+        for (int k = 0; k < q->nsrc; k++) rej += e->streams[q->src_stream[k]]->rejected;
+        char wm[64];
+        wm_text(query_wm(e, q), wm);
+        table_text(&tb, r, 0, q->name);
+        table_text(&tb, r, 1, "RUNNING");
+        table_text(&tb, r, 2, q->sink ? q->sink->path : NULL);
+        r[3] = val_int(TY_BIGINT, q->rows_in);
+        r[4] = val_int(TY_BIGINT, q->rows_out);
+        r[5] = val_double((double)(int64_t)((double)q->rows_in / secs * 10) / 10);
+        r[6] = val_double((double)(int64_t)((double)q->rows_out / secs * 10) / 10);
+        r[7] = val_int(TY_BIGINT, q->late);
+        r[8] = val_int(TY_BIGINT, rej);
+        table_text(&tb, r, 9, wm);
+        table_text(&tb, r, 10, q->sql);
+    }
+    table_end(&tb, out);
+    return 0;
+}
+
+static int show_nodes(engine *e, const exec_out *out)
+{
+    static const char *n[] = {"name", "domain", "address", "state", "slots", "load", "last_heartbeat"};
+    static const sql_type t[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT};
+    table tb;
+    if (table_begin(&tb, 7, n, t)) return XE_NOMEM;
+    val *r = table_row(&tb);
+    int64_t load = 0;
+    for (int i = 0; i < e->nqueries; i++) load += plan_task_count(e->queries[i]->dag);
+    if (r) {
+        table_text(&tb, r, 0, "local");
+        table_text(&tb, r, 1, "local");
+        table_text(&tb, r, 2, "embedded");
+        table_text(&tb, r, 3, "ALIVE");
+        r[4] = val_int(TY_BIGINT, sysconf(_SC_NPROCESSORS_ONLN));
+        r[5] = val_int(TY_BIGINT, load);
+        table_text(&tb, r, 6, "-");
+    }
+    table_end(&tb, out);
+    return 0;
+}
+
+static int text_table(const exec_out *out, const char *colname, const char *text)
+{
+    const char *n[] = {colname};
+    sql_type t[] = {TY_TEXT};
+    table tb;
+    if (table_begin(&tb, 1, n, t)) return XE_NOMEM;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        val *r = table_row(&tb);
+        if (!r) break;
+        batch_put_text(&tb.b, &r[0], p, len);
+        p += len + (nl ? 1 : 0);
+    }
+    table_end(&tb, out);
+    return 0;
+}
+
+static int describe(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int si = eng_stream_index(e, st->name);
+    if (si >= 0) {
+        stream_rt *s = e->streams[si];
+        static const char *n[] = {"column", "type", "note"};
+        static const sql_type t[] = {TY_TEXT, TY_TEXT, TY_TEXT};
+        table tb;
+        if (table_begin(&tb, 3, n, t)) return xerr_set(err, XE_NOMEM, "out of memory");
+        for (int c = 0; c < s->ps->schema.ncols; c++) {
+            val *r = table_row(&tb);
+            if (!r) break;
+            char note[96] = "";
+            if (c == s->ps->ts_col) snprintf(note, sizeof note, "event time, watermark delay %lld ms", (long long)s->ps->watermark_ms);
+            table_text(&tb, r, 0, s->ps->schema.cols[c].name);
+            table_text(&tb, r, 1, sql_type_name(s->ps->schema.cols[c].type));
+            table_text(&tb, r, 2, note[0] ? note : NULL);
+        }
+        table_end(&tb, out);
+        return 0;
+    }
+    query *q = find_query(e, st->name);
+    if (!q) {
+        const char *best = NULL;
+        int bestd = 3;
+        for (int i = 0; i < e->nstreams; i++) {
+            int d = str_distance(st->name, e->streams[i]->ps->name);
+            if (d < bestd) { bestd = d; best = e->streams[i]->ps->name; }
+        }
+        for (int i = 0; i < e->nqueries; i++)
+            if (e->queries[i]->name) {
+                int d = str_distance(st->name, e->queries[i]->name);
+                if (d < bestd) { bestd = d; best = e->queries[i]->name; }
+            }
+        if (best) return xerr_at(err, XE_NAME, st->line, st->col, "no stream or query '%s'; did you mean '%s'?", st->name, best);
+        return xerr_at(err, XE_NAME, st->line, st->col, "no stream or query '%s'", st->name);
+    }
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_printf(&b, "Query %s (id %u)\nSQL: %s\nColumns:\n", q->name, q->id, q->sql);
+    for (int c = 0; c < q->out_schema.ncols; c++)
+        sbuf_printf(&b, "  %s %s\n", q->out_schema.names[c], sql_type_name(q->out_schema.types[c]));
+    char wm[64];
+    wm_text(query_wm(e, q), wm);
+    int64_t groups = 0;
+    for (int i = 0; i < q->dag->nops; i++)
+        for (int t = 0; q->ops[i].agg && t < q->ops[i].ntasks; t++) groups += agg_open_groups(q->ops[i].agg[t]);
+    sbuf_printf(&b, "Rows in: %lld  rows out: %lld  late (dropped): %lld  open windows x groups: %lld  watermark: %s\n",
+                (long long)q->rows_in, (long long)q->rows_out, (long long)q->late, (long long)groups, wm);
+    if (q->sink) sbuf_printf(&b, "Sink: file://%s\n", q->sink->path);
+    plan_explain_text(q->dag, &b);
+    int rc = text_table(out, "description", b.p);
+    sbuf_fini(&b);
+    return rc;
+}
+
+static int explain(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    plan_dag *d = NULL;
+    int rc;
+    if (st->explain_placement)
+        return xerr_at(err, XE_PLAN, st->line, st->col,
+                       "EXPLAIN PLACEMENT needs a cluster: this engine is embedded (one node, every task local)");
+    if (st->select) {
+        plan_opts po = {e->parallelism};
+        if ((rc = plan_query(st->select, &e->cat, &po, &d, err))) return rc;
+    } else {
+        query *q = find_query(e, st->name);
+        if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
+        d = q->dag;
+    }
+    sbuf b;
+    sbuf_init(&b);
+    if (st->explain_json) plan_explain_json(d, &b);
+    else plan_explain_text(d, &b);
+    if (st->select) plan_free(d);
+    if (b.len && b.p[b.len - 1] == '\n') b.p[--b.len] = 0;
+    rc = text_table(out, "QUERY PLAN", b.p ? b.p : "");
+    sbuf_fini(&b);
+    return rc;
+}
+
+static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    char val_text[128];
+    const ast_lit *l = &st->set_value;
+    if (l->type == TY_TEXT) snprintf(val_text, sizeof val_text, "%s", l->s);
+    else if (l->type == TY_DOUBLE) snprintf(val_text, sizeof val_text, "%g", l->d);
+    else snprintf(val_text, sizeof val_text, "%lld", (long long)l->i);
+    const char *k = st->set_key;
+    if (!strcmp(k, "parallelism")) {
+        if (l->type != TY_BIGINT || l->i < 1 || l->i > 64)
+            return xerr_at(err, XE_INVAL, st->line, st->col, "parallelism must be an integer from 1 to 64");
+        e->parallelism = (int)l->i;
+    } else if (!strcmp(k, "placement")) {
+        if (strcmp(val_text, "nirvana") && strcmp(val_text, "round-robin") && strcmp(val_text, "resource-aware") &&
+            strcmp(val_text, "random"))
+            return xerr_at(err, XE_INVAL, st->line, st->col,
+                           "placement must be 'nirvana', 'round-robin', 'resource-aware' or 'random'");
+        snprintf(e->placement, sizeof e->placement, "%.31s", val_text);
+    } else if (strcmp(k, "replicas") && strcmp(k, "ft"))
+        return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s' (known: parallelism, placement, replicas, ft)", k);
+    char key[160];
+    snprintf(key, sizeof key, "setting/%s", k);
+    int rc;
+    if ((rc = eng_txn(e, err)) || (rc = store_kv_put(e->txn, STORE_CATALOG, key, val_text, strlen(val_text), err)) ||
+        (rc = engine_commit(e, err)))
+        return rc;
+    notice(out, "SET");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ statements */
+
+int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    xerr_clear(err);
+    switch (st->kind) {
+    case ST_CREATE_STREAM: return create_stream(e, st, out, err);
+    case ST_CREATE_QUERY: return create_query(e, st, out, err);
+    case ST_SELECT: return push_query(e, st, out, err);
+    case ST_INSERT: return insert_rows(e, st, out, err);
+    case ST_DROP_STREAM: return drop_stream(e, st, out, err);
+    case ST_DROP_QUERY: return drop_query(e, st, out, err);
+    case ST_SHOW:
+        if (st->show == SHOW_STREAMS) return show_streams(e, out);
+        if (st->show == SHOW_QUERIES) return show_queries(e, out);
+        return show_nodes(e, out);
+    case ST_DESCRIBE: return describe(e, st, out, err);
+    case ST_EXPLAIN: return explain(e, st, out, err);
+    case ST_SET: return set_stmt(e, st, out, err);
+    case ST_SUBSCRIBE: {
+        query *q = find_query(e, st->name);
+        if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
+        return xerr_at(err, XE_PLAN, st->line, st->col,
+                       "SUBSCRIBE is not available in the embedded engine yet; give the query a sink instead");
+    }
+    }
+    return xerr_set(err, XE_PLAN, "unsupported statement");
+}
+
+int engine_exec_sql(engine *e, const char *sql, const exec_out *out, xerr *err)
+{
+    parse_result *r;
+    int rc = parse_sql(sql, strlen(sql), &r);
+    if (rc == XE_NOMEM) return xerr_set(err, rc, "out of memory");
+    if (r->nerrors) {
+        xerr_at(err, XE_SYNTAX, r->errors[0].line, r->errors[0].col, "%s", r->errors[0].msg);
+        parse_result_free(r);
+        return XE_SYNTAX;
+    }
+    rc = 0;
+    for (int i = 0; i < r->nstmts && !rc; i++) rc = engine_exec(e, r->stmts[i], out, err);
+    parse_result_free(r);
+    return rc;
+}
+
+void engine_names(const engine *e, int kind, void (*fn)(void *ctx, const char *name), void *ctx)
+{
+    if (kind == 0)
+        for (int i = 0; i < e->nstreams; i++) fn(ctx, e->streams[i]->ps->name);
+    else if (kind == 1) {
+        for (int i = 0; i < e->nqueries; i++)
+            if (e->queries[i]->name) fn(ctx, e->queries[i]->name);
+    } else
+        for (int i = 0; i < e->nstreams; i++)
+            for (int c = 0; c < e->streams[i]->ps->schema.ncols; c++) fn(ctx, e->streams[i]->ps->schema.cols[c].name);
+}
+
+/* ------------------------------------------------------------------ open and close */
+
+typedef struct load_ctx {
+    engine *e;
+    int kind; /* 0 streams, 1 queries, 2 settings */
+    xerr *err;
+    int rc;
+} load_ctx;
+
+static int parse_stored(const char *sql, size_t n, ast_stmt **st, xerr *err)
+{
+    int rc = parse_one(sql, n, st, err);
+    if (rc) return xerr_set(err, XE_CORRUPT, "the catalog holds a statement that no longer parses: %.200s", sql);
+    return 0;
+}
+
+static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t n)
+{
+    load_ctx *c = ctx;
+    engine *e = c->e;
+    sbuf text;
+    sbuf_init(&text);
+    sbuf_add(&text, v, n);
+    ast_stmt *st = NULL;
+    const char *sql = text.p ? text.p : "";
+    if (c->kind == 0) {
+        if ((c->rc = parse_stored(sql, n, &st, c->err))) goto out;
+        if ((c->rc = stream_add(e, st, sql, c->err))) goto out;
+        stream_rt *s = e->streams[e->nstreams - 1];
+        uint64_t m[4];
+        char mk[300];
+        snprintf(mk, sizeof mk, "stream/%s", s->ps->name);
+        sbuf tmp;
+        sbuf_init(&tmp);
+        int rc = get_u64s(e->txn, mk, m, 4, &tmp, c->err);
+        sbuf_fini(&tmp);
+        if (rc == 0) {
+            s->max_ts = (int64_t)m[0];
+            s->rows_total = m[1];
+            s->rejected = (int64_t)m[2];
+            s->src_pos = m[3];
+        } else if (rc != XE_NOTFOUND) c->rc = rc;
+    } else if (c->kind == 1) {
+        char *sp = strchr(sql, ' ');
+        if (!sp) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is malformed", key); goto out; }
+        uint32_t id = (uint32_t)strtoul(sql, NULL, 10);
+        if ((c->rc = parse_stored(sp + 1, strlen(sp + 1), &st, c->err))) goto out;
+        if (st->kind != ST_CREATE_QUERY) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is not a query", key); goto out; }
+        query *q;
+        if ((c->rc = query_new(e, st->select, st->with, st->name, sp + 1, id, &q, c->err))) goto out;
+        uint64_t m[6];
+        char mk[64];
+        snprintf(mk, sizeof mk, "query/%u", id);
+        sbuf tmp;
+        sbuf_init(&tmp);
+        int rc = get_u64s(e->txn, mk, m, 6, &tmp, c->err);
+        sbuf_fini(&tmp);
+        if (rc == 0) {
+            q->offset[0] = m[0];
+            q->offset[1] = m[1];
+            q->rows_in = (int64_t)m[2];
+            q->rows_out = (int64_t)m[3];
+            q->late = (int64_t)m[4];
+        } else if (rc != XE_NOTFOUND) { c->rc = rc; query_free(q); goto out; }
+        const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
+        if (so && (c->rc = sink_open(q, so->value, fo ? fo->value : NULL, rc == 0 ? (int64_t)m[5] : 0, c->err))) {
+            query_free(q);
+            goto out;
+        }
+        if ((c->rc = query_load_state(q, e->txn, c->err)) || (c->rc = add_query(e, q, c->err))) { query_free(q); goto out; }
+        if (id >= e->next_query_id) e->next_query_id = id + 1;
+    } else {
+        const char *k = key + strlen("setting/");
+        if (!strcmp(k, "parallelism")) e->parallelism = atoi(sql) > 0 ? atoi(sql) : 1;
+        else if (!strcmp(k, "placement")) snprintf(e->placement, sizeof e->placement, "%.31s", sql);
+    }
+out:
+    ast_stmt_free(st);
+    sbuf_fini(&text);
+    return c->rc;
+}
+
+typedef struct replay_ctx {
+    engine *e;
+    query *q;
+    int src;
+    batch b;
+    xerr *err;
+    int rc;
+} replay_ctx;
+
+static int replay_one(void *ctx, uint64_t off, const void *rec, size_t n)
+{
+    replay_ctx *c = ctx;
+    batch_reset(&c->b);
+    if ((c->rc = batch_decode(rec, n, &c->b, c->err))) return 1;
+    if ((c->rc = query_push(c->q, c->src, &c->b, c->err))) return 1;
+    c->q->offset[c->src] = off + 1;
+    return 0;
+}
+
+/* Bring a restored query up to the end of its streams' logs. */
+static int catch_up(engine *e, query *q, xerr *err)
+{
+    for (int k = 0; k < q->nsrc; k++) {
+        stream_rt *s = e->streams[q->src_stream[k]];
+        replay_ctx c = {e, q, k, {0}, err, 0};
+        if (batch_init(&c.b, s->ps->schema.ncols, 1024)) return xerr_set(err, XE_NOMEM, "out of memory");
+        int rc = store_log_read(e->txn, s->ps->name, q->offset[k], 0, replay_one, &c, err);
+        batch_fini(&c.b);
+        if (c.rc) return c.rc;
+        if (rc) return rc;
+        if ((rc = query_watermark(q, k, stream_wm(s), err))) return rc;
+    }
+    return 0;
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+int engine_open(const engine_opts *o, engine **out, xerr *err)
+{
+    *out = NULL;
+    engine *e = calloc(1, sizeof *e);
+    if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
+    e->parallelism = 1;
+    snprintf(e->placement, sizeof e->placement, "nirvana");
+    e->cat = (plan_catalog){e, cat_find, cat_each};
+    sbuf_init(&e->tmp);
+    int rc;
+    if (o->memory) {
+        char tmpl[] = "/tmp/ares-mem.XXXXXX";
+        if (!mkdtemp(tmpl)) { free(e); return xerr_set(err, XE_IO, "cannot create a temporary directory: %s", strerror(errno)); }
+        e->dir = strdup(tmpl);
+        e->memory = 1;
+    } else
+        e->dir = strdup(o->data_dir ? o->data_dir : "ares-data");
+    if (!e->dir || batch_init(&e->scratch, 1, 4)) { free(e->dir); free(e); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    store_opts so = {0};
+    so.map_size = o->map_size;
+    if ((rc = store_open(e->dir, &so, &e->st, err))) goto fail;
+    if ((rc = store_begin(e->st, 1, &e->txn, err))) goto fail;
+    {
+        sbuf tmp;
+        sbuf_init(&tmp);
+        uint64_t v;
+        if (get_u64s(e->txn, "epoch", &v, 1, &tmp, err) == 0) e->epoch = v;
+        if (get_u64s(e->txn, "next_query_id", &v, 1, &tmp, err) == 0) e->next_query_id = (uint32_t)v;
+        sbuf_fini(&tmp);
+        xerr_clear(err);
+    }
+    if (e->next_query_id == 0) e->next_query_id = 1;
+    load_ctx lc = {e, 2, err, 0};
+    if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "setting/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
+    lc.kind = 0;
+    if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "stream/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
+    lc.kind = 1;
+    if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "query/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
+    for (int i = 0; i < e->nqueries; i++)
+        if ((rc = catch_up(e, e->queries[i], err))) goto fail;
+    if ((rc = engine_commit(e, err))) goto fail;
+    *out = e;
+    return 0;
+fail_lc:
+    if (!rc) rc = lc.rc;
+fail:
+    engine_close(e);
+    return rc;
+}
+
+void engine_close(engine *e)
+{
+    if (!e) return;
+    xerr err;
+    if (e->txn && engine_commit(e, &err)) fprintf(stderr, "ares: committing the last epoch failed: %s\n", err.msg);
+    engine_cancel_push(e);
+    for (int i = 0; i < e->nqueries; i++) query_free(e->queries[i]);
+    free(e->queries);
+    for (int i = 0; i < e->nstreams; i++) stream_free(e->streams[i]);
+    free(e->streams);
+    store_close(e->st);
+    if (e->memory && e->dir) nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    free(e->dir);
+    batch_fini(&e->scratch);
+    sbuf_fini(&e->tmp);
+    free(e);
+}

@@ -1,0 +1,114 @@
+/*
+ * exec: the Ares engine.  One engine owns one LMDB environment (storage/),
+ * the catalog of streams and standing queries kept in it, and the running
+ * operator tasks of every query.  ares-sql embeds one; every ares-node runs
+ * one.
+ *
+ * Threading: an engine is single-threaded.  All calls on one engine must come
+ * from one thread (the shell's, or a node's event loop).
+ *
+ * Data path: input bytes -> decoder (format.h) -> batches of rows -> stream
+ * log (LMDB) -> each query's operators -> its sink.  Work is cut into slices
+ * of exactly EXEC_SLICE_ROWS accepted rows of a stream, so that watermarks
+ * advance at the same points whatever the input's chunking (replays and
+ * restarts then give the same windows).  An epoch (several slices, or
+ * EXEC_EPOCH_MS of wall time) commits, in one LMDB transaction, the log
+ * records, every query's dirty window state, the offsets it consumed and its
+ * sink position.
+ *
+ * This header also exposes the value, batch and format layers (batch.h,
+ * format.h), which the shell and the cluster use to move and print rows.
+ */
+#ifndef EXEC_H
+#define EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "exec/batch.h"
+#include "exec/format.h"
+#include "parser/parser.h"
+#include "planner/planner.h"
+
+#define EXEC_SLICE_ROWS 1024
+#define EXEC_EPOCH_SLICES 64
+#define EXEC_EPOCH_MS 200
+
+typedef struct engine engine;
+
+typedef struct engine_opts {
+    const char *data_dir; /* where LMDB lives; ignored with memory */
+    int memory;           /* a throwaway directory, removed at close */
+    size_t map_size;      /* initial LMDB map size (0 = default); it grows when needed */
+} engine_opts;
+
+/* Where results go.  All callbacks are optional.  A result is begin, any
+ * number of rows calls, end.  stream = 1 for a push query, whose rows arrive
+ * over time as windows close. */
+typedef struct exec_out {
+    void *ctx;
+    int (*begin)(void *ctx, const fmt_schema *cols, int stream);
+    int (*rows)(void *ctx, const batch *b);
+    int (*end)(void *ctx);
+    void (*notice)(void *ctx, const char *msg); /* "CREATE STREAM", "2 rows inserted", warnings */
+} exec_out;
+
+int engine_open(const engine_opts *o, engine **out, xerr *err);
+/* Commits the open epoch and closes.  Running push queries end (their end
+ * callback runs).  NULL is a no-op. */
+void engine_close(engine *e);
+const char *engine_dir(const engine *e);
+
+/* Run one parsed statement.  Results and notices go to out.  A bare SELECT
+ * starts a push query whose rows go to out as they are produced, until
+ * engine_cancel_push or its input ends (see engine_push_active).  Returns 0,
+ * or a negative code with err set (line/col relative to the statement). */
+int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+
+/* Parse and run every statement of sql; stops at the first error. */
+int engine_exec_sql(engine *e, const char *sql, const exec_out *out, xerr *err);
+
+/* Push queries still running (not yet finished by end of input or LIMIT). */
+int engine_push_active(const engine *e);
+/* Stop every push query (Ctrl-C in the shell); their end callbacks run. */
+void engine_cancel_push(engine *e);
+
+/* Commit the current epoch now (also done automatically). */
+int engine_commit(engine *e, xerr *err);
+
+/* ------------------------------------------------------------------ ingest */
+
+typedef struct exec_ingest exec_ingest;
+
+typedef struct exec_ingest_opts {
+    fmt_kind format;        /* FMT_CSV (default) or FMT_JSON */
+    fmt_header header;      /* CSV header handling */
+    fmt_reject_fn *on_reject; /* called for every rejected line (optional) */
+    void *ctx;
+} exec_ingest_opts;
+
+typedef struct exec_ingest_stats {
+    int64_t lines, rows, rejected;
+} exec_ingest_stats;
+
+/* Start feeding the stream called name.  opts may be NULL (CSV, header auto). */
+int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts, exec_ingest **out, xerr *err);
+/* Feed bytes (any chunking).  Rows flow through every query of the stream. */
+int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err);
+/* Finish: the last line without a newline counts; with end_of_stream the
+ * stream's watermark jumps to the end of time, so every open window closes
+ * and is emitted.  Commits the epoch.  Frees in.  stats may be NULL. */
+int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *stats, xerr *err);
+
+/* Run file sources (WITH (source = 'file:///...')) until each has reached
+ * its end; returns the number of rows read.  Idempotent after the end. */
+int engine_run_file_sources(engine *e, int64_t *rows, xerr *err);
+
+/* ------------------------------------------------------------------ introspection */
+
+/* Names for completion: kind 0 streams, 1 queries, 2 columns of all streams.
+ * fn is called for each. */
+void engine_names(const engine *e, int kind, void (*fn)(void *ctx, const char *name), void *ctx);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * internal.h: the engine's own structures, shared by its files only.
+ *
+ *   engine.c   catalog, statements, ingest, epochs, recovery at open
+ *   ops.c      the operator runtime: push batches, watermarks, exchanges
+ *   agg.c      window assignment and the hash aggregate with its LMDB state
+ *   join.c     the windowed stream-stream join
+ *   expr.c     compiled expressions
+ */
+#ifndef EXEC_INTERNAL_H
+#define EXEC_INTERNAL_H
+
+#include <stdio.h>
+
+#include "exec/exec.h"
+#include "storage/storage.h"
+
+/* ------------------------------------------------------------------ expressions */
+
+typedef struct xinstr xinstr;
+typedef struct xprog {
+    int n, cap;
+    xinstr *code;
+    int nconsts;
+    val *consts;
+    int maxstack;
+    sql_type type;
+} xprog;
+
+int xprog_compile(const plan_expr *e, xprog *p, xerr *err);
+void xprog_fini(xprog *p);
+/* Evaluate against row; strings made by functions go to scratch's arena. */
+val xprog_eval(const xprog *p, const val *row, batch *scratch);
+int xprog_true(const xprog *p, const val *row, batch *scratch);
+
+/* ------------------------------------------------------------------ runtime */
+
+#define WM_MIN INT64_MIN
+#define WM_END INT64_MAX /* the end of time: every window closes */
+
+typedef struct query query;
+typedef struct opinst opinst;
+typedef struct agg_task agg_task;
+typedef struct join_task join_task;
+
+/* One operator of a running query, with all of its tasks. */
+struct opinst {
+    const plan_op *op;
+    query *q;
+    int ntasks;
+    opinst *down;           /* NULL for the sink */
+    int down_side;          /* which input of down this feeds */
+    plan_edge_kind down_edge;
+    int nprogs;
+    xprog *progs;           /* FILTER/HAVING: [pred]; PROJECT: exprs; AGGREGATE: groups then agg args */
+    int nkeyprogs;
+    xprog *keyprogs;        /* partition key of down, over this op's output */
+    batch out;              /* output rows of the current push */
+    batch *part;            /* exchange buffers, one per downstream task */
+    agg_task **agg;         /* AGGREGATE: per task */
+    join_task **join;       /* JOIN: per task */
+    int64_t wm[2];          /* input watermarks */
+    int64_t out_wm;         /* watermark already passed downstream */
+};
+
+typedef struct sink_file {
+    FILE *f;
+    char *path;
+    fmt_encoder *enc;
+    sbuf buf;
+    int64_t committed; /* bytes durable in the catalog's view */
+} sink_file;
+
+struct query {
+    engine *eng;
+    char *name;             /* NULL for a push query */
+    char *sql;              /* CREATE QUERY text */
+    uint32_t id;            /* stable id; tasks are id*4096 + op*64 + task */
+    int transient;          /* a push query */
+    plan_dag *dag;
+    opinst *ops;            /* dag->nops */
+    int nsrc;
+    int src_op[2];          /* op ids of the sources */
+    int src_stream[2];      /* engine stream index of each source */
+    uint64_t offset[2];     /* next log offset to consume, per source */
+    exec_out out;           /* push query output */
+    int began;
+    int finished;
+    int64_t limit_left;     /* -1 = none */
+    sink_file *sink;        /* file sink of a standing query */
+    fmt_schema out_schema;
+    const char **out_names;
+    sql_type *out_types;
+    /* statistics */
+    int64_t rows_in, rows_out, late;
+    uint64_t t_start_ns;
+    batch scratch;
+};
+
+typedef struct stream_rt {
+    plan_stream *ps;
+    char *sql;              /* CREATE STREAM text */
+    char *source;           /* WITH source, or NULL */
+    char *format;           /* WITH format */
+    int64_t max_ts;         /* largest event time seen */
+    int64_t wm;             /* watermark */
+    int ended;
+    uint64_t rows_total;    /* accepted rows ever: slice boundaries */
+    int64_t rejected;
+    uint64_t src_pos;       /* file source: bytes consumed and committed */
+    const char **names;
+    sql_type *types;
+    fmt_schema fs;
+} stream_rt;
+
+struct engine {
+    store *st;
+    char *dir;
+    int memory;
+    int nstreams;
+    stream_rt **streams;
+    int nqueries;
+    query **queries;
+    store_txn *txn;         /* open epoch, or NULL */
+    uint64_t epoch;
+    int epoch_slices;
+    uint64_t epoch_start_ns;
+    uint32_t next_query_id;
+    int parallelism;
+    char placement[32];
+    batch scratch;
+    sbuf tmp;
+    plan_catalog cat;
+};
+
+/* engine.c */
+int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */
+int eng_stream_index(const engine *e, const char *name);
+
+/* ops.c */
+int query_start(engine *e, query *q, xerr *err);     /* build operator instances */
+void query_free(query *q);
+int query_push(query *q, int src, const batch *b, xerr *err); /* one slice of a source stream */
+int query_watermark(query *q, int src, int64_t wm, xerr *err);
+int query_flush_state(query *q, store_txn *t, xerr *err); /* epoch: dirty state to LMDB */
+int query_load_state(query *q, store_txn *t, xerr *err);  /* restart: LMDB to memory */
+int query_drop_state(query *q, store_txn *t, xerr *err);
+uint32_t query_task_id(const query *q, int op, int task);
+int query_emit(query *q, const batch *b, xerr *err); /* the sink's delivery */
+
+/* agg.c */
+agg_task *agg_new(opinst *o, int task);
+void agg_free(agg_task *a);
+int agg_push(opinst *o, int task, const batch *in, xerr *err);
+int agg_close(opinst *o, int task, int64_t wm, xerr *err);
+int agg_flush(opinst *o, int task, store_txn *t, xerr *err);
+int agg_load(opinst *o, int task, store_txn *t, xerr *err);
+int64_t agg_open_groups(const agg_task *a);
+
+/* join.c */
+join_task *join_new(opinst *o, int task);
+void join_free(join_task *j);
+int join_push(opinst *o, int task, int side, const batch *in, xerr *err);
+int join_expire(opinst *o, int task, int64_t wm, xerr *err);
+int join_flush(opinst *o, int task, store_txn *t, xerr *err);
+int join_load(opinst *o, int task, store_txn *t, xerr *err);
+
+/* ops.c: hand a batch to the next operator (through an exchange if needed). */
+int op_emit(opinst *o, int task, const batch *b, xerr *err);
+
+#endif

@@ -1,0 +1,344 @@
+/*
+ * ops.c: the operator runtime of one query.
+ *
+ * Each plan operator becomes an opinst with one or more tasks.  Batches are
+ * pushed: a source slice enters at the source, every operator transforms it
+ * into its own reused output batch and hands that to the next operator,
+ * through an exchange (hash partitioning on the downstream key) where the
+ * plan says so.  Watermarks follow the same path after each slice: an
+ * operator's watermark is the minimum over its inputs; the aggregate closes
+ * the windows the watermark has passed and emits them, the join expires what
+ * can no longer match.  Everything runs on the engine's thread.
+ */
+#include "exec/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t query_task_id(const query *q, int op, int task)
+{
+    return q->id * 4096u + (uint32_t)op * 64u + (uint32_t)task;
+}
+
+static int compile_list(opinst *o, plan_expr **v, int n, xprog **progs, int *nprogs, xerr *err)
+{
+    if (n == 0) return 0;
+    xprog *p = realloc(*progs, (size_t)(*nprogs + n) * sizeof *p);
+    if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
+    *progs = p;
+    for (int i = 0; i < n; i++) {
+        int rc = xprog_compile(v[i], &p[*nprogs], err);
+        if (rc) return rc;
+        (*nprogs)++;
+    }
+    (void)o;
+    return 0;
+}
+
+static int op_init(query *q, opinst *o, const plan_op *op, xerr *err)
+{
+    int rc;
+    o->op = op;
+    o->q = q;
+    o->ntasks = op->parallelism > 0 ? op->parallelism : 1;
+    o->wm[0] = o->wm[1] = WM_MIN;
+    o->out_wm = WM_MIN;
+    if ((rc = batch_init(&o->out, op->out.ncols, 256))) return xerr_set(err, rc, "out of memory");
+    switch (op->kind) {
+    case PO_FILTER:
+    case PO_HAVING:
+        return compile_list(o, (plan_expr **)&op->pred, 1, &o->progs, &o->nprogs, err);
+    case PO_PROJECT:
+        return compile_list(o, op->exprs, op->nexprs, &o->progs, &o->nprogs, err);
+    case PO_AGGREGATE: {
+        if ((rc = compile_list(o, op->groups, op->ngroups, &o->progs, &o->nprogs, err))) return rc;
+        for (int i = 0; i < op->naggs; i++) {
+            if (!op->aggs[i].arg) continue;
+            if ((rc = compile_list(o, (plan_expr **)&op->aggs[i].arg, 1, &o->progs, &o->nprogs, err))) return rc;
+        }
+        o->agg = calloc((size_t)o->ntasks, sizeof *o->agg);
+        if (!o->agg) return xerr_set(err, XE_NOMEM, "out of memory");
+        for (int t = 0; t < o->ntasks; t++)
+            if (!(o->agg[t] = agg_new(o, t))) return xerr_set(err, XE_NOMEM, "out of memory");
+        return 0;
+    }
+    case PO_JOIN:
+        if ((rc = compile_list(o, op->lkeys, op->njoinkeys, &o->progs, &o->nprogs, err)) ||
+            (rc = compile_list(o, op->rkeys, op->njoinkeys, &o->progs, &o->nprogs, err)))
+            return rc;
+        if (op->residual && (rc = compile_list(o, (plan_expr **)&op->residual, 1, &o->progs, &o->nprogs, err)))
+            return rc;
+        o->join = calloc((size_t)o->ntasks, sizeof *o->join);
+        if (!o->join) return xerr_set(err, XE_NOMEM, "out of memory");
+        for (int t = 0; t < o->ntasks; t++)
+            if (!(o->join[t] = join_new(o, t))) return xerr_set(err, XE_NOMEM, "out of memory");
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static void op_fini(opinst *o)
+{
+    for (int i = 0; i < o->nprogs; i++) xprog_fini(&o->progs[i]);
+    free(o->progs);
+    for (int i = 0; i < o->nkeyprogs; i++) xprog_fini(&o->keyprogs[i]);
+    free(o->keyprogs);
+    batch_fini(&o->out);
+    if (o->part && o->down)
+        for (int i = 0; i < o->down->ntasks; i++) batch_fini(&o->part[i]);
+    free(o->part);
+    if (o->agg)
+        for (int t = 0; t < o->ntasks; t++) agg_free(o->agg[t]);
+    free(o->agg);
+    if (o->join)
+        for (int t = 0; t < o->ntasks; t++) join_free(o->join[t]);
+    free(o->join);
+}
+
+int query_start(engine *e, query *q, xerr *err)
+{
+    plan_dag *d = q->dag;
+    int rc;
+    q->eng = e;
+    q->ops = calloc((size_t)d->nops, sizeof *q->ops);
+    if (!q->ops) return xerr_set(err, XE_NOMEM, "out of memory");
+    if ((rc = batch_init(&q->scratch, 1, 4))) return xerr_set(err, rc, "out of memory");
+    for (int i = 0; i < d->nops; i++)
+        if ((rc = op_init(q, &q->ops[i], &d->ops[i], err))) return rc;
+    /* wire each operator to its consumer */
+    for (int i = 0; i < d->nops; i++) {
+        const plan_op *op = &d->ops[i];
+        for (int k = 0; k < op->ninputs; k++) {
+            opinst *up = &q->ops[op->inputs[k]];
+            up->down = &q->ops[i];
+            up->down_side = k;
+            up->down_edge = op->in_edge[k];
+            if (op->in_edge[k] == EDGE_HASH && q->ops[i].ntasks > 1) {
+                /* the partition key over the upstream's output: the join's own
+                 * side keys, or the downstream key */
+                plan_expr **keys = op->kind == PO_JOIN ? (k ? op->rkeys : op->lkeys) : op->keys;
+                int nkeys = op->kind == PO_JOIN ? op->njoinkeys : op->nkeys;
+                if ((rc = compile_list(up, keys, nkeys, &up->keyprogs, &up->nkeyprogs, err))) return rc;
+                up->part = calloc((size_t)q->ops[i].ntasks, sizeof *up->part);
+                if (!up->part) return xerr_set(err, XE_NOMEM, "out of memory");
+                for (int t = 0; t < q->ops[i].ntasks; t++)
+                    if (batch_init(&up->part[t], up->op->out.ncols, 64)) return xerr_set(err, XE_NOMEM, "out of memory");
+            }
+        }
+        if (op->kind == PO_SOURCE) {
+            if (q->nsrc >= 2) return xerr_set(err, XE_PLAN, "too many sources");
+            int si = eng_stream_index(e, op->stream);
+            if (si < 0) return xerr_set(err, XE_NAME, "stream '%s' no longer exists", op->stream);
+            q->src_op[q->nsrc] = i;
+            q->src_stream[q->nsrc] = si;
+            q->nsrc++;
+        }
+    }
+    const plan_schema *os = &d->ops[d->sink].out;
+    q->out_names = calloc((size_t)os->ncols + 1, sizeof *q->out_names);
+    q->out_types = calloc((size_t)os->ncols + 1, sizeof *q->out_types);
+    if (!q->out_names || !q->out_types) return xerr_set(err, XE_NOMEM, "out of memory");
+    for (int i = 0; i < os->ncols; i++) {
+        q->out_names[i] = os->cols[i].name;
+        q->out_types[i] = os->cols[i].type;
+    }
+    q->out_schema = (fmt_schema){os->ncols, q->out_names, q->out_types};
+    q->limit_left = d->ops[d->sink].limit;
+    q->t_start_ns = clock_mono_ns();
+    return 0;
+}
+
+void query_free(query *q)
+{
+    if (!q) return;
+    if (q->ops)
+        for (int i = 0; i < q->dag->nops; i++) op_fini(&q->ops[i]);
+    free(q->ops);
+    if (q->sink) {
+        if (q->sink->f) fclose(q->sink->f);
+        fmt_encoder_free(q->sink->enc);
+        sbuf_fini(&q->sink->buf);
+        free(q->sink->path);
+        free(q->sink);
+    }
+    batch_fini(&q->scratch);
+    plan_free(q->dag);
+    free(q->out_names);
+    free(q->out_types);
+    free(q->name);
+    free(q->sql);
+    free(q);
+}
+
+/* ------------------------------------------------------------------ pushing batches */
+
+static int op_push(opinst *o, int task, int side, const batch *in, xerr *err);
+
+int op_emit(opinst *o, int task, const batch *b, xerr *err)
+{
+    opinst *d = o->down;
+    if (!d || b->nrows == 0) return 0;
+    if (d->ntasks == 1) return op_push(d, 0, o->down_side, b, err);
+    if (o->down_edge == EDGE_FORWARD) return op_push(d, task, o->down_side, b, err);
+    /* exchange: hash partition by the downstream key */
+    batch *sc = &o->q->scratch;
+    for (int t = 0; t < d->ntasks; t++) batch_reset(&o->part[t]);
+    for (int r = 0; r < b->nrows; r++) {
+        const val *row = batch_row(b, r);
+        uint64_t h = 0x51ed270b27e5bd3bULL;
+        for (int k = 0; k < o->nkeyprogs; k++) {
+            val v = xprog_eval(&o->keyprogs[k], row, sc);
+            h = hash64_mix(h ^ val_hash(&v, (uint64_t)k));
+        }
+        batch_reset(sc);
+        if (batch_append_row(&o->part[h % (uint64_t)d->ntasks], row)) return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    for (int t = 0; t < d->ntasks; t++) {
+        int rc = op_push(d, t, o->down_side, &o->part[t], err);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
+{
+    const plan_op *op = o->op;
+    batch *sc = &o->q->scratch;
+    int rc;
+    switch (op->kind) {
+    case PO_SOURCE: {
+        /* read only the columns the query uses */
+        batch_reset(&o->out);
+        for (int r = 0; r < in->nrows; r++) {
+            const val *src = batch_row(in, r);
+            val *dst = batch_add_row(&o->out);
+            if (!dst) return xerr_set(err, XE_NOMEM, "out of memory");
+            for (int c = 0; c < op->nsrc_cols; c++) dst[c] = src[op->src_cols[c]];
+        }
+        return op_emit(o, task, &o->out, err);
+    }
+    case PO_FILTER:
+    case PO_HAVING: {
+        batch_reset(&o->out);
+        for (int r = 0; r < in->nrows; r++) {
+            const val *row = batch_row(in, r);
+            int keep = xprog_true(&o->progs[0], row, sc);
+            batch_reset(sc);
+            if (keep) {
+                val *dst = batch_add_row(&o->out);
+                if (!dst) return xerr_set(err, XE_NOMEM, "out of memory");
+                memcpy(dst, row, (size_t)in->ncols * sizeof *dst); /* strings stay in the input's arena */
+            }
+        }
+        return op_emit(o, task, &o->out, err);
+    }
+    case PO_PROJECT: {
+        batch_reset(&o->out);
+        for (int r = 0; r < in->nrows; r++) {
+            const val *row = batch_row(in, r);
+            val *dst = batch_add_row(&o->out);
+            if (!dst) return xerr_set(err, XE_NOMEM, "out of memory");
+            for (int c = 0; c < o->nprogs; c++) {
+                val v = xprog_eval(&o->progs[c], row, sc);
+                if (v.type == TY_TEXT) {
+                    if (batch_put_text(&o->out, &dst[c], v.s, v.len)) return xerr_set(err, XE_NOMEM, "out of memory");
+                } else
+                    dst[c] = v;
+            }
+            batch_reset(sc);
+        }
+        return op_emit(o, task, &o->out, err);
+    }
+    case PO_WINDOW:
+        /* window assignment is fused into the aggregate */
+        return op_emit(o, task, in, err);
+    case PO_AGGREGATE:
+        return agg_push(o, task, in, err);
+    case PO_JOIN:
+        return join_push(o, task, side, in, err);
+    case PO_SINK: {
+        query *q = o->q;
+        if (q->finished) return 0;
+        if (q->limit_left >= 0 && in->nrows > q->limit_left) {
+            batch cut = *in;
+            cut.nrows = (int)q->limit_left;
+            rc = query_emit(q, &cut, err);
+        } else
+            rc = query_emit(q, in, err);
+        return rc;
+    }
+    }
+    return 0;
+}
+
+int query_push(query *q, int src, const batch *b, xerr *err)
+{
+    if (q->finished) return 0;
+    q->rows_in += b->nrows;
+    return op_push(&q->ops[q->src_op[src]], 0, 0, b, err);
+}
+
+/* Pass a watermark from op o (already updated on input side `side`) down the DAG. */
+static int op_watermark(opinst *o, int side, int64_t wm, xerr *err)
+{
+    int rc;
+    o->wm[side] = wm;
+    int64_t eff = o->wm[0];
+    if (o->op->ninputs == 2 && o->wm[1] < eff) eff = o->wm[1];
+    if (eff <= o->out_wm && o->op->kind != PO_SOURCE) return 0;
+    int64_t pass = eff;
+    if (o->op->kind == PO_AGGREGATE) {
+        for (int t = 0; t < o->ntasks; t++)
+            if ((rc = agg_close(o, t, eff, err))) return rc;
+    } else if (o->op->kind == PO_JOIN) {
+        for (int t = 0; t < o->ntasks; t++)
+            if ((rc = join_expire(o, t, eff, err))) return rc;
+        /* a match can carry a left time up to `within` behind the inputs */
+        if (eff != WM_END && eff != WM_MIN) pass = eff - o->op->within_ms;
+    }
+    o->out_wm = eff;
+    if (o->down) return op_watermark(o->down, o->down_side, pass, err);
+    return 0;
+}
+
+int query_watermark(query *q, int src, int64_t wm, xerr *err)
+{
+    if (q->finished) return 0;
+    return op_watermark(&q->ops[q->src_op[src]], 0, wm, err);
+}
+
+int query_flush_state(query *q, store_txn *t, xerr *err)
+{
+    int rc;
+    for (int i = 0; i < q->dag->nops; i++) {
+        opinst *o = &q->ops[i];
+        for (int k = 0; k < o->ntasks; k++) {
+            if (o->agg && (rc = agg_flush(o, k, t, err))) return rc;
+            if (o->join && (rc = join_flush(o, k, t, err))) return rc;
+        }
+    }
+    return 0;
+}
+
+int query_load_state(query *q, store_txn *t, xerr *err)
+{
+    int rc;
+    for (int i = 0; i < q->dag->nops; i++) {
+        opinst *o = &q->ops[i];
+        for (int k = 0; k < o->ntasks; k++) {
+            if (o->agg && (rc = agg_load(o, k, t, err))) return rc;
+            if (o->join && (rc = join_load(o, k, t, err))) return rc;
+        }
+    }
+    return 0;
+}
+
+int query_drop_state(query *q, store_txn *t, xerr *err)
+{
+    int rc;
+    for (int i = 0; i < q->dag->nops; i++)
+        for (int k = 0; k < q->ops[i].ntasks; k++)
+            if ((rc = store_state_drop_task(t, STORE_STATE, query_task_id(q, i, k), err))) return rc;
+    return 0;
+}

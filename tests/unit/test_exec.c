@@ -1,0 +1,319 @@
+/*
+ * Unit tests for exec/: the engine end to end through its API (statements,
+ * ingest, windows, joins, late rows, restart from LMDB), with results
+ * captured as CSV text.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/exec.h"
+
+/* ------------------------------------------------------------------ capture */
+
+typedef struct cap {
+    fmt_encoder *enc;
+    sbuf text;     /* every row as CSV (no header) */
+    sbuf notices;
+    int begins, ends;
+} cap;
+
+static int cap_begin(void *ctx, const fmt_schema *cols, int stream)
+{
+    cap *c = ctx;
+    (void)stream;
+    fmt_encoder_free(c->enc);
+    fmt_enc_opts o = {0};
+    o.no_header = 1;
+    c->begins++;
+    return fmt_encoder_new(FMT_CSV, cols, &o, &c->enc);
+}
+
+static int cap_rows(void *ctx, const batch *b)
+{
+    cap *c = ctx;
+    return fmt_encode(c->enc, b, &c->text);
+}
+
+static int cap_end(void *ctx)
+{
+    cap *c = ctx;
+    c->ends++;
+    return fmt_encode_finish(c->enc, &c->text);
+}
+
+static void cap_notice(void *ctx, const char *msg)
+{
+    cap *c = ctx;
+    sbuf_printf(&c->notices, "%s\n", msg);
+}
+
+static exec_out cap_out(cap *c)
+{
+    memset(c, 0, sizeof *c);
+    sbuf_init(&c->text);
+    sbuf_init(&c->notices);
+    return (exec_out){c, cap_begin, cap_rows, cap_end, cap_notice};
+}
+
+static void cap_fini(cap *c)
+{
+    fmt_encoder_free(c->enc);
+    sbuf_fini(&c->text);
+    sbuf_fini(&c->notices);
+}
+
+/* Sort the lines of s (row order across groups is not part of the contract). */
+static char *sorted(const char *s)
+{
+    char *copy = strdup(s ? s : "");
+    char *lines[4096];
+    int n = 0;
+    for (char *p = strtok(copy, "\n"); p && n < 4096; p = strtok(NULL, "\n")) lines[n++] = p;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && strcmp(lines[j - 1], lines[j]) > 0; j--) {
+            char *t = lines[j]; lines[j] = lines[j - 1]; lines[j - 1] = t;
+        }
+    sbuf b;
+    sbuf_init(&b);
+    for (int i = 0; i < n; i++) sbuf_printf(&b, "%s\n", lines[i]);
+    free(copy);
+    return sbuf_steal(&b);
+}
+
+static engine *open_mem(void)
+{
+    engine_opts o = {0};
+    o.memory = 1;
+    engine *e;
+    xerr err;
+    int rc = engine_open(&o, &e, &err);
+    if (rc) fail_msg("engine_open: %s", err.msg);
+    return e;
+}
+
+static void run(engine *e, const exec_out *out, const char *sql)
+{
+    xerr err;
+    int rc = engine_exec_sql(e, sql, out, &err);
+    if (rc) fail_msg("%s: %s (line %d col %d)", sql, err.msg, err.line, err.col);
+}
+
+static void ingest(engine *e, const char *stream, const char *data, int end)
+{
+    exec_ingest *in;
+    xerr err;
+    exec_ingest_opts o = {0};
+    assert_int_equal(exec_ingest_open(e, stream, &o, &in, &err), 0);
+    assert_int_equal(exec_ingest_feed(in, data, strlen(data), &err), 0);
+    int rc = exec_ingest_close(in, end, NULL, &err);
+    if (rc) fail_msg("ingest: %s", err.msg);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_issue_example(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp='ts');"
+        "SELECT k, COUNT(*) AS n, SUM(v) AS s FROM ev WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k EMIT FINAL;");
+    assert_int_equal(engine_push_active(e), 1);
+    ingest(e, "ev", "ts,k,v\n1000,1,2.5\n1500,1,3.5\n12000,2,1\n", 1);
+    assert_string_equal(c.text.p, "1,2,6\n2,1,1\n");
+    assert_int_equal(engine_push_active(e), 0);
+    assert_int_equal(c.ends, 1);
+    engine_close(e);
+    cap_fini(&c);
+}
+
+static void test_hopping_and_having(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM s (ts BIGINT, k TEXT, v BIGINT) WITH (timestamp='ts');"
+        "SELECT k, COUNT(*) AS n, MIN(v), MAX(v), window_start FROM s "
+        "WINDOW HOPPING (SIZE 10 SECONDS, ADVANCE BY 5 SECONDS) GROUP BY k HAVING COUNT(*) >= 2;");
+    ingest(e, "s", "1000,a,5\n2000,a,7\n6000,b,1\n7000,a,1\n", 1);
+    char *got = sorted(c.text.p);
+    /* windows: [-5,5) a:1000,2000 ; [0,10) a:1000,2000,7000 b:6000 ; [5,15) a:7000 b:6000 */
+    assert_string_equal(got, "a,2,5,7,1969-12-31T23:59:55.000Z\n"
+                             "a,3,1,7,1970-01-01T00:00:00.000Z\n");
+    free(got);
+    engine_close(e);
+    cap_fini(&c);
+}
+
+static void test_session_windows(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp='ts');"
+        "SELECT k, COUNT(*), window_start, window_end FROM s WINDOW SESSION (GAP 5 SECONDS) GROUP BY k;");
+    /* key 1: 0, 3000, 7000 merge into one session [0, 12000); then 20000 alone.
+     * 3000 arriving after 7000 bridges nothing new; 9000 for key 2 alone. */
+    ingest(e, "s", "0,1\n7000,1\n3000,1\n9000,2\n20000,1\n", 1);
+    char *got = sorted(c.text.p);
+    assert_string_equal(got, "1,1,1970-01-01T00:00:20.000Z,1970-01-01T00:00:25.000Z\n"
+                             "1,3,1970-01-01T00:00:00.000Z,1970-01-01T00:00:12.000Z\n"
+                             "2,1,1970-01-01T00:00:09.000Z,1970-01-01T00:00:14.000Z\n");
+    free(got);
+    engine_close(e);
+    cap_fini(&c);
+}
+
+static void test_late_rows_counted(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM s (ts BIGINT, v BIGINT) WITH (timestamp='ts', watermark='1 second');"
+        "CREATE QUERY q AS SELECT COUNT(*) AS n, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND);");
+    /* one slice per INSERT: the watermark advances between statements */
+    run(e, &out, "INSERT INTO s VALUES (500, 1), (5000, 2);");
+    run(e, &out, "INSERT INTO s VALUES (100, 3);"); /* window [0,1000) closed at wm 4000 */
+    cap d;
+    exec_out dout = cap_out(&d);
+    run(e, &dout, "DESCRIBE q;");
+    assert_non_null(strstr(d.text.p, "late (dropped): 1"));
+    engine_close(e);
+    cap_fini(&c);
+    cap_fini(&d);
+}
+
+static void test_global_and_where(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM s (ts BIGINT, k TEXT, v DOUBLE) WITH (timestamp='ts');"
+        "SELECT COUNT(*) AS n, SUM(v) AS total, AVG(v), COUNT(DISTINCT k) FROM s WHERE v > 1 AND k <> 'x' EMIT FINAL;");
+    ingest(e, "s", "1,a,1\n2,b,2\n3,a,3\n4,x,10\n5,c,\n", 1);
+    assert_string_equal(c.text.p, "2,5,2.5,2\n");
+    engine_close(e);
+    cap_fini(&c);
+}
+
+static void test_join_within(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM a (ts BIGINT, id BIGINT, x TEXT) WITH (timestamp='ts');"
+        "CREATE STREAM b (ts BIGINT, id BIGINT, y TEXT) WITH (timestamp='ts');"
+        "SELECT a.id, x, y FROM a JOIN b ON a.id = b.id WITHIN 5 SECONDS;");
+    ingest(e, "a", "1000,1,a1\n2000,2,a2\n", 0);
+    ingest(e, "b", "3000,1,b1\n9000,2,b2\n", 0);
+    char *got = sorted(c.text.p);
+    assert_string_equal(got, "1,a1,b1\n"); /* 2000 and 9000 are 7 s apart */
+    free(got);
+    engine_close(e);
+    cap_fini(&c);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    xerr err;
+    run(e, &out, "CREATE STREAM bids (ts TIMESTAMP, price DOUBLE, auction BIGINT) WITH (timestamp='ts');");
+    assert_int_equal(engine_exec_sql(e, "SELECT prcie FROM bids;", &out, &err), XE_NAME);
+    assert_non_null(strstr(err.msg, "did you mean 'price'"));
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.col, 8);
+    assert_int_equal(engine_exec_sql(e, "SELECT * FROM bidz;", &out, &err), XE_NAME);
+    assert_non_null(strstr(err.msg, "did you mean 'bids'"));
+    assert_true(engine_exec_sql(e, "SELECT auction FROM bids WHERE COUNT(*) > 1;", &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "WHERE"));
+    assert_true(engine_exec_sql(e, "SELECT auction, COUNT(*) FROM bids GROUP BY price;", &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "GROUP BY"));
+    assert_int_equal(engine_exec_sql(e, "SELECT price + 'a' FROM bids;", &out, &err), XE_TYPE);
+    run(e, &out, "CREATE STREAM nots (a BIGINT);");
+    assert_true(engine_exec_sql(e, "SELECT COUNT(*) FROM nots WINDOW TUMBLING (SIZE 1 SECOND);", &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "event-time"));
+    assert_int_equal(engine_exec_sql(e, "CREATE STREAM bids (a BIGINT);", &out, &err), XE_EXISTS);
+    engine_close(e);
+    cap_fini(&c);
+}
+
+static void test_restart_keeps_query_and_state(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char sink[256];
+    snprintf(sink, sizeof sink, "%s/out.csv", dir);
+    char data[256];
+    snprintf(data, sizeof data, "%s/data", dir);
+    engine_opts o = {0};
+    o.data_dir = data;
+    engine *e;
+    xerr err;
+    cap c;
+    exec_out out = cap_out(&c);
+    assert_int_equal(engine_open(&o, &e, &err), 0);
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp='ts');"
+             "CREATE QUERY q WITH (sink='file://%s', format='csv') AS "
+             "SELECT k, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k;",
+             sink);
+    run(e, &out, sql);
+    ingest(e, "s", "1000,1\n2000,1\n3000,2\n", 0);
+    engine_close(e);
+    /* reopen: the query is back with its open window */
+    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    ingest(e, "s", "4000,1\n15000,3\n", 1);
+    engine_close(e);
+    FILE *f = fopen(sink, "r");
+    assert_non_null(f);
+    char buf[512] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    char *got = sorted(buf);
+    assert_string_equal(got, "1,3\n2,1\n3,1\nk,n\n");
+    free(got);
+    cap_fini(&c);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_issue_example),
+        cmocka_unit_test(test_hopping_and_having),
+        cmocka_unit_test(test_session_windows),
+        cmocka_unit_test(test_late_rows_counted),
+        cmocka_unit_test(test_global_and_where),
+        cmocka_unit_test(test_join_within),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_restart_keeps_query_and_state),
+    };
+    return cmocka_run_group_tests_name("exec", tests, NULL, NULL);
+}

@@ -1,0 +1,236 @@
+/*
+ * Unit tests for planner/: name and type checks with their messages, the
+ * rewrites (constant folding, predicate pushdown, projection pruning) and the
+ * DAG's operators, keys, parallelism and exchange edges.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/planner.h"
+
+typedef struct cat {
+    int n;
+    plan_stream *s[4];
+} cat;
+
+static const plan_stream *find(void *ctx, const char *name)
+{
+    cat *c = ctx;
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->s[i]->name, name)) return c->s[i];
+    return NULL;
+}
+
+static void each(void *ctx, void (*fn)(void *, const plan_stream *), void *arg)
+{
+    cat *c = ctx;
+    for (int i = 0; i < c->n; i++) fn(arg, c->s[i]);
+}
+
+static cat C;
+static plan_catalog CAT = {&C, find, each};
+
+static void add_stream(const char *sql)
+{
+    ast_stmt *st;
+    xerr err;
+    assert_int_equal(parse_one(sql, strlen(sql), &st, &err), 0);
+    plan_stream *s;
+    int rc = plan_stream_from_ast(st, &s, &err);
+    if (rc) fail_msg("%s", err.msg);
+    C.s[C.n++] = s;
+    ast_stmt_free(st);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    C.n = 0;
+    add_stream("CREATE STREAM bids (auction BIGINT, bidder BIGINT, price DOUBLE, channel TEXT, ts TIMESTAMP) "
+               "WITH (timestamp = 'ts', watermark = '2 seconds')");
+    add_stream("CREATE STREAM people (id BIGINT, name TEXT, state TEXT, ts TIMESTAMP) WITH (timestamp = 'ts')");
+    add_stream("CREATE STREAM plain (a BIGINT, b TEXT)");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < C.n; i++) plan_stream_free(C.s[i]);
+    C.n = 0;
+    return 0;
+}
+
+/* Plan sql; on success return the DAG's EXPLAIN text (caller frees). */
+static char *plan_text(const char *sql, int parallelism, plan_dag **dag_out, xerr *err)
+{
+    ast_stmt *st;
+    if (parse_one(sql, strlen(sql), &st, err)) fail_msg("parse: %s", err->msg);
+    plan_opts o = {parallelism};
+    plan_dag *d;
+    int rc = plan_query(st->select, &CAT, &o, &d, err);
+    ast_stmt_free(st);
+    if (rc) return NULL;
+    sbuf b;
+    sbuf_init(&b);
+    plan_explain_text(d, &b);
+    if (dag_out) *dag_out = d;
+    else plan_free(d);
+    return sbuf_steal(&b);
+}
+
+static void expect_error(const char *sql, int code, const char *fragment, int col)
+{
+    xerr err;
+    char *t = plan_text(sql, 1, NULL, &err);
+    if (t) fail_msg("expected an error for: %s\n%s", sql, t);
+    assert_int_equal(err.code, code);
+    if (!strstr(err.msg, fragment)) fail_msg("message '%s' lacks '%s'", err.msg, fragment);
+    if (col) assert_int_equal(err.col, col);
+}
+
+static void test_window_dag(void **state)
+{
+    (void)state;
+    xerr err;
+    plan_dag *d;
+    char *t = plan_text("SELECT auction, COUNT(*) AS n, MAX(price) AS top, window_start, window_end FROM bids "
+                        "WINDOW TUMBLING (SIZE 10 SECONDS) WHERE price > 1.5 GROUP BY auction HAVING COUNT(*) >= 3",
+                        4, &d, &err);
+    assert_non_null(t);
+    /* source, filter, window, aggregate, having, project, sink */
+    assert_int_equal(d->nops, 7);
+    assert_int_equal(d->ops[0].kind, PO_SOURCE);
+    assert_int_equal(d->ops[1].kind, PO_FILTER);
+    assert_int_equal(d->ops[2].kind, PO_WINDOW);
+    assert_int_equal(d->ops[2].in_edge[0], EDGE_HASH);
+    assert_int_equal(d->ops[2].parallelism, 4);
+    assert_int_equal(d->ops[3].kind, PO_AGGREGATE);
+    assert_int_equal(d->ops[4].kind, PO_HAVING);
+    assert_int_equal(d->ops[6].kind, PO_SINK);
+    assert_int_equal(d->ops[6].in_edge[0], EDGE_GATHER);
+    assert_int_equal(d->emit, EMIT_FINAL);
+    /* pruning: bidder and channel are never read */
+    assert_int_equal(d->ops[0].nsrc_cols, 3);
+    assert_non_null(strstr(t, "SOURCE    bids cols=(auction, price, ts)"));
+    assert_non_null(strstr(t, "key=(auction)"));
+    assert_non_null(strstr(t, "<- [1] hash"));
+    assert_int_equal(plan_task_count(d), 1 + 1 + 4 + 4 + 4 + 4 + 1);
+    sbuf j;
+    sbuf_init(&j);
+    plan_explain_json(d, &j);
+    assert_non_null(strstr(j.p, "\"kind\":\"AGGREGATE\""));
+    assert_non_null(strstr(j.p, "\"edges\":["));
+    sbuf_fini(&j);
+    free(t);
+    plan_free(d);
+}
+
+static void test_constant_folding(void **state)
+{
+    (void)state;
+    xerr err;
+    char *t = plan_text("SELECT price FROM plain2 WHERE 1 = 1", 1, NULL, &err);
+    assert_null(t);
+    t = plan_text("SELECT a * (2 + 3) AS x FROM plain WHERE 10 > 2 * 3 AND a > 1", 1, NULL, &err);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "(a * 5) AS x"));
+    assert_non_null(strstr(t, "(TRUE AND (a > 1))") || strstr(t, "(a > 1)"));
+    free(t);
+}
+
+static void test_join_pushdown(void **state)
+{
+    (void)state;
+    xerr err;
+    plan_dag *d;
+    char *t = plan_text("SELECT p.name, b.price FROM bids b JOIN people p ON b.bidder = p.id WITHIN 10 SECONDS "
+                        "WHERE b.price > 10 AND p.state IN ('OR', 'ID', 'CA') AND b.price < p.id",
+                        2, &d, &err);
+    if (!t) fail_msg("%s", err.msg);
+    /* each side's own predicate sits below the join; the mixed one above */
+    int join = -1;
+    for (int i = 0; i < d->nops; i++)
+        if (d->ops[i].kind == PO_JOIN) join = i;
+    assert_true(join > 0);
+    assert_int_equal(d->ops[d->ops[join].inputs[0]].kind, PO_FILTER);
+    assert_int_equal(d->ops[d->ops[join].inputs[1]].kind, PO_FILTER);
+    assert_int_equal(d->ops[join + 1].kind, PO_FILTER);
+    assert_int_equal(d->ops[join].njoinkeys, 1);
+    assert_int_equal(d->ops[join].in_edge[0], EDGE_HASH);
+    assert_non_null(strstr(t, "within=10000ms"));
+    free(t);
+    plan_free(d);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    expect_error("SELECT prcie FROM bids", XE_NAME, "did you mean 'price'", 8);
+    expect_error("SELECT price FROM bid", XE_NAME, "did you mean 'bids'", 19);
+    expect_error("SELECT ts FROM bids b JOIN people p ON b.bidder = p.id WITHIN 1 SECOND", XE_NAME, "ambiguous", 8);
+    expect_error("SELECT price + 'x' FROM bids", XE_TYPE, "expects numbers", 0);
+    expect_error("SELECT auction FROM bids WHERE SUM(price) > 1", XE_PLAN, "not allowed in WHERE", 32);
+    expect_error("SELECT auction, price, COUNT(*) FROM bids GROUP BY auction", XE_PLAN,
+                 "must appear in GROUP BY", 17);
+    expect_error("SELECT COUNT(*) FROM plain WINDOW TUMBLING (SIZE 1 SECOND)", XE_PLAN, "no event-time column", 0);
+    expect_error("SELECT price FROM bids WINDOW TUMBLING (SIZE 1 SECOND)", XE_PLAN, "needs an aggregation", 0);
+    expect_error("SELECT lenght(channel) FROM bids", XE_NAME, "did you mean 'length'", 8);
+    expect_error("SELECT x.price FROM bids b", XE_NAME, "unknown stream or alias 'x'", 8);
+    expect_error("SELECT * FROM bids WHERE price", XE_TYPE, "BOOLEAN", 0);
+    expect_error("SELECT COUNT(price), window_start FROM bids", XE_PLAN, "WINDOW", 0);
+}
+
+static void test_global_aggregate_and_emit(void **state)
+{
+    (void)state;
+    xerr err;
+    plan_dag *d;
+    char *t = plan_text("SELECT COUNT(*), SUM(price) FROM bids", 4, &d, &err);
+    assert_non_null(t);
+    /* no key: one task, gathered */
+    for (int i = 0; i < d->nops; i++)
+        if (d->ops[i].kind == PO_AGGREGATE) assert_int_equal(d->ops[i].parallelism, 1);
+    assert_int_equal(d->emit, EMIT_CHANGES);
+    free(t);
+    plan_free(d);
+    t = plan_text("SELECT auction, COUNT(*) FROM bids GROUP BY auction EMIT FINAL", 1, &d, &err);
+    assert_int_equal(d->emit, EMIT_FINAL);
+    free(t);
+    plan_free(d);
+}
+
+static void test_intervals(void **state)
+{
+    (void)state;
+    int64_t ms;
+    xerr err;
+    assert_int_equal(plan_parse_interval("2 seconds", &ms, &err), 0);
+    assert_int_equal(ms, 2000);
+    assert_int_equal(plan_parse_interval("500ms", &ms, &err), 0);
+    assert_int_equal(ms, 500);
+    assert_int_equal(plan_parse_interval("1.5 minutes", &ms, &err), 0);
+    assert_int_equal(ms, 90000);
+    assert_int_equal(plan_parse_interval("3", &ms, &err), 0);
+    assert_int_equal(ms, 3);
+    assert_int_equal(plan_parse_interval("2 fortnights", &ms, &err), XE_INVAL);
+    assert_int_equal(plan_parse_interval("abc", &ms, &err), XE_INVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_window_dag, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_constant_folding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_join_pushdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_global_aggregate_and_emit, setup, teardown),
+        cmocka_unit_test(test_intervals),
+    };
+    return cmocka_run_group_tests_name("planner", tests, NULL, NULL);
+}
