@@ -950,6 +950,7 @@ ast_stmt *ast_mk_explain(pctx *P, int placement, int json, char *name, ast_selec
         if (s->with && !grow((void **)&s->with->v, &s->with->cap, 0, sizeof *s->with->v)) {
             s->with->v[0].key = dupstr("format");
             s->with->v[0].value = dupstr("json");
+            s->with->v[0].quoted = 0;
             s->with->n = 1;
             if (!s->with->v[0].key || !s->with->v[0].value) P->oom = 1;
         } else {
@@ -1513,25 +1514,26 @@ int ast_print_expr(const ast_expr *e, sbuf *b)
         if (!rc && e->a && (e->a->kind == EX_UNARY && e->a->op != OP_NOT)) return print_child(e->a, PR_ATOM + 1, b);
         return rc ? rc : print_child(e->a, PR_UNARY, b);
     case EX_BINARY: {
-        int p = prec(e);
-        if ((rc = print_child(e->a, p, b)) || (rc = sbuf_printf(b, " %s ", ast_op_text(e->op)))) return rc;
+        /* chained comparisons read better, and as well, with parentheses */
+        int p = prec(e), left = p == PR_CMP ? p + 1 : p;
+        if ((rc = print_child(e->a, left, b)) || (rc = sbuf_printf(b, " %s ", ast_op_text(e->op)))) return rc;
         return print_child(e->b, p + 1, b);
     }
     case EX_ISNULL:
-        rc = print_child(e->a, PR_IS, b);
+        rc = print_child(e->a, PR_IS + 1, b);
         return rc ? rc : sbuf_printf(b, " IS%s NULL", neg);
     case EX_BETWEEN:
-        if ((rc = print_child(e->a, PR_LIKE, b)) || (rc = sbuf_printf(b, "%s BETWEEN ", neg)) ||
+        if ((rc = print_child(e->a, PR_LIKE + 1, b)) || (rc = sbuf_printf(b, "%s BETWEEN ", neg)) ||
             (rc = print_child(e->b, PR_LIKE + 1, b)) || (rc = sbuf_adds(b, " AND ")))
             return rc;
         return print_child(e->c, PR_LIKE + 1, b);
     case EX_IN:
-        if ((rc = print_child(e->a, PR_LIKE, b)) || (rc = sbuf_printf(b, "%s IN (", neg)) ||
+        if ((rc = print_child(e->a, PR_LIKE + 1, b)) || (rc = sbuf_printf(b, "%s IN (", neg)) ||
             (rc = print_exprs(e->list, b)))
             return rc;
         return sbuf_addc(b, ')');
     case EX_LIKE:
-        if ((rc = print_child(e->a, PR_LIKE, b)) || (rc = sbuf_printf(b, "%s LIKE ", neg))) return rc;
+        if ((rc = print_child(e->a, PR_LIKE + 1, b)) || (rc = sbuf_printf(b, "%s LIKE ", neg))) return rc;
         return print_child(e->b, PR_LIKE + 1, b);
     case EX_CASE:
         rc = sbuf_adds(b, "CASE");

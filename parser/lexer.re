@@ -230,8 +230,8 @@ int lex_word(const char *s, size_t n)
 {
     token t;
     int code = lex_single(s, n, &t);
-    if (code != TK_ID || s[0] == '"') return code == TK_ID ? 0 : code;
-    return TK_ID;
+    if (code == TK_ID) return s[0] == '"' ? 0 : TK_ID;
+    return code > 0 && code < TK_ID ? code : 0; /* keywords precede ID in grammar.y's %token block */
 }
 
 int lex_is_number(const char *s, size_t n)
