@@ -27,6 +27,8 @@
  *     5 DOUBLE                             8 bytes, IEEE bits
  *     6 TEXT                               varint length, bytes
  *   CRC32C of everything before it, 4 bytes.
+ * (A batch without columns holds at most 65536 rows, so that a few bytes
+ * cannot ask for billions of empty rows.)
  * batch_decode checks the magic and the CRC first, then every length, and
  * never reads past the end.
  *
@@ -50,7 +52,7 @@ struct batch_blk {
     char data[];
 };
 
-enum { BLK_MIN = 4096, DEFAULT_ROWS = 16, BATCH_MAX_COLS = 65535 };
+enum { BLK_MIN = 4096, DEFAULT_ROWS = 16, BATCH_MAX_COLS = 65535, MAX_EMPTY_ROWS = 65536 };
 enum { ENC_MAGIC = 0xAB, ENC_VERSION = 1 };
 
 /* ------------------------------------------------------------------ batches */
@@ -108,9 +110,10 @@ int batch_set_ncols(batch *b, int ncols)
     if (ncols < 0 || ncols > BATCH_MAX_COLS) return XE_INVAL;
     batch_reset(b);
     if (ncols == b->ncols && b->v) return 0;
+    /* Keep the memory: as many rows as the values fit (at least one). */
     size_t have = (size_t)b->cap * (size_t)b->ncols;
     size_t rows = ncols ? have / (size_t)ncols : (size_t)b->cap;
-    if (rows < DEFAULT_ROWS) rows = DEFAULT_ROWS;
+    if (rows == 0) rows = ncols <= DEFAULT_ROWS ? DEFAULT_ROWS : 1;
     if (rows > INT_MAX / 2) rows = INT_MAX / 2;
     size_t nv = rows * (size_t)ncols;
     val *v = realloc(b->v, (nv ? nv : 1) * sizeof *v);
@@ -395,6 +398,7 @@ static int encode_val(sbuf *o, const val *v, int64_t *prev)
 /* Tags on the wire: 0 NULL, 1 FALSE, 2 TRUE, then type + 1 for INT..INTERVAL. */
 int batch_encode(const batch *b, sbuf *out)
 {
+    if (b->ncols == 0 && b->nrows > MAX_EMPTY_ROWS) return XE_INVAL;
     size_t start = out->len;
     prev_ints prev;
     int rc = prev_init(&prev, b->ncols);
@@ -440,6 +444,7 @@ int batch_decode(const void *data, size_t n, batch *b, xerr *err)
     if (get_varint(p, end, &at, &nrows) < 0 || nrows > INT_MAX / 2) return corrupt(err, "bad row count", at);
     /* Every value takes at least one byte: no allocation beyond the input's size. */
     if (ncols && nrows > (end - at) / ncols) return corrupt(err, "row count beyond the data", at);
+    if (!ncols && nrows > MAX_EMPTY_ROWS) return corrupt(err, "too many rows without columns", at);
     int rc = batch_set_ncols(b, (int)ncols);
     if (rc == 0) rc = grow_rows(b, (int)nrows);
     if (rc < 0) return xerr_set(err, rc, "out of memory decoding a batch");
@@ -531,7 +536,7 @@ int val_key_encode(const val *vals, int n, sbuf *out)
             break;
         case TY_TEXT: {
             rc = sbuf_add(out, k, 1);
-            const char *s = v->s, *e = v->s + v->len;
+            const char *s = v->s, *e = v->len ? v->s + v->len : v->s;
             while (rc == 0 && s < e) {
                 const char *z = memchr(s, 0, (size_t)(e - s));
                 size_t run = z ? (size_t)(z - s) : (size_t)(e - s);

@@ -54,11 +54,12 @@ static void same_rows(const batch *a, const batch *b)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
+    uint8_t opt = data[0];
     fmt_dec_opts o = {0};
-    o.header = (fmt_header)(data[0] % 3);
-    o.delim = (data[0] & 0x04) ? ';' : 0;
-    o.max_line = (data[0] & 0x08) ? 24 : 0;
-    o.keep_rejects = (data[0] & 0x10) ? -1 : 3;
+    o.header = (fmt_header)(opt % 3);
+    o.delim = (opt & 0x04) ? ';' : 0;
+    o.max_line = (opt & 0x08) ? 24 : 0;
+    o.keep_rejects = (opt & 0x10) ? -1 : 3;
     data++, size--;
 
     batch a, b;
@@ -75,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sbuf_init(&out);
     for (int k = FMT_CSV; k <= FMT_VERTICAL; k++) {
         fmt_encoder *e;
-        fmt_enc_opts eo = {.stream = data[0] & 1, .delim = o.delim};
+        fmt_enc_opts eo = {.stream = (opt >> 5) & 1, .delim = o.delim};
         if (fmt_encoder_new((fmt_kind)k, &schema, &eo, &e) < 0) abort();
         sbuf_reset(&out);
         if (fmt_encode(e, &a, &out) < 0 || fmt_encode_finish(e, &out) < 0) abort();
