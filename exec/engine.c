@@ -441,6 +441,27 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
     return rc;
 }
 
+int engine_push_rows(engine *e, const char *stream, const batch *b, xerr *err)
+{
+    int si = eng_stream_index(e, stream);
+    if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
+    if (b->ncols != e->streams[si]->ps->schema.ncols)
+        return xerr_set(err, XE_INVAL, "stream '%s' has %d columns, the batch %d", stream,
+                        e->streams[si]->ps->schema.ncols, b->ncols);
+    int rc = stream_rows(e, si, b, err);
+    return rc ? rc : maybe_commit(e, err);
+}
+
+int engine_end_stream(engine *e, const char *stream, xerr *err)
+{
+    int si = eng_stream_index(e, stream);
+    if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
+    int rc = end_partial_slice(e, si, err);
+    if (!rc) rc = end_stream(e, si, err);
+    if (!rc) rc = engine_commit(e, err);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ file sources */
 
 static int run_file_source(engine *e, int si, int64_t *rows, xerr *err)

@@ -101,6 +101,12 @@ int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err);
  * and is emitted.  Commits the epoch.  Frees in.  stats may be NULL. */
 int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *stats, xerr *err);
 
+/* Push rows that are already decoded (b has the stream's columns, in
+ * order).  Same path as ingest: slices, log, queries, epochs. */
+int engine_push_rows(engine *e, const char *stream, const batch *b, xerr *err);
+/* End a stream: its watermark jumps to the end of time (see exec_ingest_close). */
+int engine_end_stream(engine *e, const char *stream, xerr *err);
+
 /* Run file sources (WITH (source = 'file:///...')) until each has reached
  * its end; returns the number of rows read.  Idempotent after the end. */
 int engine_run_file_sources(engine *e, int64_t *rows, xerr *err);
