@@ -171,6 +171,17 @@ const char *net_close_name(int why)
     return "?";
 }
 
+/* A peer's text made safe for one log line: control bytes become '?'. */
+static void printable(wire_str v, char *out, size_t n)
+{
+    size_t k = v.n < n - 1 ? v.n : n - 1;
+    for (size_t i = 0; i < k; i++) {
+        unsigned char ch = (unsigned char)v.p[i];
+        out[i] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+    }
+    out[k] = 0;
+}
+
 /* ------------------------------------------------------------------ closing */
 
 static void ctx_maybe_free(net_ctx *ctx)
@@ -369,6 +380,7 @@ static int conn_send_internal(net_conn *c, uint8_t type, uint16_t flags, const v
     c->frames_out++;
     c->bytes_out += w->len;
     if (c->delay_ms || c->dhead) {
+        uv_update_time(c->ctx->loop); /* uv_now is cached per iteration */
         uint64_t now = uv_now(c->ctx->loop);
         w->due = now + c->delay_ms;
         if (c->dtail) c->dtail->next = w;
@@ -578,8 +590,9 @@ static void hs_frame(net_conn *c, const wire_frame *f)
         int why = code == XE_AUTH ? NET_CLOSE_AUTH
                   : code == XE_VERSION ? NET_CLOSE_VERSION
                   : code == XE_BUSY ? NET_CLOSE_LIMIT : NET_CLOSE_PROTO;
-        conn_fail(c, why, 0, NET_LOG_WARN, "peer refused the handshake: %.*s",
-                  (int)m.u.error.msg.n, m.u.error.msg.p);
+        char text[200];
+        printable(m.u.error.msg, text, sizeof text);
+        conn_fail(c, why, 0, NET_LOG_WARN, "peer refused the handshake: %s", text);
         return;
     }
     case WIRE_BYE:
@@ -608,10 +621,11 @@ static void ready_frame(net_conn *c, const wire_frame *f)
     case WIRE_BYE: {
         wire_msg m;
         xerr e;
+        char text[200];
         wire_msg_get(f, &m, &e);
+        printable(m.u.bye.reason, text, sizeof text);
         c->why = NET_CLOSE_PEER;
-        snprintf(c->why_msg, sizeof c->why_msg, "peer said BYE: %.*s", (int)m.u.bye.reason.n,
-                 m.u.bye.reason.p);
+        snprintf(c->why_msg, sizeof c->why_msg, "peer said BYE: %s", text);
         net_log(c->ctx, c, NET_LOG_INFO, "%s", c->why_msg);
         conn_flush_close(c);
         return;
@@ -891,8 +905,8 @@ static void on_connection(uv_stream_t *server, int status)
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
         format_addr(&ss, c->addr, sizeof c->addr);
     if (ctx->nconns > ctx->max_conns) {
-        conn_fail(c, NET_CLOSE_LIMIT, 0, NET_LOG_WARN, "refused: %u connections already open",
-                  ctx->max_conns);
+        conn_fail(c, NET_CLOSE_LIMIT, XE_BUSY, NET_LOG_WARN,
+                  "refused: %u connections already open", ctx->max_conns);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);

@@ -130,7 +130,8 @@ typedef struct net_handlers {
 int net_ctx_new(uv_loop_t *loop, const net_config *cfg, net_ctx **out, xerr *e);
 /* Close every listener and connection (on_close runs for each, why LOCAL)
  * and free ctx once the last handle has closed: keep running the loop until
- * uv_run returns.  NULL ok.  Not from inside a net callback of this ctx. */
+ * uv_run returns.  NULL ok.  Safe from a callback (nothing is freed before
+ * it returns); ctx must not be used afterwards. */
 void net_ctx_free(net_ctx *ctx);
 size_t net_ctx_nconns(const net_ctx *ctx); /* open connections, all states */
 uv_loop_t *net_ctx_loop(const net_ctx *ctx);

@@ -1187,6 +1187,28 @@ static void test_heartbeat_dead_peer(void **state)
     assert_true(run_until(fx, &cli->closed, 1, 3000));
 }
 
+static void test_connection_limit(void **state)
+{
+    netfix *fx = *state;
+    net_config cfg = {.max_conns = 1};
+    restart_server(fx, &cfg);
+    peer *cli = &fx->cli;
+    peer_init(fx, cli, "n1", WIRE_ROLE_NODE, &fx->secret, NULL);
+    connect_client(fx, cli);
+    assert_true(run_until(fx, &cli->ready, 1, 3000));
+    peer second;
+    peer_init(fx, &second, "n2", WIRE_ROLE_NODE, &fx->secret, NULL);
+    connect_client(fx, &second);
+    assert_true(run_until(fx, &second.closed, 1, 3000));
+    assert_int_equal(second.ready, 0);
+    assert_int_equal(second.close_why, NET_CLOSE_LIMIT);
+    assert_true(has_log(&fx->srv, "refused: 1 connections already open"));
+    assert_int_equal(cli->closed, 0); /* the first one is untouched */
+    net_ctx_free(second.ctx);
+    run_for(fx, 10);
+    sbuf_fini(&second.log);
+}
+
 /* An owner may abort from inside on_frame; the connection is freed later. */
 static void h_frame_abort(net_conn *c, const wire_frame *f, void *ud)
 {
@@ -1233,6 +1255,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_handshake_timeout, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_backpressure, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_heartbeat_dead_peer, setup_net, teardown_net),
+        cmocka_unit_test_setup_teardown(test_connection_limit, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_abort_inside_callback, setup_net, teardown_net),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
