@@ -998,6 +998,16 @@ static void test_garbage_then_good_client(void **state)
     sbuf_reset(&f);
     wire_encode(&f, 1, WIRE_HELLO, 0, "abcdef", 6);
     raw_expect_closed(fx, f.p, f.len - 2, "input ended inside a HELLO frame");
+    /* a HELLO offering only versions this build does not speak */
+    sbuf_reset(&f);
+    wire_msg h = {.type = WIRE_HELLO};
+    xerr e;
+    h.u.hello.vmin = WIRE_VERSION_MAX + 1;
+    h.u.hello.vmax = WIRE_VERSION_MAX + 3;
+    h.u.hello.role = WIRE_ROLE_NODE;
+    h.u.hello.name = wire_str_of("future");
+    assert_int_equal(wire_msg_encode(&f, WIRE_VERSION_MIN, &h, &e), 0);
+    raw_expect_closed(fx, f.p, f.len, "no common wire version: peer offers 2..4");
     sbuf_fini(&f);
     run_for(fx, 20);
     assert_int_equal(net_ctx_nconns(fx->srv.ctx), 0);
