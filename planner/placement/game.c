@@ -1,0 +1,892 @@
+/*
+ * game.c: Nirvana's best-response dynamics, full and incremental.
+ *
+ * The engine keeps, for the current assignment, everything a best response
+ * needs so that it costs O(nodes + degree + R * domains) rather than
+ * O(players): per-node load and player count; per (node, domain) the number
+ * and summed recovery time of the replicas on the node whose primary lives in
+ * the domain (the serial-recovery counters); per domain the smallest
+ * load/speed and 1/speed over its live nodes.  A best response first folds
+ * the player's neighbours into per-domain and per-node adjustments, then
+ * scores the nodes that host a neighbour exactly, then visits domains in
+ * order of a lower bound on any of their nodes' cost and stops once the bound
+ * exceeds the best cost found.  The bound only drops terms that are >= 0 or
+ * that were scored exactly, so the pruned search returns the same node as an
+ * exhaustive one (lowest cost, then lowest node id).
+ *
+ * Invariant: counters describe exactly the players whose node[] >= 0, and
+ * those sit on live nodes.  Moves are detach + attach.
+ */
+#include "planner/placement/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct engine {
+    const nirvana_problem *p;
+    const nv_graph *g;
+    const nirvana_config *c;
+    double wp, wt, wr;
+    int P, N, D, R;
+    int matrix; /* measured distances: no domain bound, score every node */
+    int bulk;   /* attaching in bulk: minA recomputed once at the end */
+    /* players, and the players on each node (intrusive doubly-linked lists) */
+    int *node;
+    int *nhead, *pnext, *pprev;
+    /* nodes */
+    int *cnt, *dom, *slots;
+    char *alive;
+    double *L, *invv;
+    /* domains: live nodes (CSR), min load/speed and min 1/speed */
+    int *doff, *dnodes;
+    double *minA, *minB;
+    /* serial-recovery counters, N x D, NULL when w_rec = 0 or R = 0 */
+    int *scnt;
+    double *ssig;
+    /* scratch for one best response */
+    unsigned stamp;
+    double base;
+    double *dadj, *nadj, *lb;
+    unsigned *dmark, *dforbid, *nmark, *nforbid;
+    int *touched, ntouched;
+    /* best capacity-blocked node of the last best response (-1 if none) */
+    int blocked;
+    double blocked_cost;
+    /* bookkeeping */
+    int round, moves, exchanges;
+} engine;
+
+static void engine_fini(engine *e)
+{
+    free(e->node);
+    free(e->nhead);
+    free(e->pnext);
+    free(e->pprev);
+    free(e->cnt);
+    free(e->dom);
+    free(e->slots);
+    free(e->alive);
+    free(e->L);
+    free(e->invv);
+    free(e->doff);
+    free(e->dnodes);
+    free(e->minA);
+    free(e->minB);
+    free(e->scnt);
+    free(e->ssig);
+    free(e->dadj);
+    free(e->nadj);
+    free(e->lb);
+    free(e->dmark);
+    free(e->dforbid);
+    free(e->nmark);
+    free(e->nforbid);
+    free(e->touched);
+}
+
+static int engine_init(engine *e, const nirvana_problem *p, const nv_graph *g,
+                       const nirvana_config *c, xerr *err)
+{
+    memset(e, 0, sizeof *e);
+    e->p = p;
+    e->g = g;
+    e->c = c;
+    e->wp = c->w_proc;
+    e->wt = c->w_trans;
+    e->wr = nv_wrec(c);
+    e->P = g->P;
+    e->N = p->nnodes;
+    e->D = p->ndomains;
+    e->R = g->R;
+    e->matrix = p->dist != NULL;
+    size_t N = (size_t)e->N + 1, D = (size_t)e->D + 1, P = (size_t)e->P + 1;
+    e->node = malloc(P * sizeof *e->node);
+    e->nhead = malloc(N * sizeof *e->nhead);
+    e->pnext = malloc(P * sizeof *e->pnext);
+    e->pprev = malloc(P * sizeof *e->pprev);
+    e->cnt = calloc(N, sizeof *e->cnt);
+    e->dom = malloc(N * sizeof *e->dom);
+    e->slots = malloc(N * sizeof *e->slots);
+    e->alive = malloc(N);
+    e->L = calloc(N, sizeof *e->L);
+    e->invv = malloc(N * sizeof *e->invv);
+    e->doff = calloc(D + 1, sizeof *e->doff);
+    e->dnodes = malloc(N * sizeof *e->dnodes);
+    e->minA = malloc(D * sizeof *e->minA);
+    e->minB = malloc(D * sizeof *e->minB);
+    e->dadj = malloc(D * sizeof *e->dadj);
+    e->nadj = malloc(N * sizeof *e->nadj);
+    e->lb = malloc(D * sizeof *e->lb);
+    e->dmark = calloc(D, sizeof *e->dmark);
+    e->dforbid = calloc(D, sizeof *e->dforbid);
+    e->nmark = calloc(N, sizeof *e->nmark);
+    e->nforbid = calloc(N, sizeof *e->nforbid);
+    e->touched = malloc(N * sizeof *e->touched);
+    int ok = e->node && e->nhead && e->pnext && e->pprev && e->cnt && e->dom && e->slots && e->alive && e->L && e->invv && e->doff &&
+             e->dnodes && e->minA && e->minB && e->dadj && e->nadj && e->lb && e->dmark &&
+             e->dforbid && e->nmark && e->nforbid && e->touched;
+    if (ok && e->wr > 0 && e->R > 0) {
+        size_t nd = (size_t)e->N * (size_t)e->D + 1;
+        e->scnt = calloc(nd, sizeof *e->scnt);
+        e->ssig = calloc(nd, sizeof *e->ssig);
+        ok = e->scnt && e->ssig;
+    }
+    if (!ok) {
+        engine_fini(e);
+        return xerr_set(err, XE_NOMEM, "placement: out of memory");
+    }
+    for (int i = 0; i < e->P; i++) e->node[i] = -1;
+    for (int n = 0; n < e->N; n++) {
+        const nirvana_node *nd = &p->nodes[n];
+        e->nhead[n] = -1;
+        e->dom[n] = nd->domain;
+        e->slots[n] = nd->slots;
+        e->alive[n] = (char)(nd->alive != 0);
+        e->invv[n] = 1.0 / nd->speed;
+        if (nd->alive) e->doff[nd->domain + 1]++;
+    }
+    for (int d = 0; d < e->D; d++) e->doff[d + 1] += e->doff[d];
+    int *fill = calloc(D, sizeof *fill);
+    if (!fill) {
+        engine_fini(e);
+        return xerr_set(err, XE_NOMEM, "placement: out of memory");
+    }
+    for (int n = 0; n < e->N; n++)
+        if (e->alive[n]) e->dnodes[e->doff[e->dom[n]] + fill[e->dom[n]]++] = n;
+    free(fill);
+    for (int d = 0; d < e->D; d++) {
+        e->minA[d] = e->minB[d] = HUGE_VAL;
+        for (int k = e->doff[d]; k < e->doff[d + 1]; k++)
+            e->minB[d] = fmin(e->minB[d], e->invv[e->dnodes[k]]);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- bookkeeping */
+
+static double nodeval(const engine *e, int n) { return e->L[n] * e->invv[n]; }
+
+static void minA_scan(engine *e, int d)
+{
+    double m = HUGE_VAL;
+    for (int k = e->doff[d]; k < e->doff[d + 1]; k++) m = fmin(m, nodeval(e, e->dnodes[k]));
+    e->minA[d] = m;
+}
+
+/* Node n's load/speed changed from `old`: keep minA of its domain exact. */
+static void minA_update(engine *e, int n, double old)
+{
+    if (e->bulk) return;
+    int d = e->dom[n];
+    double v = nodeval(e, n);
+    if (v <= e->minA[d]) e->minA[d] = v;
+    else if (old <= e->minA[d]) minA_scan(e, d); /* the minimum grew */
+}
+
+/* Adds (sign +1) or removes (-1) replica r's serial counter entry. */
+static void serial_count(engine *e, int r, int sign)
+{
+    int m = e->node[r], pn = e->node[nv_primary_of(e->g, r)];
+    if (m < 0 || pn < 0) return;
+    size_t k = (size_t)m * (size_t)e->D + (size_t)e->dom[pn];
+    e->scnt[k] += sign;
+    e->ssig[k] += sign * e->g->sigma[r];
+}
+
+/* Counter entries that depend on player i's node: its own (a replica) or its
+ * replicas' (a stateful primary). */
+static void serial_all(engine *e, int i, int sign)
+{
+    if (!e->scnt) return;
+    const nv_graph *g = e->g;
+    if (nv_is_replica(g, i)) serial_count(e, i, sign);
+    else if (g->rep_base[i] >= 0)
+        for (int k = 0; k < g->R; k++) serial_count(e, g->rep_base[i] + k, sign);
+}
+
+static void list_add(engine *e, int i, int n)
+{
+    e->pprev[i] = -1;
+    e->pnext[i] = e->nhead[n];
+    if (e->nhead[n] >= 0) e->pprev[e->nhead[n]] = i;
+    e->nhead[n] = i;
+}
+
+static void list_del(engine *e, int i, int n)
+{
+    if (e->pprev[i] >= 0) e->pnext[e->pprev[i]] = e->pnext[i];
+    else e->nhead[n] = e->pnext[i];
+    if (e->pnext[i] >= 0) e->pprev[e->pnext[i]] = e->pprev[i];
+}
+
+static void attach(engine *e, int i, int n)
+{
+    double old = nodeval(e, n);
+    list_add(e, i, n);
+    e->node[i] = n;
+    e->cnt[n]++;
+    e->L[n] += e->g->load[i];
+    minA_update(e, n, old);
+    serial_all(e, i, +1);
+}
+
+static void detach(engine *e, int i)
+{
+    int n = e->node[i];
+    serial_all(e, i, -1);
+    double old = nodeval(e, n);
+    list_del(e, i, n);
+    e->L[n] -= e->g->load[i];
+    e->cnt[n]--;
+    e->node[i] = -1;
+    minA_update(e, n, old);
+}
+
+/* Attaches every player placed in `as` (bulk: minA computed once). */
+static void attach_all(engine *e, const int *as)
+{
+    e->bulk = 1;
+    for (int i = 0; i < e->P; i++)
+        if (as[i] >= 0) {
+            list_add(e, i, as[i]);
+            e->node[i] = as[i];
+            e->cnt[as[i]]++;
+            e->L[as[i]] += e->g->load[i];
+        }
+    if (e->scnt)
+        for (int i = e->g->T; i < e->P; i++) serial_count(e, i, +1);
+    e->bulk = 0;
+    for (int d = 0; d < e->D; d++) minA_scan(e, d);
+}
+
+/* ---------------------------------------------------------------- one best response */
+
+static void new_stamp(engine *e)
+{
+    if (++e->stamp == 0) {
+        memset(e->dmark, 0, ((size_t)e->D + 1) * sizeof *e->dmark);
+        memset(e->dforbid, 0, ((size_t)e->D + 1) * sizeof *e->dforbid);
+        memset(e->nmark, 0, ((size_t)e->N + 1) * sizeof *e->nmark);
+        memset(e->nforbid, 0, ((size_t)e->N + 1) * sizeof *e->nforbid);
+        e->stamp = 1;
+    }
+    e->base = 0;
+    e->ntouched = 0;
+}
+
+static void dadd(engine *e, int d, double x)
+{
+    if (e->dmark[d] != e->stamp) {
+        e->dmark[d] = e->stamp;
+        e->dadj[d] = 0;
+    }
+    e->dadj[d] += x;
+}
+
+static void nadd(engine *e, int n, double x)
+{
+    if (e->nmark[n] != e->stamp) {
+        e->nmark[n] = e->stamp;
+        e->nadj[n] = 0;
+        e->touched[e->ntouched++] = n;
+    }
+    e->nadj[n] += x;
+}
+
+/*
+ * Folds player i's neighbours into base + dadj[domain] + nadj[node], and
+ * marks the domains and nodes its hard rules forbid.
+ */
+static void prepare(engine *e, int i)
+{
+    const nv_graph *g = e->g;
+    const nirvana_problem *p = e->p;
+    new_stamp(e);
+    for (int k = g->off[i]; k < g->off[i + 1]; k++) {
+        const nv_adj *a = &g->adj[k];
+        int m = e->node[a->nbr];
+        if (m < 0) continue;
+        int d = e->dom[m];
+        if (a->flags & NV_FORBID_DOMAIN) e->dforbid[d] = e->stamp;
+        if (a->flags & NV_FORBID_NODE) e->nforbid[m] = e->stamp;
+        if (a->traffic > 0 && !e->matrix) {
+            double t = 0.5 * e->wt * a->traffic;
+            e->base += t * p->d_inter;
+            dadd(e, d, t * (p->d_intra - p->d_inter));
+            nadd(e, m, -t * p->d_intra);
+        }
+        if (a->cascade > 0 && e->wr > 0) dadd(e, d, 0.5 * e->wr * a->cascade);
+    }
+    /* A stateful primary pays half the serial penalty of its replicas' nodes,
+     * which depends on the domain it picks. */
+    if (e->scnt && !nv_is_replica(g, i) && g->rep_base[i] >= 0) {
+        int cur = e->node[i], selfd = cur >= 0 ? e->dom[cur] : -1;
+        double sg = g->sigma[i];
+        for (int k = 0; k < g->R; k++) {
+            int m = e->node[g->rep_base[i] + k];
+            if (m < 0) continue;
+            double h = 0.5 * e->wr * e->invv[m];
+            const int *sc = &e->scnt[(size_t)m * (size_t)e->D];
+            const double *ss = &e->ssig[(size_t)m * (size_t)e->D];
+            for (int d = 0; d < e->D; d++) {
+                double c = sc[d], s = ss[d];
+                if (d == selfd) { /* the replica itself is counted there */
+                    c -= 1;
+                    s -= sg;
+                }
+                if (c > 0) dadd(e, d, h * (c * sg + s));
+            }
+        }
+    }
+}
+
+/* Player i's cost on node n, everyone else fixed (after prepare(e, i)). */
+static double cost_at(const engine *e, int i, int n)
+{
+    const nv_graph *g = e->g;
+    int cur = e->node[i], d = e->dom[n];
+    double l = g->load[i];
+    double Ln = e->L[n] - (n == cur ? l : 0);
+    double c = e->base + e->wp * l * (Ln + l) * e->invv[n];
+    if (e->dmark[d] == e->stamp) c += e->dadj[d];
+    if (e->nmark[n] == e->stamp) c += e->nadj[n];
+    if (nv_is_replica(g, i) && e->wr > 0) {
+        double sg = g->sigma[i];
+        c += e->wr * sg * e->invv[n];
+        int pn = e->node[nv_primary_of(g, i)];
+        if (e->scnt && pn >= 0) {
+            size_t k = (size_t)n * (size_t)e->D + (size_t)e->dom[pn];
+            double cn = e->scnt[k], s = e->ssig[k];
+            if (n == cur) {
+                cn -= 1;
+                s -= sg;
+            }
+            c += 0.5 * e->wr * (cn * sg + s) * e->invv[n];
+        }
+    }
+    if (e->matrix)
+        for (int k = g->off[i]; k < g->off[i + 1]; k++) {
+            const nv_adj *a = &g->adj[k];
+            int m = e->node[a->nbr];
+            if (m >= 0 && a->traffic > 0)
+                c += 0.5 * e->wt * a->traffic * e->p->dist[(size_t)n * (size_t)e->N + (size_t)m];
+        }
+    return c;
+}
+
+/* Legal for i except, perhaps, for a free slot. */
+static int rules_ok(const engine *e, int i, int n)
+{
+    return e->alive[n] && n != e->node[i] && e->dforbid[e->dom[n]] != e->stamp &&
+           e->nforbid[n] != e->stamp;
+}
+
+static int candidate_ok(const engine *e, int i, int n)
+{
+    return rules_ok(e, i, n) && e->cnt[n] < e->slots[n];
+}
+
+typedef struct brbest {
+    int node;
+    double cost;
+} brbest;
+
+static void consider(engine *e, int i, int n, brbest *b)
+{
+    if (!rules_ok(e, i, n)) return;
+    double x = cost_at(e, i, n);
+    if (e->cnt[n] >= e->slots[n]) { /* full: remember it for an exchange */
+        if (x < e->blocked_cost || (x == e->blocked_cost && n < e->blocked)) {
+            e->blocked_cost = x;
+            e->blocked = n;
+        }
+        return;
+    }
+    if (x < b->cost || (x == b->cost && n < b->node)) {
+        b->cost = x;
+        b->node = n;
+    }
+}
+
+/*
+ * Player i's best response.  Returns 1 and the target if it should move
+ * (gain > eps * (1 + |cost|); an unplaced player moves to any legal node).
+ */
+static int best_response(engine *e, int i, int *to, double *cur_c, double *new_c)
+{
+    prepare(e, i);
+    int cur = e->node[i];
+    double cc = cur >= 0 ? cost_at(e, i, cur) : HUGE_VAL;
+    double thr = cur >= 0 ? cc - e->c->eps * (1 + fabs(cc)) : HUGE_VAL;
+    brbest b = {-1, HUGE_VAL};
+    e->blocked = -1;
+    e->blocked_cost = HUGE_VAL;
+    for (int k = 0; k < e->ntouched; k++) consider(e, i, e->touched[k], &b);
+
+    const nv_graph *g = e->g;
+    double l = g->load[i];
+    double selfw = nv_is_replica(g, i) ? e->wr * g->sigma[i] : 0;
+    for (int d = 0; d < e->D; d++) {
+        if (e->doff[d] == e->doff[d + 1] || e->dforbid[d] == e->stamp) e->lb[d] = HUGE_VAL;
+        else if (e->matrix) e->lb[d] = -HUGE_VAL;
+        else
+            e->lb[d] = e->base + (e->dmark[d] == e->stamp ? e->dadj[d] : 0) +
+                       e->wp * (l * e->minA[d] + l * l * e->minB[d]) + selfw * e->minB[d];
+    }
+    for (;;) {
+        int d = -1;
+        for (int k = 0; k < e->D; k++)
+            if (e->lb[k] < HUGE_VAL && (d < 0 || e->lb[k] < e->lb[d])) d = k;
+        if (d < 0) break;
+        double bound = fmin(b.cost, thr);
+        if (e->lb[d] > bound + 1e-12 * (1 + fabs(bound))) break;
+        e->lb[d] = HUGE_VAL;
+        for (int k = e->doff[d]; k < e->doff[d + 1]; k++) consider(e, i, e->dnodes[k], &b);
+    }
+    *to = b.node;
+    *cur_c = cc;
+    *new_c = b.cost;
+    return b.node >= 0 && b.cost < thr;
+}
+
+static void report(engine *e, int kind, int i, int from, int to, double before, double after)
+{
+    if (!e->c->on_move) return;
+    nirvana_move m = {kind,  i,     from,          to,      -1,      -1,
+                      e->round, before, after, after - before, e->node, NULL};
+    e->c->on_move(e->c->on_move_arg, &m);
+}
+
+static void move_to(engine *e, int i, int n, double before, double after)
+{
+    int from = e->node[i];
+    if (from >= 0) detach(e, i);
+    attach(e, i, n);
+    if (from >= 0) e->moves++;
+    report(e, from >= 0 ? NIRVANA_MOVE_BEST_RESPONSE : NIRVANA_MOVE_ENTER, i, from, n, before,
+           after);
+}
+
+/*
+ * Full rounds in play order until one moves nothing (returns 1) or e->round
+ * reaches `cap` (returns 0).  e->round counts rounds across calls.
+ */
+static int play_rounds(engine *e, const int *order, int cap)
+{
+    while (e->round < cap) {
+        e->round++;
+        int moved = 0;
+        for (int k = 0; k < e->P; k++) {
+            int i = order[k], to;
+            double cc, nc;
+            if (best_response(e, i, &to, &cc, &nc)) {
+                move_to(e, i, to, cc, nc);
+                moved++;
+            }
+        }
+        if (!moved) return 1;
+    }
+    return 0;
+}
+
+/*
+ * Exchange: i takes node b = node[j] and j then takes its best legal node
+ * (i's old node among others).  The potential changes by the sum of the three
+ * steps' exact cost changes: j leaving b, i moving to b, j entering.
+ * Rolled back unless commit.  HUGE_VAL if i may not take b or j finds no node.
+ */
+static double try_exchange(engine *e, int i, int j, int commit, int *j_to, double *ci_after)
+{
+    int a = e->node[i], b = e->node[j], c;
+    prepare(e, j);
+    double cj_b = cost_at(e, j, b);
+    detach(e, j);
+    prepare(e, i);
+    if (!candidate_ok(e, i, b)) {
+        attach(e, j, b);
+        return HUGE_VAL;
+    }
+    double ci_a = cost_at(e, i, a), ci_b = cost_at(e, i, b), unused, cj_c;
+    detach(e, i);
+    attach(e, i, b);
+    best_response(e, j, &c, &unused, &cj_c);
+    if (c < 0) {
+        detach(e, i);
+        attach(e, i, a);
+        attach(e, j, b);
+        return HUGE_VAL;
+    }
+    attach(e, j, c);
+    *j_to = c;
+    *ci_after = ci_b;
+    if (!commit) {
+        detach(e, j);
+        detach(e, i);
+        attach(e, i, a);
+        attach(e, j, b);
+    }
+    return -cj_b + (ci_b - ci_a) + cj_c;
+}
+
+/* Puts the replicas of primary i (rnode[k], -1 = none) back where they were. */
+static void restore_replicas(engine *e, int i, const int *rnode)
+{
+    const nv_graph *g = e->g;
+    for (int k = 0; k < g->R; k++) {
+        int r = g->rep_base[i] + k;
+        if (e->node[r] >= 0) detach(e, r);
+    }
+    for (int k = 0; k < g->R; k++)
+        if (rnode[k] >= 0) attach(e, g->rep_base[i] + k, rnode[k]);
+}
+
+/*
+ * Group move: the replicas of stateful primary i leave, i takes its best
+ * other node, and the replicas re-enter one by one at their best nodes.  The
+ * potential changes by the sum of the steps' exact cost changes.  Rolled back
+ * unless commit.  rnode (R entries) receives the replicas' old nodes.
+ */
+static double try_group(engine *e, int i, int commit, int *rnode, int *to, double *ci_after)
+{
+    const nv_graph *g = e->g;
+    int a = e->node[i], b, c;
+    double d = 0, cc, nc;
+    for (int k = 0; k < g->R; k++) {
+        int r = g->rep_base[i] + k;
+        rnode[k] = e->node[r];
+        if (rnode[k] < 0) continue;
+        prepare(e, r);
+        d -= cost_at(e, r, rnode[k]);
+        detach(e, r);
+    }
+    best_response(e, i, &b, &cc, &nc);
+    if (b < 0) {
+        restore_replicas(e, i, rnode);
+        return HUGE_VAL;
+    }
+    d += nc - cc;
+    *ci_after = nc;
+    detach(e, i);
+    attach(e, i, b);
+    for (int k = 0; k < g->R; k++) {
+        int r = g->rep_base[i] + k;
+        if (rnode[k] < 0) continue;
+        best_response(e, r, &c, &cc, &nc);
+        if (c < 0) {
+            d = HUGE_VAL;
+            break;
+        }
+        d += nc;
+        attach(e, r, c);
+    }
+    *to = b;
+    if (!commit || d == HUGE_VAL) {
+        for (int k = 0; k < g->R; k++) {
+            int r = g->rep_base[i] + k;
+            if (e->node[r] >= 0) detach(e, r);
+        }
+        detach(e, i);
+        attach(e, i, a);
+        restore_replicas(e, i, rnode);
+    }
+    return d;
+}
+
+/*
+ * When best responses stall, capacity (or a replica in the way) can lock a
+ * player out of a node it prefers.  For each player, in play order, try the
+ * exchanges with the players on its best full node and with its own
+ * primary/replicas; make the one that lowers the potential the most, if it
+ * lowers it by more than eps.  Returns the number of exchanges made.
+ */
+static int exchange_pass(engine *e, const int *order, int *cand, int *snap)
+{
+    const nv_graph *g = e->g;
+    int made = 0, rnode[64];
+    e->round++;
+    for (int k = 0; k < e->P; k++) {
+        int i = order[k], to, nc = 0;
+        double cc, newc;
+        if (e->node[i] < 0) continue;
+        if (best_response(e, i, &to, &cc, &newc)) {
+            move_to(e, i, to, cc, newc);
+            continue;
+        }
+        if (e->blocked >= 0)
+            for (int j = e->nhead[e->blocked]; j >= 0; j = e->pnext[j]) cand[nc++] = j;
+        /* ... and its partners: its primary or replicas, its DAG neighbours. */
+        for (int a = g->off[i]; a < g->off[i + 1]; a++)
+            if (!(g->adj[a].flags & NV_FORBID_NODE)) cand[nc++] = g->adj[a].nbr;
+        int bestj = -1, jto, group = 0;
+        double bestd = -e->c->eps * (1 + fabs(cc)), ci_after;
+        for (int q = 0; q < nc; q++) {
+            int j = cand[q];
+            if (j == i || e->node[j] < 0) continue;
+            double d = try_exchange(e, i, j, 0, &jto, &ci_after);
+            if (d < bestd) {
+                bestd = d;
+                bestj = j;
+            }
+        }
+        int grouped = !nv_is_replica(g, i) && g->rep_base[i] >= 0 && g->R <= 64;
+        if (grouped && try_group(e, i, 0, rnode, &jto, &ci_after) < bestd) group = 1;
+        if (bestj < 0 && !group) continue;
+        if (snap) memcpy(snap, e->node, (size_t)e->P * sizeof *snap);
+        int from = e->node[i], b = group ? -1 : e->node[bestj];
+        double d = group ? try_group(e, i, 1, rnode, &b, &ci_after)
+                         : try_exchange(e, i, bestj, 1, &jto, &ci_after);
+        e->exchanges++;
+        made++;
+        if (e->c->on_move) {
+            nirvana_move m = {group ? NIRVANA_MOVE_GROUP : NIRVANA_MOVE_EXCHANGE,
+                              i,
+                              from,
+                              b,
+                              group ? -1 : bestj,
+                              group ? -1 : jto,
+                              e->round,
+                              cc,
+                              ci_after,
+                              d,
+                              e->node,
+                              snap};
+            e->c->on_move(e->c->on_move_arg, &m);
+        }
+    }
+    return made;
+}
+
+/*
+ * The dynamics: rounds of best responses until one is quiet, then (if
+ * enabled) an exchange pass; repeat while exchanges happen, up to `cap`
+ * rounds in all.  Returns 1 if it ended quiet.
+ */
+static int play(engine *e, const int *order, int cap, int exchanges, xerr *err, int *rc)
+{
+    int *cand = NULL, *snap = NULL, quiet = 0;
+    size_t n = (size_t)e->P + (size_t)e->g->off[e->P] + 2;
+    *rc = 0;
+    for (;;) {
+        if (!play_rounds(e, order, cap)) break;
+        if (!exchanges || e->round >= cap) {
+            quiet = 1;
+            break;
+        }
+        if (!cand && (!(cand = malloc(n * sizeof *cand)) ||
+                      (e->c->on_move && !(snap = malloc(n * sizeof *snap))))) {
+            *rc = xerr_set(err, XE_NOMEM, "placement: out of memory");
+            break;
+        }
+        if (exchange_pass(e, order, cand, snap) == 0) {
+            quiet = 1;
+            break;
+        }
+    }
+    free(cand);
+    free(snap);
+    return quiet;
+}
+
+/*
+ * Phase 1 for a displaced stateful primary t: promote one of its surviving
+ * replicas (the replica's node becomes t's node and the replica re-plays), or
+ * take the best node elsewhere if that is cheaper even after paying w_rec *
+ * recovery_s for copying the state.  Returns 1 if promoted, 0 if placed
+ * elsewhere, XE_FULL if neither is possible.
+ */
+static int place_displaced_primary(engine *e, int t)
+{
+    const nv_graph *g = e->g;
+    int prom = -1, pnode = -1;
+    double pcost = HUGE_VAL;
+    for (int k = 0; g->rep_base[t] >= 0 && k < g->R; k++) {
+        int r = g->rep_base[t] + k, m = e->node[r];
+        if (m < 0) continue;
+        detach(e, r);
+        prepare(e, t);
+        if (candidate_ok(e, t, m)) {
+            double x = cost_at(e, t, m);
+            if (x < pcost) {
+                pcost = x;
+                prom = r;
+                pnode = m;
+            }
+        }
+        attach(e, r, m);
+    }
+    int to;
+    double cc, nc;
+    best_response(e, t, &to, &cc, &nc);
+    double copy = e->wr * e->p->tasks[t].recovery_s;
+    if (prom >= 0 && (to < 0 || pcost <= nc + copy)) {
+        detach(e, prom);
+        report(e, NIRVANA_MOVE_PROMOTE, prom, pnode, -1, HUGE_VAL, HUGE_VAL);
+        attach(e, t, pnode);
+        report(e, NIRVANA_MOVE_PROMOTE, t, -1, pnode, HUGE_VAL, pcost);
+        return 1;
+    }
+    if (to < 0) return XE_FULL;
+    move_to(e, t, to, cc, nc);
+    return 0;
+}
+
+/* Maps prev's players onto p's layout; dead or missing nodes become -1. */
+static int carry_over(const nirvana_problem *p, const nv_graph *g, const nirvana_result *prev,
+                      int *as, int *displaced, xerr *err)
+{
+    if (prev->ntasks > p->ntasks || prev->replicas != p->replicas)
+        return xerr_set(err, XE_INVAL,
+                        "placement: the previous result is not for this problem (%d tasks, R=%d "
+                        "against %d tasks, R=%d)",
+                        prev->ntasks, prev->replicas, p->ntasks, p->replicas);
+    for (int i = 0; i < g->P; i++) as[i] = -1;
+    for (int k = 0; k < prev->nplayers; k++) {
+        const nirvana_player *pl = &prev->players[k];
+        if (pl->task < 0 || pl->task >= g->T) continue;
+        int i = pl->replica < 0 ? pl->task
+                : g->rep_base[pl->task] >= 0 && pl->replica < g->R ? g->rep_base[pl->task] + pl->replica
+                                                                   : -1;
+        if (i < 0) continue;
+        int n = pl->node;
+        if (n >= 0 && n < p->nnodes && p->nodes[n].alive) as[i] = n;
+    }
+    *displaced = 0;
+    for (int i = 0; i < g->P; i++) *displaced += as[i] < 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- public entry points */
+
+/* What one call of nirvana_place or nirvana_replace sets up and tears down. */
+typedef struct run {
+    uint64_t t0;
+    nv_graph g;
+    int *as;    /* the assignment being built */
+    int *order; /* play order (game only) */
+    engine e;
+    int engine_up;
+    int converged;
+} run;
+
+static int is_game(const nirvana_config *c)
+{
+    return c->strategy == NIRVANA_FULL || c->strategy == NIRVANA_NO_RECOVERY;
+}
+
+static void run_fini(run *r)
+{
+    if (r->engine_up) engine_fini(&r->e);
+    free(r->order);
+    free(r->as);
+    nv_graph_fini(&r->g);
+}
+
+static int run_begin(run *r, const nirvana_problem *p, xerr *err)
+{
+    memset(r, 0, sizeof *r);
+    r->t0 = clock_mono_ns();
+    if (p->nnodes < 1) return xerr_set(err, XE_INVAL, "placement: no nodes");
+    int rc = nv_graph_build(&r->g, p, err);
+    if (rc < 0) return rc;
+    if (!(r->as = malloc(((size_t)r->g.P + 1) * sizeof *r->as))) {
+        run_fini(r);
+        return xerr_set(err, XE_NOMEM, "placement: out of memory");
+    }
+    for (int i = 0; i < r->g.P; i++) r->as[i] = -1;
+    return 0;
+}
+
+/* Starts the game's engine on r->as. */
+static int run_engine(run *r, const nirvana_problem *p, const nirvana_config *c, xerr *err)
+{
+    int rc = engine_init(&r->e, p, &r->g, c, err);
+    if (rc < 0) return rc;
+    r->engine_up = 1;
+    if (!(r->order = nv_play_order(&r->g))) return xerr_set(err, XE_NOMEM, "placement: out of memory");
+    attach_all(&r->e, r->as);
+    return 0;
+}
+
+static int run_finish(run *r, const nirvana_problem *p, const nirvana_config *c,
+                      nirvana_result **out, xerr *err)
+{
+    if (r->engine_up) memcpy(r->as, r->e.node, (size_t)r->g.P * sizeof *r->as);
+    int rc = nv_result_build(p, c, &r->g, r->as, out, err);
+    if (rc < 0) return rc;
+    if (r->engine_up) {
+        (*out)->rounds = r->e.round;
+        (*out)->moves = r->e.moves;
+        (*out)->exchanges = r->e.exchanges;
+    }
+    (*out)->converged = r->converged;
+    (*out)->elapsed_ms = (double)(clock_mono_ns() - r->t0) / 1e6;
+    return 0;
+}
+
+int nirvana_place(const nirvana_problem *p, const nirvana_config *c, nirvana_result **out,
+                  xerr *err)
+{
+    run r;
+    int rc = run_begin(&r, p, err);
+    if (rc < 0) return rc;
+    /* The game starts from round-robin, like the prototype. */
+    rc = nv_baseline_assign(p, &r.g, is_game(c) ? NIRVANA_ROUND_ROBIN : c->strategy, c->seed, r.as,
+                            0, err);
+    if (rc < 0) goto out;
+    r.converged = 1;
+    if (is_game(c)) {
+        if ((rc = run_engine(&r, p, c, err)) < 0) goto out;
+        r.converged = play(&r.e, r.order, c->max_rounds, c->exchanges, err, &rc);
+        if (rc < 0) goto out;
+    }
+    rc = run_finish(&r, p, c, out, err);
+out:
+    run_fini(&r);
+    return rc;
+}
+
+int nirvana_replace(const nirvana_problem *p, const nirvana_config *c,
+                    const nirvana_result *prev, nirvana_result **out, xerr *err)
+{
+    run r;
+    int displaced = 0, promoted = 0;
+    int rc = run_begin(&r, p, err);
+    if (rc < 0) return rc;
+    if ((rc = carry_over(p, &r.g, prev, r.as, &displaced, err)) < 0) goto out;
+    if (!is_game(c)) {
+        if ((promoted = nv_promote_first(p, &r.g, r.as)) < 0) {
+            rc = xerr_set(err, XE_NOMEM, "placement: out of memory");
+            goto out;
+        }
+        if ((rc = nv_baseline_assign(p, &r.g, c->strategy, c->seed, r.as, 1, err)) < 0) goto out;
+        r.converged = 1;
+    } else {
+        if ((rc = run_engine(&r, p, c, err)) < 0) goto out;
+        engine *e = &r.e;
+        /* Displaced primaries first (replicas' legal domains depend on them). */
+        for (int k = 0; k < r.g.P; k++) {
+            int i = r.order[k];
+            if (nv_is_replica(&r.g, i) || e->node[i] >= 0) continue;
+            if ((rc = place_displaced_primary(e, i)) < 0) {
+                rc = xerr_set(err, XE_FULL, "placement: no live node with a free slot for task %s",
+                              p->tasks[i].name);
+                goto out;
+            }
+            promoted += rc;
+        }
+        for (int k = 0; k < r.g.P; k++) {
+            int i = r.order[k], to;
+            double cc, nc;
+            if (!nv_is_replica(&r.g, i) || e->node[i] >= 0) continue;
+            if (best_response(e, i, &to, &cc, &nc)) move_to(e, i, to, cc, nc);
+        }
+        r.converged = play_rounds(e, r.order, c->repair_rounds);
+    }
+    if ((rc = run_finish(&r, p, c, out, err)) < 0) goto out;
+    (*out)->displaced = displaced;
+    (*out)->promoted = promoted;
+out:
+    run_fini(&r);
+    return rc;
+}

@@ -1,0 +1,255 @@
+/*
+ * placement: Nirvana, the fault-tolerant task and replica placement game, and
+ * the baseline placements it is measured against.
+ *
+ * The module knows nothing of operators, plans or sockets.  Its input is a
+ * `nirvana_problem`: nodes (domain, slots, speed, alive), tasks (load, state,
+ * recovery time), task-to-task edges (traffic) and the number R of replicas
+ * each stateful task keeps.  The planner fills the tasks and edges from its
+ * operator DAG; the cluster coordinator fills the nodes from live membership.
+ * Its output is a `nirvana_result`: a node for every player plus the cost
+ * terms that `EXPLAIN PLACEMENT` prints.
+ *
+ * Players.  Every task is a player (its "primary"); every stateful task also
+ * owns R replica players.  Player ids are laid out once per problem:
+ * players 0..ntasks-1 are the primaries in task order, and the replicas of the
+ * stateful tasks follow, task by task, R at a time (nirvana_replica_player()).
+ * A strategy is a node.  A node hosts at most `slots` players (replicas take a
+ * slot: they hold state and apply deltas).
+ *
+ * Hard rules (a placement breaking one is illegal, never merely expensive):
+ *   - a replica never sits in its primary's failure domain;
+ *   - two replicas of one task never share a node;
+ *   - a node never hosts more players than its slots, and dead nodes host none.
+ *
+ * Cost of a player (all terms >= 0; see docs/nirvana.md for the proof that
+ * the game is an exact potential game and for the units):
+ *   proc   w_proc * l_i * L(node) / speed(node), L = total load on the node
+ *   trans  half of w_trans * traffic * distance, over each incident edge
+ *          (task edges, and primary->replica delta streams)
+ *   rec    half of w_rec * (rec_u + rec_v)/2 for each task edge whose two ends
+ *          share a domain (cascade), half of w_rec * (sigma_a + sigma_b)/speed
+ *          for each pair of replicas stacked on one node whose primaries share a
+ *          domain (serial recovery; the four players involved each pay half),
+ *          and, for a replica, w_rec * sigma_a / speed (its own restore time).
+ * The social cost counts each interaction once; potential <= social <= 2 *
+ * potential, so the potential minimiser is within a factor 2 of the optimum.
+ *
+ * Ownership: a problem owns copies of everything added to it.  A result owns
+ * its arrays and does not point into the problem.  Nothing here keeps global
+ * state; distinct problems may be placed from distinct threads.
+ */
+#ifndef PLACEMENT_H
+#define PLACEMENT_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* ---------------------------------------------------------------- problem */
+
+typedef struct nirvana_node {
+    char name[64]; /* for EXPLAIN; copied */
+    int domain;    /* failure domain, 0..ndomains-1 */
+    int slots;     /* players it may host */
+    double speed;  /* relative processing rate: 1.0 normal, 0.05 a slowed node */
+    int alive;
+} nirvana_node;
+
+typedef struct nirvana_task {
+    char name[48];       /* for EXPLAIN, e.g. "q1.count#3"; copied */
+    int query;           /* caller's ids, echoed back */
+    int op;
+    int depth;           /* depth of the operator in its DAG (sources 0) */
+    int parallelism;     /* tasks of its operator */
+    double load;         /* CPU demand, in units of one speed-1.0 node */
+    int stateful;        /* 1: has R replicas */
+    double state_mb;     /* state size (informative; the simulator uses it) */
+    double recovery_s;   /* seconds to bring it back after its node dies, at speed 1.0 */
+    double replica_load; /* CPU demand of one replica applying deltas */
+    double repl_traffic; /* delta stream to each replica, in link units */
+} nirvana_task;
+
+typedef struct nirvana_edge {
+    int from, to;   /* task indices */
+    double traffic; /* in units of one node link's capacity */
+} nirvana_edge;
+
+typedef struct nirvana_problem {
+    int nnodes, ndomains, ntasks, nedges;
+    nirvana_node *nodes;
+    nirvana_task *tasks;
+    nirvana_edge *edges;
+    int replicas;        /* R, replicas per stateful task (default 1) */
+    double d_intra;      /* distance between two nodes of one domain (default 0.2) */
+    double d_inter;      /* distance across domains (default 1.0); same node is 0 */
+    double *dist;        /* optional measured nnodes x nnodes matrix, row major; owned */
+    int cap_nodes, cap_tasks, cap_edges;
+} nirvana_problem;
+
+nirvana_problem *nirvana_problem_new(void);
+void nirvana_problem_free(nirvana_problem *p); /* NULL is a no-op */
+
+/* Each add returns the new index (>= 0) or a negative XE_ code. */
+int nirvana_add_node(nirvana_problem *p, const char *name, int domain, int slots, double speed);
+int nirvana_add_task(nirvana_problem *p, const nirvana_task *t);
+int nirvana_add_edge(nirvana_problem *p, int from, int to, double traffic);
+
+int nirvana_set_distance(nirvana_problem *p, double d_intra, double d_inter);
+/* Copies an nnodes x nnodes matrix (must be symmetric, zero diagonal);
+ * NULL goes back to d_intra/d_inter.  Call after the last add_node. */
+int nirvana_set_distance_matrix(nirvana_problem *p, const double *m);
+/* Marks every node of a domain dead (alive = 0); returns how many. */
+int nirvana_kill_domain(nirvana_problem *p, int domain);
+
+/* Players: primaries first, then R replicas per stateful task. */
+int nirvana_player_count(const nirvana_problem *p);
+/* Player id of replica k (0..R-1) of task t, or -1 if t is stateless. */
+int nirvana_replica_player(const nirvana_problem *p, int t, int k);
+
+/* ---------------------------------------------------------------- configuration */
+
+typedef enum nirvana_strategy {
+    NIRVANA_FULL = 0,       /* the game with every term */
+    NIRVANA_NO_RECOVERY,    /* the game with w_rec = 0 (hard rules still hold) */
+    NIRVANA_ROUND_ROBIN,    /* Storm's EvenScheduler */
+    NIRVANA_RESOURCE_AWARE, /* R-Storm-like greedy */
+    NIRVANA_RANDOM,         /* uniform over legal nodes, seeded */
+    NIRVANA_NSTRATEGIES
+} nirvana_strategy;
+
+/* "nirvana", "nirvana-no-recovery", "round-robin", "resource-aware", "random". */
+const char *nirvana_strategy_name(nirvana_strategy s);
+int nirvana_strategy_parse(const char *name, nirvana_strategy *out); /* XE_INVAL if unknown */
+
+enum nirvana_move_kind {
+    NIRVANA_MOVE_BEST_RESPONSE, /* a placed player moved; potential fell by exactly its gain */
+    NIRVANA_MOVE_EXCHANGE,      /* player took `other`'s node, other went to other_to */
+    NIRVANA_MOVE_GROUP,         /* a stateful primary moved and its replicas re-placed */
+    NIRVANA_MOVE_ENTER,         /* an unplaced (displaced or new) player took a node */
+    NIRVANA_MOVE_PROMOTE,       /* a primary took over its replica's node; the replica left */
+};
+
+typedef struct nirvana_move {
+    int kind;
+    int player, from, to;  /* from = -1 when entering */
+    int other, other_to;   /* EXCHANGE only (else -1): the player evicted from `to` */
+    int round;             /* 0 for the re-placement phase */
+    double cost_before;    /* mover's cost before (HUGE_VAL when entering) */
+    double cost_after;
+    double potential_delta; /* change of the potential: < 0 for BEST_RESPONSE, EXCHANGE, GROUP */
+    const int *assignment; /* node of every player after the move; valid during the call */
+    const int *before;     /* ... and before it, for EXCHANGE and GROUP (else NULL) */
+} nirvana_move;
+
+typedef void (*nirvana_move_fn)(void *arg, const nirvana_move *m);
+
+typedef struct nirvana_config {
+    nirvana_strategy strategy;
+    double w_proc, w_trans, w_rec; /* defaults 1, 1, 0.05 */
+    int max_rounds;    /* cap on full rounds of best responses (default 100) */
+    int exchanges;     /* 1: when best responses stall, try exchange and group moves (default 1) */
+    int repair_rounds; /* full rounds after a re-placement (default 2) */
+    uint64_t seed;     /* for NIRVANA_RANDOM */
+    double eps;        /* a move must gain more than eps * (1 + |cost|) (default 1e-9) */
+    nirvana_move_fn on_move; /* optional trace of every move */
+    void *on_move_arg;
+} nirvana_config;
+
+void nirvana_config_init(nirvana_config *c);
+
+/* ---------------------------------------------------------------- result */
+
+typedef struct nirvana_player {
+    int task;    /* task index */
+    int replica; /* -1 for the primary, else 0..R-1 */
+    int node;    /* -1 if unplaced (only a replica with no legal node left) */
+    double proc, trans, rec, cost; /* this player's weighted cost terms; cost = sum */
+} nirvana_player;
+
+typedef struct nirvana_result {
+    nirvana_strategy strategy;
+    int ntasks, replicas, nplayers;
+    nirvana_player *players; /* nplayers entries, laid out as in the header comment */
+    double social_cost;      /* proc_cost + trans_cost + rec_cost, each interaction once */
+    double proc_cost, trans_cost, rec_cost;
+    double potential;
+    int rounds;    /* full rounds played (the last one moved nothing if converged) */
+    int moves;     /* best-response moves */
+    int exchanges; /* exchange and group moves (several players, potential strictly lower) */
+    int converged; /* 1 if a round moved nothing before the cap */
+    int unplaced;  /* replicas left without a node */
+    int promoted;  /* primaries that took over a replica's node (re-placement) */
+    int displaced; /* players that had to re-play (re-placement) */
+    double elapsed_ms;
+} nirvana_result;
+
+void nirvana_result_free(nirvana_result *r); /* NULL is a no-op */
+
+/*
+ * Places every player with c->strategy.  On success *out is a new result the
+ * caller frees.  XE_FULL if some task or replica has no legal node (too few
+ * slots, or fewer than two live domains with R > 0), XE_INVAL on a bad problem.
+ */
+int nirvana_place(const nirvana_problem *p, const nirvana_config *c, nirvana_result **out,
+                  xerr *e);
+
+/*
+ * Incremental re-placement.  `prev` is a result for this problem before some
+ * nodes died (p's alive flags say which) or before tasks were appended.
+ * Survivors keep their nodes; only the displaced players re-play:
+ *   1. a stateful primary on a dead node with a surviving replica is promoted
+ *      to that replica's node, unless (Nirvana only) another node is cheaper
+ *      even after paying w_rec * recovery_s for copying the state there;
+ *   2. the other displaced primaries, then the displaced replicas (including
+ *      those vacated by a promotion), take their best legal node;
+ *   3. everyone then plays at most c->repair_rounds full rounds.
+ * Baselines re-place displaced players with their own rule after promotion.
+ * A replica with no legal node left stays unplaced (counted in `unplaced`).
+ */
+int nirvana_replace(const nirvana_problem *p, const nirvana_config *c,
+                    const nirvana_result *prev, nirvana_result **out, xerr *e);
+
+/* ---------------------------------------------------------------- evaluation */
+
+typedef struct nirvana_score {
+    int legal;                 /* 0 if a hard rule is broken (then costs are HUGE_VAL) */
+    double potential, social;  /* social = proc + trans + rec */
+    double proc, trans, rec;
+} nirvana_score;
+
+/*
+ * Scores an assignment (node per player, -1 unplaced) from scratch, with the
+ * weights of c (w_rec taken as 0 for NIRVANA_NO_RECOVERY).  This is the
+ * reference implementation the game's incremental bookkeeping is tested against.
+ */
+int nirvana_score_assignment(const nirvana_problem *p, const nirvana_config *c,
+                             const int *assignment, nirvana_score *out, xerr *e);
+
+/* Builds a result (costs filled) from an assignment; for tools and tests. */
+int nirvana_result_from_assignment(const nirvana_problem *p, const nirvana_config *c,
+                                   const int *assignment, nirvana_result **out, xerr *e);
+
+typedef struct nirvana_certificate {
+    int is_equilibrium; /* 1 if no player can gain more than eps by moving alone */
+    int player, from, to; /* the most profitable unilateral deviation (-1 if none) */
+    double gain;          /* its cost decrease (<= eps-threshold at an equilibrium) */
+    long checked;         /* legal (player, node) deviations examined */
+} nirvana_certificate;
+
+/*
+ * Exhaustively tries every legal unilateral deviation of every player (every
+ * live node with a free slot that keeps the hard rules) and reports the best
+ * one.  Costs from the reference scorer, not from the game's bookkeeping.
+ */
+int nirvana_check_equilibrium(const nirvana_problem *p, const nirvana_config *c,
+                              const nirvana_result *r, nirvana_certificate *cert, xerr *e);
+
+/*
+ * Appends the EXPLAIN PLACEMENT text: one line per player (node, domain, cost
+ * terms), the totals, the potential, rounds, and the equilibrium certificate.
+ */
+int nirvana_explain(const nirvana_problem *p, const nirvana_config *c,
+                    const nirvana_result *r, sbuf *out, xerr *e);
+
+#endif
