@@ -28,7 +28,7 @@ GEN_WARN  := -Wall -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-se
              -Wno-sign-compare -Wno-implicit-fallthrough -Wno-unused-function -Wno-unused-const-variable
 comma     := ,
 SAN_ON    := -fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_ON   := -fsanitize=fuzzer-no-link$(comma)address$(comma)undefined -fno-omit-frame-pointer -DARES_FUZZ
+FUZZ_ON   := -fsanitize=fuzzer-no-link$(comma)address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DARES_FUZZ
 SANFLAGS  := $(if $(SAN),$(SAN_ON))
 FUZZFLAGS := $(if $(FUZZ),$(FUZZ_ON))
 BASEFLAGS  = -std=c11 -D_GNU_SOURCE -g $(OPT) -I. -I$(BUILD) $(SANFLAGS) $(FUZZFLAGS) $(PKG_CFLAGS) -MMD -MP

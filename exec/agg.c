@@ -42,11 +42,10 @@ typedef struct agg_slot {
 
 typedef struct agg_entry {
     struct agg_entry *next;   /* hash chain */
-    struct agg_entry *dnext;  /* dirty list */
     uint64_t hash;            /* of the group key (and window for fixed windows) */
     int64_t wstart, wend;
     int64_t pwend, pwstart;   /* where it is persisted; pwend == WM_MIN when not */
-    uint8_t dirty, dead;
+    uint8_t dirty, pooled;
     uint32_t klen;
     unsigned char *key;       /* encoded group values */
     val *gv;                  /* group values (text in this allocation) */
@@ -58,7 +57,7 @@ struct agg_task {
     uint32_t nbuckets;
     agg_entry **buckets;
     int64_t nentries;
-    agg_entry *dirty;
+    int64_t ndirty;
     int64_t closed_wm;        /* windows ending (+grace) at or before this are closed */
     int64_t min_end;          /* smallest window end among entries (lower bound) */
     sbuf key;                 /* scratch key encoding */
@@ -70,6 +69,9 @@ struct agg_task {
     /* deletions to persist: (wend, key bytes) */
     sbuf dels;
     int64_t ndels;
+    /* closed entries are recycled: new windows reuse their memory */
+    size_t pool_size;     /* the size of a pooled entry */
+    agg_entry *pool;      /* free list through next */
 };
 
 agg_task *agg_new(opinst *o, int task)
@@ -104,11 +106,16 @@ static void dset_free(dset *s)
 
 static void entry_free(agg_task *a, agg_entry *e)
 {
+    if (e->dirty) a->ndirty--;
     for (int i = 0; i < a->naggs; i++) {
         free(e->slots[i].mtext);
         dset_free(e->slots[i].ds);
     }
-    free(e);
+    if (e->pooled) {
+        e->next = a->pool;
+        a->pool = e;
+    } else
+        free(e);
 }
 
 void agg_free(agg_task *a)
@@ -119,6 +126,11 @@ void agg_free(agg_task *a)
             n = e->next;
             entry_free(a, e);
         }
+    while (a->pool) {
+        agg_entry *n = a->pool->next;
+        free(a->pool);
+        a->pool = n;
+    }
     free(a->buckets);
     free(a->gtmp);
     free(a->closing);
@@ -274,8 +286,18 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
     for (int i = 0; i < a->ngroups; i++)
         if (gv[i].type == TY_TEXT) text += gv[i].len;
     size_t sz = sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot) + (size_t)a->ngroups * sizeof(val) + klen + text;
-    agg_entry *e = calloc(1, sz);
-    if (!e) return NULL;
+    if (!a->pool_size) a->pool_size = sz + 64;
+    agg_entry *e;
+    if (sz <= a->pool_size) {
+        if (a->pool) {
+            e = a->pool;
+            a->pool = e->next;
+        } else if (!(e = malloc(a->pool_size)))
+            return NULL;
+        memset(e, 0, sz);
+        e->pooled = 1;
+    } else if (!(e = calloc(1, sz)))
+        return NULL;
     e->gv = (val *)((char *)e + sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot));
     e->key = (unsigned char *)(e->gv + a->ngroups);
     char *tp = (char *)e->key + klen;
@@ -331,8 +353,7 @@ static void mark_dirty(agg_task *a, agg_entry *e)
 {
     if (!e->dirty) {
         e->dirty = 1;
-        e->dnext = a->dirty;
-        a->dirty = e;
+        a->ndirty++;
     }
 }
 
@@ -439,8 +460,7 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                 if (e->wend > target->wend) target->wend = e->wend;
                 if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
                 table_unlink(a, e);
-                e->dead = 1;
-                if (!e->dirty) entry_free(a, e); /* dirty ones are freed by the flush */
+                entry_free(a, e);
             }
             if (!target) {
                 if (!(target = entry_new(a, a->gtmp, key, klen))) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -498,9 +518,43 @@ static int cmp_closing(const void *x, const void *y)
     const agg_entry *a = *(agg_entry *const *)x, *b = *(agg_entry *const *)y;
     if (a->wend != b->wend) return a->wend < b->wend ? -1 : 1;
     if (a->wstart != b->wstart) return a->wstart < b->wstart ? -1 : 1;
+    /* within a window: by key hash (deterministic, cheap), bytes on a tie */
+    if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
     uint32_t n = a->klen < b->klen ? a->klen : b->klen;
     int c = memcmp(a->key, b->key, n);
     return c ? c : (a->klen > b->klen) - (a->klen < b->klen);
+}
+
+/* In-place quicksort of entry pointers (qsort would allocate per call). */
+static void sort_entries(agg_entry **v, int64_t n)
+{
+    while (n > 16) {
+        agg_entry *pivot = v[n / 2], *t;
+        int64_t i = 0, j = n - 1;
+        for (;;) {
+            while (cmp_closing(&v[i], &pivot) < 0) i++;
+            while (cmp_closing(&v[j], &pivot) > 0) j--;
+            if (i >= j) break;
+            t = v[i]; v[i] = v[j]; v[j] = t;
+            i++;
+            j--;
+        }
+        /* recurse into the smaller half, loop on the larger */
+        if (j + 1 < n - j - 1) {
+            sort_entries(v, j + 1);
+            v += j + 1;
+            n -= j + 1;
+        } else {
+            sort_entries(v + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (int64_t i = 1; i < n; i++)
+        for (int64_t k = i; k > 0 && cmp_closing(&v[k - 1], &v[k]) > 0; k--) {
+            agg_entry *t = v[k];
+            v[k] = v[k - 1];
+            v[k - 1] = t;
+        }
 }
 
 int agg_close(opinst *o, int task, int64_t wm, xerr *err)
@@ -532,7 +586,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         }
     a->min_end = new_min;
     if (!a->nclosing) return 0;
-    qsort(a->closing, (size_t)a->nclosing, sizeof *a->closing, cmp_closing);
+    sort_entries(a->closing, a->nclosing);
     int rc = 0;
     batch_reset(&o->out);
     for (int64_t i = 0; i < a->nclosing; i++) {
@@ -549,8 +603,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         agg_entry *e = a->closing[i];
         if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         table_unlink(a, e);
-        e->dead = 1;
-        if (!e->dirty) entry_free(a, e);
+        entry_free(a, e);
     }
     a->nclosing = 0;
     return 0;
@@ -610,11 +663,11 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
     }
     sbuf_reset(&a->dels);
     a->ndels = 0;
-    for (agg_entry *e = a->dirty, *n; e; e = n) {
-        n = e->dnext;
+    for (uint32_t b = 0; a->ndirty && b < a->nbuckets; b++)
+        for (agg_entry *e = a->buckets[b]; e; e = e->next) {
+        if (!e->dirty) continue;
         e->dirty = 0;
-        e->dnext = NULL;
-        if (e->dead) { entry_free(a, e); continue; }
+        a->ndirty--;
         if (e->pwend != WM_MIN && (e->pwend != e->wend || e->pwstart != e->wstart)) {
             unsigned char b8[8];
             be64_put(b8, (uint64_t)e->pwstart);
@@ -628,7 +681,7 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
         e->pwend = e->wend;
         e->pwstart = e->wstart;
     }
-    a->dirty = NULL;
+    a->ndirty = 0;
     return 0;
 }
 

@@ -380,6 +380,12 @@ static val fn_eval(int fn, int n, val *a, sql_type rt, batch *scratch)
 
 val xprog_eval(const xprog *p, const val *row, batch *scratch)
 {
+    /* the common case: a bare column reference */
+    if (p->n == 1 && p->code[0].op == X_COL) {
+        val r = row[p->code[0].arg];
+        if (p->type == TY_DOUBLE && r.type != TY_DOUBLE && r.type != TY_NULL) r = val_double((double)r.i);
+        return r;
+    }
     val stack_small[32];
     val *st = p->maxstack <= 32 ? stack_small : malloc((size_t)p->maxstack * sizeof(val));
     if (!st) return val_null();
