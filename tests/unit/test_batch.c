@@ -719,7 +719,7 @@ static void test_csv_header(void **state)
     assert_int_equal(fmt_decode(d, "name\nx\ny,z\n", 11, &b, &e), 0);
     assert_int_equal(fmt_decode_finish(d, &b, &e), 0);
     assert_int_equal(b.nrows, 1);
-    assert_rejects(d, "line 4: expected 1 column, got 2\n");
+    assert_rejects(d, "line 3: expected 1 column, got 2\n");
     fmt_decoder_free(d);
     batch_fini(&b);
 }
