@@ -1,0 +1,155 @@
+/*
+ * cli.h (internal to cli/): the pieces of the ares-sql binary.
+ *
+ *   main.c    options, the non-interactive runs (-e, -f, --ingest, piped SQL,
+ *             --follow) and exit codes
+ *   output.c  an exec_out that prints results through a fmt_encoder to a
+ *             FILE*; the cluster client reuses it for results off the wire
+ *   run.c     the session: scripts fed line by line (statements end with ';'
+ *             at the end of a line, meta-commands start a line with '\'),
+ *             statement execution, error reports with the parser's caret,
+ *             ingest from a file descriptor, SIGINT/SIGTERM
+ *   shell.c   the interactive shell: libedit, history, completion, HELP
+ *
+ * Everything runs on the main thread, like the engine it drives.  Signal
+ * handlers only set a flag and write a byte to a self-pipe; the loops check
+ * the flag between chunks of work (cli_interrupted).
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "exec/exec.h"
+
+#define CLI_VERSION "0.1.0"
+
+/* Outcomes of runs, numbered as the exit codes they become. */
+enum {
+    CLI_OK = 0,
+    CLI_ESQL = 1,   /* an SQL or engine error */
+    CLI_EUSAGE = 2, /* bad usage: unknown option, unreadable -f file */
+    CLI_EINPUT = 3, /* input rejected beyond the error policy */
+    CLI_QUIT = 4,   /* \q: not an exit code, the caller stops reading */
+    CLI_INTR = 130, /* SIGINT or SIGTERM */
+};
+
+/* ------------------------------------------------------------------ output.c */
+
+typedef struct cli_out cli_out;
+
+typedef struct cli_out_opts {
+    FILE *data;           /* rows go here (required) */
+    FILE *notices;        /* notices go here, or NULL to drop them */
+    fmt_kind push_kind;   /* push query rows (begin with stream = 1) */
+    fmt_kind result_kind; /* SHOW, DESCRIBE, EXPLAIN (stream = 0) */
+} cli_out_opts;
+
+/* An output for one statement (or one remote result).  The engine keeps a
+ * copy of the exec_out of a push query, so its cli_out must live until the
+ * engine is closed or the query has ended.  XE_NOMEM. */
+int cli_out_new(const cli_out_opts *o, cli_out **out);
+/* Finishes an open result (as end would) and frees.  NULL is a no-op. */
+void cli_out_free(cli_out *o);
+/* The callbacks; valid as long as o. */
+const exec_out *cli_out_exec(cli_out *o);
+int cli_out_pushed(const cli_out *o);    /* a result with stream = 1 began */
+int cli_out_open(const cli_out *o);      /* a result began and has not ended */
+int64_t cli_out_rows(const cli_out *o);  /* rows printed, all results */
+int cli_out_write_errno(const cli_out *o); /* errno of the first failed write, or 0 */
+
+/* ------------------------------------------------------------------ run.c */
+
+typedef struct cli {
+    engine *eng;
+    int interactive;        /* the shell: errors never stop it, notices to stdout */
+    int quiet;              /* drop notices */
+    int timing;             /* \timing */
+    int format_set;         /* --format or \format chose `format` */
+    fmt_kind format;
+    int stdout_tty, stderr_tty;
+    int pushes;             /* push queries started (SELECT statements run) */
+    int consumers;          /* queries started: SELECT and CREATE QUERY */
+    int statements;         /* statements run */
+    cli_out **keep;         /* outputs of push queries: freed after engine_close */
+    int nkeep, capkeep;
+} cli;
+
+/* A script fed one line at a time: -e text, a -f or \i file, piped stdin or
+ * the shell's lines.  A statement runs when the lines collected so far end
+ * in a complete statement (parse_is_complete). */
+typedef struct cli_script {
+    const char *name;  /* file name for messages, or NULL */
+    int relative;      /* the shell: line numbers count from each statement's start */
+    int depth;         /* \i nesting */
+    int line;          /* lines fed so far */
+    int buf_line;      /* input line of buf's first line */
+    int chunks;        /* chunks of statements run */
+    sbuf buf;          /* lines of the statement being collected */
+} cli_script;
+
+void cli_init(cli *c);
+/* engine_close, then free the kept outputs. */
+void cli_fini(cli *c);
+
+void cli_script_init(cli_script *s, const char *name);
+void cli_script_fini(cli_script *s);
+/* Feed one line (with or without its '\n').  CLI_OK, CLI_ESQL (reported on
+ * stderr), CLI_EINPUT, CLI_QUIT, CLI_INTR. */
+int cli_script_line(cli *c, cli_script *s, const char *line, size_t n);
+/* End of the script: run what is left (a last statement without ';'). */
+int cli_script_end(cli *c, cli_script *s);
+/* 1 when the script holds part of a statement. */
+int cli_script_pending(const cli_script *s);
+/* Drop the partial statement (Ctrl-C in the shell). */
+void cli_script_clear(cli_script *s);
+
+/* A whole text as a script (-e).  Stops at the first error outside the shell. */
+int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth);
+/* A file as a script (-f, \i); an unreadable file is CLI_EUSAGE. */
+int cli_run_file(cli *c, const char *path, int depth);
+
+typedef struct cli_ingest_opts {
+    fmt_kind format;    /* FMT_CSV or FMT_JSON */
+    fmt_header header;
+    int end_of_stream;  /* at the end the stream ends: every window closes */
+    int progress;       /* a progress line on stderr after 0.5 s (a terminal) */
+    const char *label;  /* file name prefixed to rejections, or NULL */
+    int64_t size;       /* bytes expected, for the progress line; 0 unknown */
+} cli_ingest_opts;
+
+/* Feed everything read from fd to stream in 64 KiB chunks.  The first
+ * CLI_SHOW_REJECTS rejected lines print in full on stderr, then a count.
+ * Returns CLI_OK, CLI_ESQL (engine error, reported), CLI_EINPUT (a fatal
+ * input error such as a bad declared header, reported) or CLI_INTR (the
+ * input was cut short: the ingest closes without ending the stream). */
+enum { CLI_SHOW_REJECTS = 10 };
+int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, exec_ingest_stats *st);
+
+/* Output settings for a new statement's cli_out. */
+cli_out_opts cli_out_opts_for(const cli *c);
+
+/* Print "error: [name: ]msg" on stderr. */
+void cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Signals: SIGINT and SIGTERM set the flag (and wake cli_signal_fd). */
+int cli_signals_install(void);
+int cli_interrupted(void);
+int cli_signal_term(void);    /* the last signal was SIGTERM */
+void cli_interrupt_clear(void);
+int cli_signal_fd(void);      /* readable after a signal; drain with cli_signal_drain */
+void cli_signal_drain(void);
+
+/* Meta-commands of every script; the shell adds HELP. */
+int cli_meta(cli *c, cli_script *s, const char *line, size_t n);
+void cli_help(FILE *f);
+
+/* ------------------------------------------------------------------ shell.c */
+
+/* The interactive shell on c (c->interactive set).  Returns an exit code. */
+int cli_shell(cli *c, const char *data_desc);
+/* HELP [topic]: a syntax summary per statement. */
+void cli_help_statement(FILE *f, const char *topic);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * main.c: ares-sql, the command line that drives an embedded Ares engine.
+ *
+ *   ares-sql [--data DIR | --memory] [-e SQL]... [-f FILE]...
+ *            [--ingest STREAM [--input-format csv|json] [--header|--no-header] [--strict]]
+ *            [--format table|csv|json|vertical] [--follow] [-q]
+ *
+ * The order of a run: the -e and -f scripts in the order given (the first
+ * error stops: exit 1); or, with neither and stdin not a terminal (and no
+ * --ingest), the statements on stdin as they arrive; then with --ingest
+ * stdin feeds the stream until its end, which ends the stream so every open
+ * window closes and prints; then file sources run to their end; with
+ * --follow the engine keeps running until SIGINT or SIGTERM.  With no
+ * statements, no --ingest and stdin a terminal, the interactive shell opens.
+ *
+ * Exit codes (scripts rely on them): 0 success, 1 an SQL or engine error,
+ * 2 bad usage, 3 input rejected beyond the error policy, 130 interrupted.
+ * Messages go to stderr; stdout carries only results.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <locale.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+    fputs("Usage: ares-sql [OPTIONS]\n"
+          "Ares continuous SQL on an embedded engine.  With no statements and stdin a\n"
+          "terminal, an interactive shell; otherwise statements from -e, -f or stdin.\n"
+          "\n"
+          "  --data DIR           keep streams, queries and window state in DIR\n"
+          "                       (default ./ares-data)\n"
+          "  --memory             a throwaway data directory, removed at exit\n"
+          "  -e, --execute SQL    run SQL; repeatable, runs in order with -f\n"
+          "  -f, --file FILE      run the statements in FILE ('-' for stdin); repeatable\n"
+          "  --ingest STREAM      after the statements, feed stdin to STREAM, read in\n"
+          "                       64 KiB chunks; at its end the stream ends, every open\n"
+          "                       window closes and prints, and ares-sql exits\n"
+          "  --input-format csv|json\n"
+          "                       stdin's format for --ingest (default csv); CSV columns\n"
+          "                       in the stream's order, or as a header line names them;\n"
+          "                       JSON one object per line, fields by name\n"
+          "  --header, --no-header\n"
+          "                       the CSV input starts (or not) with a header line\n"
+          "                       (default: a first line naming columns is a header)\n"
+          "  --strict             exit 3 when any input line is rejected\n"
+          "  --format table|csv|json|vertical\n"
+          "                       how results print (default: table on a terminal,\n"
+          "                       otherwise CSV with a header row)\n"
+          "  --follow             after the statements and stdin, keep running (file\n"
+          "                       sources) until SIGINT or SIGTERM\n"
+          "  -q, --quiet          no notices (\"CREATE STREAM\", \"2 rows inserted\")\n"
+          "  -h, --help           this help\n"
+          "  -V, --version        the version\n"
+          "\n"
+          "Push queries (a bare SELECT) print their rows to stdout as windows close.\n"
+          "Notices and errors go to stderr.  A rejected input line is reported with its\n"
+          "line number and reason (the first 10 in full, then a count) and the good\n"
+          "lines go on.\n"
+          "\n"
+          "Exit status:\n"
+          "  0    success\n"
+          "  1    an SQL error (syntax, unknown name, type) or an engine error\n"
+          "  2    bad usage (unknown option, missing argument, unreadable -f file)\n"
+          "  3    input rejected beyond the error policy: every input line was rejected,\n"
+          "       any line was rejected with --strict, or the input broke its declared\n"
+          "       shape (--header with a bad header line)\n"
+          "  130  interrupted by SIGINT or SIGTERM (with --follow that is the normal end:\n"
+          "       0)\n",
+          f);
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fputs("ares-sql: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'ares-sql --help' for more information.\n", stderr);
+    return CLI_EUSAGE;
+}
+
+typedef struct script_arg {
+    int file; /* -f, else -e */
+    const char *text;
+} script_arg;
+
+enum {
+    OPT_DATA = 256, OPT_MEMORY, OPT_INGEST, OPT_INPUT_FORMAT, OPT_HEADER, OPT_NO_HEADER,
+    OPT_FORMAT, OPT_FOLLOW, OPT_STRICT,
+};
+
+/* --follow: run file sources and commit until a signal. */
+static int follow(cli *c)
+{
+    int64_t rows;
+    xerr err;
+    while (!cli_interrupted()) {
+        struct pollfd p = {.fd = cli_signal_fd(), .events = POLLIN};
+        poll(&p, 1, EXEC_EPOCH_MS);
+        if (cli_interrupted()) break;
+        xerr_clear(&err);
+        if (engine_run_file_sources(c->eng, &rows, &err) < 0 || engine_commit(c->eng, &err) < 0) {
+            cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+            return CLI_ESQL;
+        }
+    }
+    return CLI_OK;
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_CTYPE, "");
+
+    static const struct option longs[] = {
+        {"data", required_argument, NULL, OPT_DATA},
+        {"memory", no_argument, NULL, OPT_MEMORY},
+        {"execute", required_argument, NULL, 'e'},
+        {"file", required_argument, NULL, 'f'},
+        {"ingest", required_argument, NULL, OPT_INGEST},
+        {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+        {"header", no_argument, NULL, OPT_HEADER},
+        {"no-header", no_argument, NULL, OPT_NO_HEADER},
+        {"strict", no_argument, NULL, OPT_STRICT},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"follow", no_argument, NULL, OPT_FOLLOW},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+
+    const char *data_dir = NULL, *ingest = NULL;
+    int memory = 0, do_follow = 0, strict = 0, quiet = 0;
+    int input_format_set = 0, header_set = 0, format_set = 0;
+    fmt_kind input_format = FMT_CSV, format = FMT_CSV;
+    fmt_header header = FMT_HEADER_AUTO;
+    script_arg *scripts = calloc((size_t)argc + 1, sizeof *scripts);
+    int nscripts = 0;
+    if (!scripts) return CLI_ESQL;
+
+    opterr = 0;
+    int opt, rc = CLI_OK;
+    while ((opt = getopt_long(argc, argv, ":e:f:qhV", longs, NULL)) != -1) {
+        switch (opt) {
+        case OPT_DATA: data_dir = optarg; break;
+        case OPT_MEMORY: memory = 1; break;
+        case 'e': scripts[nscripts++] = (script_arg){0, optarg}; break;
+        case 'f': scripts[nscripts++] = (script_arg){1, optarg}; break;
+        case OPT_INGEST: ingest = optarg; break;
+        case OPT_INPUT_FORMAT:
+            if (fmt_kind_parse(optarg, &input_format) < 0 || (input_format != FMT_CSV && input_format != FMT_JSON)) {
+                rc = bad_usage("--input-format must be csv or json, not '%s'", optarg);
+                goto out;
+            }
+            input_format_set = 1;
+            break;
+        case OPT_HEADER: header = FMT_HEADER_YES; header_set = 1; break;
+        case OPT_NO_HEADER: header = FMT_HEADER_NO; header_set = 1; break;
+        case OPT_STRICT: strict = 1; break;
+        case OPT_FORMAT:
+            if (fmt_kind_parse(optarg, &format) < 0) {
+                rc = bad_usage("--format must be table, csv, json or vertical, not '%s'", optarg);
+                goto out;
+            }
+            format_set = 1;
+            break;
+        case OPT_FOLLOW: do_follow = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': usage(stdout); goto out;
+        case 'V': printf("ares-sql %s\n", CLI_VERSION); goto out;
+        case ':': {
+            char o[3] = {'-', (char)optopt, 0};
+            rc = bad_usage("option %s needs an argument", optopt ? o : argv[optind - 1]);
+            goto out;
+        }
+        default: {
+            char o[3] = {'-', (char)optopt, 0};
+            rc = bad_usage("unknown option %s", optopt ? o : argv[optind - 1]);
+            goto out;
+        }
+        }
+    }
+    if (optind < argc) {
+        rc = bad_usage("unexpected argument '%s'", argv[optind]);
+        goto out;
+    }
+    if (data_dir && memory) {
+        rc = bad_usage("%s", "--data and --memory exclude each other");
+        goto out;
+    }
+    if (!ingest && (input_format_set || header_set || strict)) {
+        rc = bad_usage("%s", "--input-format, --header, --no-header and --strict need --ingest");
+        goto out;
+    }
+    if (ingest && header_set && input_format == FMT_JSON) {
+        rc = bad_usage("%s", "--header and --no-header are for CSV input");
+        goto out;
+    }
+
+    int stdin_tty = isatty(STDIN_FILENO);
+    int shell = nscripts == 0 && !ingest && !do_follow && stdin_tty;
+    int stdin_sql = nscripts == 0 && !ingest && !stdin_tty;
+
+    cli c;
+    cli_init(&c);
+    c.interactive = shell;
+    c.quiet = quiet;
+    c.format_set = format_set;
+    c.format = format;
+    if (cli_signals_install() < 0) {
+        cli_error(NULL, "cannot install signal handlers");
+        rc = CLI_ESQL;
+        goto out;
+    }
+
+    engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.data_dir = data_dir ? data_dir : "./ares-data";
+    eo.memory = memory;
+    xerr err;
+    xerr_clear(&err);
+    if (engine_open(&eo, &c.eng, &err) < 0) {
+        cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+        rc = CLI_ESQL;
+        goto out;
+    }
+
+    if (shell) {
+        char desc[PATH_MAX + 64];
+        if (memory)
+            snprintf(desc, sizeof desc, "in memory (%s, removed at exit)", engine_dir(c.eng));
+        else
+            snprintf(desc, sizeof desc, "%s", engine_dir(c.eng));
+        rc = cli_shell(&c, desc);
+        cli_fini(&c);
+        goto out;
+    }
+
+    for (int i = 0; i < nscripts && rc == CLI_OK; i++)
+        rc = scripts[i].file ? cli_run_file(&c, scripts[i].text, 0)
+                             : cli_run_text(&c, NULL, scripts[i].text, strlen(scripts[i].text), 0);
+    if (rc == CLI_OK && stdin_sql) rc = cli_run_file(&c, "-", 0);
+
+    if (rc == CLI_OK && ingest) {
+        cli_ingest_opts io;
+        memset(&io, 0, sizeof io);
+        io.format = input_format;
+        io.header = header;
+        io.end_of_stream = 1;
+        exec_ingest_stats st;
+        rc = cli_ingest_fd(&c, ingest, STDIN_FILENO, &io, &st);
+        if (st.rejected > 0 && (rc == CLI_OK || rc == CLI_INTR))
+            fprintf(stderr, "%s: %lld row%s ingested, %lld line%s rejected\n", ingest, (long long)st.rows,
+                    st.rows == 1 ? "" : "s", (long long)st.rejected, st.rejected == 1 ? "" : "s");
+        if (rc == CLI_OK && st.rejected > 0 && (strict || st.rows == 0)) {
+            cli_error(NULL, "%s", strict ? "input lines were rejected (--strict)" : "every input line was rejected");
+            rc = CLI_EINPUT;
+        }
+    }
+
+    if (rc == CLI_OK || (rc == CLI_EINPUT && ingest)) {
+        int64_t rows = 0;
+        xerr_clear(&err);
+        if (engine_run_file_sources(c.eng, &rows, &err) < 0) {
+            cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+            if (rc == CLI_OK) rc = CLI_ESQL;
+        }
+    }
+    if (rc == CLI_OK && do_follow) rc = follow(&c);
+    else if (rc == CLI_OK && cli_interrupted()) rc = CLI_INTR;
+    cli_fini(&c);
+
+out:
+    free(scripts);
+    if (fflush(stdout) != 0 && rc == CLI_OK) rc = CLI_ESQL;
+    return rc;
+}

@@ -1,0 +1,717 @@
+/*
+ * run.c: the session that every way of running ares-sql shares.
+ *
+ * A script (-e text, a -f or \i file, piped stdin, the shell's lines) is fed
+ * one line at a time.  Lines collect until they end in a complete statement
+ * (parse_is_complete: a ';' outside strings and comments at the end); the
+ * collected chunk is then parsed with parse_sql and, when it has no syntax
+ * error, its statements run in order through engine_exec.  A line starting
+ * with '\' while nothing is collected is a meta-command (cli_meta).
+ *
+ * Errors print on stderr in the parser's format, with the caret under the
+ * spot; line numbers count from the start of the input (from the start of
+ * the statement in the shell) and a file's name comes first.  Outside the
+ * shell the first error stops the script.
+ *
+ * Each statement gets its own cli_out.  The engine keeps the exec_out of a
+ * push query (a bare SELECT) and calls it whenever later work produces rows,
+ * so those outputs stay alive in c->keep until cli_fini has closed the engine.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+/* ------------------------------------------------------------------ signals */
+
+static volatile sig_atomic_t g_sig, g_term;
+static int g_pipe[2] = {-1, -1};
+
+static void on_signal(int signo)
+{
+    int saved = errno;
+    g_sig = 1;
+    g_term = signo == SIGTERM;
+    if (g_pipe[1] >= 0) {
+        char b = 1;
+        ssize_t r = write(g_pipe[1], &b, 1);
+        (void)r;
+    }
+    errno = saved;
+}
+
+int cli_signals_install(void)
+{
+    if (g_pipe[0] < 0 && pipe2(g_pipe, O_NONBLOCK | O_CLOEXEC) < 0) return XE_IO;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: a blocked read returns EINTR */
+    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0) return XE_IO;
+    return 0;
+}
+
+int cli_interrupted(void) { return g_sig != 0; }
+int cli_signal_term(void) { return g_term != 0; }
+int cli_signal_fd(void) { return g_pipe[0]; }
+
+void cli_interrupt_clear(void)
+{
+    g_sig = 0;
+    g_term = 0;
+    cli_signal_drain();
+}
+
+void cli_signal_drain(void)
+{
+    char b[64];
+    if (g_pipe[0] >= 0)
+        while (read(g_pipe[0], b, sizeof b) > 0) {}
+}
+
+/* ------------------------------------------------------------------ session */
+
+void cli_init(cli *c)
+{
+    memset(c, 0, sizeof *c);
+    c->format = FMT_TABLE;
+    c->stdout_tty = isatty(STDOUT_FILENO);
+    c->stderr_tty = isatty(STDERR_FILENO);
+}
+
+void cli_fini(cli *c)
+{
+    /* Running push queries end here: their end callbacks print footers. */
+    engine_close(c->eng);
+    c->eng = NULL;
+    for (int i = 0; i < c->nkeep; i++) cli_out_free(c->keep[i]);
+    free(c->keep);
+    c->keep = NULL;
+    c->nkeep = c->capkeep = 0;
+    fflush(stdout);
+}
+
+cli_out_opts cli_out_opts_for(const cli *c)
+{
+    cli_out_opts o;
+    memset(&o, 0, sizeof o);
+    fmt_kind k = c->format_set ? c->format : (c->interactive || c->stdout_tty) ? FMT_TABLE : FMT_CSV;
+    o.data = stdout;
+    o.push_kind = o.result_kind = k;
+    o.notices = c->quiet ? NULL : c->interactive ? stdout : stderr;
+    return o;
+}
+
+void cli_error(const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("error: ", stderr);
+    if (name) fprintf(stderr, "%s: ", name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Something for the user that is not data: stdout in the shell, stderr in
+ * scripts (stdout stays pure data there). */
+static void say(const cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const cli *c, const char *fmt, ...)
+{
+    if (c->quiet && !c->interactive) return;
+    FILE *f = c->interactive ? stdout : stderr;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fflush(f);
+}
+
+static int keep_out(cli *c, cli_out *o)
+{
+    if (c->nkeep == c->capkeep) {
+        int cap = c->capkeep ? 2 * c->capkeep : 8;
+        cli_out **v = realloc(c->keep, (size_t)cap * sizeof *v);
+        if (!v) return XE_NOMEM;
+        c->keep = v;
+        c->capkeep = cap;
+    }
+    c->keep[c->nkeep++] = o;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ scripts */
+
+void cli_script_init(cli_script *s, const char *name)
+{
+    memset(s, 0, sizeof *s);
+    s->name = name;
+    sbuf_init(&s->buf);
+}
+
+void cli_script_fini(cli_script *s) { sbuf_fini(&s->buf); }
+
+int cli_script_pending(const cli_script *s) { return s->buf.len > 0; }
+
+void cli_script_clear(cli_script *s) { sbuf_reset(&s->buf); }
+
+/* An error at line/col of the collected chunk, numbered as in the input. */
+static void report_at(const cli_script *s, int line, int col, const char *msg)
+{
+    sbuf b;
+    sbuf_init(&b);
+    parse_format_error(s->buf.p, s->buf.len, line, col, msg, &b);
+    /* parse_format_error numbers lines within the chunk: rewrite its first
+     * line with the input's numbering and the file name; keep the source
+     * line and caret it drew. */
+    const char *rest = b.p ? memchr(b.p, '\n', b.len) : NULL;
+    fflush(stdout);
+    fputs("error: ", stderr);
+    if (s->name) fprintf(stderr, "%s: ", s->name);
+    if (line > 0)
+        fprintf(stderr, "line %d, column %d: ", s->buf_line + line - 1, col);
+    fprintf(stderr, "%s\n%s", msg, rest ? rest + 1 : "");
+    sbuf_fini(&b);
+}
+
+static void report_engine_error(const cli_script *s, const ast_stmt *st, int rc, const xerr *err)
+{
+    const char *msg = err->msg[0] ? err->msg : xerr_name(rc);
+    if (err->line > 0) {
+        /* err's position is relative to the statement's own text */
+        int line = st->line + err->line - 1;
+        int col = err->line == 1 ? st->col + (err->col > 0 ? err->col : 1) - 1 : err->col;
+        report_at(s, line, col, msg);
+    } else {
+        cli_error(s->name, "%s", msg);
+    }
+}
+
+static int exec_stmt(cli *c, const cli_script *s, const ast_stmt *st)
+{
+    cli_out_opts oo = cli_out_opts_for(c);
+    cli_out *o = NULL;
+    if (cli_out_new(&oo, &o) < 0) {
+        cli_error(s->name, "out of memory");
+        return CLI_ESQL;
+    }
+    xerr err;
+    xerr_clear(&err);
+    uint64_t t0 = clock_mono_ns();
+    int rc = engine_exec(c->eng, st, cli_out_exec(o), &err);
+    uint64_t t1 = clock_mono_ns();
+    c->statements++;
+    int werr = cli_out_write_errno(o);
+    if (rc == 0 && st->kind == ST_SELECT) c->pushes++;
+    if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_CREATE_QUERY)) c->consumers++;
+    if (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE || cli_out_pushed(o)) {
+        if (keep_out(c, o) < 0) {
+            /* cannot track it: stop the push queries rather than leave the
+             * engine a dangling output */
+            engine_cancel_push(c->eng);
+            cli_out_free(o);
+        }
+    } else {
+        cli_out_free(o);
+    }
+    if (rc < 0) {
+        report_engine_error(s, st, rc, &err);
+        return CLI_ESQL;
+    }
+    if (werr) {
+        cli_error(s->name, "writing the output: %s", strerror(werr));
+        return CLI_ESQL;
+    }
+    if (c->timing) say(c, "Time: %.3f ms", (double)(t1 - t0) / 1e6);
+    return CLI_OK;
+}
+
+static int run_chunk(cli *c, cli_script *s)
+{
+    s->chunks++;
+    parse_result *r = NULL;
+    parse_sql(s->buf.p, s->buf.len, &r);
+    int rc = CLI_OK;
+    if (!r) {
+        cli_error(s->name, "out of memory");
+        rc = CLI_ESQL;
+    } else if (r->nerrors > 0) {
+        for (int i = 0; i < r->nerrors; i++)
+            report_at(s, r->errors[i].line, r->errors[i].col, r->errors[i].msg);
+        rc = CLI_ESQL;
+    } else {
+        for (int i = 0; i < r->nstmts && rc == CLI_OK; i++) {
+            rc = exec_stmt(c, s, r->stmts[i]);
+            if (rc == CLI_OK && cli_interrupted() && i + 1 < r->nstmts) rc = CLI_INTR;
+        }
+    }
+    parse_result_free(r);
+    sbuf_reset(&s->buf);
+    return rc;
+}
+
+static int is_blank(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n' && p[i] != '\f') return 0;
+    return 1;
+}
+
+/* word at p (case-insensitive) followed by a space, ';' or the end */
+static int starts_word(const char *p, size_t n, const char *w)
+{
+    size_t k = strlen(w);
+    if (n < k || strncasecmp(p, w, k) != 0) return 0;
+    return n == k || p[k] == ' ' || p[k] == '\t' || p[k] == ';' || p[k] == '\r' || p[k] == '\n';
+}
+
+int cli_script_line(cli *c, cli_script *s, const char *line, size_t n)
+{
+    s->line++;
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+    if (s->buf.len == 0) {
+        size_t i = 0;
+        while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
+        if (i == n) return CLI_OK; /* blank lines between statements */
+        if (line[i] == '\\') return cli_meta(c, s, line + i, n - i);
+        if (c->interactive) {
+            if (starts_word(line + i, n - i, "help")) {
+                char topic[256];
+                size_t k = n - i - 4, at = i + 4;
+                while (k && (line[at] == ' ' || line[at] == '\t')) at++, k--;
+                while (k && (line[at + k - 1] == ';' || line[at + k - 1] == ' ')) k--;
+                if (k >= sizeof topic) k = sizeof topic - 1;
+                memcpy(topic, line + at, k);
+                topic[k] = 0;
+                cli_help_statement(stdout, topic);
+                return CLI_OK;
+            }
+            size_t k = n - i;
+            while (k && (line[i + k - 1] == ';' || line[i + k - 1] == ' ')) k--;
+            if ((k == 4 && strncasecmp(line + i, "quit", 4) == 0) ||
+                (k == 4 && strncasecmp(line + i, "exit", 4) == 0))
+                return CLI_QUIT;
+        }
+        s->buf_line = s->relative ? 1 : s->line;
+    }
+    if (sbuf_add(&s->buf, line, n) < 0 || sbuf_addc(&s->buf, '\n') < 0) {
+        cli_error(s->name, "out of memory");
+        sbuf_reset(&s->buf);
+        return CLI_ESQL;
+    }
+    if (!parse_is_complete(s->buf.p, s->buf.len)) return CLI_OK;
+    return run_chunk(c, s);
+}
+
+int cli_script_end(cli *c, cli_script *s)
+{
+    if (s->buf.len == 0) return CLI_OK;
+    if (is_blank(s->buf.p, s->buf.len)) {
+        sbuf_reset(&s->buf);
+        return CLI_OK;
+    }
+    return run_chunk(c, s);
+}
+
+int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth)
+{
+    cli_script s;
+    cli_script_init(&s, name);
+    s.depth = depth;
+    int rc = CLI_OK;
+    size_t i = 0;
+    while (i < n && rc == CLI_OK) {
+        const char *nl = memchr(text + i, '\n', n - i);
+        size_t k = nl ? (size_t)(nl - (text + i)) : n - i;
+        rc = cli_script_line(c, &s, text + i, k);
+        i += k + (nl ? 1 : 0);
+        if (rc == CLI_OK && cli_interrupted() && !c->interactive) rc = CLI_INTR;
+    }
+    if (rc == CLI_OK) rc = cli_script_end(c, &s);
+    cli_script_fini(&s);
+    return rc;
+}
+
+/* A script from a stream, line by line, so that piped statements run as they
+ * arrive (and a push query prints while its INSERTs come in). */
+static int run_stream(cli *c, const char *name, FILE *f, int depth)
+{
+    cli_script s;
+    cli_script_init(&s, name);
+    s.depth = depth;
+    int rc = CLI_OK;
+    char *line = NULL;
+    size_t cap = 0;
+    for (;;) {
+        errno = 0;
+        ssize_t k = getline(&line, &cap, f);
+        if (k < 0) {
+            if (cli_interrupted()) {
+                rc = CLI_INTR;
+            } else if (ferror(f) && errno == EINTR) {
+                clearerr(f);
+                continue;
+            } else if (ferror(f)) {
+                cli_error(name, "reading: %s", strerror(errno ? errno : EIO));
+                rc = CLI_EUSAGE;
+            }
+            break;
+        }
+        rc = cli_script_line(c, &s, line, (size_t)k);
+        if (rc == CLI_OK && cli_interrupted() && !c->interactive) rc = CLI_INTR;
+        if (rc != CLI_OK) break;
+    }
+    if (rc == CLI_OK) rc = cli_script_end(c, &s);
+    free(line);
+    cli_script_fini(&s);
+    return rc;
+}
+
+int cli_run_file(cli *c, const char *path, int depth)
+{
+    if (strcmp(path, "-") == 0) return run_stream(c, "<stdin>", stdin, depth);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cli_error(NULL, "cannot open %s: %s", path, strerror(errno));
+        return CLI_EUSAGE;
+    }
+    int rc = run_stream(c, path, f, depth);
+    fclose(f);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ ingest */
+
+typedef struct ingest_ctx {
+    const cli *c;
+    const cli_ingest_opts *o;
+    int64_t rejected;
+    int shown;
+    int progress_on; /* a progress line is on the screen */
+} ingest_ctx;
+
+static void progress_clear(ingest_ctx *k)
+{
+    if (!k->progress_on) return;
+    fputs("\r\033[K", stderr);
+    k->progress_on = 0;
+}
+
+static void on_reject(void *ctx, int64_t line, const char *msg)
+{
+    ingest_ctx *k = ctx;
+    (void)line;
+    k->rejected++;
+    if (k->shown >= CLI_SHOW_REJECTS) return;
+    k->shown++;
+    progress_clear(k);
+    fflush(stdout);
+    if (k->o->label) fprintf(stderr, "%s: ", k->o->label);
+    fprintf(stderr, "%s\n", msg);
+}
+
+static void progress_show(ingest_ctx *k, int64_t lines, int64_t bytes)
+{
+    int64_t rows = lines - k->rejected;
+    if (rows < 0) rows = 0;
+    fprintf(stderr, "\r\033[K%s: %lld rows, %.1f MB", k->o->label ? k->o->label : "ingest", (long long)rows,
+            (double)bytes / 1e6);
+    if (k->o->size > 0)
+        fprintf(stderr, " of %.1f MB (%d%%)", (double)k->o->size / 1e6, (int)(100.0 * (double)bytes / (double)k->o->size));
+    fflush(stderr);
+    k->progress_on = 1;
+}
+
+enum { INGEST_CHUNK = 64 * 1024 };
+
+int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, exec_ingest_stats *st)
+{
+    ingest_ctx k;
+    memset(&k, 0, sizeof k);
+    k.c = c;
+    k.o = o;
+    memset(st, 0, sizeof *st);
+
+    exec_ingest_opts io;
+    memset(&io, 0, sizeof io);
+    io.format = o->format;
+    io.header = o->header;
+    io.on_reject = on_reject;
+    io.ctx = &k;
+    exec_ingest *in = NULL;
+    xerr err;
+    xerr_clear(&err);
+    if (exec_ingest_open(c->eng, stream, &io, &in, &err) < 0) {
+        cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+        return CLI_ESQL;
+    }
+    char *buf = malloc(INGEST_CHUNK);
+    if (!buf) {
+        exec_ingest_close(in, 0, NULL, &err);
+        cli_error(NULL, "out of memory");
+        return CLI_ESQL;
+    }
+
+    int rc = CLI_OK;
+    int64_t bytes = 0, lines = 0;
+    int show = o->progress && c->stderr_tty;
+    uint64_t t_start = clock_mono_ns(), t_last = t_start;
+    for (;;) {
+        if (cli_interrupted()) {
+            rc = CLI_INTR;
+            break;
+        }
+        ssize_t got = read(fd, buf, INGEST_CHUNK);
+        if (got < 0) {
+            if (errno == EINTR) continue; /* the loop top sees a signal */
+            cli_error(o->label, "reading the input: %s", strerror(errno));
+            rc = CLI_EINPUT;
+            break;
+        }
+        if (got == 0) break;
+        bytes += got;
+        for (const char *p = buf, *end = buf + got; (p = memchr(p, '\n', (size_t)(end - p))); p++) lines++;
+        int frc = exec_ingest_feed(in, buf, (size_t)got, &err);
+        if (frc < 0) {
+            progress_clear(&k);
+            cli_error(o->label, "%s", err.msg[0] ? err.msg : xerr_name(frc));
+            rc = frc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
+            break;
+        }
+        if (show) {
+            uint64_t now = clock_mono_ns();
+            if (now - t_start >= 500000000ull && now - t_last >= 500000000ull) {
+                progress_show(&k, lines, bytes);
+                t_last = now;
+            }
+        }
+    }
+    free(buf);
+    progress_clear(&k);
+
+    /* An input cut short does not end the stream: its windows stay open. */
+    int eos = o->end_of_stream && rc == CLI_OK;
+    xerr cerr;
+    xerr_clear(&cerr);
+    int crc = exec_ingest_close(in, eos, st, &cerr);
+    if (crc < 0 && rc == CLI_OK) {
+        cli_error(o->label, "%s", cerr.msg[0] ? cerr.msg : xerr_name(crc));
+        rc = crc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
+    }
+    if (crc < 0 || st->rejected < k.rejected) st->rejected = k.rejected;
+    if (st->rejected > k.shown) {
+        fflush(stdout);
+        if (o->label) fprintf(stderr, "%s: ", o->label);
+        fprintf(stderr, "... and %lld more rejected line%s\n", (long long)(st->rejected - k.shown),
+                st->rejected - k.shown == 1 ? "" : "s");
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ meta-commands */
+
+/* Next argument of a meta-command: a 'quoted' string ('' for a quote), a
+ * "quoted" identifier, or a bare word.  Returns 0 at the end, -1 for an
+ * unterminated quote. */
+static int next_arg(const char **pp, const char *end, char *out, size_t cap, int *quoted)
+{
+    const char *p = *pp;
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    if (p >= end) {
+        *pp = p;
+        return 0;
+    }
+    size_t n = 0;
+    *quoted = 0;
+    if (*p == '\'' || *p == '"') {
+        char q = *p++;
+        *quoted = q == '\'' ? 1 : 2;
+        for (;;) {
+            if (p >= end) return -1;
+            if (*p == q) {
+                if (p + 1 < end && p[1] == q) {
+                    if (n + 1 < cap) out[n++] = q;
+                    p += 2;
+                    continue;
+                }
+                p++;
+                break;
+            }
+            if (n + 1 < cap) out[n++] = *p;
+            p++;
+        }
+    } else {
+        while (p < end && *p != ' ' && *p != '\t') {
+            if (n + 1 < cap) out[n++] = *p;
+            p++;
+        }
+    }
+    out[n] = 0;
+    *pp = p;
+    return 1;
+}
+
+static void lower(char *s)
+{
+    for (; *s; s++)
+        if (*s >= 'A' && *s <= 'Z') *s = (char)(*s - 'A' + 'a');
+}
+
+static int meta_copy(cli *c, cli_script *s, const char *p, const char *end)
+{
+    static const char usage[] = "usage: \\copy STREAM FROM 'file' [csv|json]";
+    char stream[256], from[16], file[4096], fmt[32];
+    int qs, qf, qfile, qfmt;
+    if (next_arg(&p, end, stream, sizeof stream, &qs) != 1 || next_arg(&p, end, from, sizeof from, &qf) != 1 ||
+        strcasecmp(from, "from") != 0 || next_arg(&p, end, file, sizeof file, &qfile) != 1) {
+        cli_error(s->name, "%s", usage);
+        return CLI_ESQL;
+    }
+    cli_ingest_opts io;
+    memset(&io, 0, sizeof io);
+    io.format = FMT_CSV;
+    int a = next_arg(&p, end, fmt, sizeof fmt, &qfmt);
+    if (a < 0 || (a == 1 && (fmt_kind_parse(fmt, &io.format) < 0 || (io.format != FMT_CSV && io.format != FMT_JSON)))) {
+        cli_error(s->name, "%s", usage);
+        return CLI_ESQL;
+    }
+    char extra[8];
+    if (next_arg(&p, end, extra, sizeof extra, &qfmt) != 0) {
+        cli_error(s->name, "%s", usage);
+        return CLI_ESQL;
+    }
+    if (qs != 2) lower(stream); /* identifiers fold to lower case unless "quoted" */
+
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        cli_error(s->name, "cannot open %s: %s", file, strerror(errno));
+        return CLI_ESQL;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) io.size = sb.st_size;
+    io.label = file;
+    io.progress = 1;
+    io.end_of_stream = 0; /* more may come: the stream stays open */
+    exec_ingest_stats st;
+    uint64_t t0 = clock_mono_ns();
+    int rc = cli_ingest_fd(c, stream, fd, &io, &st);
+    uint64_t t1 = clock_mono_ns();
+    close(fd);
+    if (rc == CLI_INTR) {
+        say(c, "-- \\copy interrupted: %lld rows read from %s", (long long)st.rows, file);
+        return c->interactive ? CLI_OK : CLI_INTR;
+    }
+    if (rc != CLI_OK) return rc == CLI_EINPUT ? CLI_ESQL : rc;
+    if (st.rejected)
+        say(c, "COPY %lld (%lld line%s rejected)", (long long)st.rows, (long long)st.rejected,
+            st.rejected == 1 ? "" : "s");
+    else
+        say(c, "COPY %lld", (long long)st.rows);
+    if (c->timing) say(c, "Time: %.3f ms", (double)(t1 - t0) / 1e6);
+    return CLI_OK;
+}
+
+void cli_help(FILE *f)
+{
+    fputs("Meta-commands (at the start of a line):\n"
+          "  \\help, \\?           this help; HELP <statement> for a statement's syntax\n"
+          "  \\q                  leave (Ctrl-D too)\n"
+          "  \\timing [on|off]    show how long each statement takes\n"
+          "  \\format [table|csv|json|vertical]\n"
+          "                      how results print (a terminal starts with table)\n"
+          "  \\i FILE             run the statements in FILE\n"
+          "  \\copy STREAM FROM 'file' [csv|json]\n"
+          "                      load a file into a stream (CSV header detected); the\n"
+          "                      stream stays open, so windows close as event time moves\n"
+          "\n"
+          "SQL statements end with ';' and may span lines:\n"
+          "  CREATE STREAM, CREATE QUERY, SELECT, INSERT, DROP STREAM, DROP QUERY,\n"
+          "  SHOW STREAMS | QUERIES, DESCRIBE, EXPLAIN, SET\n"
+          "A bare SELECT is a push query: its rows print as its windows close, while\n"
+          "later statements (INSERT, \\copy) feed it, until Ctrl-C at an empty prompt.\n"
+          "Tab completes keywords and stream, query and column names.\n",
+          f);
+}
+
+int cli_meta(cli *c, cli_script *s, const char *line, size_t n)
+{
+    const char *end = line + n;
+    while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == ';')) end--;
+    const char *p = line + 1;
+    const char *w = p;
+    while (p < end && *p != ' ' && *p != '\t') p++;
+    size_t wn = (size_t)(p - w);
+    char arg[4096];
+    int q;
+#define IS(name) (wn == strlen(name) && strncmp(w, name, wn) == 0)
+    if (IS("q") || IS("quit")) return CLI_QUIT;
+    if (IS("help") || IS("?") || IS("h")) {
+        const char *t = p;
+        while (t < end && (*t == ' ' || *t == '\t')) t++;
+        FILE *f = c->interactive ? stdout : stderr;
+        if (t < end) {
+            size_t k = (size_t)(end - t) < sizeof arg ? (size_t)(end - t) : sizeof arg - 1;
+            memcpy(arg, t, k);
+            arg[k] = 0;
+            cli_help_statement(f, arg);
+        } else {
+            cli_help(f);
+        }
+        return CLI_OK;
+    }
+    if (IS("timing")) {
+        int a = next_arg(&p, end, arg, sizeof arg, &q);
+        if (a == 0) c->timing = !c->timing;
+        else if (strcasecmp(arg, "on") == 0) c->timing = 1;
+        else if (strcasecmp(arg, "off") == 0) c->timing = 0;
+        else {
+            cli_error(s->name, "usage: \\timing [on|off]");
+            return CLI_ESQL;
+        }
+        say(c, "Timing is %s.", c->timing ? "on" : "off");
+        return CLI_OK;
+    }
+    if (IS("format")) {
+        int a = next_arg(&p, end, arg, sizeof arg, &q);
+        if (a == 0) {
+            cli_out_opts oo = cli_out_opts_for(c);
+            say(c, "Output format is %s.", fmt_kind_name(oo.result_kind));
+            return CLI_OK;
+        }
+        fmt_kind k;
+        if (a < 0 || fmt_kind_parse(arg, &k) < 0) {
+            cli_error(s->name, "usage: \\format table|csv|json|vertical");
+            return CLI_ESQL;
+        }
+        c->format = k;
+        c->format_set = 1;
+        say(c, "Output format is %s.", fmt_kind_name(k));
+        return CLI_OK;
+    }
+    if (IS("i") || IS("include")) {
+        if (next_arg(&p, end, arg, sizeof arg, &q) != 1) {
+            cli_error(s->name, "usage: \\i FILE");
+            return CLI_ESQL;
+        }
+        if (s->depth >= 16) {
+            cli_error(s->name, "\\i nested too deeply");
+            return CLI_ESQL;
+        }
+        int rc = cli_run_file(c, arg, s->depth + 1);
+        return rc == CLI_EUSAGE ? CLI_ESQL : rc;
+    }
+    if (IS("copy")) return meta_copy(c, s, p, end);
+#undef IS
+    cli_error(s->name, "unknown meta-command \\%.*s (\\help lists them)", (int)wn, w);
+    return CLI_ESQL;
+}

@@ -1,0 +1,481 @@
+/*
+ * shell.c: the interactive ares-sql shell on libedit.
+ *
+ * Lines from el_gets go to the same script machinery as -f files (run.c):
+ * a statement runs when its lines end in a complete statement, and lines
+ * starting with '\' are meta-commands.  The prompt says whether a statement
+ * is being continued.  Each statement (or meta-command) becomes one history
+ * entry; the history lives in ~/.ares_history and is saved after every entry,
+ * so it survives a crash.
+ *
+ * Ctrl-C: SIGINT only sets a flag and wakes the self-pipe (run.c).  libedit
+ * reads characters through shell_getc, which polls stdin and that pipe, so a
+ * Ctrl-C at the prompt ends el_gets at once; the loop then drops the input
+ * typed so far, or, with nothing typed, stops the running push queries
+ * (engine_cancel_push).  A Ctrl-C during a statement stops the work between
+ * chunks (\copy) and is forgotten before the next prompt.
+ *
+ * Push queries: the engine is single-threaded and only moves while we call
+ * it, so a push query's rows print during later statements (INSERT, \copy,
+ * file sources).  After a statement starts one, the shell says so and comes
+ * back to the prompt with the query still registered.
+ */
+#include <errno.h>
+#include <histedit.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include "cli/cli.h"
+
+typedef struct shell {
+    cli *c;
+    EditLine *el;
+    History *hist;
+    HistEvent ev;
+    char *hist_path;
+    cli_script s;
+    sbuf entry; /* the lines of the current statement, for history */
+    int entry_comment; /* a line of it has a '--' comment */
+    int intr_input;    /* the line held text when a signal ended el_gets */
+    mbstate_t mbs;
+} shell;
+
+static volatile sig_atomic_t g_winch;
+static void on_winch(int signo) { (void)signo; g_winch = 1; }
+
+static char *prompt(EditLine *el)
+{
+    shell *sh = NULL;
+    el_get(el, EL_CLIENTDATA, &sh);
+    static char main_prompt[] = "ares> ", cont_prompt[] = "   -> ";
+    return sh && cli_script_pending(&sh->s) ? cont_prompt : main_prompt;
+}
+
+/* libedit's character source: stdin, but a signal ends the read (-1) so that
+ * el_gets returns and the loop can look at the flag. */
+static int shell_getc(EditLine *el, wchar_t *wc)
+{
+    shell *sh = NULL;
+    el_get(el, EL_CLIENTDATA, &sh);
+    for (;;) {
+        if (cli_interrupted()) {
+            /* el_gets does not hand back a line cut short: note it here */
+            const LineInfo *li = el_line(el);
+            sh->intr_input = li && li->lastchar > li->buffer;
+            return -1;
+        }
+        if (g_winch) {
+            g_winch = 0;
+            el_resize(el);
+        }
+        struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = cli_signal_fd(), .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (p[1].revents) {
+            cli_signal_drain();
+            continue;
+        }
+        if (!p[0].revents) continue;
+        unsigned char ch;
+        ssize_t k = read(STDIN_FILENO, &ch, 1);
+        if (k == 0) return 0;
+        if (k < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            return -1;
+        }
+        size_t r = mbrtowc(wc, (const char *)&ch, 1, &sh->mbs);
+        if (r == (size_t)-2) continue; /* more bytes of this character */
+        if (r == (size_t)-1) {         /* not in this locale: take the byte */
+            memset(&sh->mbs, 0, sizeof sh->mbs);
+            *wc = (wchar_t)ch;
+        }
+        return 1;
+    }
+}
+
+/* ------------------------------------------------------------------ completion */
+
+typedef struct cands {
+    int n, cap;
+    char **v;
+    const char *word;
+    size_t wlen;
+    int lower; /* the word has lower-case letters: keywords complete in lower case */
+} cands;
+
+static void cand_add(cands *k, const char *s, int keyword)
+{
+    if (strlen(s) < k->wlen || strncasecmp(s, k->word, k->wlen) != 0) return;
+    char *d = strdup(s);
+    if (!d) return;
+    if (keyword && k->lower)
+        for (char *p = d; *p; p++)
+            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    for (int i = 0; i < k->n; i++)
+        if (strcmp(k->v[i], d) == 0) {
+            free(d);
+            return;
+        }
+    if (k->n == k->cap) {
+        int cap = k->cap ? 2 * k->cap : 32;
+        char **v = realloc(k->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            free(d);
+            return;
+        }
+        k->v = v;
+        k->cap = cap;
+    }
+    k->v[k->n++] = d;
+}
+
+static void cand_name(void *ctx, const char *name) { cand_add(ctx, name, 0); }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int is_word_ch(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           (unsigned char)ch >= 0x80;
+}
+
+/* The word before position `at` in buf (skipping spaces), upper-cased into out. */
+static void prev_word(const char *buf, const char *at, char *out, size_t cap)
+{
+    const char *e = at;
+    while (e > buf && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n')) e--;
+    const char *b = e;
+    while (b > buf && (is_word_ch(b[-1]) || b[-1] == '\\')) b--;
+    size_t n = (size_t)(e - b) < cap - 1 ? (size_t)(e - b) : cap - 1;
+    for (size_t i = 0; i < n; i++) out[i] = (b[i] >= 'a' && b[i] <= 'z') ? (char)(b[i] - 'a' + 'A') : b[i];
+    out[n] = 0;
+}
+
+static const char *const meta_words[] = {"\\help", "\\q", "\\timing", "\\format", "\\i", "\\copy", NULL};
+static const char *const format_words[] = {"table", "csv", "json", "vertical", NULL};
+
+static unsigned char complete(EditLine *el, int ch)
+{
+    (void)ch;
+    shell *sh = NULL;
+    el_get(el, EL_CLIENTDATA, &sh);
+    const LineInfo *li = el_line(el);
+    const char *start = li->cursor;
+    while (start > li->buffer && is_word_ch(start[-1])) start--;
+    int meta = start > li->buffer && start[-1] == '\\';
+    if (meta) start--;
+
+    cands k;
+    memset(&k, 0, sizeof k);
+    k.word = start;
+    k.wlen = (size_t)(li->cursor - start);
+    for (size_t i = 0; i < k.wlen; i++)
+        if (start[i] >= 'a' && start[i] <= 'z') k.lower = 1;
+
+    char prev[32], first[32];
+    prev_word(li->buffer, start, prev, sizeof prev);
+    const char *fb = li->buffer;
+    while (fb < li->lastchar && (*fb == ' ' || *fb == '\t')) fb++;
+    const char *fe = fb;
+    while (fe < li->lastchar && *fe != ' ' && *fe != '\t') fe++;
+    snprintf(first, sizeof first, "%.*s", (int)(fe - fb), fb);
+
+    int statement_start = !cli_script_pending(&sh->s) && fb == start;
+    const engine *e = sh->c->eng;
+    if (meta) {
+        if (statement_start)
+            for (int i = 0; meta_words[i]; i++) cand_add(&k, meta_words[i], 0);
+    } else if (first[0] == '\\' && !cli_script_pending(&sh->s)) {
+        if (strcmp(first, "\\format") == 0)
+            for (int i = 0; format_words[i]; i++) cand_add(&k, format_words[i], 0);
+        else if (strcmp(first, "\\copy") == 0 && strcmp(prev, "\\COPY") == 0)
+            engine_names(e, 0, cand_name, &k);
+        else if (strcmp(first, "\\copy") == 0 && prev[0] == 0)
+            ;
+        else if (strcmp(first, "\\copy") == 0)
+            for (int i = 0; i < 2; i++) cand_add(&k, format_words[1 + i], 0);
+    } else if (!strcmp(prev, "FROM") || !strcmp(prev, "JOIN") || !strcmp(prev, "INTO") ||
+               !strcmp(prev, "STREAM") || !strcmp(prev, "EXISTS")) {
+        engine_names(e, 0, cand_name, &k);
+    } else if (!strcmp(prev, "QUERY")) {
+        engine_names(e, 1, cand_name, &k);
+    } else if (!strcmp(prev, "DESCRIBE") || !strcmp(prev, "SUBSCRIBE") || !strcmp(prev, "EXPLAIN")) {
+        engine_names(e, 0, cand_name, &k);
+        engine_names(e, 1, cand_name, &k);
+        if (!strcmp(prev, "EXPLAIN")) cand_add(&k, "SELECT", 1);
+    } else if (k.wlen > 0) {
+        for (int i = 0; parse_keywords[i]; i++) cand_add(&k, parse_keywords[i], 1);
+        engine_names(e, 2, cand_name, &k);
+        engine_names(e, 0, cand_name, &k);
+        engine_names(e, 1, cand_name, &k);
+    }
+
+    unsigned char ret = CC_ERROR;
+    if (k.n == 1) {
+        char tail[512];
+        snprintf(tail, sizeof tail, "%s ", k.v[0] + k.wlen);
+        el_insertstr(el, tail);
+        ret = CC_REFRESH;
+    } else if (k.n > 1) {
+        qsort(k.v, (size_t)k.n, sizeof *k.v, cmp_str);
+        size_t lcp = strlen(k.v[0]);
+        for (int i = 1; i < k.n; i++) {
+            size_t j = 0;
+            while (j < lcp && k.v[i][j] == k.v[0][j]) j++;
+            lcp = j;
+        }
+        if (lcp > k.wlen) {
+            char tail[512];
+            snprintf(tail, sizeof tail, "%.*s", (int)(lcp - k.wlen), k.v[0] + k.wlen);
+            el_insertstr(el, tail);
+            ret = CC_REFRESH;
+        } else {
+            /* nothing to add: list the candidates in columns */
+            size_t w = 0;
+            for (int i = 0; i < k.n; i++)
+                if (strlen(k.v[i]) > w) w = strlen(k.v[i]);
+            int cols = (int)(78 / (w + 2));
+            if (cols < 1) cols = 1;
+            fputc('\n', stdout);
+            for (int i = 0; i < k.n; i++)
+                fprintf(stdout, "%-*s%s", (int)(w + 2), k.v[i], (i + 1) % cols == 0 || i + 1 == k.n ? "\n" : "");
+            fflush(stdout);
+            ret = CC_REDISPLAY;
+        }
+    }
+    for (int i = 0; i < k.n; i++) free(k.v[i]);
+    free(k.v);
+    return ret;
+}
+
+/* ------------------------------------------------------------------ history */
+
+static void history_open(shell *sh)
+{
+    sh->hist = history_init();
+    if (!sh->hist) return;
+    history(sh->hist, &sh->ev, H_SETSIZE, 1000);
+    history(sh->hist, &sh->ev, H_SETUNIQUE, 1);
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        size_t n = strlen(home) + sizeof "/.ares_history";
+        sh->hist_path = malloc(n);
+        if (sh->hist_path) {
+            snprintf(sh->hist_path, n, "%s/.ares_history", home);
+            history(sh->hist, &sh->ev, H_LOAD, sh->hist_path);
+        }
+    }
+    el_set(sh->el, EL_HIST, history, sh->hist);
+}
+
+/* The lines of a statement collect in sh->entry, separated by '\n'. */
+static void entry_add_line(shell *sh, const char *line, size_t n)
+{
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+    if (sh->entry.len) sbuf_addc(&sh->entry, '\n');
+    for (size_t i = 0; i + 1 < n; i++)
+        if (line[i] == '-' && line[i + 1] == '-') sh->entry_comment = 1;
+    sbuf_add(&sh->entry, line, n);
+}
+
+/* One history entry per statement: its lines joined by spaces, so that it
+ * comes back as one line to edit, unless a '--' comment would then swallow
+ * the lines after it. */
+static void entry_commit(shell *sh)
+{
+    if (sh->hist && sh->entry.len) {
+        if (!sh->entry_comment)
+            for (size_t i = 0; i < sh->entry.len; i++)
+                if (sh->entry.p[i] == '\n') sh->entry.p[i] = ' ';
+        history(sh->hist, &sh->ev, H_ENTER, sh->entry.p);
+        if (sh->hist_path) history(sh->hist, &sh->ev, H_SAVE, sh->hist_path);
+    }
+    sbuf_reset(&sh->entry);
+    sh->entry_comment = 0;
+}
+
+/* ------------------------------------------------------------------ HELP */
+
+typedef struct help_topic {
+    const char *name;
+    const char *text;
+} help_topic;
+
+static const help_topic topics[] = {
+    {"CREATE STREAM",
+     "CREATE STREAM [IF NOT EXISTS] name (column type [, ...])\n"
+     "    [WITH (timestamp = 'column', watermark = '2 seconds'\n"
+     "           [, source = 'file:///path', format = 'csv' | 'json'])]\n"
+     "  A stream of rows.  Types: BIGINT, INT, DOUBLE, TEXT, BOOLEAN, TIMESTAMP.\n"
+     "  timestamp names the event-time column that windows use; the watermark is\n"
+     "  the largest event time seen minus the delay.\n"
+     "  Example: CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp = 'ts');\n"},
+    {"CREATE QUERY",
+     "CREATE QUERY [IF NOT EXISTS] name [WITH (sink = 'file:///path', format = 'csv' | 'json')]\n"
+     "    AS SELECT ...\n"
+     "  A standing query, kept in the catalog: it runs until DROP QUERY.\n"},
+    {"SELECT",
+     "SELECT expr [AS alias] [, ...] FROM stream [alias]\n"
+     "    [WINDOW TUMBLING (SIZE n unit [, GRACE n unit])\n"
+     "          | HOPPING (SIZE n unit, ADVANCE BY n unit [, GRACE n unit])\n"
+     "          | SESSION (GAP n unit [, GRACE n unit])]\n"
+     "    [JOIN stream [alias] ON condition WITHIN n unit]\n"
+     "    [WHERE condition] [GROUP BY expr [, ...]] [HAVING condition]\n"
+     "    [EMIT CHANGES | EMIT FINAL] [LIMIT n]\n"
+     "  A bare SELECT is a push query: rows print as they are produced.\n"
+     "  Units: MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS.  Aggregates: COUNT(*),\n"
+     "  COUNT(DISTINCT x), SUM, AVG, MIN, MAX; window_start and window_end are columns.\n"},
+    {"INSERT",
+     "INSERT INTO stream [(column [, ...])] VALUES (value [, ...]) [, (...)]\n"
+     "  Rows flow through every query of the stream.\n"},
+    {"DROP STREAM", "DROP STREAM [IF EXISTS] name\n"},
+    {"DROP QUERY", "DROP QUERY [IF EXISTS] name\n"},
+    {"SHOW", "SHOW STREAMS | QUERIES | NODES\n"},
+    {"DESCRIBE", "DESCRIBE name\n  The columns of a stream; the SQL, columns and plan of a query.\n"},
+    {"EXPLAIN",
+     "EXPLAIN [PLACEMENT] [(FORMAT JSON)] SELECT ... | query_name\n"
+     "  The operator DAG: operators, partitioning keys, parallelism, edges.\n"},
+    {"SUBSCRIBE", "SUBSCRIBE query_name\n  A standing query's results, live (coming with the sockets work).\n"},
+    {"SET", "SET name = value\n  Example: SET parallelism = 4;\n"},
+    {NULL, NULL},
+};
+
+void cli_help_statement(FILE *f, const char *topic)
+{
+    while (*topic == ' ') topic++;
+    if (!*topic) {
+        fputs("HELP <statement> shows its syntax.  Statements:\n", f);
+        for (int i = 0; topics[i].name; i++) fprintf(f, "  %s\n", topics[i].name);
+        return;
+    }
+    /* normalise spaces, then match the topic's first words */
+    char want[128];
+    size_t n = 0;
+    for (const char *p = topic; *p && n + 1 < sizeof want; p++) {
+        if ((*p == ' ' || *p == '\t') && (n == 0 || want[n - 1] == ' ')) continue;
+        want[n++] = *p == '\t' ? ' ' : *p;
+    }
+    while (n && want[n - 1] == ' ') n--;
+    want[n] = 0;
+    int found = 0;
+    for (int i = 0; topics[i].name; i++) {
+        size_t k = strlen(topics[i].name);
+        if (strncasecmp(topics[i].name, want, n < k ? n : k) == 0 &&
+            (n <= k ? (n == k || topics[i].name[n] == ' ') : want[k] == ' ')) {
+            fputs(topics[i].text, f);
+            found++;
+        }
+    }
+    if (!found) fprintf(f, "No help for '%s'.  HELP alone lists the statements.\n", want);
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+static void banner(const char *data_desc)
+{
+    printf("ares-sql %s, an embedded Ares engine\n"
+           "data: %s\n"
+           "Type \\help for help, HELP <statement> for syntax, \\q or Ctrl-D to leave.\n"
+           "Statements end with ';'.\n",
+           CLI_VERSION, data_desc);
+    fflush(stdout);
+}
+
+int cli_shell(cli *c, const char *data_desc)
+{
+    shell sh;
+    memset(&sh, 0, sizeof sh);
+    sh.c = c;
+    sbuf_init(&sh.entry);
+    cli_script_init(&sh.s, NULL);
+    sh.s.relative = 1;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_winch;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGWINCH, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    sh.el = el_init("ares-sql", stdin, stdout, stderr);
+    if (!sh.el) {
+        cli_error(NULL, "cannot start line editing");
+        cli_script_fini(&sh.s);
+        sbuf_fini(&sh.entry);
+        return CLI_ESQL;
+    }
+    el_set(sh.el, EL_CLIENTDATA, &sh);
+    el_set(sh.el, EL_EDITOR, "emacs");
+    el_set(sh.el, EL_PROMPT, prompt);
+    el_set(sh.el, EL_GETCFN, shell_getc);
+    el_set(sh.el, EL_ADDFN, "ares-complete", "complete a keyword or name", complete);
+    el_set(sh.el, EL_BIND, "^I", "ares-complete", NULL);
+    history_open(&sh);
+    el_source(sh.el, NULL); /* ~/.editrc may rebind keys */
+
+    banner(data_desc);
+
+    int rc = CLI_OK;
+    for (;;) {
+        cli_interrupt_clear();
+        sh.intr_input = 0;
+        int n = 0;
+        const char *line = el_gets(sh.el, &n);
+        if (cli_interrupted()) {
+            int had_input = sh.intr_input || cli_script_pending(&sh.s);
+            fputs("^C\n", stdout);
+            cli_script_clear(&sh.s);
+            sbuf_reset(&sh.entry);
+            sh.entry_comment = 0;
+            if (!had_input && engine_push_active(c->eng)) {
+                engine_cancel_push(c->eng);
+                fputs("-- push query stopped\n", stdout);
+            }
+            fflush(stdout);
+            continue;
+        }
+        if (!line || n <= 0) { /* Ctrl-D */
+            fputc('\n', stdout);
+            break;
+        }
+        int pushes = c->pushes, consumers = c->consumers;
+        int was_pending = cli_script_pending(&sh.s);
+        int hrc = cli_script_line(c, &sh.s, line, (size_t)n);
+        /* a statement or meta-command is complete: one history entry */
+        size_t ln = (size_t)n;
+        while (ln && (line[ln - 1] == '\n' || line[ln - 1] == '\r')) ln--;
+        if (ln || was_pending) entry_add_line(&sh, line, (size_t)n);
+        if (!cli_script_pending(&sh.s) && sh.entry.len) entry_commit(&sh);
+        if (hrc == CLI_QUIT) break;
+        if (c->consumers != consumers) {
+            /* A query started: file sources run to their end now, so that
+             * it sees their rows (a file source read before any query is
+             * over, and its stream ended, when the query starts). */
+            int64_t rows = 0;
+            xerr err;
+            xerr_clear(&err);
+            if (engine_run_file_sources(c->eng, &rows, &err) < 0)
+                cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+        }
+        if (c->pushes != pushes) {
+            if (engine_push_active(c->eng)) {
+                fputs("-- push query running; Ctrl-C to stop\n", stdout);
+                fflush(stdout);
+            }
+        }
+    }
+    if (sh.hist_path && sh.hist) history(sh.hist, &sh.ev, H_SAVE, sh.hist_path);
+    el_end(sh.el);
+    if (sh.hist) history_end(sh.hist);
+    free(sh.hist_path);
+    cli_script_fini(&sh.s);
+    sbuf_fini(&sh.entry);
+    return rc;
+}

@@ -1,0 +1,144 @@
+#!/bin/sh
+# The interactive ares-sql shell in a real terminal, driven through tmux:
+# banner, a multi-line statement, tab completion of a keyword and of a stream
+# name, a push query that prints as INSERTs feed it and stops on Ctrl-C,
+# Ctrl-C clearing typed input, \q, and history kept in $HOME across two runs.
+# tmux runs on a private socket in ARES_TMP; everything is killed at the end.
+set -u
+command -v tmux >/dev/null 2>&1 || { echo "skip: tmux is not installed"; exit 0; }
+A="$ARES_BUILD/ares-sql"
+T="$ARES_TMP"
+SOCK="$T/tmux.sock"
+S=ares
+mkdir -p "$T/home" "$T/work"
+
+tm() { tmux -S "$SOCK" "$@"; }
+cleanup() { tm kill-server >/dev/null 2>&1; }
+trap cleanup EXIT INT TERM
+
+fail() {
+    echo "FAIL: $*"
+    echo "--- screen:"
+    tm capture-pane -t $S -p 2>/dev/null | grep -v '^$'
+    exit 1
+}
+# Type text literally.  tmux takes an argument's trailing ';' as a command
+# separator, so a ';' at the end is sent escaped.
+typ() {
+    case "$1" in
+    *\;) tm send-keys -t $S -l "${1%;}\\;" ;;
+    *) tm send-keys -t $S -l "$1" ;;
+    esac
+}
+key() { tm send-keys -t $S "$@"; }
+line() { typ "$1"; key Enter; }
+screen() { tm capture-pane -t $S -p -S -200; }
+# wait_for TEXT [SECONDS]: the screen shows TEXT (fixed string)
+wait_for() {
+    i=0
+    while [ $i -lt $((${2:-5} * 10)) ]; do
+        screen | grep -qF -- "$1" && return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    fail "the screen never showed: $1"
+}
+# count TEXT: lines of the screen holding TEXT
+count() { screen | grep -cF -- "$1"; }
+
+start() {
+    tm kill-server >/dev/null 2>&1
+    # The command stays alive after ares-sql so that its exit code shows.
+    tm new-session -d -s $S -x 200 -y 50 \
+        "cd '$T/work' && HOME='$T/home' TERM=xterm '$A' --data '$T/work/data'; echo \"ares-exit=\$?\"; sleep 60" ||
+        fail "tmux new-session"
+}
+
+# ---- run 1
+start
+wait_for "ares-sql "
+wait_for "\\help"
+wait_for "data: $T/work/data"
+wait_for "ares>"
+
+# a statement over two lines: the continuation prompt, then the notice
+line "CREATE STREAM clicks (ts TIMESTAMP, user_id BIGINT,"
+wait_for "   ->"
+line "  url TEXT) WITH (timestamp = 'ts');"
+wait_for "CREATE STREAM"
+
+# completion: a keyword (SEL -> SELECT) and a stream name (cli -> clicks)
+typ "SEL"
+key Tab
+sleep 0.2
+typ "url, COUNT(*) AS n FROM cli"
+key Tab
+sleep 0.2
+line "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY url EMIT FINAL;"
+wait_for "SELECT url, COUNT(*) AS n FROM clicks WINDOW TUMBLING"
+wait_for "push query running; Ctrl-C to stop"
+
+# the push query prints as INSERTs close its windows
+line "INSERT INTO clicks VALUES (1000, 1, '/a'), (2000, 2, '/a'), (15000, 1, '/b');"
+wait_for "INSERT 3"
+screen | grep -q '^ /a *| *2 *$' || fail "the push query did not print the closed window"
+
+# Ctrl-C with text typed only clears the text (the push query keeps running)
+typ "SELECT garbage FORM"
+key C-c
+wait_for "SELECT garbage FORM^C"
+line "INSERT INTO clicks VALUES (30000, 1, '/c');"
+wait_for "INSERT 1"
+screen | grep -q '^ /b *| *1 *$' || fail "the push query stopped on a Ctrl-C that only cleared input"
+[ "$(count 'error')" -eq 0 ] || fail "the cleared input still ran"
+
+# Ctrl-C at an empty prompt stops the push query
+key C-c
+wait_for "push query stopped"
+wait_for "(2 rows)"
+
+# a keyword in lower case completes in lower case; DESCRIBE completes names
+typ "descr"
+key Tab
+sleep 0.2
+typ "cli"
+key Tab
+sleep 0.2
+line ";"
+wait_for "describe clicks ;"
+wait_for "user_id"
+
+# errors show the caret and leave the shell running
+line "SELECT url FROM clicks WHERE nosuch > 1;"
+wait_for "unknown column 'nosuch'"
+screen | grep -q '^ *\^$' || fail "no caret under the error"
+
+line "\\q"
+wait_for "ares-exit=0"
+# libedit writes its history with strvis(3): a space is \040
+hist() { sed 's/\\040/ /g; s/\\134/\\/g' "$T/home/.ares_history"; }
+hist | grep -qF "SELECT url, COUNT(*) AS n FROM clicks WINDOW" || fail "history file lacks the SELECT"
+hist | grep -qF "describe clicks" || fail "history file lacks the DESCRIBE"
+hist | grep -qxF "\\q" || fail "history file lacks \\q"
+
+# ---- run 2: the history came back (Up, Up: \q then the statement before it)
+start
+wait_for "ares>"
+key Up
+sleep 0.2
+key Up
+sleep 0.2
+wait_for "ares> SELECT url FROM clicks WHERE nosuch > 1;"
+key C-u
+# the catalog persisted in the data directory: the stream completes
+typ "DESCRIBE cl"
+key Tab
+sleep 0.2
+line ";"
+wait_for "DESCRIBE clicks ;"
+wait_for "url     | TEXT"
+# Ctrl-D leaves
+key C-d
+wait_for "ares-exit=0"
+
+echo "t_shell_tty: all passed"
