@@ -170,9 +170,9 @@ static int maybe_commit(engine *e, xerr *err)
  * that did not commit are written once, by the replay. */
 static int sink_open(query *q, const char *uri, const char *format, int64_t committed, xerr *err)
 {
+    if (!strncmp(uri, "tcp://", 6) || !strncmp(uri, "unix://", 7)) return io_sink_open(q->eng, q, uri, format, err);
     if (strncmp(uri, "file://", 7))
-        return xerr_set(err, XE_INVAL, "sink '%s' is not supported here; use file:///path (tcp:// and unix:// come with the socket sinks)",
-                        uri);
+        return xerr_set(err, XE_INVAL, "sink '%s' must be file:///path, tcp://HOST:PORT or unix:///path", uri);
     const char *path = uri + 7;
     fmt_kind k = FMT_CSV;
     if (format && fmt_kind_parse(format, &k)) return xerr_set(err, XE_INVAL, "unknown sink format '%s'", format);
@@ -228,6 +228,12 @@ int query_emit(query *q, const batch *b, xerr *err)
         if (q->sink->buf.len && fwrite(q->sink->buf.p, 1, q->sink->buf.len, q->sink->f) != q->sink->buf.len)
             return xerr_set(err, XE_IO, "writing sink '%s': %s", q->sink->path, strerror(errno));
     }
+    if (q->outlet && io_outlet_rows(q->outlet, b)) return xerr_set(err, XE_NOMEM, "out of memory");
+    for (int i = 0; i < q->nsubs; i++)
+        if (io_outlet_rows(q->subs[i], b)) return xerr_set(err, XE_NOMEM, "out of memory");
+    engine *e = q->eng;
+    for (int i = 0; i < e->nlsubs; i++)
+        if (e->lsubs[i].q == q && e->lsubs[i].out.rows) e->lsubs[i].out.rows(e->lsubs[i].out.ctx, b);
     if (q->out.rows) {
         if (!q->began && q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
         q->began = 1;
@@ -311,6 +317,21 @@ static int end_partial_slice(engine *e, int si, xerr *err)
     return advance_wm(e, si, err);
 }
 
+int io_stream_rows(engine *e, int si, const batch *b, xerr *err)
+{
+    return stream_rows(e, si, b, err);
+}
+
+/* Live streams: a slice that has waited a tick ends, so the watermark moves
+ * with light traffic too; then the epoch may commit. */
+int io_tick(engine *e, xerr *err)
+{
+    int rc;
+    for (int i = 0; i < e->nstreams; i++)
+        if ((rc = end_partial_slice(e, i, err))) return rc;
+    return maybe_commit(e, err);
+}
+
 /* A push query ends when all its sources have ended. */
 static void finish_ended_push(engine *e)
 {
@@ -347,7 +368,7 @@ static int end_stream(engine *e, int si, xerr *err)
 
 int engine_push_active(const engine *e)
 {
-    int n = 0;
+    int n = e->nlsubs;
     for (int i = 0; i < e->nqueries; i++)
         if (e->queries[i]->transient && !e->queries[i]->finished) n++;
     return n;
@@ -355,6 +376,9 @@ int engine_push_active(const engine *e)
 
 void engine_cancel_push(engine *e)
 {
+    for (int i = 0; i < e->nlsubs; i++)
+        if (e->lsubs[i].out.end) e->lsubs[i].out.end(e->lsubs[i].out.ctx);
+    e->nlsubs = 0;
     for (int i = 0; i < e->nqueries; i++)
         if (e->queries[i]->transient) e->queries[i]->finished = 1;
     finish_ended_push(e);
@@ -633,24 +657,35 @@ static int create_stream(engine *e, const ast_stmt *st, const exec_out *out, xer
     }
     if ((rc = check_options(st->with, known_stream_options, "stream", err))) return rc;
     const ast_option *o = ast_option_get(st->with, "source");
-    if (o && strncmp(o->value, "file://", 7))
-        return xerr_set(err, XE_INVAL, "source '%s' is not supported yet; use file:///path, or pipe data with --ingest", o->value);
+    int live = 0;
+    if (o) {
+        if (!strncmp(o->value, "tcp://", 6) || !strncmp(o->value, "unix://", 7)) live = 1;
+        else if (strncmp(o->value, "file://", 7))
+            return xerr_set(err, XE_INVAL, "source '%s' must be tcp://HOST:PORT, unix:///path or file:///path", o->value);
+    }
     o = ast_option_get(st->with, "format");
     fmt_kind k;
     if (o && (fmt_kind_parse(o->value, &k) || (k != FMT_CSV && k != FMT_JSON)))
         return xerr_set(err, XE_INVAL, "format '%s' is not an input format (csv or json)", o->value);
     if ((rc = stream_add(e, st, st->text ? st->text : "", err))) return rc;
     stream_rt *s = e->streams[e->nstreams - 1];
+    if (live && (rc = io_source_start(e, s->ps->name, s->source, err))) {
+        e->nstreams--;
+        stream_free(s);
+        return rc;
+    }
     char key[300];
     snprintf(key, sizeof key, "stream/%s", st->name);
     if ((rc = eng_txn(e, err)) || (rc = store_log_create(e->txn, st->name, err)) ||
         (rc = store_kv_put(e->txn, STORE_CATALOG, key, s->sql, strlen(s->sql), err)) ||
         (rc = engine_commit(e, err))) {
+        if (live) io_source_stop(e, s->ps->name);
         e->nstreams--;
         stream_free(s);
         return rc;
     }
-    notice(out, "CREATE STREAM");
+    if (live) notice(out, "CREATE STREAM (listening on %s)", s->source);
+    else notice(out, "CREATE STREAM");
     return 0;
 }
 
@@ -762,8 +797,22 @@ static int push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     return 0;
 }
 
+static void detach_query_io(engine *e, query *q)
+{
+    if (q->outlet) io_outlet_close(e, q->outlet);
+    while (q->nsubs) io_outlet_close(e, q->subs[0]);
+    free(q->subs);
+    q->subs = NULL;
+    for (int i = 0; i < e->nlsubs; i++)
+        if (e->lsubs[i].q == q) {
+            if (e->lsubs[i].out.end) e->lsubs[i].out.end(e->lsubs[i].out.ctx);
+            e->lsubs[i--] = e->lsubs[--e->nlsubs];
+        }
+}
+
 static void remove_query(engine *e, query *q)
 {
+    detach_query_io(e, q);
     for (int i = 0; i < e->nqueries; i++)
         if (e->queries[i] == q) {
             memmove(&e->queries[i], &e->queries[i + 1], (size_t)(e->nqueries - i - 1) * sizeof *e->queries);
@@ -820,6 +869,7 @@ static int drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr 
     if ((rc = eng_txn(e, err)) || (rc = store_log_drop(e->txn, st->name, err)) ||
         (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, key, err)))
         return rc;
+    io_source_stop(e, e->streams[si]->ps->name);
     stream_free(e->streams[si]);
     memmove(&e->streams[si], &e->streams[si + 1], (size_t)(e->nstreams - si - 1) * sizeof *e->streams);
     e->nstreams--;
@@ -1213,8 +1263,14 @@ int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
     case ST_SUBSCRIBE: {
         query *q = find_query(e, st->name);
         if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
-        return xerr_at(err, XE_PLAN, st->line, st->col,
-                       "SUBSCRIBE is not available in the embedded engine yet; give the query a sink instead");
+        struct lsub *v = realloc(e->lsubs, (size_t)(e->nlsubs + 1) * sizeof *v);
+        if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+        e->lsubs = v;
+        e->lsubs[e->nlsubs].q = q;
+        e->lsubs[e->nlsubs].out = out ? *out : (exec_out){0};
+        e->nlsubs++;
+        if (out && out->begin) out->begin(out->ctx, &q->out_schema, 1);
+        return 0;
     }
     }
     return xerr_set(err, XE_PLAN, "unsupported statement");
@@ -1389,9 +1445,12 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
     } else
         e->dir = strdup(o->data_dir ? o->data_dir : "ares-data");
     if (!e->dir || batch_init(&e->scratch, 1, 4)) { free(e->dir); free(e); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    e->log = o->log;
+    e->log_ctx = o->log_ctx;
     store_opts so = {0};
     so.map_size = o->map_size;
     if ((rc = store_open(e->dir, &so, &e->st, err))) goto fail;
+    if ((rc = io_start(e, err))) goto fail;
     if ((rc = store_begin(e->st, 1, &e->txn, err))) goto fail;
     {
         sbuf tmp;
@@ -1412,6 +1471,16 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
     for (int i = 0; i < e->nqueries; i++)
         if ((rc = catch_up(e, e->queries[i], err))) goto fail;
     if ((rc = engine_commit(e, err))) goto fail;
+    for (int i = 0; i < e->nstreams; i++) {
+        stream_rt *s = e->streams[i];
+        if (s->source && (!strncmp(s->source, "tcp://", 6) || !strncmp(s->source, "unix://", 7))) {
+            xerr e2;
+            if (io_source_start(e, s->ps->name, s->source, &e2)) {
+                if (e->log) e->log(e->log_ctx, e2.msg);
+                else fprintf(stderr, "ares: %s\n", e2.msg);
+            }
+        }
+    }
     *out = e;
     return 0;
 fail_lc:
@@ -1427,6 +1496,9 @@ void engine_close(engine *e)
     xerr err;
     if (e->txn && engine_commit(e, &err)) fprintf(stderr, "ares: committing the last epoch failed: %s\n", err.msg);
     engine_cancel_push(e);
+    for (int i = 0; i < e->nqueries; i++) detach_query_io(e, e->queries[i]);
+    io_stop(e);
+    free(e->lsubs);
     for (int i = 0; i < e->nqueries; i++) query_free(e->queries[i]);
     free(e->queries);
     for (int i = 0; i < e->nstreams; i++) stream_free(e->streams[i]);

@@ -41,6 +41,10 @@ typedef struct engine_opts {
     const char *data_dir; /* where LMDB lives; ignored with memory */
     int memory;           /* a throwaway directory, removed at close */
     size_t map_size;      /* initial LMDB map size (0 = default); it grows when needed */
+    /* Messages from sockets (rejected producer lines, sinks reconnecting);
+     * NULL prints "ares: ..." on stderr. */
+    void (*log)(void *ctx, const char *msg);
+    void *log_ctx;
 } engine_opts;
 
 /* Where results go.  All callbacks are optional.  A result is begin, any
@@ -110,6 +114,19 @@ int engine_end_stream(engine *e, const char *stream, xerr *err);
 /* Run file sources (WITH (source = 'file:///...')) until each has reached
  * its end; returns the number of rows read.  Idempotent after the end. */
 int engine_run_file_sources(engine *e, int64_t *rows, xerr *err);
+
+/* ------------------------------------------------------------------ the event loop */
+
+/* Socket sources, socket sinks, subscribers from other processes (through
+ * <data dir>/ares.sock) and the idle timer that advances watermarks of live
+ * streams all run on the engine's libuv loop.  A host runs it: the shell
+ * between keystrokes, ares-sql --follow and ares-node all the time. */
+struct uv_loop_s *engine_loop(engine *e);
+/* Run the loop: with timeout_ms > 0 wait up to that long for one event;
+ * with 0 only handle what is ready. */
+int engine_poll(engine *e, int timeout_ms);
+/* 1 when some stream listens on a socket. */
+int engine_has_live_sources(const engine *e);
 
 /* ------------------------------------------------------------------ introspection */
 

@@ -11,6 +11,7 @@
 #define EXEC_INTERNAL_H
 
 #include <stdio.h>
+#include <uv.h>
 
 #include "exec/exec.h"
 #include "storage/storage.h"
@@ -40,6 +41,8 @@ int xprog_true(const xprog *p, const val *row, batch *scratch);
 
 typedef struct query query;
 typedef struct opinst opinst;
+typedef struct io_source io_source;
+typedef struct io_outlet io_outlet;
 typedef struct agg_task agg_task;
 typedef struct join_task join_task;
 
@@ -91,6 +94,9 @@ struct query {
     fmt_schema out_schema;
     const char **out_names;
     sql_type *out_types;
+    io_outlet *outlet;      /* socket sink */
+    io_outlet **subs;       /* subscribers through the control socket */
+    int nsubs;
     /* statistics */
     int64_t rows_in, rows_out, late;
     uint64_t t_start_ns;
@@ -131,10 +137,34 @@ struct engine {
     batch scratch;
     sbuf tmp;
     plan_catalog cat;
+    /* io.c */
+    struct uv_loop_s *loop;
+    struct uv_timer_s tick, poll_timer;
+    struct uv_pipe_s ctl;
+    int ctl_on;
+    io_source *io_sources, *io_dead;
+    io_outlet *io_outlets;
+    int io_paused, io_dirty;
+    void (*log)(void *ctx, const char *msg);
+    void *log_ctx;
+    /* SUBSCRIBE inside this process */
+    int nlsubs;
+    struct lsub { query *q; exec_out out; } *lsubs;
 };
 
 /* engine.c */
 int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */
+int io_stream_rows(engine *e, int si, const batch *b, xerr *err); /* rows from a socket producer */
+int io_tick(engine *e, xerr *err);  /* live streams: end partial slices, commit */
+
+/* io.c */
+int io_start(engine *e, xerr *err);
+void io_stop(engine *e);
+int io_source_start(engine *e, const char *stream, const char *uri, xerr *err);
+void io_source_stop(engine *e, const char *stream);
+int io_sink_open(engine *e, query *q, const char *uri, const char *format, xerr *err);
+int io_outlet_rows(io_outlet *o, const batch *b);
+void io_outlet_close(engine *e, io_outlet *o);
 int eng_stream_index(const engine *e, const char *name);
 
 /* ops.c */
