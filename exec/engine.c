@@ -1241,6 +1241,96 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     return 0;
 }
 
+/* ------------------------------------------------------------------ deployed queries (cluster) */
+
+static query *find_query_id(const engine *e, uint32_t qid)
+{
+    for (int i = 0; i < e->nqueries; i++)
+        if (!e->queries[i]->transient && e->queries[i]->id == qid && e->queries[i]->deployed) return e->queries[i];
+    return NULL;
+}
+
+int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err)
+{
+    ast_stmt *st;
+    *out = NULL;
+    int rc = parse_one(sql, strlen(sql), &st, err);
+    if (rc) return rc;
+    if (!st->select) {
+        ast_stmt_free(st);
+        return xerr_set(err, XE_PLAN, "not a query");
+    }
+    plan_opts po = {e->parallelism};
+    if ((rc = get_setting_int(st->with, "parallelism", e->parallelism, 1, 64, &po.parallelism, err)) == 0)
+        rc = plan_query(st->select, &e->cat, &po, out, err);
+    ast_stmt_free(st);
+    return rc;
+}
+
+int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigned char *own, int nown,
+                  const engine_remote *remote, const exec_out *out, xerr *err)
+{
+    if (find_query_id(e, qid)) return xerr_set(err, XE_EXISTS, "query %u is already deployed here", qid);
+    ast_stmt *st;
+    int rc = parse_one(create_sql, strlen(create_sql), &st, err);
+    if (rc) return rc;
+    if (st->kind != ST_CREATE_QUERY) {
+        ast_stmt_free(st);
+        return xerr_set(err, XE_PLAN, "deploy needs a CREATE QUERY statement");
+    }
+    query *q;
+    rc = query_new(e, st->select, st->with, st->name, create_sql, qid, &q, err);
+    ast_stmt_free(st);
+    if (rc) return rc;
+    q->deployed = 1;
+    if (own) {
+        if (nown != plan_task_count(q->dag)) {
+            query_free(q);
+            return xerr_set(err, XE_PLAN, "placement has %d tasks, the plan %d", nown, plan_task_count(q->dag));
+        }
+        if (!(q->own = malloc((size_t)nown))) { query_free(q); return xerr_set(err, XE_NOMEM, "out of memory"); }
+        memcpy(q->own, own, (size_t)nown);
+    }
+    if (remote) q->remote = *remote;
+    if (out) q->out = *out;
+    if ((rc = eng_txn(e, err)) || (rc = query_load_state(q, e->txn, err)) || (rc = add_query(e, q, err))) {
+        query_free(q);
+        return rc;
+    }
+    for (int k = 0; k < q->nsrc; k++)
+        if ((rc = query_watermark(q, k, stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    return engine_commit(e, err);
+}
+
+int engine_undeploy(engine *e, uint32_t qid, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    int rc = eng_txn(e, err);
+    if (!rc) rc = query_drop_state(q, e->txn, err);
+    if (rc) return rc;
+    remove_query(e, q);
+    return engine_commit(e, err);
+}
+
+int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, const void *p, size_t n, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    int rc = eng_txn(e, err);
+    if (!rc) rc = query_remote_batch(q, op, task, side, p, n, err);
+    return rc ? rc : maybe_commit(e, err);
+}
+
+int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    int rc = eng_txn(e, err);
+    if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, err);
+    return rc ? rc : maybe_commit(e, err);
+}
+
 /* ------------------------------------------------------------------ statements */
 
 int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
@@ -1444,7 +1534,8 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
         e->memory = 1;
     } else
         e->dir = strdup(o->data_dir ? o->data_dir : "ares-data");
-    if (!e->dir || batch_init(&e->scratch, 1, 4)) { free(e->dir); free(e); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    sbuf_init(&e->tmp2);
+    if (!e->dir || batch_init(&e->scratch, 1, 4) || batch_init(&e->rbatch, 1, 4)) { free(e->dir); free(e); return xerr_set(err, XE_NOMEM, "out of memory"); }
     e->log = o->log;
     e->log_ctx = o->log_ctx;
     store_opts so = {0};
@@ -1507,6 +1598,8 @@ void engine_close(engine *e)
     if (e->memory && e->dir) nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     free(e->dir);
     batch_fini(&e->scratch);
+    batch_fini(&e->rbatch);
     sbuf_fini(&e->tmp);
+    sbuf_fini(&e->tmp2);
     free(e);
 }

@@ -115,6 +115,37 @@ int engine_end_stream(engine *e, const char *stream, xerr *err);
  * its end; returns the number of rows read.  Idempotent after the end. */
 int engine_run_file_sources(engine *e, int64_t *rows, xerr *err);
 
+/* ------------------------------------------------------------------ distributed execution */
+
+/* In a cluster every node runs the same plan of a query (the planner is
+ * deterministic), but only the tasks placed on it.  Tasks are numbered
+ * globally in plan order: op 0's tasks first, then op 1's, and so on
+ * (plan_task_count in all).  When a local task hands rows or a watermark to
+ * a task placed elsewhere, the engine calls these hooks; the cluster layer
+ * carries them and calls engine_remote_batch / engine_remote_watermark on the
+ * node that owns the destination. */
+typedef struct engine_remote {
+    void *ctx;
+    /* rows for task `task` of operator `op` (input side `side`), encoded with batch_encode */
+    int (*batch)(void *ctx, uint32_t qid, int op, int task, int side, const void *p, size_t n);
+    /* upstream task `from_task` (global index) of op's input `side` reached watermark wm;
+     * deliver to every node running a task of op */
+    int (*watermark)(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm);
+} engine_remote;
+
+/* Run query `name` with id qid from its CREATE QUERY text, but only the tasks
+ * with own[global task] != 0 (own has plan_task_count entries; NULL = all).
+ * out receives the sink's rows when the sink task is local.  The query is
+ * not written to this engine's catalog: the coordinator owns it. */
+int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigned char *own, int nown,
+                  const engine_remote *remote, const exec_out *out, xerr *err);
+int engine_undeploy(engine *e, uint32_t qid, xerr *err);
+int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, const void *p, size_t n, xerr *err);
+int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, xerr *err);
+/* Plan a SELECT (or the SELECT of a CREATE QUERY) against this engine's
+ * catalog, for the coordinator's placement.  Caller frees with plan_free. */
+int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
+
 /* ------------------------------------------------------------------ the event loop */
 
 /* Socket sources, socket sinks, subscribers from other processes (through

@@ -62,8 +62,11 @@ struct opinst {
     batch *part;            /* exchange buffers, one per downstream task */
     agg_task **agg;         /* AGGREGATE: per task */
     join_task **join;       /* JOIN: per task */
-    int64_t wm[2];          /* input watermarks */
+    int64_t wm[2];          /* input watermarks (min over the upstream tasks of each side) */
+    int64_t *upwm[2];       /* per upstream task of each side */
+    int nup[2];
     int64_t out_wm;         /* watermark already passed downstream */
+    int task_base;          /* global index of this op's task 0 */
 };
 
 typedef struct sink_file {
@@ -80,6 +83,7 @@ struct query {
     char *sql;              /* CREATE QUERY text */
     uint32_t id;            /* stable id; tasks are id*4096 + op*64 + task */
     int transient;          /* a push query */
+    int deployed;           /* placed by a coordinator; not in this engine's catalog */
     plan_dag *dag;
     opinst *ops;            /* dag->nops */
     int nsrc;
@@ -94,6 +98,8 @@ struct query {
     fmt_schema out_schema;
     const char **out_names;
     sql_type *out_types;
+    unsigned char *own;     /* deployed in a cluster: own[global task] = runs here; NULL = all */
+    engine_remote remote;   /* where batches for tasks elsewhere go */
     io_outlet *outlet;      /* socket sink */
     io_outlet **subs;       /* subscribers through the control socket */
     int nsubs;
@@ -135,7 +141,8 @@ struct engine {
     int parallelism;
     char placement[32];
     batch scratch;
-    sbuf tmp;
+    batch rbatch;           /* rows arriving from other nodes */
+    sbuf tmp, tmp2;
     plan_catalog cat;
     /* io.c */
     struct uv_loop_s *loop;
@@ -150,6 +157,7 @@ struct engine {
     /* SUBSCRIBE inside this process */
     int nlsubs;
     struct lsub { query *q; exec_out out; } *lsubs;
+    int epoch_pending;      /* deployed queries changed state since the last commit */
 };
 
 /* engine.c */
@@ -172,6 +180,9 @@ int query_start(engine *e, query *q, xerr *err);     /* build operator instances
 void query_free(query *q);
 int query_push(query *q, int src, const batch *b, xerr *err); /* one slice of a source stream */
 int query_watermark(query *q, int src, int64_t wm, xerr *err);
+int query_remote_batch(query *q, int op, int task, int side, const void *p, size_t n, xerr *err);
+int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, xerr *err);
+static inline int task_local(const query *q, const opinst *o, int t) { return !q->own || q->own[o->task_base + t]; }
 int query_flush_state(query *q, store_txn *t, xerr *err); /* epoch: dirty state to LMDB */
 int query_load_state(query *q, store_txn *t, xerr *err);  /* restart: LMDB to memory */
 int query_drop_state(query *q, store_txn *t, xerr *err);

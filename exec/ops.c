@@ -84,6 +84,8 @@ static void op_fini(opinst *o)
     free(o->progs);
     for (int i = 0; i < o->nkeyprogs; i++) xprog_fini(&o->keyprogs[i]);
     free(o->keyprogs);
+    free(o->upwm[0]);
+    free(o->upwm[1]);
     batch_fini(&o->out);
     if (o->part && o->down)
         for (int i = 0; i < o->down->ntasks; i++) batch_fini(&o->part[i]);
@@ -104,13 +106,21 @@ int query_start(engine *e, query *q, xerr *err)
     q->ops = calloc((size_t)d->nops, sizeof *q->ops);
     if (!q->ops) return xerr_set(err, XE_NOMEM, "out of memory");
     if ((rc = batch_init(&q->scratch, 1, 4))) return xerr_set(err, rc, "out of memory");
-    for (int i = 0; i < d->nops; i++)
+    int base = 0;
+    for (int i = 0; i < d->nops; i++) {
         if ((rc = op_init(q, &q->ops[i], &d->ops[i], err))) return rc;
+        q->ops[i].task_base = base;
+        base += q->ops[i].ntasks;
+    }
     /* wire each operator to its consumer */
     for (int i = 0; i < d->nops; i++) {
         const plan_op *op = &d->ops[i];
         for (int k = 0; k < op->ninputs; k++) {
             opinst *up = &q->ops[op->inputs[k]];
+            opinst *me = &q->ops[i];
+            me->nup[k] = up->ntasks;
+            if (!(me->upwm[k] = malloc((size_t)up->ntasks * sizeof(int64_t)))) return xerr_set(err, XE_NOMEM, "out of memory");
+            for (int t = 0; t < up->ntasks; t++) me->upwm[k][t] = WM_MIN;
             up->down = &q->ops[i];
             up->down_side = k;
             up->down_edge = op->in_edge[k];
@@ -163,6 +173,7 @@ void query_free(query *q)
         free(q->sink);
     }
     batch_fini(&q->scratch);
+    free(q->own);
     plan_free(q->dag);
     free(q->out_names);
     free(q->out_types);
@@ -175,12 +186,27 @@ void query_free(query *q)
 
 static int op_push(opinst *o, int task, int side, const batch *in, xerr *err);
 
+/* Deliver to task t of the downstream op: here, or through the remote hook. */
+static int deliver(opinst *o, int t, const batch *b, xerr *err)
+{
+    opinst *d = o->down;
+    query *q = o->q;
+    if (task_local(q, d, t)) return op_push(d, t, o->down_side, b, err);
+    if (!q->remote.batch) return 0;
+    sbuf *buf = &q->eng->tmp2;
+    sbuf_reset(buf);
+    if (batch_encode(b, buf)) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, buf->p, buf->len))
+        return xerr_set(err, XE_IO, "query %u: cannot send rows to task %d of operator %d", q->id, t, d->op->id);
+    return 0;
+}
+
 int op_emit(opinst *o, int task, const batch *b, xerr *err)
 {
     opinst *d = o->down;
     if (!d || b->nrows == 0) return 0;
-    if (d->ntasks == 1) return op_push(d, 0, o->down_side, b, err);
-    if (o->down_edge == EDGE_FORWARD) return op_push(d, task, o->down_side, b, err);
+    if (d->ntasks == 1) return deliver(o, 0, b, err);
+    if (o->down_edge == EDGE_FORWARD) return deliver(o, task, b, err);
     /* exchange: hash partition by the downstream key */
     batch *sc = &o->q->scratch;
     for (int t = 0; t < d->ntasks; t++) batch_reset(&o->part[t]);
@@ -195,7 +221,8 @@ int op_emit(opinst *o, int task, const batch *b, xerr *err)
         if (batch_append_row(&o->part[h % (uint64_t)d->ntasks], row)) return xerr_set(err, XE_NOMEM, "out of memory");
     }
     for (int t = 0; t < d->ntasks; t++) {
-        int rc = op_push(d, t, o->down_side, &o->part[t], err);
+        if (!o->part[t].nrows) continue;
+        int rc = deliver(o, t, &o->part[t], err);
         if (rc) return rc;
     }
     return 0;
@@ -275,37 +302,92 @@ static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
 int query_push(query *q, int src, const batch *b, xerr *err)
 {
     if (q->finished) return 0;
+    if (!task_local(q, &q->ops[q->src_op[src]], 0)) return 0;
     q->rows_in += b->nrows;
     return op_push(&q->ops[q->src_op[src]], 0, 0, b, err);
 }
 
-/* Pass a watermark from op o (already updated on input side `side`) down the DAG. */
-static int op_watermark(opinst *o, int side, int64_t wm, xerr *err)
+/* Tell the downstream op that this op's local tasks reached wm. */
+static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *err);
+
+static int pass_down(opinst *o, int64_t pass, xerr *err)
+{
+    query *q = o->q;
+    opinst *d = o->down;
+    if (!d) return 0;
+    int remote = 0;
+    for (int t = 0; t < d->ntasks && !remote; t++)
+        if (!task_local(q, d, t)) remote = 1;
+    for (int a = 0; a < o->ntasks; a++) {
+        if (!task_local(q, o, a)) continue;
+        if (remote && q->remote.watermark &&
+            q->remote.watermark(q->remote.ctx, q->id, d->op->id, o->down_side, a, pass))
+            return xerr_set(err, XE_IO, "query %u: cannot send a watermark", q->id);
+        int rc = op_watermark_from(d, o->down_side, a, pass, err);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Input side `side` of o heard watermark wm from upstream task `from`. */
+static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *err)
 {
     int rc;
+    if (from >= 0 && from < o->nup[side]) {
+        if (wm <= o->upwm[side][from]) return 0;
+        o->upwm[side][from] = wm;
+        int64_t m = WM_END;
+        for (int t = 0; t < o->nup[side]; t++)
+            if (o->upwm[side][t] < m) m = o->upwm[side][t];
+        wm = m;
+    }
     o->wm[side] = wm;
     int64_t eff = o->wm[0];
     if (o->op->ninputs == 2 && o->wm[1] < eff) eff = o->wm[1];
-    if (eff <= o->out_wm && o->op->kind != PO_SOURCE) return 0;
+    if (eff <= o->out_wm) return 0;
     int64_t pass = eff;
     if (o->op->kind == PO_AGGREGATE) {
         for (int t = 0; t < o->ntasks; t++)
-            if ((rc = agg_close(o, t, eff, err))) return rc;
+            if (task_local(o->q, o, t) && (rc = agg_close(o, t, eff, err))) return rc;
     } else if (o->op->kind == PO_JOIN) {
         for (int t = 0; t < o->ntasks; t++)
-            if ((rc = join_expire(o, t, eff, err))) return rc;
+            if (task_local(o->q, o, t) && (rc = join_expire(o, t, eff, err))) return rc;
         /* a match can carry a left time up to `within` behind the inputs */
         if (eff != WM_END && eff != WM_MIN) pass = eff - o->op->within_ms;
     }
     o->out_wm = eff;
-    if (o->down) return op_watermark(o->down, o->down_side, pass, err);
-    return 0;
+    return pass_down(o, pass, err);
 }
 
 int query_watermark(query *q, int src, int64_t wm, xerr *err)
 {
     if (q->finished) return 0;
-    return op_watermark(&q->ops[q->src_op[src]], 0, wm, err);
+    opinst *o = &q->ops[q->src_op[src]];
+    if (!task_local(q, o, 0)) return 0;
+    return op_watermark_from(o, 0, -1, wm, err);
+}
+
+int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, xerr *err)
+{
+    if (op < 0 || op >= q->dag->nops || side < 0 || side > 1) return xerr_set(err, XE_PROTO, "bad watermark address");
+    opinst *o = &q->ops[op];
+    if (from_task < 0 || from_task >= o->nup[side]) return xerr_set(err, XE_PROTO, "bad watermark sender");
+    return op_watermark_from(o, side, from_task, wm, err);
+}
+
+int query_remote_batch(query *q, int op, int task, int side, const void *p, size_t n, xerr *err)
+{
+    if (op < 0 || op >= q->dag->nops || side < 0 || side >= (q->ops[op].op->ninputs > 1 ? 2 : 1) ||
+        task < 0 || task >= q->ops[op].ntasks || !task_local(q, &q->ops[op], task))
+        return xerr_set(err, XE_PROTO, "rows for a task that does not run here");
+    batch *b = &q->eng->rbatch;
+    batch_reset(b);
+    int rc = batch_decode(p, n, b, err);
+    if (rc) return rc;
+    if (b->ncols != q->dag->ops[q->ops[op].op->inputs[side]].out.ncols)
+        return xerr_set(err, XE_PROTO, "rows with %d columns for an input of %d", b->ncols,
+                        q->dag->ops[q->ops[op].op->inputs[side]].out.ncols);
+    return op_push(&q->ops[op], task, side, b, err);
 }
 
 int query_flush_state(query *q, store_txn *t, xerr *err)
@@ -314,6 +396,7 @@ int query_flush_state(query *q, store_txn *t, xerr *err)
     for (int i = 0; i < q->dag->nops; i++) {
         opinst *o = &q->ops[i];
         for (int k = 0; k < o->ntasks; k++) {
+            if (!task_local(q, o, k)) continue;
             if (o->agg && (rc = agg_flush(o, k, t, err))) return rc;
             if (o->join && (rc = join_flush(o, k, t, err))) return rc;
         }
@@ -327,6 +410,7 @@ int query_load_state(query *q, store_txn *t, xerr *err)
     for (int i = 0; i < q->dag->nops; i++) {
         opinst *o = &q->ops[i];
         for (int k = 0; k < o->ntasks; k++) {
+            if (!task_local(q, o, k)) continue;
             if (o->agg && (rc = agg_load(o, k, t, err))) return rc;
             if (o->join && (rc = join_load(o, k, t, err))) return rc;
         }

@@ -303,6 +303,90 @@ static void test_restart_keeps_query_and_state(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Two engines in one process, one query split between them: the hooks carry
+ * rows and watermarks straight across.  The output must equal one engine's. */
+static engine *peer_of[2];
+static engine *E[2];
+
+static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const void *p, size_t n)
+{
+    engine *other = *(engine **)ctx;
+    xerr err;
+    int rc = engine_remote_batch(other, qid, op, task, side, p, n, &err);
+    if (rc) fprintf(stderr, "remote batch: %s\n", err.msg);
+    return rc;
+}
+
+static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm)
+{
+    engine *other = *(engine **)ctx;
+    xerr err;
+    int rc = engine_remote_watermark(other, qid, op, side, from_task, wm, &err);
+    if (rc) fprintf(stderr, "remote watermark: %s\n", err.msg);
+    return rc;
+}
+
+static void test_distributed_hooks(void **state)
+{
+    (void)state;
+    const char *ddl = "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp='ts');";
+    const char *q = "CREATE QUERY q WITH (parallelism = 4) AS SELECT k, COUNT(*) AS n, SUM(v) AS s, window_start "
+                    "FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;";
+    sbuf data;
+    sbuf_init(&data);
+    for (int i = 0; i < 5000; i++) sbuf_printf(&data, "%d,%d,%d\n", i * 3, (i * 7919) % 37, i % 11);
+    /* reference: one engine */
+    engine *ref = open_mem();
+    cap rc_;
+    exec_out rout = cap_out(&rc_);
+    run(ref, &rout, ddl);
+    char sel[512];
+    snprintf(sel, sizeof sel, "%s", strstr(q, "SELECT"));
+    run(ref, &rout, sel);
+    ingest(ref, "s", data.p, 1);
+    char *want = sorted(rc_.text.p);
+    engine_close(ref);
+    /* two engines: node 0 has the source and half the keyed tasks, node 1 the rest and the sink */
+    cap c;
+    exec_out out = cap_out(&c);
+    E[0] = open_mem();
+    E[1] = open_mem();
+    peer_of[0] = E[1];
+    peer_of[1] = E[0];
+    run(E[0], &out, ddl);
+    run(E[1], &out, ddl);
+    plan_dag *d;
+    xerr err;
+    assert_int_equal(engine_plan(E[0], q, &d, &err), 0);
+    int n = plan_task_count(d);
+    unsigned char own0[64], own1[64];
+    int g = 0;
+    for (int i = 0; i < d->nops; i++)
+        for (int t = 0; t < d->ops[i].parallelism; t++, g++) {
+            int mine = d->ops[i].kind == PO_SOURCE || d->ops[i].kind == PO_FILTER ? 0
+                       : d->ops[i].kind == PO_SINK                              ? 1
+                                                                                : t % 2;
+            own0[g] = mine == 0;
+            own1[g] = mine == 1;
+        }
+    plan_free(d);
+    engine_remote r0 = {&peer_of[0], hook_batch, hook_wm}, r1 = {&peer_of[1], hook_batch, hook_wm};
+    if (engine_deploy(E[1], 7, q, own1, n, &r1, &out, &err)) fail_msg("deploy 1: %s", err.msg);
+    if (engine_deploy(E[0], 7, q, own0, n, &r0, &out, &err)) fail_msg("deploy 0: %s", err.msg);
+    ingest(E[0], "s", data.p, 1);
+    char *got = sorted(c.text.p);
+    assert_true(strlen(want) > 100);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    assert_int_equal(engine_undeploy(E[0], 7, &err), 0);
+    engine_close(E[0]);
+    engine_close(E[1]);
+    cap_fini(&c);
+    cap_fini(&rc_);
+    sbuf_fini(&data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_join_within),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
+        cmocka_unit_test(test_distributed_hooks),
     };
     return cmocka_run_group_tests_name("exec", tests, NULL, NULL);
 }
