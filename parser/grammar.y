@@ -30,6 +30,31 @@
 %code {
 /* The number of terminal symbols, for parse.c's expected-token search. */
 int parser_ntokens(void) { return YYNTOKEN; }
+
+/* Would parser p, in its current state, take token `tok` next?  Lemon has no
+ * such query, so this runs its shift/reduce loop on a copy of the state stack
+ * without running any action (so nothing is built or freed).  It reads the
+ * tables and the stack of lempar.c, Debian's Lemon template;
+ * tests/unit/test_parser.c checks it against real parses. */
+int parser_accepts(void *p, int tok)
+{
+    yyParser *pp = (yyParser *)p;
+    YYACTIONTYPE st[YYSTACKDEPTH + 1];
+    int top = (int)(pp->yytos - pp->yystack);
+    for (int i = 0; i <= top; i++) st[i] = pp->yystack[i].stateno;
+    for (;;) {
+        YYACTIONTYPE act = yy_find_shift_action((YYCODETYPE)tok, st[top]);
+        if (act >= YY_MIN_REDUCE) {
+            unsigned rule = act - YY_MIN_REDUCE;
+            top += yyRuleInfoNRhs[rule]; /* pops: the count is stored negated */
+            act = yy_find_reduce_action(st[top], (YYCODETYPE)yyRuleInfoLhs[rule]);
+            if (++top >= YYSTACKDEPTH) return 0;
+            st[top] = act;
+        } else {
+            return act <= YY_MAX_SHIFTREDUCE || act == YY_ACCEPT_ACTION;
+        }
+    }
+}
 }
 
 %syntax_error { (void)yymajor; (void)TOKEN; P->syntax = 1; }

@@ -74,6 +74,7 @@ void parser_Free(void *p, void (*freeProc)(void *));
 void parser_(void *p, int major, token minor, pctx *P);
 int parser_Fallback(int code);
 int parser_ntokens(void);
+int parser_accepts(void *p, int tok); /* see grammar.y's %code */
 
 /* ------------------------------------------------------------------ grammar values */
 
@@ -170,9 +171,5 @@ ast_stmt *ast_mk_show(pctx *P, ast_show_what what);
 ast_stmt *ast_mk_named(pctx *P, ast_stmt_kind kind, char *name); /* DESCRIBE, SUBSCRIBE */
 ast_stmt *ast_mk_explain(pctx *P, int placement, int json, char *name, ast_select *sel);
 ast_stmt *ast_mk_set(pctx *P, const token *key, optval v);
-
-/* Parse an ISO-8601 timestamp ('2024-01-02', '2024-01-02 03:04:05.678',
- * 'T' separator, optional Z or +hh:mm) into Unix epoch ms.  0 on success. */
-int ast_parse_timestamp(const char *s, size_t n, int64_t *ms);
 
 #endif

@@ -9,9 +9,8 @@
  * identifier or comment, which swallows the rest of the input.
  *
  * Lemon cannot say which tokens it would have accepted, so after a syntax
- * error we ask it: for each terminal, replay the statement's tokens up to the
- * error into a fresh parser, followed by that terminal, and see whether it
- * is accepted.  That costs (terminals x tokens) but runs only on error.
+ * error we replay the statement's tokens up to the error into a fresh parser
+ * and ask parser_accepts() (grammar.y) about every terminal in turn.
  *
  * Limits: an expression may nest at most PARSE_MAX_DEPTH deep (Lemon's own
  * stack bounds the other kinds of nesting), so every recursive walk of an
@@ -144,52 +143,55 @@ static int tokenize(const char *buf, size_t len, tokens *tk)
 
 static int failed(const pctx *P) { return P->syntax || P->overflow || P->oom || P->err; }
 
-/* Feed toks[0..n) then `next` (a token code, 0 for the end) to a fresh parser:
- * 1 when the parser takes `next` without a syntax error. */
-static int accepts(const token *toks, int n, int next)
+/* Which terminals a parser would take after toks[0..n): ok[code] for every
+ * terminal, and ok[0] for the end of the statement.  One replay into a fresh
+ * parser, then parser_accepts() per terminal, so an error costs O(tokens). */
+static void expected_set(const token *toks, int n, unsigned char ok[TK_NOT_LA + 1])
 {
     pctx Q;
     memset(&Q, 0, sizeof Q);
+    memset(ok, 0, TK_NOT_LA + 1);
     void *p = parser_Alloc(malloc);
-    if (!p) return 0;
+    if (!p) return;
     int i;
     for (i = 0; i < n && !Q.syntax && !Q.overflow; i++) parser_(p, toks[i].code, toks[i], &Q);
-    int ok = 0;
-    if (i == n && !Q.syntax && !Q.overflow) {
-        token t = n ? toks[n - 1] : (token){0};
-        t.code = next;
-        parser_(p, next, t, &Q);
-        ok = !Q.syntax && !Q.overflow && !Q.oom;
-    }
+    if (i == n && !Q.syntax && !Q.overflow)
+        for (int code = 0; code <= TK_NOT_LA && code < parser_ntokens(); code++)
+            if (code != TK_SEMI) ok[code] = (unsigned char)parser_accepts(p, code);
     parser_Free(p, free);
     ast_stmt_free(Q.stmt);
-    return ok;
 }
 
 /* An unquoted word that could be a misspelt keyword. */
 static int is_word(const token *t) { return t->code == TK_ID && t->len >= 3 && t->len <= 40 && t->s[0] != '"'; }
 
-/* The keyword closest to word t among those accepted after toks[0..n), or 0. */
-static int near_keyword(const token *toks, int n, const token *t, const unsigned char *ok)
+/* The keyword closest to word t among those in ok (which came from
+ * expected_set), or 0.  Non-reserved keywords that fit only as an identifier
+ * do not count. */
+static int near_keyword(const token *t, const unsigned char *ok)
 {
     char w[48];
     memcpy(w, t->s, t->len);
     w[t->len] = 0;
-    int best = 0, bestd = t->len >= 4 ? 3 : 2, id_ok = -1;
+    int best = 0, bestd = t->len >= 4 ? 3 : 2;
     for (int code = 1; code < TK_ID; code++) {
-        if (!tok_names[code] || code == TK_NOT_LA) continue;
+        if (!ok[code] || (ok[TK_ID] && parser_Fallback(code) == TK_ID)) continue;
         int d = str_distance(w, tok_names[code]);
-        if (d >= bestd) continue;
-        if (ok ? !ok[code] : !accepts(toks, n, code)) continue;
-        /* a non-reserved keyword that fits only as an identifier does not count */
-        if (parser_Fallback(code) == TK_ID) {
-            if (id_ok < 0) id_ok = ok ? ok[TK_ID] : accepts(toks, n, TK_ID);
-            if (id_ok) continue;
+        if (d < bestd) {
+            best = code;
+            bestd = d;
         }
-        best = code;
-        bestd = d;
     }
     return best;
+}
+
+/* Is word t close to any keyword at all (cheap; before any replay)? */
+static int near_any_keyword(const token *t)
+{
+    unsigned char all[TK_NOT_LA + 1];
+    memset(all, 1, sizeof all);
+    all[TK_ID] = 0;
+    return near_keyword(t, all);
 }
 
 static void describe_token(const token *t, char *out, size_t n)
@@ -205,31 +207,29 @@ static void describe_token(const token *t, char *out, size_t n)
 /* The message for a syntax error at toks[k] (k == n: at the end). */
 static void syntax_message(const token *toks, int n, int k, const token *end, parse_error *e)
 {
-    int ntok = parser_ntokens();
     unsigned char ok[TK_NOT_LA + 1];
-    memset(ok, 0, sizeof ok);
-    for (int code = 1; code < ntok && code <= TK_NOT_LA; code++)
-        if (code != TK_SEMI) ok[code] = (unsigned char)accepts(toks, k, code);
-    int end_ok = accepts(toks, k, 0);
+    expected_set(toks, k, ok);
     const token *at = k < n ? &toks[k] : end;
     char what[64];
+    int kw = k < n && is_word(at) ? near_keyword(at, ok) : 0;
 
     /* "SELECT a FORM s": FORM was taken as an alias and 's' is the error;
      * report the misspelt keyword instead. */
-    if (k > 0 && is_word(&toks[k - 1]) && !(k < n && is_word(at) && near_keyword(toks, k, at, ok))) {
-        int kw = near_keyword(toks, k - 1, &toks[k - 1], NULL);
-        if (kw) {
+    if (!kw && k > 0 && is_word(&toks[k - 1]) && near_any_keyword(&toks[k - 1])) {
+        unsigned char prev[TK_NOT_LA + 1];
+        expected_set(toks, k - 1, prev);
+        int pkw = near_keyword(&toks[k - 1], prev);
+        if (pkw) {
             describe_token(&toks[k - 1], what, sizeof what);
             e->line = toks[k - 1].line;
             e->col = toks[k - 1].col;
-            snprintf(e->msg, sizeof e->msg, "unexpected %s, expected %s", what, tok_names[kw]);
+            snprintf(e->msg, sizeof e->msg, "unexpected %s, expected %s", what, tok_names[pkw]);
             return;
         }
     }
     e->line = at->line;
     e->col = at->col;
     describe_token(at, what, sizeof what);
-    int kw = k < n && is_word(at) ? near_keyword(toks, k, at, ok) : 0;
     if (kw) {
         snprintf(e->msg, sizeof e->msg, "unexpected %s, expected %s", what, tok_names[kw]);
         return;
@@ -245,7 +245,7 @@ static void syntax_message(const token *toks, int n, int k, const token *end, pa
             list[nl++] = tok_names[code];
         }
     if (ok[TK_NOT_LA] && !ok[TK_NOT]) list[nl++] = "NOT";
-    if (end_ok) list[nl++] = "';'";
+    if (ok[0]) list[nl++] = "';'";
 
     size_t len = (size_t)snprintf(e->msg, sizeof e->msg, "unexpected %s", what);
     if (nl == 1) {

@@ -281,4 +281,10 @@ ast_select *ast_select_dup(const ast_select *s);
 /* Look up a WITH option (case-insensitive key); NULL when absent. */
 const ast_option *ast_option_get(const ast_options *o, const char *key);
 
+/* Parse an ISO-8601 timestamp as TIMESTAMP '...' literals take it
+ * ('2024-01-02', '2024-01-02 03:04:05.678', 'T' between date and time,
+ * optional 'Z' or +hh[:mm]/-hh[:mm]; UTC when no zone) into Unix epoch
+ * milliseconds.  Returns 0, or -1 when s[0..n) is not such a timestamp. */
+int ast_parse_timestamp(const char *s, size_t n, int64_t *ms);
+
 #endif

@@ -1003,6 +1003,88 @@ static void test_equal_dup_free(void **state)
     assert_string_equal(ast_op_text(OP_MOD), "%");
 }
 
+/* parser_accepts() simulates Lemon on a copy of its stack; check it against
+ * real parses: for prefixes of real statements, feeding the prefix and then a
+ * terminal must fail exactly when parser_accepts() said no. */
+static int replay_accepts(const token *toks, int n, int next)
+{
+    pctx Q;
+    memset(&Q, 0, sizeof Q);
+    void *p = parser_Alloc(malloc);
+    for (int i = 0; i < n; i++) parser_(p, toks[i].code, toks[i], &Q);
+    assert_false(Q.syntax);
+    token t = n ? toks[n - 1] : (token){0};
+    t.code = next;
+    parser_(p, next, t, &Q);
+    int ok = !Q.syntax && !Q.overflow;
+    parser_Free(p, free);
+    ast_stmt_free(Q.stmt);
+    return ok;
+}
+
+static void test_parser_accepts(void **state)
+{
+    (void)state;
+    const char *stmts[] = {
+        "SELECT a, COUNT(*) AS n FROM s AS t WINDOW HOPPING (SIZE 1 MINUTE, ADVANCE BY 10 SECONDS, GRACE 1 SECOND)"
+        " JOIN u ON t.k = u.k WITHIN 5 SECONDS WHERE a NOT BETWEEN 1 AND 2 AND b IS NOT NULL GROUP BY a"
+        " HAVING COUNT(*) > 1 EMIT FINAL LIMIT 3",
+        "CREATE STREAM IF NOT EXISTS s (a BIGINT, b VARCHAR(3), ts TIMESTAMP) WITH (timestamp = 'ts', p = -1)",
+        "CREATE QUERY q WITH (x = y) AS SELECT CASE a WHEN 1 THEN CAST(b AS INT) ELSE -c END FROM (SELECT * FROM s) x",
+        "INSERT INTO s (a, b) VALUES (1, 'x'), (2, TIMESTAMP '2024-01-01')",
+        "EXPLAIN PLACEMENT (FORMAT JSON) SELECT a NOT IN (1, 2), b NOT LIKE 'x' || 'y' FROM s",
+        "SET x = -1.5",
+        "DROP QUERY IF EXISTS q",
+    };
+    for (size_t si = 0; si < sizeof stmts / sizeof stmts[0]; si++) {
+        const char *src = stmts[si];
+        token toks[256];
+        int n = 0;
+        lexer lx;
+        lex_init(&lx, src, strlen(src));
+        while (lex_next(&lx, &toks[n]) > 0) {
+            if (n && toks[n - 1].code == TK_NOT &&
+                (toks[n].code == TK_LIKE || toks[n].code == TK_IN || toks[n].code == TK_BETWEEN))
+                toks[n - 1].code = TK_NOT_LA;
+            n++;
+        }
+        for (int k = 0; k <= n; k++) {
+            pctx Q;
+            memset(&Q, 0, sizeof Q);
+            void *p = parser_Alloc(malloc);
+            for (int i = 0; i < k; i++) parser_(p, toks[i].code, toks[i], &Q);
+            for (int code = 0; code < parser_ntokens(); code++) {
+                if (code == TK_SEMI) continue;
+                int sim = parser_accepts(p, code), real = replay_accepts(toks, k, code);
+                if (sim != real) fprintf(stderr, "%s\n  after %d tokens, token %d: simulated %d, real %d\n", src, k, code, sim, real);
+                assert_int_equal(sim, real);
+            }
+            /* the real next token is always accepted */
+            if (k < n) assert_true(parser_accepts(p, toks[k].code));
+            parser_Free(p, free);
+            ast_stmt_free(Q.stmt);
+        }
+    }
+}
+
+/* An error at the end of a huge statement must not cost (terminals x tokens) replays. */
+static void test_error_cost(void **state)
+{
+    (void)state;
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_adds(&b, "INSERT INTO s VALUES (0, 'x', 1.5)");
+    for (int i = 1; i < 20000; i++) sbuf_printf(&b, ", (%d, 'x', 1.5)", i);
+    sbuf_adds(&b, " junk");
+    uint64_t t0 = clock_mono_ns();
+    parse_result *r;
+    assert_int_equal(parse_sql(b.p, b.len, &r), XE_SYNTAX);
+    assert_string_equal(r->errors[0].msg, "unexpected 'junk', expected one of: ',', ';'");
+    parse_result_free(r);
+    sbuf_fini(&b);
+    assert_true(clock_mono_ns() - t0 < 5000000000ull);
+}
+
 /* ------------------------------------------------------------------ round trip */
 
 static char *read_file(const char *path, size_t *len)
@@ -1092,6 +1174,8 @@ int main(void)
         cmocka_unit_test(test_print_ident),
         cmocka_unit_test(test_printer),
         cmocka_unit_test(test_equal_dup_free),
+        cmocka_unit_test(test_parser_accepts),
+        cmocka_unit_test(test_error_cost),
         cmocka_unit_test(test_roundtrip_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

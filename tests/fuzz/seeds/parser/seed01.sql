@@ -1,0 +1,1 @@
+CREATE STREAM flags (ok BOOLEAN, also BOOL, f FLOAT, r REAL, v VARCHAR(255))

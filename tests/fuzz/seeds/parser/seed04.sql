@@ -1,0 +1,1 @@
+CREATE QUERY IF NOT EXISTS q1 WITH (parallelism = 2) AS SELECT * FROM bids

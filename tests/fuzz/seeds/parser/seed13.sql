@@ -1,0 +1,1 @@
+SELECT a || b || c, (a || b) || c, a || (b || c) FROM s

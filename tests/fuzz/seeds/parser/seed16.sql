@@ -1,0 +1,1 @@
+SELECT a FROM s WHERE x = (y NOT LIKE 'z')

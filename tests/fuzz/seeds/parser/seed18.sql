@@ -1,0 +1,1 @@
+SELECT a FROM s WHERE a LIKE b || '%'

@@ -1,0 +1,1 @@
+SELECT "select", "from", "Upper", "with space", "a""b" FROM "my stream"

@@ -1,0 +1,1 @@
+SELECT ABS(a), LOWER(b), UPPER(c), LENGTH(d), COALESCE(a, b, 0), MOD(a, 3) FROM s

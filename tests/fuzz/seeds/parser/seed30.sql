@@ -1,0 +1,1 @@
+SELECT x FROM s WHERE (a OR b) AND (c OR d)

@@ -1,0 +1,1 @@
+DROP STREAM IF EXISTS bids

@@ -1,0 +1,1 @@
+SUBSCRIBE "q with space"

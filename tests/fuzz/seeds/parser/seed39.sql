@@ -1,0 +1,1 @@
+SET parallelism = 4

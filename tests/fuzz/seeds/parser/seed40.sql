@@ -1,0 +1,1 @@
+SET debug = TRUE

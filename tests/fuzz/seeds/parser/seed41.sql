@@ -1,0 +1,1 @@
+SET offset = -10

@@ -1,0 +1,1 @@
+CREATE STREAM s (a INT, a TEXT) WITH (x = 1, x = 2);

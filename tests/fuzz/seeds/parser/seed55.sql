@@ -1,0 +1,2 @@
+select	a
+from	s	where	x	>	'é'
