@@ -230,11 +230,12 @@ int main(int argc, char **argv)
     }
 
     if (shell) {
-        char desc[PATH_MAX + 64];
+        char desc[PATH_MAX + 64], abs[PATH_MAX];
+        const char *dir = realpath(engine_dir(c.eng), abs) ? abs : engine_dir(c.eng);
         if (memory)
-            snprintf(desc, sizeof desc, "in memory (%s, removed at exit)", engine_dir(c.eng));
+            snprintf(desc, sizeof desc, "in memory (%s, removed at exit)", dir);
         else
-            snprintf(desc, sizeof desc, "%s", engine_dir(c.eng));
+            snprintf(desc, sizeof desc, "%s", dir);
         rc = cli_shell(&c, desc);
         cli_fini(&c);
         goto out;

@@ -455,7 +455,11 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
         cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
         return CLI_ESQL;
     }
-    char *buf = malloc(INGEST_CHUNK);
+    /* Whole lines go to the engine and the tail of a chunk waits for the
+     * next one, so that an input cut short (Ctrl-C) leaves no half line for
+     * exec_ingest_close to reject.  A line longer than a chunk goes through
+     * in pieces (the decoder takes any split). */
+    char *buf = malloc(2 * INGEST_CHUNK); /* the tail kept is shorter than a chunk */
     if (!buf) {
         exec_ingest_close(in, 0, NULL, &err);
         cli_error(NULL, "out of memory");
@@ -463,6 +467,7 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
     }
 
     int rc = CLI_OK;
+    size_t have = 0;
     int64_t bytes = 0, lines = 0;
     int show = o->progress && c->stderr_tty;
     uint64_t t_start = clock_mono_ns(), t_last = t_start;
@@ -471,23 +476,34 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
             rc = CLI_INTR;
             break;
         }
-        ssize_t got = read(fd, buf, INGEST_CHUNK);
+        ssize_t got = read(fd, buf + have, INGEST_CHUNK);
         if (got < 0) {
             if (errno == EINTR) continue; /* the loop top sees a signal */
             cli_error(o->label, "reading the input: %s", strerror(errno));
             rc = CLI_EINPUT;
             break;
         }
-        if (got == 0) break;
-        bytes += got;
-        for (const char *p = buf, *end = buf + got; (p = memchr(p, '\n', (size_t)(end - p))); p++) lines++;
-        int frc = exec_ingest_feed(in, buf, (size_t)got, &err);
-        if (frc < 0) {
-            progress_clear(&k);
-            cli_error(o->label, "%s", err.msg[0] ? err.msg : xerr_name(frc));
-            rc = frc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
-            break;
+        size_t feed = have + (size_t)got;
+        if (got > 0) {
+            bytes += got;
+            for (const char *p = buf + have, *end = buf + feed; (p = memchr(p, '\n', (size_t)(end - p))); p++) lines++;
+            size_t cut = feed;
+            while (cut > 0 && buf[cut - 1] != '\n') cut--;
+            if (cut > 0) feed = cut;
+            else if (feed < INGEST_CHUNK) feed = 0; /* wait for the line's end */
         }
+        if (feed > 0) {
+            int frc = exec_ingest_feed(in, buf, feed, &err);
+            if (frc < 0) {
+                progress_clear(&k);
+                cli_error(o->label, "%s", err.msg[0] ? err.msg : xerr_name(frc));
+                rc = frc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
+                break;
+            }
+        }
+        have = have + (size_t)got - feed;
+        memmove(buf, buf + feed, have);
+        if (got == 0) break;
         if (show) {
             uint64_t now = clock_mono_ns();
             if (now - t_start >= 500000000ull && now - t_last >= 500000000ull) {

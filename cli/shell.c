@@ -415,7 +415,8 @@ int cli_shell(cli *c, const char *data_desc)
     el_set(sh.el, EL_EDITOR, "emacs");
     el_set(sh.el, EL_PROMPT, prompt);
     el_set(sh.el, EL_GETCFN, shell_getc);
-    el_set(sh.el, EL_ADDFN, "ares-complete", "complete a keyword or name", complete);
+    /* the wide call: el_set's EL_ADDFN copies the strings and never frees them */
+    el_wset(sh.el, EL_ADDFN, L"ares-complete", L"complete a keyword or name", complete);
     el_set(sh.el, EL_BIND, "^I", "ares-complete", NULL);
     history_open(&sh);
     el_source(sh.el, NULL); /* ~/.editrc may rebind keys */
