@@ -626,9 +626,10 @@ static int plan_where_and_join(pctx *c)
         plan_expr *w;
         if ((rc = bind_expr(&c->scope, sel->where, &w, err))) return rc;
         if (w->type != TY_BOOL && w->type != TY_NULL) {
+            sql_type wt = w->type;
             plan_expr_free(w);
             return xerr_at(err, XE_TYPE, sel->where->line, sel->where->col, "WHERE needs a BOOLEAN condition, got %s",
-                           sql_type_name(w->type));
+                           sql_type_name(wt));
         }
         if ((rc = split_and(w, &conj))) return xerr_set(err, rc, "out of memory");
     }
@@ -833,7 +834,8 @@ static int build_dag(pctx *c, plan_dag *d)
             cur = op->id;
         }
     }
-    const plan_schema *in_schema = &d->ops[cur].out;
+    int in_op = cur; /* d->ops moves when it grows: index, never a pointer */
+#define in_schema (&d->ops[in_op].out)
     if (c->has_agg) {
         int keyed = c->groups.n > 0;
         int ap = keyed ? p : 1;
@@ -896,6 +898,7 @@ static int build_dag(pctx *c, plan_dag *d)
             cur = op->id;
         }
     }
+#undef in_schema
     /* Final projection */
     int pp = d->ops[cur].parallelism;
     int from = cur;
