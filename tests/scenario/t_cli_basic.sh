@@ -154,4 +154,29 @@ expect_rc 0 $? "--no-header"
 has out " k | v"
 has out "(1 row)"
 
+# ---- 10. meta-commands in a script: \i, \copy (the stream stays open), \format, \timing
+printf 'ts,k,v\n1000,1,1\n2000,zz,1\n3000,1,2\n' >copy.csv
+printf '%s\n' "$EV" >ev.sql
+cat >meta.sql <<EOF
+\\i ev.sql
+SELECT k, COUNT(*) AS n FROM ev WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k EMIT FINAL;
+\\copy ev FROM '$T/copy.csv' csv
+INSERT INTO ev VALUES (11000, 9, 0);
+\\format json
+\\timing on
+SHOW STREAMS;
+EOF
+"$A" --memory -f - <meta.sql >out 2>err
+expect_rc 0 $? "meta-commands in a script"
+[ "$(sed -n 1,2p out)" = "$(printf 'k,n\n1,2')" ] || { cat out; fail "\\copy did not feed the push query"; }
+has out '{"name":"ev",'
+has err "copy.csv: line 3: column 'k': 'zz' is not a BIGINT"
+has err "COPY 2 (1 line rejected)"
+has err "Time: "
+printf '\\copy ev FROM '"'"'%s/none.csv'"'"'\n' "$T" | "$A" --memory -e "$EV" -f - >out 2>err
+expect_rc 1 $? "\\copy of a missing file"
+has err "cannot open"
+printf '\\nosuch\n' | "$A" --memory >out 2>err
+expect_rc 1 $? "unknown meta-command"
+
 echo "t_cli_basic: all passed"
