@@ -881,8 +881,19 @@ static int build_dag(pctx *c, plan_dag *d)
             if (schema_add(&op->out, nm, op->groups[i]->type)) goto nomem;
         }
         for (int i = 0; i < op->naggs; i++) {
-            snprintf(nm, sizeof nm, "%s%d", plan_fn_name(op->aggs[i].fn), i + 1);
-            if (schema_add(&op->out, nm, op->aggs[i].type)) goto nomem;
+            /* name the column after the aggregate, as EXPLAIN shows it */
+            sbuf an;
+            sbuf_init(&an);
+            if (op->aggs[i].fn == FN_COUNT_STAR) sbuf_adds(&an, "count(*)");
+            else {
+                sbuf_printf(&an, "%s(%s", op->aggs[i].fn == FN_COUNT_DISTINCT ? "count" : plan_fn_name(op->aggs[i].fn),
+                            op->aggs[i].fn == FN_COUNT_DISTINCT ? "DISTINCT " : "");
+                plan_expr_print(op->aggs[i].arg, in_schema, &an);
+                sbuf_addc(&an, ')');
+            }
+            int bad = schema_add(&op->out, an.p ? an.p : "agg", op->aggs[i].type);
+            sbuf_fini(&an);
+            if (bad) goto nomem;
         }
         if (schema_add(&op->out, "window_start", TY_TIMESTAMP) || schema_add(&op->out, "window_end", TY_TIMESTAMP))
             goto nomem;
