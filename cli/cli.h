@@ -55,7 +55,6 @@ void cli_out_free(cli_out *o);
 /* The callbacks; valid as long as o. */
 const exec_out *cli_out_exec(cli_out *o);
 int cli_out_pushed(const cli_out *o);    /* a result with stream = 1 began */
-int cli_out_open(const cli_out *o);      /* a result began and has not ended */
 int64_t cli_out_rows(const cli_out *o);  /* rows printed, all results */
 int cli_out_write_errno(const cli_out *o); /* errno of the first failed write, or 0 */
 
@@ -136,7 +135,6 @@ void cli_error(const char *name, const char *fmt, ...) __attribute__((format(pri
 /* Signals: SIGINT and SIGTERM set the flag (and wake cli_signal_fd). */
 int cli_signals_install(void);
 int cli_interrupted(void);
-int cli_signal_term(void);    /* the last signal was SIGTERM */
 void cli_interrupt_clear(void);
 int cli_signal_fd(void);      /* readable after a signal; drain with cli_signal_drain */
 void cli_signal_drain(void);

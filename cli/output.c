@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -26,19 +27,27 @@ struct cli_out {
     exec_out eo;
     fmt_encoder *enc;
     sbuf buf;
-    int began, ended, stream, pushed;
+    int pushed; /* a push result (stream = 1) began */
     int64_t rows;
     int werr;
 };
 
-/* Write and flush what the encoder produced. */
+/* Write what the encoder produced, now.  Signals are installed without
+ * SA_RESTART (so that Ctrl-C ends a blocked read), hence the EINTR loop; the
+ * FILE's own buffer (notices, say) goes first to keep the order. */
 static int flush_buf(cli_out *o)
 {
-    if (o->buf.len && !o->werr) {
-        if (fwrite(o->buf.p, 1, o->buf.len, o->o.data) != o->buf.len) o->werr = errno ? errno : EIO;
+    while (!o->werr && fflush(o->o.data) != 0) {
+        if (errno != EINTR) o->werr = errno ? errno : EIO;
+        clearerr(o->o.data);
+    }
+    int fd = fileno(o->o.data);
+    for (size_t off = 0; !o->werr && off < o->buf.len;) {
+        ssize_t k = write(fd, o->buf.p + off, o->buf.len - off);
+        if (k > 0) off += (size_t)k;
+        else if (k < 0 && errno != EINTR) o->werr = errno;
     }
     sbuf_reset(&o->buf);
-    if (!o->werr && fflush(o->o.data) != 0) o->werr = errno ? errno : EIO;
     return o->werr ? XE_IO : 0;
 }
 
@@ -52,7 +61,6 @@ static int finish(cli_out *o)
         fmt_encoder_free(o->enc);
         o->enc = NULL;
     }
-    if (o->began) o->ended = 1;
     return rc;
 }
 
@@ -65,9 +73,6 @@ static int out_begin(void *ctx, const fmt_schema *cols, int stream)
     eopts.stream = stream && k == FMT_TABLE;
     int rc = fmt_encoder_new(k, cols, &eopts, &o->enc);
     if (rc < 0) return rc;
-    o->began = 1;
-    o->ended = 0;
-    o->stream = stream;
     if (stream) o->pushed = 1;
     return 0;
 }
@@ -125,6 +130,5 @@ void cli_out_free(cli_out *o)
 
 const exec_out *cli_out_exec(cli_out *o) { return &o->eo; }
 int cli_out_pushed(const cli_out *o) { return o->pushed; }
-int cli_out_open(const cli_out *o) { return o->began && !o->ended; }
 int64_t cli_out_rows(const cli_out *o) { return o->rows; }
 int cli_out_write_errno(const cli_out *o) { return o->werr; }

@@ -31,14 +31,14 @@
 
 /* ------------------------------------------------------------------ signals */
 
-static volatile sig_atomic_t g_sig, g_term;
+static volatile sig_atomic_t g_sig;
 static int g_pipe[2] = {-1, -1};
 
 static void on_signal(int signo)
 {
     int saved = errno;
+    (void)signo;
     g_sig = 1;
-    g_term = signo == SIGTERM;
     if (g_pipe[1] >= 0) {
         char b = 1;
         ssize_t r = write(g_pipe[1], &b, 1);
@@ -60,13 +60,11 @@ int cli_signals_install(void)
 }
 
 int cli_interrupted(void) { return g_sig != 0; }
-int cli_signal_term(void) { return g_term != 0; }
 int cli_signal_fd(void) { return g_pipe[0]; }
 
 void cli_interrupt_clear(void)
 {
     g_sig = 0;
-    g_term = 0;
     cli_signal_drain();
 }
 

@@ -400,6 +400,7 @@ int cli_shell(cli *c, const char *data_desc)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_winch;
+    sa.sa_flags = SA_RESTART; /* poll in shell_getc still wakes up */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGWINCH, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);

@@ -8,12 +8,15 @@ set -u
 command -v tmux >/dev/null 2>&1 || { echo "skip: tmux is not installed"; exit 0; }
 A="$ARES_BUILD/ares-sql"
 T="$ARES_TMP"
-SOCK="$T/tmux.sock"
+RUN=0
+SOCK="$T/tmux0.sock"
 S=ares
 mkdir -p "$T/home" "$T/work"
 
 tm() { tmux -S "$SOCK" "$@"; }
-cleanup() { tm kill-server >/dev/null 2>&1; }
+cleanup() {
+    for s in "$T"/tmux*.sock; do [ -S "$s" ] && tmux -S "$s" kill-server >/dev/null 2>&1; done
+}
 trap cleanup EXIT INT TERM
 
 fail() {
@@ -47,7 +50,11 @@ wait_for() {
 count() { screen | grep -cF -- "$1"; }
 
 start() {
+    # each run gets its own server: a new one on the old socket could meet
+    # the old server while it is still going away
     tm kill-server >/dev/null 2>&1
+    RUN=$((RUN + 1))
+    SOCK="$T/tmux$RUN.sock"
     # The command stays alive after ares-sql so that its exit code shows.
     tm new-session -d -s $S -x 200 -y 50 \
         "cd '$T/work' && HOME='$T/home' TERM=xterm '$A' --data '$T/work/data'; echo \"ares-exit=\$?\"; sleep 60" ||
