@@ -349,6 +349,9 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
     if (o->op->kind == PO_AGGREGATE) {
         for (int t = 0; t < o->ntasks; t++)
             if (task_local(o->q, o, t) && (rc = agg_close(o, t, eff, err))) return rc;
+        /* windows still open end after eff - grace: rows emitted later carry
+         * a window time above that, so that is the output's watermark */
+        if (eff != WM_END && eff != WM_MIN) pass = eff - o->op->window.grace_ms;
     } else if (o->op->kind == PO_JOIN) {
         for (int t = 0; t < o->ntasks; t++)
             if (task_local(o->q, o, t) && (rc = join_expire(o, t, eff, err))) return rc;

@@ -320,6 +320,10 @@ typedef struct pctx {
     pe_list items;          /* over the full layout (no agg) or over the agg layout */
     plan_schema out;        /* output names and types */
     plan_expr *having;      /* over the agg layout */
+    ast_emit emit;          /* this SELECT's emit mode */
+    plan_dag *d;            /* the DAG being built (subqueries add to it first) */
+    int sub_op[2];          /* a side that is a subquery: the op id of its output, else -1 */
+    plan_stream sub[2];     /* ... and its columns, seen as a stream */
 } pctx;
 
 static void pctx_fini(pctx *c)
@@ -335,7 +339,11 @@ static void pctx_fini(pctx *c)
     pl_free(&c->items);
     plan_schema_fini(&c->out);
     plan_expr_free(c->having);
+    for (int i = 0; i < 2; i++) plan_schema_fini(&c->sub[i].schema);
 }
+
+static int plan_select_into(const ast_select *sel, const plan_catalog *cat, const plan_opts *o, plan_dag *d,
+                            int top, int *out_op, xerr *err);
 
 typedef struct suggest_arg {
     const char *want;
@@ -353,12 +361,29 @@ static void suggest_stream(void *a, const plan_stream *s2)
     }
 }
 
-static const plan_stream *find_stream(pctx *c, const ast_source *src)
+static const plan_stream *find_stream(pctx *c, const ast_source *src, int side)
 {
     if (src->sub) {
-        xerr_at(c->err, XE_PLAN, src->line, src->col,
-                "subqueries in FROM are not supported yet; register the inner query with CREATE QUERY");
-        return NULL;
+        if (!src->alias) {
+            xerr_at(c->err, XE_PLAN, src->line, src->col, "a subquery in FROM needs an alias: (SELECT ...) AS name");
+            return NULL;
+        }
+        if (src->sub->limit >= 0) {
+            xerr_at(c->err, XE_PLAN, src->line, src->col, "LIMIT is only allowed on the outermost SELECT");
+            return NULL;
+        }
+        int op;
+        if (plan_select_into(src->sub, c->cat, c->opts, c->d, 0, &op, c->err)) return NULL;
+        plan_stream *ps = &c->sub[side];
+        ps->name = src->alias;
+        if (plan_schema_copy(&ps->schema, &c->d->ops[op].out)) {
+            xerr_set(c->err, XE_NOMEM, "out of memory");
+            return NULL;
+        }
+        ps->ts_col = c->d->ops[op].ts_col;
+        ps->watermark_ms = 0;
+        c->sub_op[side] = op;
+        return ps;
     }
     const plan_stream *s = c->cat->find(c->cat->ctx, src->stream);
     if (s) return s;
@@ -714,7 +739,7 @@ static int plan_aggregation(pctx *c)
 }
 
 /* Build the operators once every expression is bound. */
-static int build_dag(pctx *c, plan_dag *d)
+static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
 {
     xerr *err = c->err;
     int nl = c->L->schema.ncols, nr = c->R ? c->R->schema.ncols : 0, ntot = nl + nr;
@@ -732,6 +757,9 @@ static int build_dag(pctx *c, plan_dag *d)
         for (int i = 0; i < c->items.n; i++) pe_mark_cols(c->items.v[i], used);
     if (c->L->ts_col >= 0) used[c->L->ts_col] = 1;
     if (c->R && c->R->ts_col >= 0) used[nl + c->R->ts_col] = 1;
+    /* a subquery's output is not pruned: every column of that side stays */
+    for (int i = 0; c->sub_op[0] >= 0 && i < nl; i++) used[i] = 1;
+    for (int i = nl; c->sub_op[1] >= 0 && i < ntot; i++) used[i] = 1;
     int nlu = 0, nru = 0;
     for (int i = 0; i < ntot; i++) {
         if (!used[i]) { map[i] = -1; continue; }
@@ -751,6 +779,10 @@ static int build_dag(pctx *c, plan_dag *d)
     for (int s = 0; s < (c->R ? 2 : 1); s++) {
         const plan_stream *st = sides[s];
         int base = s ? nl : 0;
+        if (c->sub_op[s] >= 0) {
+            last[s] = c->sub_op[s];
+            goto side_filter;
+        }
         if (!(op = dag_add(d, PO_SOURCE, -1, EDGE_FORWARD, 1))) goto nomem;
         if (!(op->stream = strdup(st->name))) goto nomem;
         op->watermark_ms = st->watermark_ms;
@@ -763,6 +795,7 @@ static int build_dag(pctx *c, plan_dag *d)
             if (i == st->ts_col) op->ts_col = op->nsrc_cols - 1;
         }
         last[s] = op->id;
+    side_filter:;
         pe_list *w = s ? &c->where_r : &c->where_l;
         if (w->n) {
             int shift = s ? nlu : 0;
@@ -773,7 +806,7 @@ static int build_dag(pctx *c, plan_dag *d)
             free(m2);
             plan_expr *pred = join_and(w);
             int src = last[s];
-            if (!(op = dag_add(d, PO_FILTER, src, EDGE_FORWARD, 1))) { plan_expr_free(pred); goto nomem; }
+            if (!(op = dag_add(d, PO_FILTER, src, EDGE_FORWARD, d->ops[src].parallelism))) { plan_expr_free(pred); goto nomem; }
             op->pred = pred;
             if (plan_schema_copy(&op->out, &d->ops[src].out)) goto nomem;
             op->ts_col = d->ops[src].ts_col;
@@ -856,7 +889,7 @@ static int build_dag(pctx *c, plan_dag *d)
         if (!(op = dag_add(d, PO_AGGREGATE, wid, EDGE_FORWARD, ap))) goto nomem;
         op->window = c->sel->window;
         op->win_ts_col = win_ts;
-        op->emit = d->emit;
+        op->emit = c->emit;
         op->ngroups = c->groups.n;
         op->groups = c->groups.v;
         c->groups.v = NULL;
@@ -919,7 +952,23 @@ static int build_dag(pctx *c, plan_dag *d)
     c->items.v = NULL;
     c->items.n = 0;
     if (plan_schema_copy(&op->out, &c->out)) goto nomem;
+    {
+        /* the event time flows through the projection when it is selected;
+         * for an aggregate, window_end (or else window_start) carries it */
+        const plan_op *in = &d->ops[from];
+        int pts = in->ts_col, alt = -1;
+        if (in->kind == PO_AGGREGATE || in->kind == PO_HAVING) alt = in->out.ncols - 2;
+        for (int i = 0; i < op->nexprs && op->ts_col < 0; i++)
+            if (op->exprs[i]->kind == PE_COL && op->exprs[i]->col == pts) op->ts_col = i;
+        for (int i = 0; i < op->nexprs && op->ts_col < 0 && alt >= 0; i++)
+            if (op->exprs[i]->kind == PE_COL && op->exprs[i]->col == alt) op->ts_col = i;
+    }
     cur = op->id;
+    if (!top) {
+        *out_op = cur;
+        rc = 0;
+        goto out;
+    }
     if (!(op = dag_add(d, PO_SINK, cur, pp > 1 ? EDGE_GATHER : EDGE_FORWARD, 1))) goto nomem;
     op->limit = c->sel->limit;
     op->emit = d->emit;
@@ -935,18 +984,20 @@ out:
     return rc;
 }
 
-int plan_query(const ast_select *sel, const plan_catalog *cat, const plan_opts *o, plan_dag **out, xerr *err)
+static int plan_select_into(const ast_select *sel, const plan_catalog *cat, const plan_opts *o, plan_dag *d,
+                            int top, int *out_op, xerr *err)
 {
-    *out = NULL;
     pctx c;
     memset(&c, 0, sizeof c);
     c.sel = sel;
     c.cat = cat;
     c.opts = o;
     c.err = err;
-    int rc;
-    if (!(c.L = find_stream(&c, sel->from))) return err->code;
-    if (sel->join && !(c.R = find_stream(&c, sel->join))) return err->code;
+    c.d = d;
+    c.sub_op[0] = c.sub_op[1] = -1;
+    int rc = 0;
+    if (!(c.L = find_stream(&c, sel->from, 0))) goto fail;
+    if (sel->join && !(c.R = find_stream(&c, sel->join, 1))) goto fail;
     c.scope.nsides = 1;
     c.scope.side[0] = (bind_side){c.L->name, sel->from->alias, &c.L->schema, 0};
     if (c.R) {
@@ -959,10 +1010,10 @@ int plan_query(const ast_select *sel, const plan_catalog *cat, const plan_opts *
         c.scope.side[1] = (bind_side){c.R->name, sel->join->alias, &c.R->schema, c.L->schema.ncols};
         if (c.L->ts_col < 0 || c.R->ts_col < 0) {
             const ast_source *s = c.L->ts_col < 0 ? sel->from : sel->join;
-            return xerr_at(err, XE_PLAN, s->line, s->col,
+            { rc = xerr_at(err, XE_PLAN, s->line, s->col,
                            "a join WITHIN a time bound needs event time: stream '%s' has no timestamp column "
                            "(declare it WITH (timestamp = 'col'))",
-                           c.L->ts_col < 0 ? c.L->name : c.R->name);
+                           c.L->ts_col < 0 ? c.L->name : c.R->name); goto fail; }
         }
     }
     c.windowed = sel->window.kind != WIN_NONE;
@@ -978,39 +1029,51 @@ int plan_query(const ast_select *sel, const plan_catalog *cat, const plan_opts *
                            "WITH (timestamp = 'col')",
                            c.L->name);
         if (!c.has_agg)
-            return xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
-                           "a WINDOW needs an aggregation (GROUP BY or an aggregate function)");
+            { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
+                           "a WINDOW needs an aggregation (GROUP BY or an aggregate function)"); goto fail; }
         const ast_window *w = &sel->window;
         if ((w->kind != WIN_SESSION && w->size_ms <= 0) || (w->kind == WIN_HOPPING && w->advance_ms <= 0) ||
             (w->kind == WIN_SESSION && w->gap_ms <= 0))
-            return xerr_at(err, XE_PLAN, sel->from->line, sel->from->col, "window sizes must be positive");
+            { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col, "window sizes must be positive"); goto fail; }
         if (w->kind == WIN_HOPPING && w->advance_ms > w->size_ms)
             return xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
                            "HOPPING window advances by more than its size; tuples would fall between windows");
         if (w->kind == WIN_HOPPING && w->size_ms / w->advance_ms > 1000)
-            return xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
-                           "HOPPING window overlaps more than 1000 windows per tuple");
+            { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
+                           "HOPPING window overlaps more than 1000 windows per tuple"); goto fail; }
     }
     if (sel->having && !c.has_agg)
-        return xerr_at(err, XE_PLAN, sel->having->line, sel->having->col, "HAVING needs GROUP BY or an aggregate");
-    if (sel->limit == 0) return xerr_set(err, XE_PLAN, "LIMIT must be positive");
+        { rc = xerr_at(err, XE_PLAN, sel->having->line, sel->having->col, "HAVING needs GROUP BY or an aggregate"); goto fail; }
+    if (sel->limit == 0) { rc = xerr_set(err, XE_PLAN, "LIMIT must be positive"); goto fail; }
 
-    plan_dag *d = calloc(1, sizeof *d);
-    if (!d) return xerr_set(err, XE_NOMEM, "out of memory");
-    d->emit = sel->emit;
-    if (d->emit == EMIT_DEFAULT) d->emit = c.has_agg && !c.windowed ? EMIT_CHANGES : EMIT_FINAL;
-    d->stateful = c.has_agg || c.R != NULL;
+    c.emit = sel->emit;
+    if (c.emit == EMIT_DEFAULT) c.emit = c.has_agg && !c.windowed ? EMIT_CHANGES : EMIT_FINAL;
+    if (top) d->emit = c.emit;
+    if (c.has_agg || c.R) d->stateful = 1;
 
     if ((rc = plan_where_and_join(&c))) goto fail;
     if (c.has_agg) rc = plan_aggregation(&c);
     else rc = plan_select_list(&c);
     if (rc) goto fail;
-    if ((rc = build_dag(&c, d))) goto fail;
+    if ((rc = build_dag(&c, d, top, out_op))) goto fail;
     pctx_fini(&c);
-    *out = d;
     return 0;
 fail:
+    if (!rc) rc = err->code ? err->code : XE_PLAN;
     pctx_fini(&c);
-    plan_free(d);
     return rc;
+}
+
+int plan_query(const ast_select *sel, const plan_catalog *cat, const plan_opts *o, plan_dag **out, xerr *err)
+{
+    *out = NULL;
+    plan_dag *d = calloc(1, sizeof *d);
+    if (!d) return xerr_set(err, XE_NOMEM, "out of memory");
+    int rc = plan_select_into(sel, cat, o, d, 1, NULL, err);
+    if (rc) {
+        plan_free(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
 }
