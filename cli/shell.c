@@ -193,20 +193,25 @@ static unsigned char complete(EditLine *el, int ch)
         if (statement_start)
             for (int i = 0; meta_words[i]; i++) cand_add(&k, meta_words[i], 0);
     } else if (first[0] == '\\' && !cli_script_pending(&sh->s)) {
-        if (strcmp(first, "\\format") == 0)
+        /* arguments of a meta-command, by position */
+        int arg = 0;
+        for (const char *p = fe; p < start; p++)
+            if ((*p == ' ' || *p == '\t') && p + 1 < start && p[1] != ' ' && p[1] != '\t') arg++;
+        if (strcmp(first, "\\format") == 0 && arg == 0)
             for (int i = 0; format_words[i]; i++) cand_add(&k, format_words[i], 0);
-        else if (strcmp(first, "\\copy") == 0 && strcmp(prev, "\\COPY") == 0)
+        else if (strcmp(first, "\\copy") == 0 && arg == 0)
             engine_names(e, 0, cand_name, &k);
-        else if (strcmp(first, "\\copy") == 0 && prev[0] == 0)
-            ;
-        else if (strcmp(first, "\\copy") == 0)
-            for (int i = 0; i < 2; i++) cand_add(&k, format_words[1 + i], 0);
+        else if (strcmp(first, "\\copy") == 0 && arg == 1)
+            cand_add(&k, "FROM", 1);
+        else if (strcmp(first, "\\copy") == 0 && arg == 3)
+            for (int i = 1; i <= 2; i++) cand_add(&k, format_words[i], 0); /* csv, json */
     } else if (!strcmp(prev, "FROM") || !strcmp(prev, "JOIN") || !strcmp(prev, "INTO") ||
-               !strcmp(prev, "STREAM") || !strcmp(prev, "EXISTS")) {
+               !strcmp(prev, "STREAM")) {
         engine_names(e, 0, cand_name, &k);
     } else if (!strcmp(prev, "QUERY")) {
         engine_names(e, 1, cand_name, &k);
-    } else if (!strcmp(prev, "DESCRIBE") || !strcmp(prev, "SUBSCRIBE") || !strcmp(prev, "EXPLAIN")) {
+    } else if (!strcmp(prev, "DESCRIBE") || !strcmp(prev, "SUBSCRIBE") || !strcmp(prev, "EXPLAIN") ||
+               !strcmp(prev, "EXISTS")) {
         engine_names(e, 0, cand_name, &k);
         engine_names(e, 1, cand_name, &k);
         if (!strcmp(prev, "EXPLAIN")) cand_add(&k, "SELECT", 1);
