@@ -132,7 +132,7 @@ cli_out_opts cli_out_opts_for(const cli *c);
 /* Print "error: [name: ]msg" on stderr. */
 void cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Signals: SIGINT and SIGTERM set the flag (and wake cli_signal_fd). */
+/* Signals: SIGINT, SIGTERM and SIGHUP set the flag (and wake cli_signal_fd). */
 int cli_signals_install(void);
 int cli_interrupted(void);
 void cli_interrupt_clear(void);

@@ -55,7 +55,10 @@ int cli_signals_install(void)
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0; /* no SA_RESTART: a blocked read returns EINTR */
-    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0) return XE_IO;
+    /* SIGHUP too: a closed terminal must still close the engine (commit,
+     * remove a --memory directory) */
+    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGHUP, &sa, NULL) < 0)
+        return XE_IO;
     return 0;
 }
 
