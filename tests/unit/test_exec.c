@@ -303,6 +303,32 @@ static void test_restart_keeps_query_and_state(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static void test_subquery_highest_bid(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM bid (auction BIGINT, price BIGINT, ts BIGINT) WITH (timestamp='ts');"
+        "SELECT b.auction, b.price FROM bid b "
+        "JOIN (SELECT MAX(price) AS maxprice, window_end AS wend FROM bid WINDOW TUMBLING (SIZE 10 SECONDS)) m "
+        "ON b.price = m.maxprice WITHIN 10 SECONDS WHERE b.ts >= m.wend - 10000 AND b.ts < m.wend;");
+    ingest(e, "bid", "1,5,1000\n2,9,2000\n3,7,3000\n4,3,11000\n5,8,12000\n6,8,19000\n7,1,25000\n", 1);
+    char *got = sorted(c.text.p);
+    assert_string_equal(got, "2,9\n5,8\n6,8\n7,1\n");
+    free(got);
+    /* a subquery needs an alias, and event time to be windowed or joined */
+    xerr err;
+    assert_int_equal(engine_exec_sql(e, "SELECT x FROM (SELECT price AS x FROM bid);", &out, &err), XE_SYNTAX);
+    assert_non_null(strstr(err.msg, "expected one of: AS"));
+    assert_true(engine_exec_sql(e, "SELECT COUNT(*) FROM (SELECT price FROM bid) p WINDOW TUMBLING (SIZE 1 SECOND);",
+                                &out, &err) < 0);
+    assert_non_null(strstr(err.msg, "no event-time column"));
+    engine_close(e);
+    cap_fini(&c);
+}
+
 /* Two engines in one process, one query split between them: the hooks carry
  * rows and watermarks straight across.  The output must equal one engine's. */
 static engine *peer_of[2];
@@ -399,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_distributed_hooks),
+        cmocka_unit_test(test_subquery_highest_bid),
     };
     return cmocka_run_group_tests_name("exec", tests, NULL, NULL);
 }
