@@ -954,6 +954,10 @@ static int insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr 
                 if (t != TY_BOOL) goto mismatch;
                 v = val_int(TY_BOOL, l->i);
                 break;
+            case TY_TIMESTAMP:
+                if (t != TY_TIMESTAMP && t != TY_BIGINT) goto mismatch;
+                v = val_int(t, l->i);
+                break;
             default:
             mismatch:
                 rc = xerr_at(err, XE_TYPE, x->line, x->col, "column '%s' is %s; this value is %s",
@@ -1329,6 +1333,56 @@ int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_
     int rc = eng_txn(e, err);
     if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, err);
     return rc ? rc : maybe_commit(e, err);
+}
+
+int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
+        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    *wm = q->ops[q->dag->sink].wm[0];
+    return 0;
+}
+
+/* ------------------------------------------------------------------ host records */
+
+int engine_host_put(engine *e, const char *key, const void *v, size_t n, xerr *err)
+{
+    char k[512];
+    if (snprintf(k, sizeof k, "host/%s", key) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
+    int rc = eng_txn(e, err);
+    if (!rc) rc = store_kv_put(e->txn, STORE_CATALOG, k, v, n, err);
+    return rc ? rc : engine_commit(e, err);
+}
+
+int engine_host_del(engine *e, const char *key, xerr *err)
+{
+    char k[512];
+    if (snprintf(k, sizeof k, "host/%s", key) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
+    int rc = eng_txn(e, err);
+    if (!rc) rc = store_kv_del(e->txn, STORE_CATALOG, k, err);
+    return rc ? rc : engine_commit(e, err);
+}
+
+typedef struct host_scan {
+    int (*fn)(void *ctx, const char *key, const void *v, size_t n);
+    void *ctx;
+} host_scan;
+
+static int host_scan_one(void *ctx, const char *key, const void *v, size_t n)
+{
+    host_scan *h = ctx;
+    return h->fn(h->ctx, key + 5, v, n);
+}
+
+int engine_host_scan(engine *e, const char *prefix,
+                     int (*fn)(void *ctx, const char *key, const void *v, size_t n), void *ctx, xerr *err)
+{
+    char k[512];
+    if (snprintf(k, sizeof k, "host/%s", prefix) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
+    host_scan h = {fn, ctx};
+    int rc = eng_txn(e, err);
+    return rc ? rc : store_kv_scan(e->txn, STORE_CATALOG, k, host_scan_one, &h, err);
 }
 
 /* ------------------------------------------------------------------ statements */
