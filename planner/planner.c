@@ -420,6 +420,18 @@ static const char *item_name(const ast_select_item *it, int idx, char *buf, size
     return buf;
 }
 
+#define WCOL_START (-1)
+#define WCOL_END (-2)
+
+/* window_start / window_end sit after every aggregate, known only at the end */
+static void fix_window_cols(plan_expr *e, int start)
+{
+    if (!e) return;
+    if (e->kind == PE_COL && e->col == WCOL_START) e->col = start;
+    else if (e->kind == PE_COL && e->col == WCOL_END) e->col = start + 1;
+    for (int i = 0; i < e->nargs; i++) fix_window_cols(e->args[i], start);
+}
+
 /* Rewrite a select-list or HAVING expression over the aggregate's output
  * layout [groups..., aggs..., window_start, window_end]. */
 static int rewrite_post(pctx *c, const ast_expr *x, plan_expr **out)
@@ -493,7 +505,8 @@ static int rewrite_post(pctx *c, const ast_expr *x, plan_expr **out)
                 return xerr_at(err, XE_PLAN, x->line, x->col, "'%s' needs a WINDOW clause", x->name);
             plan_expr *e = pe_new(PE_COL, TY_TIMESTAMP);
             if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
-            e->col = c->groups.n + c->naggs + (x->name[7] == 'e' ? 1 : 0);
+            /* the aggregate count is not final yet: mark, fix in fix_window_cols */
+            e->col = x->name[7] == 'e' ? WCOL_END : WCOL_START;
             *out = e;
             return 0;
         }
@@ -735,6 +748,8 @@ static int plan_aggregation(pctx *c)
         if (c->having->type != TY_BOOL)
             return xerr_at(c->err, XE_TYPE, sel->having->line, sel->having->col, "HAVING needs a BOOLEAN condition");
     }
+    for (int i = 0; i < c->items.n; i++) fix_window_cols(c->items.v[i], c->groups.n + c->naggs);
+    fix_window_cols(c->having, c->groups.n + c->naggs);
     return 0;
 }
 
