@@ -205,6 +205,27 @@ static void test_global_aggregate_and_emit(void **state)
     plan_free(d);
 }
 
+static void test_window_columns_before_aggregates(void **state)
+{
+    (void)state;
+    xerr err;
+    plan_dag *d;
+    char *t = plan_text("SELECT window_start, window_end, auction, COUNT(*), MAX(price) FROM bids "
+                        "WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY auction HAVING MIN(price) > 0",
+                        1, &d, &err);
+    if (!t) fail_msg("%s", err.msg);
+    /* aggregate output: auction, count, max, min, window_start, window_end */
+    const plan_op *p = NULL;
+    for (int i = 0; i < d->nops; i++)
+        if (d->ops[i].kind == PO_PROJECT) p = &d->ops[i];
+    assert_non_null(p);
+    assert_int_equal(p->exprs[0]->col, 4);
+    assert_int_equal(p->exprs[1]->col, 5);
+    assert_int_equal(p->exprs[2]->col, 0);
+    free(t);
+    plan_free(d);
+}
+
 static void test_intervals(void **state)
 {
     (void)state;
@@ -230,6 +251,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_join_pushdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_global_aggregate_and_emit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_columns_before_aggregates, setup, teardown),
         cmocka_unit_test(test_intervals),
     };
     return cmocka_run_group_tests_name("planner", tests, NULL, NULL);
