@@ -402,7 +402,7 @@ int parse_sql(const char *src, size_t len, parse_result **out)
     memset(&tk, 0, sizeof tk);
     int rc = XE_NOMEM, capstmts = 0, caperrs = 0;
     if (!r || !buf) goto fail;
-    memcpy(buf, src, len);
+    if (len) memcpy(buf, src, len);
     buf[len] = 0;
     if (tokenize(buf, len, &tk)) goto fail;
 
@@ -512,7 +512,7 @@ int parse_is_complete(const char *src, size_t len)
 {
     char *buf = malloc(len + 1);
     if (!buf) return 0;
-    memcpy(buf, src, len);
+    if (len) memcpy(buf, src, len);
     buf[len] = 0;
     lexer lx;
     lex_init(&lx, buf, len);
