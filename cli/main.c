@@ -4,6 +4,7 @@
  *   ares-sql [--data DIR | --memory] [-e SQL]... [-f FILE]...
  *            [--ingest STREAM [--input-format csv|json] [--header|--no-header] [--strict]]
  *            [--format table|csv|json|vertical] [--follow] [-q]
+ *   ares-sql --connect HOST:PORT[,HOST:PORT] --secret-file FILE [the same options]
  *
  * The order of a run: the -e and -f scripts in the order given (the first
  * error stops: exit 1); or, with neither and stdin not a terminal (and no
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
 
 static void usage(FILE *f)
 {
@@ -36,6 +38,10 @@ static void usage(FILE *f)
           "  --data DIR           keep streams, queries and window state in DIR\n"
           "                       (default ./ares-data)\n"
           "  --memory             a throwaway data directory, removed at exit\n"
+          "  --connect HOST:PORT[,HOST:PORT]\n"
+          "                       run on a cluster: statements, --ingest and results go\n"
+          "                       through its coordinator (the first address that answers)\n"
+          "  --secret-file FILE   the cluster secret for --connect\n"
           "  -e, --execute SQL    run SQL; repeatable, runs in order with -f\n"
           "  -f, --file FILE      run the statements in FILE ('-' for stdin); repeatable\n"
           "  --ingest STREAM      after the statements, feed stdin to STREAM, read in\n"
@@ -90,7 +96,7 @@ typedef struct script_arg {
 
 enum {
     OPT_DATA = 256, OPT_MEMORY, OPT_INGEST, OPT_INPUT_FORMAT, OPT_HEADER, OPT_NO_HEADER,
-    OPT_FORMAT, OPT_FOLLOW, OPT_STRICT,
+    OPT_FORMAT, OPT_FOLLOW, OPT_STRICT, OPT_CONNECT, OPT_SECRET_FILE,
 };
 
 /* --follow: run file sources and commit until a signal. */
@@ -127,13 +133,15 @@ int main(int argc, char **argv)
         {"strict", no_argument, NULL, OPT_STRICT},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"follow", no_argument, NULL, OPT_FOLLOW},
+        {"connect", required_argument, NULL, OPT_CONNECT},
+        {"secret-file", required_argument, NULL, OPT_SECRET_FILE},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
 
-    const char *data_dir = NULL, *ingest = NULL;
+    const char *data_dir = NULL, *ingest = NULL, *connect = NULL, *secret_file = NULL;
     int memory = 0, do_follow = 0, strict = 0, quiet = 0;
     int input_format_set = 0, header_set = 0, format_set = 0;
     fmt_kind input_format = FMT_CSV, format = FMT_CSV;
@@ -169,6 +177,8 @@ int main(int argc, char **argv)
             format_set = 1;
             break;
         case OPT_FOLLOW: do_follow = 1; break;
+        case OPT_CONNECT: connect = optarg; break;
+        case OPT_SECRET_FILE: secret_file = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); goto out;
         case 'V': printf("ares-sql %s\n", CLI_VERSION); goto out;
@@ -198,6 +208,25 @@ int main(int argc, char **argv)
     }
     if (ingest && header_set && input_format == FMT_JSON) {
         rc = bad_usage("%s", "--header and --no-header are for CSV input");
+        goto out;
+    }
+
+    if (connect || secret_file) {
+        if (!connect || data_dir || memory) {
+            rc = bad_usage("%s", connect ? "--connect excludes --data and --memory" : "--secret-file needs --connect");
+            goto out;
+        }
+        const char **texts = calloc((size_t)nscripts + 1, sizeof *texts);
+        int *files = calloc((size_t)nscripts + 1, sizeof *files);
+        for (int i = 0; texts && files && i < nscripts; i++) {
+            texts[i] = scripts[i].text;
+            files[i] = scripts[i].file;
+        }
+        cli_cluster r = {connect, secret_file, nscripts, files, texts, ingest, input_format, header, strict,
+                        quiet, do_follow, format_set, format};
+        rc = texts && files ? cli_cluster_run(&r) : CLI_ESQL;
+        free(texts);
+        free(files);
         goto out;
     }
 

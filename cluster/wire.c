@@ -37,6 +37,8 @@ static const char *const type_names[] = {
     [WIRE_RESULT] = "RESULT",
     [WIRE_ERROR] = "ERROR",
     [WIRE_BYE] = "BYE",
+    [WIRE_WATERMARK] = "WATERMARK",
+    [WIRE_INGEST] = "INGEST",
 };
 
 const char *wire_type_name(int type)
@@ -579,6 +581,19 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         PUT_S(w, m->u.error.msg);
         break;
     case WIRE_BYE: PUT_S(w, m->u.bye.reason); break;
+    case WIRE_WATERMARK:
+        wire_put_u64(w, m->u.watermark.query_id);
+        wire_put_u32(w, m->u.watermark.channel);
+        wire_put_i64(w, m->u.watermark.wm);
+        break;
+    case WIRE_INGEST:
+        wire_put_u64(w, m->u.ingest.req_id);
+        PUT_S(w, m->u.ingest.stream);
+        wire_put_u8(w, m->u.ingest.format);
+        wire_put_u8(w, m->u.ingest.header);
+        wire_put_u8(w, m->u.ingest.end);
+        wire_put_raw(w, m->u.ingest.data.p, m->u.ingest.data.n);
+        break;
     default:
         if (!w->err) w->err = XE_INVAL;
     }
@@ -682,6 +697,19 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         break;
     }
     case WIRE_BYE: wire_get_str(&r, &m->u.bye.reason); break;
+    case WIRE_WATERMARK:
+        wire_get_u64(&r, &m->u.watermark.query_id);
+        wire_get_u32(&r, &m->u.watermark.channel);
+        wire_get_i64(&r, &m->u.watermark.wm);
+        break;
+    case WIRE_INGEST:
+        wire_get_u64(&r, &m->u.ingest.req_id);
+        wire_get_str(&r, &m->u.ingest.stream);
+        wire_get_u8(&r, &m->u.ingest.format);
+        wire_get_u8(&r, &m->u.ingest.header);
+        wire_get_u8(&r, &m->u.ingest.end);
+        wire_get_rest(&r, &m->u.ingest.data);
+        break;
     default: return xerr_set(e, XE_PROTO, "unknown message type %u", f->type);
     }
     int rc = wire_rd_end(&r, 1, e);

@@ -68,7 +68,9 @@ enum wire_type {
     WIRE_RESULT = 16,        /* result rows (WIRE_F_LAST on the last) */
     WIRE_ERROR = 17,         /* error report, optionally for a request */
     WIRE_BYE = 18,           /* orderly goodbye */
-    WIRE_TYPE_MAX = WIRE_BYE
+    WIRE_WATERMARK = 19,     /* task -> tasks: an upstream task's event-time watermark */
+    WIRE_INGEST = 20,        /* client -> coordinator -> home node: input bytes of a stream */
+    WIRE_TYPE_MAX = WIRE_INGEST
 };
 
 /* Roles announced in HELLO. */
@@ -267,6 +269,14 @@ typedef struct wire_msg {
         struct { uint64_t req_id; uint32_t nrows; wire_str rows; } result;
         struct { uint64_t req_id; int32_t code; wire_str msg; } error; /* req_id 0: connection */
         struct { wire_str reason; } bye;
+        struct { uint64_t query_id; uint32_t channel; int64_t wm; } watermark;
+        /* flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there */
+        struct {
+            uint64_t req_id;
+            wire_str stream;
+            uint8_t format, header, end;
+            wire_str data;
+        } ingest;
     } u;
 } wire_msg;
 

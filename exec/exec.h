@@ -145,6 +145,22 @@ int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_
 /* Plan a SELECT (or the SELECT of a CREATE QUERY) against this engine's
  * catalog, for the coordinator's placement.  Caller frees with plan_free. */
 int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
+/* The watermark that has reached the sink of deployed query qid (INT64_MAX
+ * once every input has ended), so that the host can tell when a push query
+ * deployed over a cluster is complete.  XE_NOTFOUND when qid is not deployed
+ * here or its sink task runs elsewhere. */
+int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
+
+/* Records of the engine's host, kept in this engine's LMDB catalog under
+ * "host/<key>" (the engine itself never reads them).  The cluster
+ * coordinator keeps its queries and task assignments there, so that one
+ * process has one LMDB environment.  put and del commit at once (with the
+ * open epoch); scan calls fn with the key minus "host/" and a value that is
+ * valid during the call only; fn returns non-zero to stop. */
+int engine_host_put(engine *e, const char *key, const void *v, size_t n, xerr *err);
+int engine_host_del(engine *e, const char *key, xerr *err);
+int engine_host_scan(engine *e, const char *prefix,
+                     int (*fn)(void *ctx, const char *key, const void *v, size_t n), void *ctx, xerr *err);
 
 /* ------------------------------------------------------------------ the event loop */
 

@@ -125,6 +125,19 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.error.msg = wire_str_of("syntax error at 1:8");
         break;
     case WIRE_BYE: m->u.bye.reason = wire_str_of("shutdown"); break;
+    case WIRE_WATERMARK:
+        m->u.watermark.query_id = 81;
+        m->u.watermark.channel = 82;
+        m->u.watermark.wm = -83;
+        break;
+    case WIRE_INGEST:
+        m->u.ingest.req_id = 91;
+        m->u.ingest.stream = wire_str_of("bids");
+        m->u.ingest.format = 1;
+        m->u.ingest.header = 2;
+        m->u.ingest.end = 1;
+        m->u.ingest.data = wire_str_of("1,2,3\n");
+        break;
     }
 }
 

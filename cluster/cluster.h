@@ -1,0 +1,100 @@
+/*
+ * cluster: the public face of the cluster module.  Two things use it:
+ * cluster/node_main.c (the ares-node daemon) and cli/ (ares-sql --connect).
+ * Everything else in cluster/ (wire, auth, net, the node runtime and the
+ * coordinator) is internal; docs/protocol.md describes the bytes and
+ * docs/operations.md how to run a cluster.
+ *
+ * A node is one process with one engine (exec/) and one libuv loop that runs
+ * the engine, every socket and every timer: nothing here takes a lock.  The
+ * node that runs with `coordinator` set also keeps the cluster catalog, the
+ * membership, places queries and serves clients.
+ *
+ * A client is a blocking API over a private libuv loop: each call runs that
+ * loop until its answer has arrived, so a command-line program can use it
+ * like the embedded engine.  Results arrive through exec_out (exec/exec.h),
+ * the same callbacks the embedded engine calls, so the shell prints remote
+ * rows with the same printer.
+ */
+#ifndef CLUSTER_H
+#define CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "exec/exec.h"
+
+/* ------------------------------------------------------------------ the node */
+
+typedef struct node_config {
+    const char *name;        /* node name: 1..64 bytes of [A-Za-z0-9._:-] */
+    const char *domain;      /* failure domain label (rack, zone), same alphabet */
+    const char *listen;      /* "host:port" to listen on; host defaults to 127.0.0.1 */
+    const char *data_dir;    /* the node's LMDB environment */
+    const char *join;        /* "host:port" of the coordinator (required unless coordinator) */
+    int coordinator;         /* this node keeps the catalog and serves clients */
+    int slots;               /* tasks this node accepts (default 16) */
+    double speed;            /* relative speed; < 1 sleeps in the batch path (default 1) */
+    const char *secret_file; /* the cluster secret (required) */
+    unsigned link_delay_ms;  /* test only: delay frames to nodes of other domains */
+    int verbose;             /* log debug lines too */
+} node_config;
+
+/* Run a node until SIGINT or SIGTERM (or a fatal error at start-up).
+ * Returns 0 after an orderly stop, or a negative code with err set. */
+int node_run(const node_config *cfg, xerr *err);
+
+/* ------------------------------------------------------------------ the client */
+
+typedef struct clu_client clu_client;
+
+typedef struct clu_client_opts {
+    const char *addrs;       /* "host:port[,host:port...]": tried in order */
+    const char *secret_file; /* the cluster secret (required) */
+    const char *name;        /* our name in HELLO; NULL = "ares-sql" */
+    unsigned timeout_ms;     /* connect and handshake, per address; 0 = 5000 */
+} clu_client_opts;
+
+/* Connect and authenticate.  XE_AUTH when the coordinator refused our
+ * secret, XE_IO when no address answered; err says which and why. */
+int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err);
+/* Close the connection; open results end (their end callback runs).  NULL ok. */
+void clu_client_free(clu_client *c);
+
+/* Run the statements of sql on the coordinator and wait for them to finish.
+ * Notices and results go to out.  A push query (bare SELECT) and SUBSCRIBE
+ * leave their result open: rows keep arriving, during this and later calls,
+ * until the query ends (its inputs ended) and out's end callback runs; so out
+ * and what it points to must stay valid until then or until clu_client_free.
+ * Returns 0, or a negative code with err set (the coordinator's error for a
+ * failed statement, XE_IO when the connection was lost). */
+int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *err);
+
+typedef struct clu_ingest_opts {
+    fmt_kind format;        /* FMT_CSV or FMT_JSON */
+    fmt_header header;      /* CSV header handling */
+    int end_of_stream;      /* at the end of the input the stream ends */
+    fmt_reject_fn *on_reject; /* the first FMT_KEEP_REJECTS rejections, in order */
+    void *ctx;
+    int (*stop)(void *ctx); /* polled while reading; non-zero cuts the input short */
+} clu_ingest_opts;
+
+/* Feed everything read from fd to stream (through the coordinator to the
+ * stream's home node) and wait until the home node has taken it all.
+ * st gets the home node's counts.  0; XE_BUSY when o->stop cut the input
+ * short (the stream then does not end); or a negative code with err set. */
+int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_ingest_opts *o,
+                      exec_ingest_stats *st, xerr *err);
+
+/* Serve the connection (heartbeats, rows of open results) for up to
+ * timeout_ms.  0, or XE_IO once the connection is lost. */
+int clu_client_poll(clu_client *c, int timeout_ms, xerr *err);
+
+/* Results still open (push queries and subscriptions). */
+int clu_client_open_results(const clu_client *c);
+/* Serve the connection until no result is open or stop(ctx) returns
+ * non-zero (polled every 100 ms; NULL = never).  0, or XE_IO. */
+int clu_client_wait(clu_client *c, int (*stop)(void *ctx), void *ctx, xerr *err);
+
+#endif

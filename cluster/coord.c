@@ -1,0 +1,1426 @@
+/*
+ * coord.c: the coordinator.  It runs inside the ares-node started with
+ * --coordinator, on the same loop as that node's engine and connections
+ * (node.c), and adds:
+ *
+ *   membership  nodes JOIN with their name, domain, address, slots and speed;
+ *               their liveness is watched (any received byte counts) and the
+ *               member list goes to every node (MEMBERSHIP) when it changes;
+ *   catalog     streams (executed on every node, so that every node plans a
+ *               query the same way), settings, standing queries and their
+ *               task assignments, kept in this node's LMDB through
+ *               engine_host_put (keys stream/, set/, q/, next_qid);
+ *   placement   round-robin (place.c) over live nodes, sources pinned to
+ *               their stream's home node and sinks to this node;
+ *   deployment  DEPLOY to every node, in qid order, with the full assignment;
+ *   clients     statements (QUERY), ingest (INGEST, forwarded to the
+ *               stream's home node), push queries and SUBSCRIBE (rows leave
+ *               the sink here and go to the clients as RESULT parts).
+ *
+ * Requests that need nodes to answer (a broadcast CREATE STREAM, a DEPLOY, a
+ * forwarded INSERT or ingest) are `pend`s keyed by a request id; a node that
+ * leaves counts as having answered (and is logged), so no request waits
+ * forever.  A client runs one request at a time (its `job`: the statements
+ * of one QUERY frame, run in order, stopping at the first error).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cluster/node.h"
+
+typedef struct csub {
+    cs *to;
+    uint64_t req;
+    struct csub *next;
+} csub;
+
+typedef struct cquery {
+    uint32_t qid;
+    char *name;         /* the user's name; NULL for a push query */
+    char *sql;          /* the CREATE QUERY text every node deploys */
+    int push;
+    int ntasks;
+    char **tnode;       /* per task: the node that runs it */
+    const char **tkind; /* per task: its operator's kind */
+    int *top, *tidx;    /* per task: operator id, index in the operator */
+    sbuf plan;          /* the DEPLOY plan blob */
+    int ncols;
+    char **names;
+    sql_type *types;
+    int64_t limit, rows;
+    csub *subs;         /* the owner of a push query; subscribers */
+    exec_out out;       /* the sink's output here */
+    sbuf enc;
+    int ended;
+    struct cquery *next;
+} cquery;
+
+enum { PK_BROADCAST = 1, PK_FWD_INSERT, PK_FWD_INGEST };
+
+typedef struct pend pend;
+struct pend {
+    uint64_t id;
+    int kind;
+    peer **wait;        /* PK_BROADCAST: nodes yet to answer */
+    int nwait;
+    int rc;
+    char msg[600];
+    cs *client;         /* who asked (NULL once it left) */
+    uint64_t creq;
+    peer *home;         /* forwards: the node it went to */
+    int failed;         /* a forwarded ingest that failed: swallow the rest */
+    void (*done)(node *n, pend *p);
+    cquery *q;
+    pend *next;
+};
+
+typedef struct cstream {
+    char *name, *home, *sql;
+} cstream;
+
+typedef struct csess {
+    parse_result *job;
+    int job_i;
+    uint64_t job_req;
+} csess;
+
+struct coord {
+    cquery *queries;    /* in qid order */
+    pend *pends;
+    uint64_t next_req;
+    uint32_t next_qid;
+    uint64_t epoch;
+    int rr, rr_home;
+    int members_dirty;
+    cstream *streams;
+    int nstreams;
+    char **set_keys, **set_sql;
+    int nsets;
+};
+
+static void job_run(node *n, cs *s);
+static void job_fail(node *n, cs *s, int rc, const char *msg);
+
+/* ------------------------------------------------------------------ small helpers */
+
+static char *xstrndup(const char *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+static int joined(const peer *p) { return p->slots > 0 && !p->is_coord; }
+static int alive(const peer *p) { return joined(p) && p->link && p->link->ready && p->state != WIRE_MEMBER_DEAD; }
+
+static cstream *stream_find(coord *co, const char *name)
+{
+    for (int i = 0; i < co->nstreams; i++)
+        if (!strcasecmp(co->streams[i].name, name)) return &co->streams[i];
+    return NULL;
+}
+
+static cquery *query_find(coord *co, const char *name)
+{
+    for (cquery *q = co->queries; q; q = q->next)
+        if (q->name && !strcasecmp(q->name, name)) return q;
+    return NULL;
+}
+
+static void send_table(cs *to, uint64_t req, int ncols, const char *const *names, const sql_type *types, const batch *b)
+{
+    fmt_schema sc = {ncols, names, types};
+    sbuf p;
+    sbuf_init(&p);
+    if (!res_begin_put(&p, &sc, 0)) cs_result(to, req, 0, RES_BEGIN, 0, p.p + 1, p.len - 1);
+    sbuf_reset(&p);
+    if (b->nrows && !batch_encode(b, &p)) cs_result(to, req, 0, RES_ROWS, (uint32_t)b->nrows, p.p, p.len);
+    cs_result(to, req, 0, RES_END, 0, NULL, 0);
+    sbuf_fini(&p);
+}
+
+static void notice_to(cs *to, uint64_t req, const char *msg)
+{
+    if (to) cs_result(to, req, 0, RES_NOTICE, 0, msg, strlen(msg));
+}
+
+/* A local statement's output, forwarded to a client. */
+typedef struct fwd_out {
+    cs *to;
+    uint64_t req;
+    sbuf b;
+} fwd_out;
+
+static int fo_begin(void *ctx, const fmt_schema *cols, int stream)
+{
+    fwd_out *f = ctx;
+    sbuf_reset(&f->b);
+    if (res_begin_put(&f->b, cols, stream)) return XE_NOMEM;
+    return cs_result(f->to, f->req, 0, RES_BEGIN, 0, f->b.p + 1, f->b.len - 1);
+}
+
+static int fo_rows(void *ctx, const batch *b)
+{
+    fwd_out *f = ctx;
+    sbuf_reset(&f->b);
+    if (batch_encode(b, &f->b)) return XE_NOMEM;
+    return cs_result(f->to, f->req, 0, RES_ROWS, (uint32_t)b->nrows, f->b.p, f->b.len);
+}
+
+static int fo_end(void *ctx)
+{
+    fwd_out *f = ctx;
+    return cs_result(f->to, f->req, 0, RES_END, 0, NULL, 0);
+}
+
+static void fo_notice(void *ctx, const char *msg)
+{
+    fwd_out *f = ctx;
+    notice_to(f->to, f->req, msg);
+}
+
+static int exec_local(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    fwd_out f = {s, req, {0}};
+    sbuf_init(&f.b);
+    exec_out out = {&f, fo_begin, fo_rows, fo_end, fo_notice};
+    int rc = engine_exec(n->eng, st, &out, err);
+    sbuf_fini(&f.b);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ requests to nodes */
+
+static pend *pend_new(node *n, int kind)
+{
+    pend *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->id = n->co->next_req++;
+    p->kind = kind;
+    p->next = n->co->pends;
+    n->co->pends = p;
+    return p;
+}
+
+static void pend_unlink(node *n, pend *p)
+{
+    for (pend **pp = &n->co->pends; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+}
+
+static void pend_free(pend *p)
+{
+    if (!p) return;
+    free(p->wait);
+    free(p);
+}
+
+static void pend_finish(node *n, pend *p)
+{
+    pend_unlink(n, p);
+    if (p->done) p->done(n, p);
+    pend_free(p);
+}
+
+static int pend_wait_for(pend *p, peer *x)
+{
+    peer **v = realloc(p->wait, (size_t)(p->nwait + 1) * sizeof *v);
+    if (!v) return XE_NOMEM;
+    p->wait = v;
+    p->wait[p->nwait++] = x;
+    return 0;
+}
+
+static void pend_answered(node *n, pend *p, peer *x)
+{
+    for (int i = 0; i < p->nwait; i++)
+        if (p->wait[i] == x) {
+            p->wait[i] = p->wait[--p->nwait];
+            break;
+        }
+    if (p->nwait == 0) pend_finish(n, p);
+}
+
+/* Send a frame to every live node; p (if any) waits for all their answers.
+ * Returns 1 when p waits, 0 when there was nobody to ask (p finished). */
+static int broadcast(node *n, pend *p, uint8_t type, const void *payload, size_t len)
+{
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (!alive(x)) continue;
+        if (cs_send(x->link, type, 0, payload, len) == 0 && p) pend_wait_for(p, x);
+    }
+    if (p && p->nwait == 0) {
+        pend_finish(n, p);
+        return 0;
+    }
+    return 1;
+}
+
+static int broadcast_sql(node *n, pend *p, const char *sql)
+{
+    wire_msg m = {.type = WIRE_QUERY};
+    m.u.query.req_id = p ? p->id : 0;
+    m.u.query.sql = wire_str_of(sql);
+    sbuf b;
+    sbuf_init(&b);
+    int rc = wire_msg_payload(&b, &m, NULL);
+    if (rc) {
+        sbuf_fini(&b);
+        if (p) {
+            pend_unlink(n, p);
+            pend_free(p);
+        }
+        return rc;
+    }
+    rc = broadcast(n, p, WIRE_QUERY, b.p, b.len);
+    sbuf_fini(&b);
+    return rc;
+}
+
+/* A job's broadcast finished: go on with the client's next statement. */
+static void job_step_done(node *n, pend *p)
+{
+    if (!p->client) return;
+    if (p->rc) {
+        job_fail(n, p->client, p->rc, p->msg);
+        return;
+    }
+    csess *ss = p->client->sess;
+    if (ss && ss->job) {
+        ss->job_i++;
+        job_run(n, p->client);
+    }
+}
+
+/* Run a statement on every other node as a step of s's job: 1 while they
+ * run it, 0 when there was nobody to ask.  p->done is set only when p waits,
+ * so that finishing at once does not advance the job twice. */
+static int job_broadcast(node *n, cs *s, uint64_t req, const char *sql, xerr *err)
+{
+    pend *p = pend_new(n, PK_BROADCAST);
+    if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
+    p->client = s;
+    p->creq = req;
+    int rc = broadcast_sql(n, p, sql);
+    if (rc == 1) p->done = job_step_done;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ membership */
+
+static int64_t node_load(node *n, const char *name)
+{
+    int64_t l = 0;
+    for (cquery *q = n->co->queries; q; q = q->next)
+        for (int t = 0; t < q->ntasks; t++)
+            if (!strcmp(q->tnode[t], name)) l++;
+    return l;
+}
+
+static void send_membership(node *n)
+{
+    coord *co = n->co;
+    co->epoch++;
+    sbuf ent, b;
+    sbuf_init(&ent);
+    sbuf_init(&b);
+    wire_wr w;
+    wire_wr_init(&w, &ent);
+    uint32_t count = 1;
+    wire_member me = {wire_str_of(n->cfg.name), wire_str_of(n->cfg.domain), wire_str_of(n->addr), WIRE_MEMBER_UP,
+                      (uint32_t)n->cfg.slots, (uint32_t)(n->cfg.speed * 1000 + 0.5),
+                      (uint32_t)(node_load(n, n->cfg.name) * 1000), clock_wall_ms()};
+    wire_put_member(&w, &me);
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (!joined(x)) continue;
+        wire_member m = {wire_str_of(x->name), wire_str_of(x->domain), wire_str_of(x->addr), (uint8_t)x->state,
+                         x->slots, x->speed_milli, (uint32_t)(node_load(n, x->name) * 1000), x->last_hb};
+        wire_put_member(&w, &m);
+        count++;
+    }
+    wire_msg mm = {.type = WIRE_MEMBERSHIP};
+    mm.u.membership.epoch = co->epoch;
+    mm.u.membership.count = count;
+    mm.u.membership.entries = (wire_str){ent.p, (uint32_t)ent.len};
+    if (!wire_wr_end(&w, NULL) && !wire_msg_payload(&b, &mm, NULL)) broadcast(n, NULL, WIRE_MEMBERSHIP, b.p, b.len);
+    sbuf_fini(&ent);
+    sbuf_fini(&b);
+    co->members_dirty = 0;
+}
+
+/* To one connection, or to every live node (then 1 while p waits). */
+static int send_deploy(node *n, cs *to, pend *p, cquery *q)
+{
+    int rc = 0;
+    wire_msg m = {.type = WIRE_DEPLOY};
+    m.u.deploy.query_id = q->qid;
+    m.u.deploy.task_id = (uint32_t)q->ntasks;
+    m.u.deploy.epoch = p ? p->id : 0;
+    m.u.deploy.plan = (wire_str){q->plan.p, (uint32_t)q->plan.len};
+    sbuf b;
+    sbuf_init(&b);
+    if (!wire_msg_payload(&b, &m, NULL)) {
+        if (to) cs_send(to, WIRE_DEPLOY, 0, b.p, b.len);
+        else rc = broadcast(n, p, WIRE_DEPLOY, b.p, b.len);
+    }
+    sbuf_fini(&b);
+    return rc;
+}
+
+static void send_undeploy(node *n, cquery *q)
+{
+    unsigned char b[16];
+    be64_put(b, q->qid);
+    be64_put(b + 8, 0);
+    broadcast(n, NULL, WIRE_UNDEPLOY, b, sizeof b);
+}
+
+static void handle_join(node *n, cs *s, const wire_msg *m)
+{
+    const wire_join *j = &m->u.join;
+    const char *hello = net_peer_name(s->c);
+    if (j->name.n != strlen(hello) || memcmp(j->name.p, hello, j->name.n) || !wire_name_ok(j->domain.p, j->domain.n) ||
+        j->slots == 0 || j->addr.n == 0 || j->addr.n >= 128) {
+        cs_error(s, 0, XE_PROTO, "JOIN: name must match HELLO, domain a valid name, slots > 0 and an address");
+        net_close(s->c, "bad JOIN");
+        return;
+    }
+    if (!strcmp(hello, n->cfg.name)) {
+        cs_error(s, 0, XE_EXISTS, "a node with the coordinator's name cannot join");
+        net_close(s->c, "name taken");
+        return;
+    }
+    char dom[WIRE_NAME_MAX + 1], addr[128];
+    snprintf(dom, sizeof dom, "%.*s", (int)j->domain.n, j->domain.p);
+    snprintf(addr, sizeof addr, "%.*s", (int)j->addr.n, j->addr.p);
+    peer *p = node_peer_add(n, hello, dom, addr);
+    if (!p) return;
+    int rejoin = p->slots > 0;
+    p->slots = j->slots;
+    p->speed_milli = j->speed_milli;
+    p->state = WIRE_MEMBER_UP;
+    p->last_hb = clock_wall_ms();
+    p->link = s;
+    s->peer = p;
+    if (n->cfg.link_delay_ms && strcmp(dom, n->cfg.domain)) net_set_send_delay_ms(s->c, n->cfg.link_delay_ms);
+    node_log(n, NET_LOG_INFO, "node %s %s (domain %s, address %s, %u slots, speed %.3g)", hello,
+             rejoin ? "rejoined" : "joined", dom, addr, j->slots, j->speed_milli / 1000.0);
+    send_membership(n);
+    /* the catalog, so that it plans like everyone else, then the queries */
+    coord *co = n->co;
+    for (int i = 0; i < co->nsets; i++) {
+        wire_msg q = {.type = WIRE_QUERY};
+        q.u.query.sql = wire_str_of(co->set_sql[i]);
+        cs_send_msg(s, &q);
+    }
+    for (int i = 0; i < co->nstreams; i++) {
+        wire_msg q = {.type = WIRE_QUERY};
+        q.u.query.sql = wire_str_of(co->streams[i].sql);
+        cs_send_msg(s, &q);
+    }
+    for (cquery *q = co->queries; q; q = q->next)
+        if (!q->ended) send_deploy(n, s, NULL, q);
+}
+
+/* ------------------------------------------------------------------ queries */
+
+static void cq_free(cquery *q)
+{
+    if (!q) return;
+    for (int t = 0; t < q->ntasks; t++) free(q->tnode ? q->tnode[t] : NULL);
+    free(q->tnode);
+    free(q->tkind);
+    free(q->top);
+    free(q->tidx);
+    for (int i = 0; i < q->ncols; i++) free(q->names[i]);
+    free(q->names);
+    free(q->types);
+    while (q->subs) {
+        csub *x = q->subs;
+        q->subs = x->next;
+        free(x);
+    }
+    sbuf_fini(&q->plan);
+    sbuf_fini(&q->enc);
+    free(q->name);
+    free(q->sql);
+    free(q);
+}
+
+/* The sink's rows, to every subscriber (the owner of a push query). */
+static int cq_rows(void *ctx, const batch *b)
+{
+    cquery *q = ctx;
+    if (q->ended || !b->nrows) return 0;
+    q->rows += b->nrows;
+    if (!q->subs) return 0;
+    sbuf_reset(&q->enc);
+    if (batch_encode(b, &q->enc)) return XE_NOMEM;
+    for (csub *x = q->subs; x; x = x->next)
+        cs_result(x->to, x->req, 0, RES_ROWS, (uint32_t)b->nrows, q->enc.p, q->enc.len);
+    return 0;
+}
+
+static int cq_begin(cquery *q, cs *to, uint64_t req)
+{
+    fmt_schema sc = {q->ncols, (const char *const *)q->names, q->types};
+    sbuf b;
+    sbuf_init(&b);
+    int rc = res_begin_put(&b, &sc, 1);
+    if (!rc) rc = cs_result(to, req, 0, RES_BEGIN, 0, b.p + 1, b.len - 1);
+    sbuf_fini(&b);
+    return rc;
+}
+
+/* Fill q's per-task tables and output schema from its plan. */
+static int cq_from_plan(cquery *q, const plan_dag *d, xerr *err)
+{
+    q->ntasks = plan_task_count(d);
+    if (!(q->tnode = calloc((size_t)q->ntasks, sizeof *q->tnode)) ||
+        !(q->tkind = calloc((size_t)q->ntasks, sizeof *q->tkind)) || !(q->top = calloc((size_t)q->ntasks, sizeof(int))) ||
+        !(q->tidx = calloc((size_t)q->ntasks, sizeof(int))))
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    int g = 0;
+    for (int o = 0; o < d->nops; o++)
+        for (int t = 0; t < d->ops[o].parallelism; t++, g++) {
+            q->tkind[g] = plan_op_name(d->ops[o].kind);
+            q->top[g] = o;
+            q->tidx[g] = t;
+        }
+    const plan_schema *os = &d->ops[d->sink].out;
+    q->ncols = os->ncols;
+    if (!(q->names = calloc((size_t)os->ncols + 1, sizeof *q->names)) ||
+        !(q->types = calloc((size_t)os->ncols + 1, sizeof *q->types)))
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    for (int i = 0; i < os->ncols; i++) {
+        if (!(q->names[i] = strdup(os->cols[i].name))) return xerr_set(err, XE_NOMEM, "out of memory");
+        q->types[i] = os->cols[i].type;
+    }
+    q->limit = d->ops[d->sink].limit;
+    q->out = (exec_out){q, NULL, cq_rows, NULL, NULL};
+    return 0;
+}
+
+typedef struct pnode {
+    const char *name, *addr, *domain;
+} pnode;
+
+static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const plan_dag *d, const int *assign, const char *sql)
+{
+    wire_wr w;
+    wire_wr_init(&w, b);
+    wire_put_u8(&w, 1);
+    wire_put_u16(&w, (uint16_t)nnodes);
+    for (int i = 0; i < nnodes; i++) {
+        wire_put_str(&w, nodes[i].name, strlen(nodes[i].name));
+        wire_put_str(&w, nodes[i].addr, strlen(nodes[i].addr));
+        wire_put_str(&w, nodes[i].domain, strlen(nodes[i].domain));
+    }
+    wire_put_u16(&w, (uint16_t)d->nops);
+    for (int o = 0; o < d->nops; o++) wire_put_u16(&w, (uint16_t)d->ops[o].parallelism);
+    int nt = plan_task_count(d);
+    wire_put_u32(&w, (uint32_t)nt);
+    for (int t = 0; t < nt; t++) wire_put_u16(&w, (uint16_t)assign[t]);
+    wire_put_blob(&w, sql, strlen(sql));
+    return wire_wr_end(&w, NULL);
+}
+
+static int persist_query(node *n, cquery *q, xerr *err)
+{
+    char key[64];
+    snprintf(key, sizeof key, "q/%010u", q->qid);
+    sbuf b;
+    sbuf_init(&b);
+    wire_wr w;
+    wire_wr_init(&w, &b);
+    wire_put_str(&w, q->name, strlen(q->name));
+    wire_put_blob(&w, q->plan.p, q->plan.len);
+    int rc = wire_wr_end(&w, err);
+    if (!rc) rc = engine_host_put(n->eng, key, b.p, b.len, err);
+    sbuf_fini(&b);
+    return rc;
+}
+
+static int persist_next_qid(node *n, xerr *err)
+{
+    char v[32];
+    int len = snprintf(v, sizeof v, "%u", n->co->next_qid);
+    return engine_host_put(n->eng, "next_qid", v, (size_t)len, err);
+}
+
+static void cq_link(coord *co, cquery *q)
+{
+    cquery **pp = &co->queries;
+    while (*pp && (*pp)->qid < q->qid) pp = &(*pp)->next;
+    q->next = *pp;
+    *pp = q;
+}
+
+/* Undeploy everywhere, end its results, forget it. */
+static void cq_drop(node *n, cquery *q)
+{
+    xerr err;
+    q->ended = 1;
+    for (pend *p = n->co->pends; p; p = p->next)
+        if (p->q == q) p->q = NULL;
+    for (csub *x = q->subs; x; x = x->next) cs_result(x->to, x->req, WIRE_F_LAST, RES_END, 0, NULL, 0);
+    if (node_undeploy(n, q->qid, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", q->qid, err.msg);
+    send_undeploy(n, q);
+    if (!q->push) {
+        char key[64];
+        snprintf(key, sizeof key, "q/%010u", q->qid);
+        if (engine_host_del(n->eng, key, &err)) node_log(n, NET_LOG_ERROR, "forgetting query %u: %s", q->qid, err.msg);
+    }
+    for (cquery **pp = &n->co->queries; *pp; pp = &(*pp)->next)
+        if (*pp == q) {
+            *pp = q->next;
+            break;
+        }
+    cq_free(q);
+}
+
+static void deploy_done(node *n, pend *p)
+{
+    cquery *q = p->q;
+    if (p->rc && q) {
+        node_log(n, NET_LOG_ERROR, "query %u could not be deployed everywhere: %s", q->qid, p->msg);
+        cq_drop(n, q);
+    } else if (q && !q->push && p->client)
+        notice_to(p->client, p->creq, "CREATE QUERY");
+    job_step_done(n, p);
+}
+
+/* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
+ * Returns 1 while the nodes deploy, 0 when done at once, or an error. */
+static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, xerr *err)
+{
+    coord *co = n->co;
+    if (!push && query_find(co, st->name)) {
+        if (st->if_not_exists) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "query '%s' already exists, skipping", st->name);
+            notice_to(s, req, msg);
+            return 0;
+        }
+        return xerr_set(err, XE_EXISTS, "query '%s' already exists", st->name);
+    }
+    uint32_t qid = co->next_qid;
+    sbuf sql;
+    sbuf_init(&sql);
+    if (push) sbuf_printf(&sql, "CREATE QUERY __push_%u AS %s", qid, st->text);
+    else sbuf_adds(&sql, st->text);
+    plan_dag *d = NULL;
+    cquery *q = NULL;
+    pnode *nodes = NULL;
+    place_node *pn = NULL;
+    int *pin = NULL, *assign = NULL;
+    int rc;
+    if (!sql.p) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = engine_plan(n->eng, sql.p, &d, err))) goto out;
+    /* the live nodes: this one first */
+    int nn = 1;
+    nodes = calloc((size_t)n->npeers + 1, sizeof *nodes);
+    pn = calloc((size_t)n->npeers + 1, sizeof *pn);
+    pin = calloc((size_t)d->nops, sizeof *pin);
+    assign = calloc((size_t)plan_task_count(d), sizeof *assign);
+    if (!nodes || !pn || !pin || !assign) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    nodes[0] = (pnode){n->cfg.name, n->addr, n->cfg.domain};
+    pn[0] = (place_node){n->cfg.name, n->cfg.slots, (int)node_load(n, n->cfg.name)};
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (!alive(x) || nn >= 256) continue;
+        nodes[nn] = (pnode){x->name, x->addr, x->domain};
+        pn[nn++] = (place_node){x->name, (int)x->slots, (int)node_load(n, x->name)};
+    }
+    for (int o = 0; o < d->nops; o++) {
+        pin[o] = -1;
+        if (d->ops[o].kind == PO_SINK) pin[o] = 0;
+        if (d->ops[o].kind != PO_SOURCE) continue;
+        cstream *cst = stream_find(co, d->ops[o].stream);
+        const char *home = cst ? cst->home : n->cfg.name;
+        for (int i = 0; i < nn; i++)
+            if (!strcmp(nodes[i].name, home)) pin[o] = i;
+        if (pin[o] < 0) {
+            rc = xerr_set(err, XE_FULL, "stream '%s' lives on node %s, which is not alive", d->ops[o].stream, home);
+            goto out;
+        }
+    }
+    if ((rc = place_tasks(d, pn, nn, pin, &co->rr, assign, err))) goto out;
+    if (!(q = calloc(1, sizeof *q))) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    sbuf_init(&q->plan);
+    sbuf_init(&q->enc);
+    q->qid = qid;
+    q->push = push;
+    q->sql = sbuf_steal(&sql);
+    if ((!push && !(q->name = strdup(st->name))) || (rc = cq_from_plan(q, d, err))) {
+        if (!rc) rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int t = 0; t < q->ntasks; t++)
+        if (!(q->tnode[t] = strdup(nodes[assign[t]].name))) {
+            rc = xerr_set(err, XE_NOMEM, "out of memory");
+            goto out;
+        }
+    if ((rc = plan_blob(&q->plan, nodes, nn, d, assign, q->sql))) {
+        rc = xerr_set(err, rc, "cannot encode the deployment");
+        goto out;
+    }
+    co->next_qid++;
+    if ((rc = persist_next_qid(n, err))) goto out;
+    if (!push && (rc = persist_query(n, q, err))) goto out;
+    if ((rc = node_deploy(n, qid, q->plan.p, q->plan.len, &q->out, err))) {
+        if (!push) {
+            char key[64];
+            xerr e2;
+            snprintf(key, sizeof key, "q/%010u", qid);
+            engine_host_del(n->eng, key, &e2);
+        }
+        goto out;
+    }
+    if (push) {
+        csub *x = calloc(1, sizeof *x);
+        if (x) {
+            x->to = s;
+            x->req = req;
+            q->subs = x;
+        }
+        cq_begin(q, s, req);
+    }
+    cq_link(co, q);
+    {
+        sbuf pl;
+        sbuf_init(&pl);
+        for (int t = 0; t < q->ntasks; t++) sbuf_printf(&pl, "%s%s", t ? " " : "", q->tnode[t]);
+        node_log(n, NET_LOG_INFO, "query %u (%s) placed: %s", qid, push ? "push" : q->name, pl.p ? pl.p : "");
+        sbuf_fini(&pl);
+    }
+    pend *p = pend_new(n, PK_BROADCAST);
+    if (!p) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        cq_drop(n, q);
+        q = NULL;
+        goto out;
+    }
+    p->client = s;
+    p->creq = req;
+    p->q = q;
+    cquery *dq = q;
+    q = NULL; /* linked: the coordinator owns it now */
+    /* with no other node the broadcast finishes p at once: the job then goes
+     * on from our return value, not from p->done */
+    if (send_deploy(n, NULL, p, dq) == 1) {
+        p->done = deploy_done;
+        rc = 1;
+    } else {
+        if (!push) notice_to(s, req, "CREATE QUERY");
+        rc = 0;
+    }
+out:
+    sbuf_fini(&sql);
+    plan_free(d);
+    free(nodes);
+    free(pn);
+    free(pin);
+    free(assign);
+    if (q) cq_free(q);
+    return rc;
+}
+
+static int drop_query(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    cquery *q = query_find(n->co, st->name);
+    if (!q) {
+        if (st->if_exists) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "query '%s' does not exist, skipping", st->name);
+            notice_to(s, req, msg);
+            return 0;
+        }
+        return xerr_set(err, XE_NOTFOUND, "query '%s' does not exist", st->name);
+    }
+    uint32_t qid = q->qid;
+    cq_drop(n, q);
+    node_log(n, NET_LOG_INFO, "query %u (%s) dropped", qid, st->name);
+    notice_to(s, req, "DROP QUERY");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ statements */
+
+static int show_nodes(node *n, cs *s, uint64_t req)
+{
+    static const char *names[] = {"name", "domain", "address", "state", "slots", "load", "last_heartbeat"};
+    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT};
+    batch b;
+    if (batch_init(&b, 7, 8)) return XE_NOMEM;
+    char ts[FMT_TS_BUF];
+    for (int i = -1; i < n->npeers; i++) {
+        peer *x = i >= 0 ? n->peers[i] : NULL;
+        if (x && !joined(x)) continue;
+        val *r = batch_add_row(&b);
+        if (!r) break;
+        const char *name = x ? x->name : n->cfg.name, *dom = x ? x->domain : n->cfg.domain;
+        const char *addr = x ? x->addr : n->addr;
+        const char *state = x ? node_state_name(x->state) : "ALIVE";
+        batch_put_text(&b, &r[0], name, strlen(name));
+        batch_put_text(&b, &r[1], dom, strlen(dom));
+        batch_put_text(&b, &r[2], addr, strlen(addr));
+        batch_put_text(&b, &r[3], state, strlen(state));
+        r[4] = val_int(TY_BIGINT, x ? (int64_t)x->slots : n->cfg.slots);
+        r[5] = val_int(TY_BIGINT, node_load(n, name));
+        size_t len = fmt_timestamp(x ? x->last_hb : clock_wall_ms(), ts);
+        batch_put_text(&b, &r[6], ts, len);
+    }
+    send_table(s, req, 7, names, types, &b);
+    batch_fini(&b);
+    return 0;
+}
+
+static int explain_placement(node *n, cs *s, uint64_t req, cquery *q)
+{
+    static const char *names[] = {"task", "operator", "op_task", "node", "domain"};
+    static const sql_type types[] = {TY_BIGINT, TY_TEXT, TY_BIGINT, TY_TEXT, TY_TEXT};
+    batch b;
+    if (batch_init(&b, 5, q->ntasks)) return XE_NOMEM;
+    for (int t = 0; t < q->ntasks; t++) {
+        val *r = batch_add_row(&b);
+        if (!r) break;
+        char op[64];
+        int len = snprintf(op, sizeof op, "%d %s", q->top[t], q->tkind[t]);
+        const char *dom = n->cfg.domain;
+        peer *x = node_peer(n, q->tnode[t], strlen(q->tnode[t]));
+        if (x) dom = x->domain;
+        r[0] = val_int(TY_BIGINT, t);
+        batch_put_text(&b, &r[1], op, (size_t)len);
+        r[2] = val_int(TY_BIGINT, q->tidx[t]);
+        batch_put_text(&b, &r[3], q->tnode[t], strlen(q->tnode[t]));
+        batch_put_text(&b, &r[4], dom, strlen(dom));
+    }
+    send_table(s, req, 5, names, types, &b);
+    batch_fini(&b);
+    return 0;
+}
+
+static void insert_reply(node *n, pend *p) { job_step_done(n, p); }
+
+/* Returns 0 (done), 1 (waiting for nodes) or an error. */
+static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    coord *co = n->co;
+    int rc;
+    switch (st->kind) {
+    case ST_CREATE_STREAM: {
+        int existed = stream_find(co, st->name) != NULL;
+        if ((rc = exec_local(n, s, req, st, err)) || existed) return rc;
+        /* the home: round-robin over the live nodes, this one included */
+        int nn = 1;
+        for (int i = 0; i < n->npeers; i++) nn += alive(n->peers[i]);
+        int pick = co->rr_home++ % nn;
+        const char *home = n->cfg.name;
+        for (int i = 0, k = 1; i < n->npeers && pick; i++)
+            if (alive(n->peers[i]) && k++ == pick) home = n->peers[i]->name;
+        cstream *v = realloc(co->streams, (size_t)(co->nstreams + 1) * sizeof *v);
+        if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+        co->streams = v;
+        cstream *cst = &co->streams[co->nstreams];
+        cst->name = strdup(st->name);
+        cst->home = strdup(home);
+        cst->sql = strdup(st->text);
+        if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
+        co->nstreams++;
+        char key[600];
+        snprintf(key, sizeof key, "stream/%s", st->name);
+        sbuf rec;
+        sbuf_init(&rec);
+        sbuf_printf(&rec, "%s\n%s", home, st->text);
+        rc = engine_host_put(n->eng, key, rec.p, rec.len, err);
+        sbuf_fini(&rec);
+        if (rc) return rc;
+        node_log(n, NET_LOG_INFO, "stream %s: home node %s", st->name, home);
+        return job_broadcast(n, s, req, st->text, err);
+    }
+    case ST_DROP_STREAM: {
+        if ((rc = exec_local(n, s, req, st, err))) return rc;
+        cstream *cst = stream_find(co, st->name);
+        if (!cst) return 0;
+        char key[600];
+        snprintf(key, sizeof key, "stream/%s", cst->name);
+        engine_host_del(n->eng, key, err);
+        free(cst->name);
+        free(cst->home);
+        free(cst->sql);
+        *cst = co->streams[--co->nstreams];
+        return job_broadcast(n, s, req, st->text, err);
+    }
+    case ST_SET: {
+        if ((rc = exec_local(n, s, req, st, err))) return rc;
+        char key[300];
+        snprintf(key, sizeof key, "set/%s", st->set_key);
+        if ((rc = engine_host_put(n->eng, key, st->text, strlen(st->text), err))) return rc;
+        int i;
+        for (i = 0; i < co->nsets && strcmp(co->set_keys[i], st->set_key); i++) {}
+        if (i == co->nsets) {
+            char **k = realloc(co->set_keys, (size_t)(i + 1) * sizeof *k);
+            if (k) co->set_keys = k;
+            char **v = realloc(co->set_sql, (size_t)(i + 1) * sizeof *v);
+            if (v) co->set_sql = v;
+            if (!k || !v) return xerr_set(err, XE_NOMEM, "out of memory");
+            co->set_keys[i] = strdup(st->set_key);
+            co->set_sql[i] = NULL;
+            co->nsets++;
+        }
+        free(co->set_sql[i]);
+        co->set_sql[i] = strdup(st->text);
+        return job_broadcast(n, s, req, st->text, err);
+    }
+    case ST_CREATE_QUERY: return create_query(n, s, req, st, 0, err);
+    case ST_SELECT: return create_query(n, s, req, st, 1, err);
+    case ST_DROP_QUERY: return drop_query(n, s, req, st, err);
+    case ST_SUBSCRIBE: {
+        cquery *q = query_find(co, st->name);
+        if (!q) return xerr_set(err, XE_NAME, "no query '%s'", st->name);
+        csub *x = calloc(1, sizeof *x);
+        if (!x) return xerr_set(err, XE_NOMEM, "out of memory");
+        x->to = s;
+        x->req = req;
+        x->next = q->subs;
+        q->subs = x;
+        cq_begin(q, s, req);
+        node_log(n, NET_LOG_INFO, "a client subscribed to %s", q->name);
+        return 0;
+    }
+    case ST_SHOW:
+        if (st->show == SHOW_NODES) return show_nodes(n, s, req);
+        return exec_local(n, s, req, st, err);
+    case ST_EXPLAIN:
+        if (st->explain_placement && st->name) {
+            cquery *q = query_find(co, st->name);
+            if (q) return explain_placement(n, s, req, q);
+        }
+        return exec_local(n, s, req, st, err);
+    case ST_INSERT: {
+        cstream *cst = stream_find(co, st->name);
+        peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
+        if (!cst || !strcmp(cst->home, n->cfg.name)) return exec_local(n, s, req, st, err);
+        if (!home || !alive(home))
+            return xerr_set(err, XE_IO, "stream '%s' lives on node %s, which is not alive", st->name, cst->home);
+        pend *p = pend_new(n, PK_FWD_INSERT);
+        if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
+        p->client = s;
+        p->creq = req;
+        p->home = home;
+        p->done = insert_reply;
+        wire_msg m = {.type = WIRE_QUERY};
+        m.u.query.req_id = p->id;
+        m.u.query.sql = wire_str_of(st->text);
+        if ((rc = cs_send_msg(home->link, &m))) {
+            pend_unlink(n, p);
+            pend_free(p);
+            return xerr_set(err, rc, "cannot reach node %s", home->name);
+        }
+        return 1;
+    }
+    default: return exec_local(n, s, req, st, err);
+    }
+}
+
+static void job_free(csess *ss)
+{
+    parse_result_free(ss->job);
+    ss->job = NULL;
+}
+
+static void job_fail(node *n, cs *s, int rc, const char *msg)
+{
+    (void)n;
+    csess *ss = s->sess;
+    if (!ss || !ss->job) return;
+    cs_error(s, ss->job_req, rc, msg && msg[0] ? msg : xerr_name(rc));
+    job_free(ss);
+}
+
+static void job_run(node *n, cs *s)
+{
+    csess *ss = s->sess;
+    while (ss->job && ss->job_i < ss->job->nstmts) {
+        xerr err;
+        xerr_clear(&err);
+        int rc = run_stmt(n, s, ss->job_req, ss->job->stmts[ss->job_i], &err);
+        if (rc == 1) return;
+        if (rc < 0) {
+            job_fail(n, s, rc, err.msg);
+            return;
+        }
+        ss->job_i++;
+    }
+    if (!ss->job) return;
+    unsigned char z[24] = {0};
+    cs_result(s, ss->job_req, WIRE_F_LAST, RES_DONE, 0, z, sizeof z);
+    job_free(ss);
+}
+
+static void job_start(node *n, cs *s, const wire_msg *m)
+{
+    csess *ss = s->sess;
+    uint64_t req = m->u.query.req_id;
+    if (ss->job) {
+        cs_error(s, req, XE_BUSY, "a statement is still running on this connection");
+        return;
+    }
+    parse_result *r = NULL;
+    parse_sql(m->u.query.sql.p, m->u.query.sql.n, &r);
+    if (!r || r->nerrors) {
+        char msg[400];
+        if (r) snprintf(msg, sizeof msg, "line %d, column %d: %s", r->errors[0].line, r->errors[0].col, r->errors[0].msg);
+        cs_error(s, req, r ? XE_SYNTAX : XE_NOMEM, r ? msg : "out of memory");
+        parse_result_free(r);
+        return;
+    }
+    ss->job = r;
+    ss->job_i = 0;
+    ss->job_req = req;
+    job_run(n, s);
+}
+
+/* ------------------------------------------------------------------ ingest from clients */
+
+static pend *fwd_find(node *n, cs *s, uint64_t creq)
+{
+    for (pend *p = n->co->pends; p; p = p->next)
+        if (p->kind == PK_FWD_INGEST && p->client == s && p->creq == creq) return p;
+    return NULL;
+}
+
+static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_frame *f)
+{
+    uint64_t req = m->u.ingest.req_id;
+    int last = (m->flags & WIRE_F_LAST) != 0;
+    pend *p = fwd_find(n, s, req);
+    if (!p) {
+        char name[512];
+        snprintf(name, sizeof name, "%.*s", (int)m->u.ingest.stream.n, m->u.ingest.stream.p);
+        cstream *cst = stream_find(n->co, name);
+        if (cst && !strcmp(cst->home, n->cfg.name)) {
+            node_ingest(n, s, m);
+            return;
+        }
+        peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
+        if (!last && !(p = pend_new(n, PK_FWD_INGEST))) {
+            cs_error(s, req, XE_NOMEM, "out of memory");
+            return;
+        }
+        char msg[700];
+        int bad = 0;
+        if (!cst) {
+            snprintf(msg, sizeof msg, "unknown stream '%s'", name);
+            cs_error(s, req, XE_NAME, msg);
+            bad = 1;
+        } else if (!home || !alive(home)) {
+            snprintf(msg, sizeof msg, "stream '%s' lives on node %s, which is not alive", name, cst->home);
+            cs_error(s, req, XE_IO, msg);
+            bad = 1;
+        }
+        if (!p) return;
+        p->client = s;
+        p->creq = req;
+        p->home = home;
+        p->failed = bad;
+        if (!bad) node_log(n, NET_LOG_INFO, "ingest into %s goes to its home node %s", name, home->name);
+    }
+    if (p->failed) {
+        if (last) {
+            pend_unlink(n, p);
+            pend_free(p);
+        }
+        return;
+    }
+    /* forward as is, under our request id */
+    unsigned char *copy = malloc(f->length);
+    if (!copy) {
+        cs_error(s, req, XE_NOMEM, "out of memory");
+        return;
+    }
+    memcpy(copy, f->payload, f->length);
+    be64_put(copy, p->id);
+    cs *saved = n->cur_in;
+    n->cur_in = s;
+    cs_send(p->home->link, WIRE_INGEST, f->flags, copy, f->length);
+    n->cur_in = saved;
+    free(copy);
+}
+
+/* ------------------------------------------------------------------ answers from nodes */
+
+static void pass_to_client(pend *p, const wire_frame *f)
+{
+    if (!p->client || f->length < 8) return;
+    unsigned char *copy = malloc(f->length);
+    if (!copy) return;
+    memcpy(copy, f->payload, f->length);
+    be64_put(copy, p->creq);
+    cs_send(p->client, f->type, f->flags, copy, f->length);
+    free(copy);
+}
+
+static void on_answer(node *n, cs *s, const wire_msg *m, const wire_frame *f)
+{
+    uint64_t id = m->type == WIRE_RESULT ? m->u.result.req_id : m->type == WIRE_ACK ? m->u.ack.epoch : m->u.error.req_id;
+    if (m->type == WIRE_ERROR)
+        node_log(n, id ? NET_LOG_INFO : NET_LOG_WARN, "error from %s: %.*s", s->peer ? s->peer->name : "?",
+                 (int)m->u.error.msg.n, m->u.error.msg.p);
+    if (!id) return;
+    pend *p;
+    for (p = n->co->pends; p && p->id != id; p = p->next) {}
+    if (!p) return;
+    int part = m->type == WIRE_RESULT && m->u.result.rows.n ? (unsigned char)m->u.result.rows.p[0] : 0;
+    int last = m->type == WIRE_ACK || m->type == WIRE_ERROR || (f->flags & WIRE_F_LAST);
+    switch (p->kind) {
+    case PK_BROADCAST:
+        if (m->type == WIRE_ERROR && !p->rc) {
+            p->rc = m->u.error.code < 0 ? m->u.error.code : XE_IO;
+            snprintf(p->msg, sizeof p->msg, "node %s: %.*s", s->peer ? s->peer->name : "?", (int)m->u.error.msg.n,
+                     m->u.error.msg.p);
+        }
+        if (last && s->peer) pend_answered(n, p, s->peer);
+        return;
+    case PK_FWD_INSERT:
+        if (m->type == WIRE_ERROR) {
+            p->rc = m->u.error.code < 0 ? m->u.error.code : XE_IO;
+            snprintf(p->msg, sizeof p->msg, "%.*s", (int)m->u.error.msg.n, m->u.error.msg.p);
+        } else if (part == RES_NOTICE)
+            pass_to_client(p, f);
+        if (last) pend_finish(n, p);
+        return;
+    case PK_FWD_INGEST:
+        pass_to_client(p, f);
+        if (m->type == WIRE_ERROR) p->failed = 1;
+        else if (last) {
+            pend_unlink(n, p);
+            pend_free(p);
+        }
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------ connection events */
+
+void coord_ready(node *n, cs *s)
+{
+    if (s->kind != CS_CLIENT) return;
+    s->sess = calloc(1, sizeof *s->sess);
+    if (!s->sess) {
+        net_abort(s->c, NET_CLOSE_LOCAL, "out of memory");
+        return;
+    }
+    node_log(n, NET_LOG_INFO, "client %s connected from %s", net_peer_name(s->c), net_peer_addr(s->c));
+}
+
+void coord_closed(node *n, cs *s)
+{
+    coord *co = n->co;
+    if (s->kind == CS_CLIENT) {
+        if (s->sess) {
+            job_free(s->sess);
+            free(s->sess);
+            s->sess = NULL;
+        }
+        for (cquery *q = co->queries, *nx; q; q = nx) {
+            nx = q->next;
+            for (csub **pp = &q->subs; *pp;) {
+                if ((*pp)->to == s) {
+                    csub *x = *pp;
+                    *pp = x->next;
+                    free(x);
+                } else
+                    pp = &(*pp)->next;
+            }
+            if (q->push && !q->subs && !q->ended) {
+                node_log(n, NET_LOG_INFO, "push query %u ends: its client left", q->qid);
+                cq_drop(n, q);
+            }
+        }
+        for (pend *p = co->pends, *nx; p; p = nx) {
+            nx = p->next;
+            if (p->client != s) continue;
+            p->client = NULL;
+            if (p->kind == PK_FWD_INGEST) {
+                /* close the home node's session without ending the stream */
+                if (!p->failed && p->home && p->home->link) {
+                    wire_msg m = {.type = WIRE_INGEST, .flags = WIRE_F_LAST};
+                    m.u.ingest.req_id = p->id;
+                    cs_send_msg(p->home->link, &m);
+                }
+                pend_unlink(n, p);
+                pend_free(p);
+            }
+        }
+        return;
+    }
+    peer *x = s->peer;
+    if (!x || x->link != s || !joined(x)) return;
+    x->state = n->stopping ? WIRE_MEMBER_LEFT : WIRE_MEMBER_DEAD;
+    if (!n->stopping) node_log(n, NET_LOG_WARN, "node %s is %s", x->name, node_state_name(x->state));
+    co->members_dirty = 1;
+    for (pend *p = co->pends, *nx; p; p = nx) {
+        nx = p->next;
+        if (p->kind == PK_BROADCAST) {
+            for (int i = 0; i < p->nwait; i++)
+                if (p->wait[i] == x) {
+                    node_log(n, NET_LOG_WARN, "request %llu: node %s left before answering", (unsigned long long)p->id,
+                             x->name);
+                    pend_answered(n, p, x);
+                    break;
+                }
+        } else if (p->home == x) {
+            if (p->client) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "node %s left", x->name);
+                cs_error(p->client, p->creq, XE_IO, msg);
+            }
+            if (p->kind == PK_FWD_INSERT) {
+                p->rc = XE_IO;
+                snprintf(p->msg, sizeof p->msg, "node %s left", x->name);
+                pend_finish(n, p);
+            } else {
+                p->failed = 1;
+                p->home = NULL;
+            }
+        }
+    }
+}
+
+void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
+{
+    if (s->kind == CS_CLIENT) {
+        switch (m->type) {
+        case WIRE_QUERY: job_start(n, s, m); return;
+        case WIRE_INGEST: ingest_from_client(n, s, m, f); return;
+        default: break;
+        }
+    } else {
+        switch (m->type) {
+        case WIRE_JOIN: handle_join(n, s, m); return;
+        case WIRE_RESULT:
+        case WIRE_ACK:
+        case WIRE_ERROR: on_answer(n, s, m, f); return;
+        default: break;
+        }
+    }
+    net_log(n->net, s->c, NET_LOG_WARN, "unexpected %s frame from a %s: closing", wire_type_name(m->type),
+            s->kind == CS_CLIENT ? "client" : "node");
+    cs_error(s, 0, XE_PROTO, "unexpected frame type");
+    net_close(s->c, "protocol error");
+}
+
+void coord_tick(node *n)
+{
+    coord *co = n->co;
+    int64_t now = clock_wall_ms();
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (!joined(x) || !x->link || !x->link->ready) continue;
+        net_stats st;
+        net_get_stats(x->link->c, &st);
+        uint64_t seen = st.frames_in + st.heartbeats_in;
+        if (seen != x->seen || net_paused(x->link->c)) {
+            x->seen = seen;
+            x->last_hb = now;
+            if (x->state != WIRE_MEMBER_UP) {
+                x->state = WIRE_MEMBER_UP;
+                co->members_dirty = 1;
+            }
+        } else if (x->state == WIRE_MEMBER_UP && now - x->last_hb > NODE_SUSPECT_MS) {
+            x->state = WIRE_MEMBER_SUSPECT;
+            node_log(n, NET_LOG_WARN, "node %s is SUSPECT: silent for %lld ms", x->name, (long long)(now - x->last_hb));
+            co->members_dirty = 1;
+        }
+    }
+    if (co->members_dirty) send_membership(n);
+    /* push queries end when every input has ended (or at their LIMIT) */
+    for (cquery *q = co->queries, *nx; q; q = nx) {
+        nx = q->next;
+        if (!q->push || q->ended) continue;
+        int64_t wm = 0;
+        xerr err;
+        int done = (q->limit >= 0 && q->rows >= q->limit) ||
+                   (engine_deployed_sink_wm(n->eng, q->qid, &wm, &err) == 0 && wm == INT64_MAX);
+        if (done) {
+            node_log(n, NET_LOG_INFO, "push query %u ended (%lld rows)", q->qid, (long long)q->rows);
+            cq_drop(n, q);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ start and stop */
+
+typedef struct load_ctx {
+    node *n;
+    int rc;
+    xerr *err;
+} load_ctx;
+
+static int load_stream(void *ctx, const char *key, const void *v, size_t len)
+{
+    load_ctx *l = ctx;
+    coord *co = l->n->co;
+    const char *nl = memchr(v, '\n', len);
+    if (!nl) return 0;
+    cstream *x = realloc(co->streams, (size_t)(co->nstreams + 1) * sizeof *x);
+    if (!x) return l->rc = XE_NOMEM;
+    co->streams = x;
+    cstream *c = &co->streams[co->nstreams++];
+    c->name = strdup(key + strlen("stream/"));
+    c->home = xstrndup(v, (size_t)(nl - (const char *)v));
+    c->sql = xstrndup(nl + 1, len - (size_t)(nl + 1 - (const char *)v));
+    return 0;
+}
+
+static int load_set(void *ctx, const char *key, const void *v, size_t len)
+{
+    load_ctx *l = ctx;
+    coord *co = l->n->co;
+    char **k = realloc(co->set_keys, (size_t)(co->nsets + 1) * sizeof *k);
+    if (k) co->set_keys = k;
+    char **s = realloc(co->set_sql, (size_t)(co->nsets + 1) * sizeof *s);
+    if (s) co->set_sql = s;
+    if (!k || !s) return l->rc = XE_NOMEM;
+    co->set_keys[co->nsets] = strdup(key + 4);
+    co->set_sql[co->nsets++] = xstrndup(v, len);
+    return 0;
+}
+
+static int load_query(void *ctx, const char *key, const void *v, size_t len)
+{
+    load_ctx *l = ctx;
+    node *n = l->n;
+    wire_rd r;
+    wire_str name, plan;
+    wire_rd_init(&r, v, len);
+    wire_get_str(&r, &name);
+    wire_get_blob(&r, &plan);
+    xerr err;
+    if (wire_rd_end(&r, 1, &err)) {
+        node_log(n, NET_LOG_ERROR, "catalog record %s is malformed: skipped", key);
+        return 0;
+    }
+    deploy_plan dp;
+    if (deploy_plan_get(plan.p, plan.n, &dp, &err)) {
+        node_log(n, NET_LOG_ERROR, "catalog record %s: %s: skipped", key, err.msg);
+        return 0;
+    }
+    cquery *q = calloc(1, sizeof *q);
+    plan_dag *d = NULL;
+    int rc = XE_NOMEM;
+    if (!q) goto fail;
+    sbuf_init(&q->plan);
+    sbuf_init(&q->enc);
+    q->qid = (uint32_t)strtoul(key + 2, NULL, 10);
+    q->name = xstrndup(name.p, name.n);
+    q->sql = xstrndup(dp.sql.p, dp.sql.n);
+    if (!q->name || !q->sql || sbuf_add(&q->plan, plan.p, plan.n)) goto fail;
+    if ((rc = engine_plan(n->eng, q->sql, &d, &err)) || (rc = cq_from_plan(q, d, &err))) goto fail;
+    rc = XE_CORRUPT;
+    if (q->ntasks != dp.ntasks) goto fail;
+    for (int t = 0; t < q->ntasks; t++)
+        if (!(q->tnode[t] = xstrndup(dp.names[dp.assign[t]].p, dp.names[dp.assign[t]].n))) goto fail;
+    if ((rc = node_deploy(n, q->qid, q->plan.p, q->plan.len, &q->out, &err))) goto fail;
+    cq_link(n->co, q);
+    node_log(n, NET_LOG_INFO, "query %u (%s) restored from the catalog", q->qid, q->name);
+    plan_free(d);
+    free(dp.assign);
+    return 0;
+fail:
+    node_log(n, NET_LOG_ERROR, "cannot restore %s: %s", key, err.msg[0] ? err.msg : xerr_name(rc));
+    plan_free(d);
+    free(dp.assign);
+    cq_free(q);
+    return 0;
+}
+
+static int load_next_qid(void *ctx, const char *key, const void *v, size_t len)
+{
+    load_ctx *l = ctx;
+    char buf[32];
+    (void)key;
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < 31 ? len : 31), (const char *)v);
+    uint32_t q = (uint32_t)strtoul(buf, NULL, 10);
+    if (q > l->n->co->next_qid) l->n->co->next_qid = q;
+    return 0;
+}
+
+int coord_start(node *n, xerr *err)
+{
+    coord *co = calloc(1, sizeof *co);
+    if (!co) return xerr_set(err, XE_NOMEM, "out of memory");
+    n->co = co;
+    co->next_req = 1;
+    co->next_qid = 1;
+    load_ctx l = {n, 0, err};
+    int rc;
+    if ((rc = engine_host_scan(n->eng, "next_qid", load_next_qid, &l, err)) ||
+        (rc = engine_host_scan(n->eng, "set/", load_set, &l, err)) ||
+        (rc = engine_host_scan(n->eng, "stream/", load_stream, &l, err)))
+        return rc;
+    if (l.rc) return xerr_set(err, l.rc, "loading the cluster catalog: out of memory");
+    /* the streams' homes are in our own engine's catalog already; queries
+     * deploy here now and on the other nodes as they join */
+    if ((rc = engine_host_scan(n->eng, "q/", load_query, &l, err))) return rc;
+    for (cquery *q = co->queries; q; q = q->next)
+        if (q->qid >= co->next_qid) co->next_qid = q->qid + 1;
+    n->max_qid = co->next_qid - 1;
+    node_log(n, NET_LOG_INFO, "coordinator: %d streams, %d settings in the catalog", co->nstreams, co->nsets);
+    return 0;
+}
+
+void coord_stop(node *n)
+{
+    coord *co = n->co;
+    if (!co) return;
+    while (co->queries) {
+        cquery *q = co->queries;
+        co->queries = q->next;
+        xerr err;
+        if (q->push) {
+            for (csub *x = q->subs; x; x = x->next) cs_result(x->to, x->req, WIRE_F_LAST, RES_END, 0, NULL, 0);
+            node_undeploy(n, q->qid, &err);
+        }
+        cq_free(q);
+    }
+    while (co->pends) {
+        pend *p = co->pends;
+        co->pends = p->next;
+        pend_free(p);
+    }
+    for (int i = 0; i < co->nstreams; i++) {
+        free(co->streams[i].name);
+        free(co->streams[i].home);
+        free(co->streams[i].sql);
+    }
+    free(co->streams);
+    for (int i = 0; i < co->nsets; i++) {
+        free(co->set_keys[i]);
+        free(co->set_sql[i]);
+    }
+    free(co->set_keys);
+    free(co->set_sql);
+    free(co);
+    n->co = NULL;
+}

@@ -1,0 +1,1146 @@
+/*
+ * node.c: the runtime every ares-node runs: its engine and its connections on
+ * one libuv loop, the mesh of node-to-node links, the queries deployed here
+ * (their remote hooks turn rows and watermarks bound for tasks elsewhere into
+ * BATCH and WATERMARK frames, and frames that arrive go to the engine), and
+ * ingest at a stream's home node.  The coordinator's own work is in coord.c;
+ * it runs in the same process on top of this.
+ *
+ * Threading: the engine's loop runs everything; no locks.  A cs is freed only
+ * in its connection's on_close, after it has been unlinked from every list
+ * that could point at it (peers, waiters, ingest sessions, the coordinator's
+ * requests).
+ *
+ * Frames for a query whose DEPLOY has not arrived yet (an upstream node may
+ * get its DEPLOY first and start sending) are held: the connection pauses,
+ * keeping that one frame, until the DEPLOY comes (qids only grow, and every
+ * node sees every DEPLOY in qid order, so a qid at or below the highest one
+ * seen that is not deployed here belongs to a dropped query: its frames are
+ * dropped).  A frame held longer than NODE_HOLD_MS is dropped with a log line.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cluster/node.h"
+
+/* ------------------------------------------------------------------ logging */
+
+static void log_line(node *n, int level, const char *who, const char *msg)
+{
+    if (level < NET_LOG_INFO && !(n && n->cfg.verbose)) return;
+    struct timespec ts;
+    struct tm tm;
+    char when[32];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(stderr, "%s.%03ldZ %s %s %s%s%s%s\n", when, ts.tv_nsec / 1000000L, n ? n->cfg.name : "ares-node",
+            net_log_level_name(level), who ? "[" : "", who ? who : "", who ? "] " : "", msg);
+}
+
+static void node_net_log(void *ud, int level, const char *who, const char *msg) { log_line(ud, level, who, msg); }
+
+void node_log(node *n, int level, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_line(n, level, NULL, msg);
+}
+
+static void engine_log_fn(void *ctx, const char *msg) { log_line(ctx, NET_LOG_WARN, "engine", msg); }
+
+const char *node_state_name(int state)
+{
+    switch (state) {
+    case WIRE_MEMBER_UP: return "ALIVE";
+    case WIRE_MEMBER_SUSPECT: return "SUSPECT";
+    case WIRE_MEMBER_DEAD: return "DEAD";
+    case WIRE_MEMBER_LEFT: return "LEFT";
+    }
+    return "?";
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static int parse_hostport(const char *s, char *host, size_t hn, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1]) return XE_INVAL;
+    size_t len = (size_t)(colon - s);
+    if (s[0] == '[' && colon[-1] == ']') { s++; len -= 2; } /* [::1]:7000 */
+    if (len >= hn) return XE_INVAL;
+    memcpy(host, s, len);
+    host[len] = 0;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535) return XE_INVAL;
+    *port = (int)p;
+    return 0;
+}
+
+int64_t batch_peek_rows(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    size_t at = 2;
+    if (n < 3 || b[0] != 0xAB) return -1;
+    for (int k = 0; k < 2; k++) {
+        uint64_t v = 0;
+        int shift = 0;
+        for (;;) {
+            if (at >= n || shift > 63) return -1;
+            unsigned char c = b[at++];
+            v |= (uint64_t)(c & 0x7f) << shift;
+            if (!(c & 0x80)) break;
+            shift += 7;
+        }
+        if (k == 1) return (int64_t)v;
+    }
+    return -1;
+}
+
+int res_begin_put(sbuf *b, const fmt_schema *s, int stream)
+{
+    wire_wr w;
+    wire_wr_init(&w, b);
+    wire_put_u8(&w, RES_BEGIN);
+    wire_put_u8(&w, (uint8_t)(stream != 0));
+    wire_put_u16(&w, (uint16_t)s->ncols);
+    for (int i = 0; i < s->ncols; i++) {
+        wire_put_str(&w, s->names[i], strlen(s->names[i]));
+        wire_put_u8(&w, (uint8_t)s->types[i]);
+    }
+    return wire_wr_end(&w, NULL);
+}
+
+/* Sleep in proportion to the work just done, so that --speed X < 1 makes
+ * this node X times as fast as it would be. */
+static void slow_down(node *n, uint64_t t0)
+{
+    if (n->cfg.speed >= 1.0 || n->cfg.speed <= 0) return;
+    uint64_t spent = clock_mono_ns() - t0;
+    double extra = (double)spent * (1.0 / n->cfg.speed - 1.0);
+    if (extra > 1e9) extra = 1e9;
+    struct timespec ts = {(time_t)(extra / 1e9), (long)((uint64_t)extra % 1000000000ull)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+}
+
+/* ------------------------------------------------------------------ peers */
+
+peer *node_peer(node *n, const char *name, size_t len)
+{
+    for (int i = 0; i < n->npeers; i++)
+        if (strlen(n->peers[i]->name) == len && !memcmp(n->peers[i]->name, name, len)) return n->peers[i];
+    return NULL;
+}
+
+peer *node_peer_add(node *n, const char *name, const char *domain, const char *addr)
+{
+    peer *p = node_peer(n, name, strlen(name));
+    if (!p) {
+        peer **v = realloc(n->peers, (size_t)(n->npeers + 1) * sizeof *v);
+        if (!v) return NULL;
+        n->peers = v;
+        if (!(p = calloc(1, sizeof *p))) return NULL;
+        snprintf(p->name, sizeof p->name, "%s", name);
+        p->state = WIRE_MEMBER_UP;
+        n->peers[n->npeers++] = p;
+    }
+    if (domain && domain[0]) snprintf(p->domain, sizeof p->domain, "%s", domain);
+    if (addr && addr[0]) snprintf(p->addr, sizeof p->addr, "%s", addr);
+    return p;
+}
+
+/* Cross-domain latency for tests: frames to nodes of other domains wait. */
+static void apply_link_delay(node *n, cs *s)
+{
+    if (!n->cfg.link_delay_ms || !s->ready || !s->peer || !s->peer->domain[0]) return;
+    net_set_send_delay_ms(s->c, strcmp(s->peer->domain, n->cfg.domain) ? n->cfg.link_delay_ms : 0);
+}
+
+/* ------------------------------------------------------------------ connections */
+
+static void cs_on_ready(net_conn *c, void *ud);
+static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud);
+static void cs_on_writable(net_conn *c, void *ud);
+static void cs_on_close(net_conn *c, int why, const char *msg, void *ud);
+static const net_handlers cs_handlers = {cs_on_ready, cs_on_frame, cs_on_writable, cs_on_close};
+
+static cs *cs_new(node *n, int kind)
+{
+    cs *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->n = n;
+    s->kind = kind;
+    s->next = n->conns;
+    n->conns = s;
+    return s;
+}
+
+/* Paused while waiting on some destination or holding a frame. */
+static void cs_update_pause(cs *s)
+{
+    if (!s->c || s->closing) return;
+    if (s->blocked > 0 || s->held) net_pause(s->c);
+    else net_resume(s->c);
+}
+
+static void wait_on(cs *in, cs *d)
+{
+    for (int i = 0; i < d->nwait; i++)
+        if (d->waiters[i] == in) return;
+    if (d->nwait == d->capwait) {
+        int cap = d->capwait ? 2 * d->capwait : 8;
+        cs **v = realloc(d->waiters, (size_t)cap * sizeof *v);
+        if (!v) return; /* cannot track it: the input keeps flowing */
+        d->waiters = v;
+        d->capwait = cap;
+    }
+    d->waiters[d->nwait++] = in;
+    in->blocked++;
+    cs_update_pause(in);
+}
+
+static void release_waiters(cs *d)
+{
+    int nw = d->nwait;
+    d->nwait = 0;
+    for (int i = 0; i < nw; i++) {
+        cs *w = d->waiters[i];
+        if (w->blocked > 0) w->blocked--;
+        cs_update_pause(w);
+    }
+}
+
+static void ovf_drop(cs *d)
+{
+    if (d->ovf_frames)
+        node_log(d->n, NET_LOG_WARN, "%zu frames (%zu bytes) for %s are lost with its connection", d->ovf_frames,
+                 d->ovf_bytes, d->peer ? d->peer->name : net_peer_addr(d->c));
+    while (d->ovf) {
+        qframe *q = d->ovf;
+        d->ovf = q->next;
+        free(q);
+    }
+    d->ovf_tail = NULL;
+    d->ovf_bytes = d->ovf_frames = 0;
+}
+
+/* Move overflow into the connection's send queue while it takes it. */
+static void ovf_flush(cs *d)
+{
+    if (!d->ready || d->closing) return;
+    while (d->ovf) {
+        qframe *q = d->ovf;
+        int rc = net_send(d->c, q->type, q->flags, q->p, q->len);
+        if (rc == XE_BUSY) return;
+        if (rc < 0) node_log(d->n, NET_LOG_ERROR, "cannot send a %s frame of %zu bytes: %s", wire_type_name(q->type),
+                             q->len, xerr_name(rc));
+        d->ovf = q->next;
+        if (!d->ovf) d->ovf_tail = NULL;
+        d->ovf_bytes -= q->len;
+        d->ovf_frames--;
+        free(q);
+    }
+    release_waiters(d);
+}
+
+int cs_send(cs *d, uint8_t type, uint16_t flags, const void *p, size_t len)
+{
+    if (!d || d->closing) return XE_IO;
+    if (d->ready && !d->ovf) {
+        int rc = net_send(d->c, type, flags, p, len);
+        if (rc != XE_BUSY) return rc;
+    }
+    qframe *q = malloc(sizeof *q + len);
+    if (!q) return XE_NOMEM;
+    q->next = NULL;
+    q->type = type;
+    q->flags = flags;
+    q->len = len;
+    if (len) memcpy(q->p, p, len);
+    if (d->ovf_tail) d->ovf_tail->next = q;
+    else d->ovf = q;
+    d->ovf_tail = q;
+    d->ovf_bytes += len;
+    d->ovf_frames++;
+    if (d->n->cur_in) wait_on(d->n->cur_in, d);
+    return 0;
+}
+
+int cs_send_msg(cs *d, const wire_msg *m)
+{
+    sbuf b;
+    sbuf_init(&b);
+    int rc = wire_msg_payload(&b, m, NULL);
+    if (!rc) rc = cs_send(d, m->type, m->flags, b.p, b.len);
+    sbuf_fini(&b);
+    return rc;
+}
+
+int cs_result(cs *d, uint64_t req, uint16_t flags, int part, uint32_t nrows, const void *p, size_t len)
+{
+    sbuf b;
+    sbuf_init(&b);
+    unsigned char h[13];
+    be64_put(h, req);
+    be32_put(h + 8, nrows);
+    h[12] = (unsigned char)part;
+    int rc = sbuf_add(&b, h, sizeof h);
+    if (!rc && len) rc = sbuf_add(&b, p, len);
+    if (!rc) rc = cs_send(d, WIRE_RESULT, flags, b.p, b.len);
+    sbuf_fini(&b);
+    return rc;
+}
+
+int cs_error(cs *d, uint64_t req, int code, const char *msg)
+{
+    wire_msg m = {.type = WIRE_ERROR};
+    m.u.error.req_id = req;
+    m.u.error.code = code;
+    size_t len = strlen(msg);
+    m.u.error.msg = (wire_str){msg, (uint32_t)(len > 4000 ? 4000 : len)};
+    return cs_send_msg(d, &m);
+}
+
+cs *node_link(node *n, peer *p)
+{
+    if (p->link) return p->link;
+    if (p->is_coord && n->coord_link) return n->coord_link;
+    char host[128];
+    int port;
+    if (!p->addr[0] || parse_hostport(p->addr, host, sizeof host, &port)) {
+        node_log(n, NET_LOG_ERROR, "no address for node %s", p->name);
+        return NULL;
+    }
+    cs *s = cs_new(n, CS_NODE);
+    if (!s) return NULL;
+    s->peer = p;
+    xerr err;
+    if (net_connect(n->net, host, port, 0, &cs_handlers, s, &s->c, &err)) {
+        node_log(n, NET_LOG_ERROR, "cannot connect to %s at %s: %s", p->name, p->addr, err.msg);
+        n->conns = s->next;
+        free(s);
+        return NULL;
+    }
+    p->link = s;
+    node_log(n, NET_LOG_DEBUG, "connecting to %s at %s", p->name, p->addr);
+    return s;
+}
+
+static void send_join(node *n, cs *s)
+{
+    wire_msg m = {.type = WIRE_JOIN};
+    m.u.join.name = wire_str_of(n->cfg.name);
+    m.u.join.domain = wire_str_of(n->cfg.domain);
+    m.u.join.addr = wire_str_of(n->addr);
+    m.u.join.slots = (uint32_t)n->cfg.slots;
+    m.u.join.speed_milli = (uint32_t)(n->cfg.speed * 1000.0 + 0.5);
+    cs_send_msg(s, &m);
+}
+
+static void connect_coordinator(node *n)
+{
+    char host[128];
+    int port;
+    if (parse_hostport(n->cfg.join, host, sizeof host, &port)) return;
+    cs *s = cs_new(n, CS_NODE);
+    if (!s) return;
+    xerr err;
+    if (net_connect(n->net, host, port, 0, &cs_handlers, s, &s->c, &err)) {
+        node_log(n, NET_LOG_ERROR, "cannot connect to the coordinator at %s: %s", n->cfg.join, err.msg);
+        n->conns = s->next;
+        free(s);
+        n->coord_retry_at = clock_wall_ms() + NODE_RETRY_MS;
+        return;
+    }
+    n->coord_link = s;
+}
+
+static void cs_on_ready(net_conn *c, void *ud)
+{
+    cs *s = ud;
+    node *n = s->n;
+    s->ready = 1;
+    if (s == n->coord_link) {
+        const char *name = net_peer_name(c);
+        if (net_peer_role(c) != WIRE_ROLE_COORDINATOR) {
+            node_log(n, NET_LOG_ERROR, "%s at %s is not a coordinator; retrying", name, n->cfg.join);
+            net_close(c, "not a coordinator");
+            return;
+        }
+        peer *p = node_peer_add(n, name, NULL, n->cfg.join);
+        if (p) {
+            p->is_coord = 1;
+            p->link = s;
+            s->peer = p;
+        }
+        node_log(n, NET_LOG_INFO, "connected to the coordinator %s at %s; joining as %s (domain %s)", name, n->cfg.join,
+                 n->cfg.name, n->cfg.domain);
+        send_join(n, s);
+    }
+    apply_link_delay(n, s);
+    ovf_flush(s);
+}
+
+/* An accepted connection finished its handshake. */
+static void lis_on_ready(net_conn *c, void *ud)
+{
+    node *n = ud;
+    int role = net_peer_role(c);
+    if (role == WIRE_ROLE_CLIENT && !n->co) {
+        wire_msg em = {.type = WIRE_ERROR};
+        em.u.error.code = XE_INVAL;
+        em.u.error.msg = wire_str_of("this node is not the coordinator: connect to the coordinator's address");
+        sbuf b;
+        sbuf_init(&b);
+        if (!wire_msg_payload(&b, &em, NULL)) net_send_ctl(c, WIRE_ERROR, 0, b.p, b.len);
+        sbuf_fini(&b);
+        net_log(n->net, c, NET_LOG_WARN, "a client connected to a node that is not the coordinator");
+        net_close(c, "this node is not the coordinator");
+        return;
+    }
+    cs *s = cs_new(n, role == WIRE_ROLE_CLIENT ? CS_CLIENT : CS_NODE);
+    if (!s) {
+        net_abort(c, NET_CLOSE_LOCAL, "out of memory");
+        return;
+    }
+    s->c = c;
+    s->ready = 1;
+    net_set_handlers(c, &cs_handlers, s);
+    if (s->kind == CS_NODE) {
+        const char *name = net_peer_name(c);
+        peer *p = node_peer_add(n, name, NULL, NULL);
+        s->peer = p;
+        if (p && !p->link) p->link = s;
+        apply_link_delay(n, s);
+    }
+    if (n->co) coord_ready(n, s);
+}
+
+static const net_handlers lis_handlers = {lis_on_ready, NULL, NULL, NULL};
+
+static void cs_on_writable(net_conn *c, void *ud)
+{
+    (void)c;
+    ovf_flush(ud);
+}
+
+static void ingsess_free(node *n, ingsess *g, int end);
+
+static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
+{
+    (void)c;
+    cs *s = ud;
+    node *n = s->n;
+    s->closing = 1;
+    if (!n->stopping)
+        node_log(n, why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER ? NET_LOG_INFO : NET_LOG_WARN,
+                 "connection to %s %s: %s", s->peer ? s->peer->name : s->kind == CS_CLIENT ? "a client" : "?",
+                 net_close_name(why), msg ? msg : "");
+    if (n->co) coord_closed(n, s);
+    /* unlink from everything that may point at s */
+    for (int i = 0; i < n->npeers; i++)
+        if (n->peers[i]->link == s) {
+            n->peers[i]->link = NULL;
+            n->peers[i]->retry_at = clock_wall_ms() + NODE_RETRY_MS;
+        }
+    if (n->coord_link == s) {
+        n->coord_link = NULL;
+        n->coord_retry_at = clock_wall_ms() + NODE_RETRY_MS;
+    }
+    if (n->cur_in == s) n->cur_in = NULL;
+    for (cs *o = n->conns; o; o = o->next)
+        for (int i = 0; i < o->nwait; i++)
+            if (o->waiters[i] == s) o->waiters[i--] = o->waiters[--o->nwait];
+    for (ingsess **pp = &n->ings; *pp;) {
+        ingsess *g = *pp;
+        if (g->from == s) {
+            *pp = g->next;
+            g->next = NULL;
+            ingsess_free(n, g, 0);
+        } else
+            pp = &g->next;
+    }
+    ovf_drop(s);
+    release_waiters(s);
+    free(s->waiters);
+    free(s->held);
+    for (cs **pp = &n->conns; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    free(s);
+}
+
+/* ------------------------------------------------------------------ deployed queries */
+
+int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
+{
+    wire_rd r;
+    wire_rd_init(&r, p, n);
+    memset(d, 0, sizeof *d);
+    uint8_t ver;
+    uint16_t nn, no;
+    uint32_t nt;
+    wire_get_u8(&r, &ver);
+    wire_get_u16(&r, &nn);
+    if (!r.err && (ver != 1 || nn == 0 || nn > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (version %u, %u nodes)", ver, nn);
+    d->nnodes = nn;
+    for (int i = 0; i < nn; i++) {
+        wire_get_str(&r, &d->names[i]);
+        wire_get_str(&r, &d->addrs[i]);
+        wire_get_str(&r, &d->domains[i]);
+    }
+    wire_get_u16(&r, &no);
+    if (!r.err && (no == 0 || no > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (%u operators)", no);
+    d->nops = no;
+    for (int i = 0; i < no; i++) {
+        uint16_t v;
+        wire_get_u16(&r, &v);
+        d->par[i] = v;
+    }
+    wire_get_u32(&r, &nt);
+    if (!r.err && (nt == 0 || nt > 65536)) return xerr_set(err, XE_PROTO, "bad deploy plan (%u tasks)", nt);
+    d->ntasks = (int)nt;
+    if (r.err) return wire_rd_end(&r, 1, err);
+    if (!(d->assign = calloc(nt, sizeof *d->assign))) return xerr_set(err, XE_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < nt; i++) {
+        wire_get_u16(&r, &d->assign[i]);
+        if (!r.err && d->assign[i] >= nn) {
+            free(d->assign);
+            d->assign = NULL;
+            return xerr_set(err, XE_PROTO, "bad deploy plan (task on node %u of %u)", d->assign[i], nn);
+        }
+    }
+    wire_get_blob(&r, &d->sql);
+    int rc = wire_rd_end(&r, 1, err);
+    if (rc) {
+        free(d->assign);
+        d->assign = NULL;
+    }
+    return rc;
+}
+
+static dep *dep_find(node *n, uint32_t qid)
+{
+    for (dep *d = n->deps; d; d = d->next)
+        if (d->qid == qid) return d;
+    return NULL;
+}
+
+static void dep_free(dep *d)
+{
+    if (!d) return;
+    free(d->par);
+    free(d->base);
+    free(d->assign);
+    free(d->nodes);
+    free(d);
+}
+
+/* The engine has rows for a task on another node. */
+static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const void *p, size_t len)
+{
+    dep *d = ctx;
+    node *n = d->n;
+    if (op < 0 || op >= d->nops || task < 0 || task >= d->par[op]) return XE_INVAL;
+    peer *to = d->nodes[d->assign[d->base[op] + task]];
+    if (!to) return XE_INVAL;
+    cs *l = node_link(n, to);
+    if (!l) return XE_IO;
+    int64_t rows = batch_peek_rows(p, len);
+    unsigned char h[36];
+    be64_put(h, qid);
+    be32_put(h + 8, CHAN(op, side, task));
+    be64_put(h + 12, 0);
+    be64_put(h + 20, ++n->out_batches);
+    be32_put(h + 28, (uint32_t)(rows < 0 ? 0 : rows));
+    sbuf b;
+    sbuf_init(&b);
+    int rc = sbuf_add(&b, h, 32);
+    if (!rc) rc = sbuf_add(&b, p, len);
+    if (!rc) rc = cs_send(l, WIRE_BATCH, 0, b.p, b.len);
+    if (!rc) {
+        n->out_rows += (uint64_t)(rows < 0 ? 0 : rows);
+        n->out_batch_bytes += b.len + WIRE_HDR_SIZE;
+    }
+    sbuf_fini(&b);
+    return rc;
+}
+
+/* An upstream task's watermark: every other node running a task of op hears it. */
+static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm)
+{
+    dep *d = ctx;
+    node *n = d->n;
+    if (op < 0 || op >= d->nops) return XE_INVAL;
+    unsigned char h[20];
+    be64_put(h, qid);
+    be32_put(h + 8, CHAN(op, side, from_task));
+    be64_put(h + 12, (uint64_t)wm);
+    for (int t = 0; t < d->par[op]; t++) {
+        int ni = d->assign[d->base[op] + t], seen = 0;
+        for (int u = 0; u < t; u++)
+            if (d->assign[d->base[op] + u] == ni) seen = 1;
+        if (seen || !d->nodes[ni]) continue;
+        cs *l = node_link(n, d->nodes[ni]);
+        if (!l) return XE_IO;
+        int rc = cs_send(l, WIRE_WATERMARK, 0, h, sizeof h);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static void release_held(node *n);
+
+int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_out *out, xerr *err)
+{
+    if (dep_find(n, qid)) return 0; /* a DEPLOY repeated after a reconnect */
+    deploy_plan dp;
+    int rc = deploy_plan_get(plan, len, &dp, err);
+    if (rc) return rc;
+    dep *d = calloc(1, sizeof *d);
+    unsigned char *own = calloc((size_t)dp.ntasks, 1);
+    char *sql = malloc((size_t)dp.sql.n + 1);
+    if (!d || !own || !sql || !(d->par = calloc((size_t)dp.nops, sizeof(int))) ||
+        !(d->base = calloc((size_t)dp.nops, sizeof(int))) || !(d->assign = calloc((size_t)dp.ntasks, sizeof(int))) ||
+        !(d->nodes = calloc((size_t)dp.nnodes, sizeof(peer *)))) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto fail;
+    }
+    d->n = n;
+    d->qid = qid;
+    d->nops = dp.nops;
+    d->ntasks = dp.ntasks;
+    d->nnodes = dp.nnodes;
+    int g = 0;
+    for (int i = 0; i < dp.nops; i++) {
+        d->par[i] = dp.par[i];
+        d->base[i] = g;
+        g += dp.par[i];
+    }
+    if (g != dp.ntasks) {
+        rc = xerr_set(err, XE_PROTO, "deploy plan: operators have %d tasks, the assignment %d", g, dp.ntasks);
+        goto fail;
+    }
+    for (int i = 0; i < dp.nnodes; i++) {
+        char name[WIRE_NAME_MAX + 1], addr[128], dom[WIRE_NAME_MAX + 1];
+        snprintf(name, sizeof name, "%.*s", (int)dp.names[i].n, dp.names[i].p);
+        snprintf(addr, sizeof addr, "%.*s", (int)dp.addrs[i].n, dp.addrs[i].p);
+        snprintf(dom, sizeof dom, "%.*s", (int)dp.domains[i].n, dp.domains[i].p);
+        if (!strcmp(name, n->cfg.name)) continue;
+        if (!(d->nodes[i] = node_peer_add(n, name, dom, addr))) {
+            rc = xerr_set(err, XE_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    for (int t = 0; t < dp.ntasks; t++) {
+        d->assign[t] = dp.assign[t];
+        own[t] = d->nodes[dp.assign[t]] == NULL;
+    }
+    memcpy(sql, dp.sql.p, dp.sql.n);
+    sql[dp.sql.n] = 0;
+    d->hooks = (engine_remote){d, hook_batch, hook_wm};
+    if ((rc = engine_deploy(n->eng, qid, sql, own, dp.ntasks, &d->hooks, out, err))) goto fail;
+    d->next = n->deps;
+    n->deps = d;
+    if (qid > n->max_qid) n->max_qid = qid;
+    int mine = 0;
+    for (int t = 0; t < dp.ntasks; t++) mine += own[t];
+    node_log(n, NET_LOG_INFO, "query %u deployed: %d of its %d tasks run here", qid, mine, dp.ntasks);
+    free(own);
+    free(sql);
+    free(dp.assign);
+    release_held(n);
+    return 0;
+fail:
+    dep_free(d);
+    free(own);
+    free(sql);
+    free(dp.assign);
+    return rc;
+}
+
+int node_undeploy(node *n, uint32_t qid, xerr *err)
+{
+    if (qid > n->max_qid) n->max_qid = qid;
+    dep **pp = &n->deps;
+    while (*pp && (*pp)->qid != qid) pp = &(*pp)->next;
+    if (!*pp) return 0;
+    dep *d = *pp;
+    int rc = engine_undeploy(n->eng, qid, err);
+    *pp = d->next;
+    dep_free(d);
+    node_log(n, NET_LOG_INFO, "query %u undeployed", qid);
+    release_held(n);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ data frames */
+
+/* Hand a BATCH or WATERMARK to the engine.  Returns 1 when it must wait for
+ * its query's DEPLOY. */
+static int data_frame(node *n, cs *s, const wire_msg *m)
+{
+    uint32_t qid = (uint32_t)(m->type == WIRE_BATCH ? m->u.batch.query_id : m->u.watermark.query_id);
+    if (!dep_find(n, qid)) {
+        if (qid > n->max_qid) return 1;
+        node_log(n, NET_LOG_DEBUG, "a %s for query %u, which is no longer deployed here, is dropped",
+                 wire_type_name(m->type), qid);
+        return 0;
+    }
+    xerr err;
+    xerr_clear(&err);
+    uint64_t t0 = clock_mono_ns();
+    cs *saved = n->cur_in;
+    n->cur_in = s;
+    int rc;
+    if (m->type == WIRE_BATCH) {
+        uint32_t ch = m->u.batch.channel;
+        n->in_batches++;
+        rc = engine_remote_batch(n->eng, qid, CHAN_OP(ch), CHAN_TASK(ch), CHAN_SIDE(ch), m->u.batch.rows.p,
+                                 m->u.batch.rows.n, &err);
+    } else {
+        uint32_t ch = m->u.watermark.channel;
+        rc = engine_remote_watermark(n->eng, qid, CHAN_OP(ch), CHAN_SIDE(ch), CHAN_TASK(ch), m->u.watermark.wm, &err);
+    }
+    n->cur_in = saved;
+    if (rc) node_log(n, NET_LOG_ERROR, "query %u: %s from %s: %s", qid, wire_type_name(m->type),
+                     s->peer ? s->peer->name : "?", err.msg[0] ? err.msg : xerr_name(rc));
+    slow_down(n, t0);
+    return 0;
+}
+
+static void hold(cs *s, const wire_frame *f)
+{
+    qframe *q = malloc(sizeof *q + f->length);
+    if (!q) {
+        node_log(s->n, NET_LOG_ERROR, "out of memory holding a frame: dropped");
+        return;
+    }
+    q->next = NULL;
+    q->type = f->type;
+    q->flags = f->flags;
+    q->len = f->length;
+    memcpy(q->p, f->payload, f->length);
+    s->held = q;
+    s->held_since = clock_wall_ms();
+    cs_update_pause(s);
+}
+
+/* A DEPLOY or UNDEPLOY came: held frames may go on now. */
+static void release_held(node *n)
+{
+    for (cs *s = n->conns; s; s = s->next) {
+        if (!s->held || s->closing) continue;
+        qframe *q = s->held;
+        wire_frame f = {1, q->type, q->flags, (uint32_t)q->len, q->p};
+        wire_msg m;
+        if (wire_msg_get(&f, &m, NULL) == 0 && data_frame(n, s, &m) == 1) continue;
+        s->held = NULL;
+        free(q);
+        cs_update_pause(s);
+    }
+}
+
+static void held_timeouts(node *n)
+{
+    int64_t now = clock_wall_ms();
+    for (cs *s = n->conns; s; s = s->next)
+        if (s->held && now - s->held_since > NODE_HOLD_MS) {
+            node_log(n, NET_LOG_WARN, "a %s from %s waited %d ms for its query's deployment: dropped",
+                     wire_type_name(s->held->type), s->peer ? s->peer->name : "?", NODE_HOLD_MS);
+            free(s->held);
+            s->held = NULL;
+            cs_update_pause(s);
+        }
+}
+
+/* ------------------------------------------------------------------ ingest at the home node */
+
+static void ing_reject(void *ctx, int64_t line, const char *msg)
+{
+    ingsess *g = ctx;
+    g->rejected++;
+    if (g->shown >= FMT_KEEP_REJECTS) return;
+    g->shown++;
+    sbuf b;
+    sbuf_init(&b);
+    wire_wr w;
+    wire_wr_init(&w, &b);
+    wire_put_i64(&w, line);
+    wire_put_blob(&w, msg, strlen(msg));
+    if (!wire_wr_end(&w, NULL)) cs_result(g->from, g->req, 0, RES_REJECT, 0, b.p, b.len);
+    sbuf_fini(&b);
+}
+
+static void ingsess_free(node *n, ingsess *g, int end)
+{
+    if (g->in) {
+        xerr err;
+        exec_ingest_stats st;
+        if (exec_ingest_close(g->in, end, &st, &err)) node_log(n, NET_LOG_WARN, "closing an ingest: %s", err.msg);
+    }
+    free(g);
+}
+
+static void send_done(cs *to, uint64_t req, int64_t lines, int64_t rows, int64_t rejected)
+{
+    unsigned char b[24];
+    be64_put(b, (uint64_t)lines);
+    be64_put(b + 8, (uint64_t)rows);
+    be64_put(b + 16, (uint64_t)rejected);
+    cs_result(to, req, WIRE_F_LAST, RES_DONE, 0, b, sizeof b);
+}
+
+void node_ingest(node *n, cs *from, const wire_msg *m)
+{
+    const __typeof__(m->u.ingest) *in = &m->u.ingest;
+    ingsess **pp = &n->ings;
+    while (*pp && !((*pp)->from == from && (*pp)->req == in->req_id)) pp = &(*pp)->next;
+    ingsess *g = *pp;
+    xerr err;
+    xerr_clear(&err);
+    int rc = 0;
+    if (!g) {
+        if (!(g = calloc(1, sizeof *g))) {
+            cs_error(from, in->req_id, XE_NOMEM, "out of memory");
+            return;
+        }
+        g->from = from;
+        g->req = in->req_id;
+        g->next = n->ings;
+        n->ings = g;
+        pp = &n->ings;
+        char stream[512];
+        snprintf(stream, sizeof stream, "%.*s", (int)in->stream.n, in->stream.p);
+        exec_ingest_opts o;
+        memset(&o, 0, sizeof o);
+        o.format = in->format == FMT_JSON ? FMT_JSON : FMT_CSV;
+        o.header = in->header <= FMT_HEADER_NO ? (fmt_header)in->header : FMT_HEADER_AUTO;
+        o.on_reject = ing_reject;
+        o.ctx = g;
+        if ((rc = exec_ingest_open(n->eng, stream, &o, &g->in, &err))) {
+            g->failed = 1;
+            cs_error(from, in->req_id, rc, err.msg);
+        } else
+            node_log(n, NET_LOG_INFO, "ingest into %s started", stream);
+    }
+    if (!g->failed && in->data.n) {
+        uint64_t t0 = clock_mono_ns();
+        cs *saved = n->cur_in;
+        n->cur_in = from;
+        rc = exec_ingest_feed(g->in, in->data.p, in->data.n, &err);
+        n->cur_in = saved;
+        slow_down(n, t0);
+        if (rc) {
+            g->failed = 1;
+            cs_error(from, in->req_id, rc, err.msg);
+            exec_ingest_close(g->in, 0, NULL, &err);
+            g->in = NULL;
+        }
+    }
+    if (!(m->flags & WIRE_F_LAST)) return;
+    /* the last chunk: unlink, close, answer */
+    for (pp = &n->ings; *pp && *pp != g; pp = &(*pp)->next) {}
+    if (*pp) *pp = g->next;
+    if (!g->failed) {
+        exec_ingest_stats st;
+        memset(&st, 0, sizeof st);
+        cs *saved = n->cur_in;
+        n->cur_in = from;
+        rc = exec_ingest_close(g->in, in->end, &st, &err);
+        n->cur_in = saved;
+        g->in = NULL;
+        if (rc) cs_error(from, in->req_id, rc, err.msg);
+        else {
+            if (st.rejected < g->rejected) st.rejected = g->rejected;
+            node_log(n, NET_LOG_INFO, "ingest of %.*s done: %lld rows, %lld rejected%s", (int)in->stream.n,
+                     in->stream.p, (long long)st.rows, (long long)st.rejected, in->end ? ", stream ended" : "");
+            send_done(from, in->req_id, st.lines, st.rows, st.rejected);
+        }
+    }
+    ingsess_free(n, g, 0);
+}
+
+/* ------------------------------------------------------------------ statements from the coordinator */
+
+typedef struct fwd {
+    cs *to;
+    uint64_t req;
+} fwd;
+
+static void fwd_notice(void *ctx, const char *msg)
+{
+    fwd *f = ctx;
+    cs_result(f->to, f->req, 0, RES_NOTICE, 0, msg, strlen(msg));
+}
+
+static void has_name(void *ctx, const char *name)
+{
+    const char **want = ctx;
+    if (*want && !strcasecmp(*want, name)) *want = NULL;
+}
+
+void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
+{
+    uint64_t req = m->u.query.req_id;
+    parse_result *r = NULL;
+    parse_sql(m->u.query.sql.p, m->u.query.sql.n, &r);
+    if (!r || r->nerrors) {
+        cs_error(from, req, XE_SYNTAX, r ? r->errors[0].msg : "out of memory");
+        parse_result_free(r);
+        return;
+    }
+    fwd f = {from, req};
+    exec_out out = {.ctx = &f, .notice = fwd_notice};
+    xerr err;
+    xerr_clear(&err);
+    int rc = 0;
+    for (int i = 0; i < r->nstmts && !rc; i++) {
+        ast_stmt *st = r->stmts[i];
+        if (st->kind == ST_CREATE_STREAM) {
+            /* the catalog replayed after a restart: a stream kept here is skipped */
+            const char *want = st->name;
+            engine_names(n->eng, 0, has_name, &want);
+            if (!want) continue;
+        }
+        if (st->kind == ST_DROP_STREAM) {
+            const char *want = st->name;
+            engine_names(n->eng, 0, has_name, &want);
+            if (want) continue;
+        }
+        cs *saved = n->cur_in;
+        n->cur_in = from;
+        rc = engine_exec(n->eng, st, &out, &err);
+        n->cur_in = saved;
+    }
+    parse_result_free(r);
+    if (rc) cs_error(from, req, rc, err.msg[0] ? err.msg : xerr_name(rc));
+    else send_done(from, req, 0, 0, 0);
+}
+
+/* ------------------------------------------------------------------ frames */
+
+static void node_membership(node *n, const wire_msg *m)
+{
+    wire_rd r;
+    wire_rd_init(&r, m->u.membership.entries.p, m->u.membership.entries.n);
+    for (uint32_t i = 0; i < m->u.membership.count; i++) {
+        wire_member mm;
+        if (wire_get_member(&r, &mm)) break;
+        char name[WIRE_NAME_MAX + 1], dom[WIRE_NAME_MAX + 1], addr[128];
+        snprintf(name, sizeof name, "%.*s", (int)mm.name.n, mm.name.p);
+        if (!strcmp(name, n->cfg.name)) continue;
+        snprintf(dom, sizeof dom, "%.*s", (int)mm.domain.n, mm.domain.p);
+        snprintf(addr, sizeof addr, "%.*s", (int)mm.addr.n, mm.addr.p);
+        peer *p = node_peer_add(n, name, dom, addr);
+        if (!p) continue;
+        p->state = mm.state;
+        p->slots = mm.slots;
+        p->speed_milli = mm.speed_milli;
+        if (p->link) apply_link_delay(n, p->link);
+    }
+}
+
+static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
+{
+    cs *s = ud;
+    node *n = s->n;
+    wire_msg m;
+    xerr err;
+    if (wire_msg_get(f, &m, &err)) {
+        net_abort(c, NET_CLOSE_PROTO, "%s", err.msg);
+        return;
+    }
+    int from_coord = s->kind == CS_NODE && net_peer_role(c) == WIRE_ROLE_COORDINATOR;
+    switch (m.type) {
+    case WIRE_BATCH:
+    case WIRE_WATERMARK:
+        if (s->kind != CS_NODE) break;
+        if (data_frame(n, s, &m) == 1) hold(s, f);
+        return;
+    case WIRE_MEMBERSHIP:
+        if (!from_coord) break;
+        node_membership(n, &m);
+        return;
+    case WIRE_DEPLOY:
+    case WIRE_UNDEPLOY: {
+        if (!from_coord) break;
+        xerr_clear(&err);
+        uint64_t req = m.type == WIRE_DEPLOY ? m.u.deploy.epoch : m.u.undeploy.epoch;
+        uint32_t qid = (uint32_t)(m.type == WIRE_DEPLOY ? m.u.deploy.query_id : m.u.undeploy.query_id);
+        int rc = m.type == WIRE_DEPLOY ? node_deploy(n, qid, m.u.deploy.plan.p, m.u.deploy.plan.n, NULL, &err)
+                                       : node_undeploy(n, qid, &err);
+        if (rc) {
+            node_log(n, NET_LOG_ERROR, "%s of query %u: %s", wire_type_name(m.type), qid, err.msg);
+            cs_error(s, req, rc, err.msg);
+        } else {
+            wire_msg a = {.type = WIRE_ACK};
+            a.u.ack.query_id = qid;
+            a.u.ack.epoch = req;
+            cs_send_msg(s, &a);
+        }
+        return;
+    }
+    case WIRE_QUERY:
+        if (from_coord) {
+            node_exec_from_coord(n, s, &m);
+            return;
+        }
+        break;
+    case WIRE_INGEST:
+        if (from_coord) {
+            node_ingest(n, s, &m);
+            return;
+        }
+        break;
+    case WIRE_ERROR:
+        if (!n->co) {
+            node_log(n, NET_LOG_WARN, "error from %s: %.*s", s->peer ? s->peer->name : "?", (int)m.u.error.msg.n,
+                     m.u.error.msg.p);
+            return;
+        }
+        break;
+    default: break;
+    }
+    if (n->co) {
+        coord_frame(n, s, &m, f);
+        return;
+    }
+    net_log(n->net, c, NET_LOG_WARN, "unexpected %s frame: closing", wire_type_name(m.type));
+    net_abort(c, NET_CLOSE_PROTO, "unexpected %s frame", wire_type_name(m.type));
+}
+
+/* ------------------------------------------------------------------ timers, signals, the run */
+
+static void on_tick(uv_timer_t *t)
+{
+    node *n = t->data;
+    static int ticks;
+    if (!n->co && !n->coord_link && clock_wall_ms() >= n->coord_retry_at) connect_coordinator(n);
+    held_timeouts(n);
+    if (n->co) coord_tick(n);
+    if (++ticks % 10 == 0) {
+        xerr err;
+        if (engine_commit(n->eng, &err)) node_log(n, NET_LOG_ERROR, "commit: %s", err.msg);
+    }
+}
+
+static void on_signal(uv_signal_t *h, int signo)
+{
+    node *n = h->data;
+    node_log(n, NET_LOG_INFO, "%s: stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
+    n->stopping = 1;
+    uv_stop(n->loop);
+}
+
+static int check_name(const char *what, const char *v, xerr *err)
+{
+    if (!v || !wire_name_ok(v, strlen(v)))
+        return xerr_set(err, XE_INVAL, "%s '%s' must be 1-64 characters of A-Z a-z 0-9 . _ : -", what, v ? v : "");
+    return 0;
+}
+
+int node_run(const node_config *cfg, xerr *err)
+{
+    node nn, *n = &nn;
+    memset(n, 0, sizeof *n);
+    n->cfg = *cfg;
+    if (n->cfg.slots <= 0) n->cfg.slots = NODE_DEFAULT_SLOTS;
+    if (n->cfg.speed <= 0) n->cfg.speed = 1.0;
+    if (!n->cfg.domain) n->cfg.domain = "default";
+    int rc;
+    if ((rc = check_name("node name", n->cfg.name, err)) || (rc = check_name("domain", n->cfg.domain, err))) return rc;
+    if (!n->cfg.listen || parse_hostport(n->cfg.listen, n->listen_host, sizeof n->listen_host, &n->listen_port))
+        return xerr_set(err, XE_INVAL, "--listen needs HOST:PORT, not '%s'", n->cfg.listen ? n->cfg.listen : "");
+    if (!n->cfg.coordinator && !n->cfg.join) return xerr_set(err, XE_INVAL, "a node that is not the coordinator needs --join HOST:PORT");
+    if (!n->cfg.secret_file) return xerr_set(err, XE_INVAL, "a cluster secret is required: --secret-file FILE");
+    if ((rc = auth_secret_load(n->cfg.secret_file, &n->secret, 0, err))) return rc;
+    if (n->secret.warning[0]) node_log(n, NET_LOG_WARN, "%s", n->secret.warning);
+
+    engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.data_dir = n->cfg.data_dir;
+    eo.log = engine_log_fn;
+    eo.log_ctx = n;
+    if ((rc = engine_open(&eo, &n->eng, err))) goto out_secret;
+    n->loop = engine_loop(n->eng);
+
+    net_config nc;
+    memset(&nc, 0, sizeof nc);
+    nc.name = n->cfg.name;
+    nc.role = n->cfg.coordinator ? WIRE_ROLE_COORDINATOR : WIRE_ROLE_NODE;
+    nc.secret = &n->secret;
+    nc.max_frame = 4u * 1024 * 1024;
+    nc.log = node_net_log;
+    nc.log_ud = n;
+    nc.log_level = n->cfg.verbose ? NET_LOG_DEBUG : NET_LOG_INFO;
+    if ((rc = net_ctx_new(n->loop, &nc, &n->net, err))) goto out_engine;
+    if ((rc = net_listen(n->net, n->listen_host, n->listen_port, &lis_handlers, n, &n->lis, err))) goto out_net;
+    n->listen_port = net_listener_port(n->lis);
+    snprintf(n->addr, sizeof n->addr, "%.63s:%d", n->listen_host, n->listen_port);
+    if (n->cfg.coordinator && (rc = coord_start(n, err))) goto out_net;
+
+    uv_timer_init(n->loop, &n->tick);
+    n->tick.data = n;
+    uv_timer_start(&n->tick, on_tick, NODE_TICK_MS, NODE_TICK_MS);
+    for (int i = 0; i < 2; i++) {
+        uv_signal_init(n->loop, &n->sig[i]);
+        n->sig[i].data = n;
+        uv_signal_start(&n->sig[i], on_signal, i ? SIGTERM : SIGINT);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    node_log(n, NET_LOG_INFO, "ares-node %s (domain %s, %d slots, speed %g) listening on %s, data in %s%s", n->cfg.name,
+             n->cfg.domain, n->cfg.slots, n->cfg.speed, n->addr, engine_dir(n->eng),
+             n->cfg.coordinator ? ", coordinator" : "");
+    if (!n->cfg.coordinator) connect_coordinator(n);
+
+    uv_run(n->loop, UV_RUN_DEFAULT);
+
+    node_log(n, NET_LOG_INFO, "stats: batch_frames_out=%llu rows_out=%llu batch_bytes_out=%llu batch_frames_in=%llu",
+             (unsigned long long)n->out_batches, (unsigned long long)n->out_rows,
+             (unsigned long long)n->out_batch_bytes, (unsigned long long)n->in_batches);
+    n->stopping = 1;
+    if (n->co) coord_stop(n);
+    uv_timer_stop(&n->tick);
+    uv_close((uv_handle_t *)&n->tick, NULL);
+    for (int i = 0; i < 2; i++) uv_close((uv_handle_t *)&n->sig[i], NULL);
+    net_ctx_free(n->net);
+    n->net = NULL;
+    for (int i = 0; i < 50 && n->conns; i++) uv_run(n->loop, UV_RUN_NOWAIT);
+    while (n->ings) {
+        ingsess *g = n->ings;
+        n->ings = g->next;
+        ingsess_free(n, g, 0);
+    }
+    while (n->deps) {
+        dep *d = n->deps;
+        n->deps = d->next;
+        dep_free(d);
+    }
+    engine_close(n->eng);
+    for (int i = 0; i < n->npeers; i++) free(n->peers[i]);
+    free(n->peers);
+    auth_secret_fini(&n->secret);
+    node_log(n, NET_LOG_INFO, "stopped");
+    return 0;
+out_net:
+    net_ctx_free(n->net);
+    for (int i = 0; i < 50; i++) uv_run(n->loop, UV_RUN_NOWAIT);
+out_engine:
+    engine_close(n->eng);
+out_secret:
+    auth_secret_fini(&n->secret);
+    return rc;
+}

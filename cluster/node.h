@@ -1,0 +1,223 @@
+/*
+ * node.h (internal to cluster/): the node runtime shared by node.c (every
+ * node: connections, the mesh, deployed tasks, remote batches, ingest at a
+ * stream's home), coord.c (the coordinator: membership, catalog, placement,
+ * client statements) and client.c (the RESULT parts a client decodes).
+ *
+ * Everything runs on the engine's libuv loop (engine_loop): one thread, no
+ * locks.  A connection's state (cs) is freed only in its on_close.
+ *
+ * Ordering.  A sender uses one connection per destination node (peer->link)
+ * for BATCH and WATERMARK frames, so the rows an upstream task sends and the
+ * watermark that follows them arrive in that order.  Between a node and the
+ * coordinator the link is the node's JOIN connection, both ways.
+ *
+ * Backpressure (docs/operations.md, "Memory"): a frame that cannot go out
+ * at once (net_send said XE_BUSY, or the connection is not ready yet) waits
+ * in the destination's overflow queue, in order, and nothing is ever dropped.
+ * While a destination has overflow, every connection whose input produced
+ * frames for it is paused (net_pause: TCP then slows the sender) and resumes
+ * when the overflow has drained.  So a node holds at most send_hwm + the
+ * output of one input frame per destination.
+ */
+#ifndef CLUSTER_NODE_H
+#define CLUSTER_NODE_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "cluster/cluster.h"
+#include "cluster/net.h"
+#include "exec/exec.h"
+
+/* RESULT payload "rest": a part code then the part (docs/protocol.md). */
+enum res_part {
+    RES_BEGIN = 1,  /* u8 stream, u16 ncols, ncols x (string name, u8 type) */
+    RES_ROWS = 2,   /* batch_encode bytes; RESULT.nrows = their rows */
+    RES_END = 3,    /* the result ended (WIRE_F_LAST when it ends the request) */
+    RES_NOTICE = 4, /* blob text */
+    RES_DONE = 5,   /* the request finished: i64 lines, i64 rows, i64 rejected (ingest; else 0) */
+    RES_REJECT = 6, /* i64 line, blob message: a rejected input line (the first few) */
+};
+
+/* channel of BATCH and WATERMARK frames: operator, input side, task */
+#define CHAN(op, side, task) (((uint32_t)(op) << 16) | ((uint32_t)(side) << 15) | (uint32_t)(task))
+#define CHAN_OP(ch) ((int)((ch) >> 16))
+#define CHAN_SIDE(ch) ((int)(((ch) >> 15) & 1u))
+#define CHAN_TASK(ch) ((int)((ch) & 0x7fffu))
+
+#define NODE_DEFAULT_SLOTS 16
+#define NODE_HOLD_MS 10000  /* a frame for a query not deployed yet waits this long */
+#define NODE_TICK_MS 100
+#define NODE_RETRY_MS 1000  /* reconnect to a peer or the coordinator */
+#define NODE_SUSPECT_MS 3000
+
+typedef struct node node;
+typedef struct cs cs;
+typedef struct peer peer;
+typedef struct dep dep;
+typedef struct coord coord;
+
+/* A frame waiting to be sent. */
+typedef struct qframe {
+    struct qframe *next;
+    uint8_t type;
+    uint16_t flags;
+    size_t len;
+    unsigned char p[];
+} qframe;
+
+enum cs_kind { CS_NODE = 1, CS_CLIENT = 2 };
+
+/* Our state for one authenticated connection. */
+struct cs {
+    node *n;
+    net_conn *c;
+    int kind;
+    int ready, closing;
+    peer *peer;          /* CS_NODE: the node at the other end, once known */
+    /* send side */
+    qframe *ovf, *ovf_tail;
+    size_t ovf_bytes, ovf_frames;
+    cs **waiters;        /* connections paused until our overflow drains */
+    int nwait, capwait;
+    /* receive side */
+    int blocked;         /* destinations whose overflow this connection waits on */
+    qframe *held;        /* a BATCH/WATERMARK for a query whose DEPLOY has not come yet */
+    int64_t held_since;
+    /* the coordinator's client session (coord.c) */
+    struct csess *sess;
+    cs *next;
+};
+
+/* Another node (on the coordinator: a member). */
+struct peer {
+    char name[WIRE_NAME_MAX + 1], domain[WIRE_NAME_MAX + 1], addr[128];
+    uint32_t slots, speed_milli;
+    int state;           /* enum wire_member_state */
+    int is_coord;
+    cs *link;            /* where we send to it (may still be connecting) */
+    int64_t retry_at;    /* no reconnect before (ms) */
+    int64_t last_hb;     /* coordinator: wall-clock ms of the last sign of life */
+    uint64_t seen;       /* coordinator: frames+heartbeats received, at the last tick */
+};
+
+/* A query deployed on this node. */
+struct dep {
+    node *n;
+    uint32_t qid;
+    int ntasks, nops, nnodes;
+    int *par, *base;     /* per op: parallelism, global index of task 0 */
+    int *assign;         /* per task: index into nodes */
+    peer **nodes;        /* NULL entry = this node */
+    engine_remote hooks;
+    dep *next;
+};
+
+/* An ingest session at a stream's home node. */
+typedef struct ingsess {
+    cs *from;
+    uint64_t req;
+    exec_ingest *in;
+    int failed, shown;
+    int64_t rejected;
+    struct ingsess *next;
+} ingsess;
+
+struct node {
+    node_config cfg;
+    char listen_host[64];
+    int listen_port;
+    char addr[128];      /* our advertised "host:port" */
+    uv_loop_t *loop;
+    engine *eng;
+    net_ctx *net;
+    net_listener *lis;
+    auth_secret secret;
+    uv_timer_t tick;
+    uv_signal_t sig[2];
+    peer **peers;
+    int npeers;
+    cs *conns;
+    cs *coord_link;      /* a plain node: its connection to the coordinator */
+    int64_t coord_retry_at;
+    cs *cur_in;          /* the connection whose frame is being processed */
+    dep *deps;
+    uint32_t max_qid;    /* highest qid whose DEPLOY this node has seen */
+    ingsess *ings;
+    uint64_t out_batches, out_rows, out_batch_bytes; /* BATCH frames sent */
+    uint64_t in_batches;
+    coord *co;           /* the coordinator's state, NULL elsewhere */
+    int stopping;
+};
+
+/* ---------------------------------------------------------------- node.c */
+
+void node_log(node *n, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+peer *node_peer(node *n, const char *name, size_t len); /* find */
+peer *node_peer_add(node *n, const char *name, const char *domain, const char *addr);
+/* The connection to send to p on, connecting when there is none. */
+cs *node_link(node *n, peer *p);
+/* Queue a frame to d (never dropped; see the backpressure note above). */
+int cs_send(cs *d, uint8_t type, uint16_t flags, const void *p, size_t len);
+int cs_send_msg(cs *d, const wire_msg *m);
+/* RESULT parts and errors to a requester. */
+int cs_result(cs *d, uint64_t req, uint16_t flags, int part, uint32_t nrows, const void *p, size_t len);
+int cs_error(cs *d, uint64_t req, int code, const char *msg);
+/* Deploy / undeploy on this node (the coordinator calls these for itself). */
+int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_out *out, xerr *err);
+int node_undeploy(node *n, uint32_t qid, xerr *err);
+/* Feed an INGEST frame at this node (the stream's home). */
+void node_ingest(node *n, cs *from, const wire_msg *m);
+/* Run the statements of a QUERY frame from the coordinator and answer it. */
+void node_exec_from_coord(node *n, cs *from, const wire_msg *m);
+const char *node_state_name(int state);
+
+/* ---------------------------------------------------------------- coord.c */
+
+int coord_start(node *n, xerr *err);
+void coord_stop(node *n);
+void coord_tick(node *n);
+/* A frame on a connection from a node or a client (the coordinator only). */
+void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f);
+void coord_ready(node *n, cs *s);
+void coord_closed(node *n, cs *s);
+
+/* ---------------------------------------------------------------- place.c */
+
+typedef struct place_node {
+    const char *name;
+    int slots; /* tasks it accepts */
+    int load;  /* tasks it runs already */
+} place_node;
+
+/* Assign every task of d (global task order) to an index into nodes.
+ * pin_op[op] >= 0 puts all of op's tasks on that node; *rr is the
+ * round-robin cursor, kept by the caller between queries.  XE_FULL when the
+ * free slots run out. */
+int place_tasks(const plan_dag *d, const place_node *nodes, int nnodes, const int *pin_op, int *rr, int *assign,
+                xerr *err);
+
+/* ---------------------------------------------------------------- the DEPLOY plan blob */
+
+/* What every node of a query gets: the node table, every op's parallelism,
+ * the task -> node assignment and the CREATE QUERY text.  Views borrow. */
+typedef struct deploy_plan {
+    int nnodes;
+    wire_str names[256], addrs[256], domains[256];
+    int nops;
+    int par[256];
+    int ntasks;
+    uint16_t *assign;    /* ntasks entries (owned by the caller of deploy_plan_get: free) */
+    wire_str sql;
+} deploy_plan;
+
+int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err);
+
+/* Peek the row count of a batch_encode buffer (-1 when it is not one). */
+int64_t batch_peek_rows(const void *p, size_t n);
+
+/* Write a schema as a RES_BEGIN part body. */
+int res_begin_put(sbuf *b, const fmt_schema *s, int stream);
+
+#endif

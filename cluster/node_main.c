@@ -1,0 +1,117 @@
+/*
+ * node_main.c: ares-node, one member of an Ares cluster.
+ *
+ *   ares-node --name NAME --domain DOMAIN --listen HOST:PORT --data DIR
+ *             [--join HOST:PORT] [--coordinator] [--slots N] [--speed X]
+ *             [--secret-file FILE] [--link-delay-ms N] [-v]
+ *
+ * Everything it does is in node.c and coord.c; this file reads options and
+ * maps the outcome to an exit status: 0 after SIGINT/SIGTERM, 1 when the node
+ * could not start (the reason is logged), 2 for bad usage.  Logs go to stderr,
+ * one line each, with a UTC timestamp and the node's name.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster.h"
+
+static void usage(FILE *f)
+{
+    fputs("Usage: ares-node --name NAME --domain DOMAIN --listen HOST:PORT --data DIR\n"
+          "                 [--join HOST:PORT | --coordinator] [--slots N] [--speed X]\n"
+          "                 [--secret-file FILE] [--link-delay-ms N] [-v]\n"
+          "One member of an Ares cluster (see docs/operations.md).\n"
+          "\n"
+          "  --name NAME          this node's name, unique in the cluster\n"
+          "  --domain DOMAIN      its failure domain (rack, zone, power feed)\n"
+          "  --listen HOST:PORT   where nodes and clients reach it; HOST defaults to\n"
+          "                       127.0.0.1 (loopback); 0.0.0.0 for every interface;\n"
+          "                       port 0 picks a free port\n"
+          "  --data DIR           its LMDB environment (streams, state, catalog)\n"
+          "  --join HOST:PORT     the coordinator to register with\n"
+          "  --coordinator        keep the catalog, place queries, serve ares-sql --connect\n"
+          "  --slots N            tasks it accepts (default 16)\n"
+          "  --speed X            relative speed (default 1); below 1 the node sleeps\n"
+          "                       (1/X - 1) times the time each batch took, so it runs\n"
+          "                       X times as fast: a slowed node for experiments\n"
+          "  --secret-file FILE   the shared cluster secret (required; mode 0600)\n"
+          "  --link-delay-ms N    tests: hold frames to nodes of other domains N ms\n"
+          "  -v, --verbose        debug log lines too\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_NAME = 256, O_DOMAIN, O_LISTEN, O_DATA, O_JOIN, O_COORD, O_SLOTS, O_SPEED, O_SECRET, O_DELAY };
+    static const struct option longs[] = {
+        {"name", required_argument, NULL, O_NAME},     {"domain", required_argument, NULL, O_DOMAIN},
+        {"listen", required_argument, NULL, O_LISTEN}, {"data", required_argument, NULL, O_DATA},
+        {"join", required_argument, NULL, O_JOIN},     {"coordinator", no_argument, NULL, O_COORD},
+        {"slots", required_argument, NULL, O_SLOTS},   {"speed", required_argument, NULL, O_SPEED},
+        {"secret-file", required_argument, NULL, O_SECRET},
+        {"link-delay-ms", required_argument, NULL, O_DELAY},
+        {"verbose", no_argument, NULL, 'v'},           {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    node_config c;
+    memset(&c, 0, sizeof c);
+    c.speed = 1.0;
+    int opt;
+    char *end;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
+        switch (opt) {
+        case O_NAME: c.name = optarg; break;
+        case O_DOMAIN: c.domain = optarg; break;
+        case O_LISTEN: c.listen = optarg; break;
+        case O_DATA: c.data_dir = optarg; break;
+        case O_JOIN: c.join = optarg; break;
+        case O_COORD: c.coordinator = 1; break;
+        case O_SLOTS:
+            c.slots = (int)strtol(optarg, &end, 10);
+            if (*end || c.slots < 1 || c.slots > 100000) goto bad_value;
+            break;
+        case O_SPEED:
+            c.speed = strtod(optarg, &end);
+            if (*end || !(c.speed > 0) || c.speed > 1000) goto bad_value;
+            break;
+        case O_SECRET: c.secret_file = optarg; break;
+        case O_DELAY: {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 0 || v > 60000) goto bad_value;
+            c.link_delay_ms = (unsigned)v;
+            break;
+        }
+        case 'v': c.verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        case ':': fprintf(stderr, "ares-node: %s needs an argument\n", argv[optind - 1]); return 2;
+        default: fprintf(stderr, "ares-node: unknown option %s\n", argv[optind - 1]); return 2;
+        }
+        continue;
+    bad_value:
+        fprintf(stderr, "ares-node: bad value '%s' for %s\n", optarg, argv[optind - 1]);
+        return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ares-node: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!c.name || !c.listen || !c.data_dir) {
+        fprintf(stderr, "ares-node: --name, --listen and --data are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (c.coordinator && c.join) {
+        fprintf(stderr, "ares-node: --coordinator and --join exclude each other\n");
+        return 2;
+    }
+    xerr err;
+    xerr_clear(&err);
+    if (node_run(&c, &err) < 0) {
+        fprintf(stderr, "ares-node: %s: %s\n", c.name, err.msg[0] ? err.msg : xerr_name(err.code));
+        return 1;
+    }
+    return 0;
+}
