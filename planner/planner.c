@@ -1019,8 +1019,8 @@ static int plan_select_into(const ast_select *sel, const plan_catalog *cat, cons
         const char *la = sel->from->alias ? sel->from->alias : c.L->name;
         const char *ra = sel->join->alias ? sel->join->alias : c.R->name;
         if (!strcmp(la, ra))
-            return xerr_at(err, XE_NAME, sel->join->line, sel->join->col,
-                           "both sides of the join are called '%s'; give one an alias", la);
+            { rc = xerr_at(err, XE_NAME, sel->join->line, sel->join->col,
+                           "both sides of the join are called '%s'; give one an alias", la); goto fail; }
         c.scope.nsides = 2;
         c.scope.side[1] = (bind_side){c.R->name, sel->join->alias, &c.R->schema, c.L->schema.ncols};
         if (c.L->ts_col < 0 || c.R->ts_col < 0) {
@@ -1039,10 +1039,10 @@ static int plan_select_into(const ast_select *sel, const plan_catalog *cat, cons
     if (!c.has_agg && sel->having && ast_find_agg(sel->having)) c.has_agg = 1;
     if (c.windowed) {
         if (c.L->ts_col < 0)
-            return xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
+            { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
                            "stream '%s' has no event-time column, so it cannot be windowed; declare one with "
                            "WITH (timestamp = 'col')",
-                           c.L->name);
+                           c.L->name); goto fail; }
         if (!c.has_agg)
             { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
                            "a WINDOW needs an aggregation (GROUP BY or an aggregate function)"); goto fail; }
@@ -1051,8 +1051,8 @@ static int plan_select_into(const ast_select *sel, const plan_catalog *cat, cons
             (w->kind == WIN_SESSION && w->gap_ms <= 0))
             { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col, "window sizes must be positive"); goto fail; }
         if (w->kind == WIN_HOPPING && w->advance_ms > w->size_ms)
-            return xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
-                           "HOPPING window advances by more than its size; tuples would fall between windows");
+            { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
+                           "HOPPING window advances by more than its size; tuples would fall between windows"); goto fail; }
         if (w->kind == WIN_HOPPING && w->size_ms / w->advance_ms > 1000)
             { rc = xerr_at(err, XE_PLAN, sel->from->line, sel->from->col,
                            "HOPPING window overlaps more than 1000 windows per tuple"); goto fail; }
