@@ -32,6 +32,9 @@
 
 /* ------------------------------------------------------------------ small helpers */
 
+#define LOG_HDR 8                          /* log record prefix: be64 largest event time */
+#define DEFAULT_RETAIN_BYTES (256ull << 20) /* per stream */
+
 static void notice(const exec_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice(const exec_out *out, const char *fmt, ...)
 {
@@ -112,11 +115,12 @@ static int put_stream_meta(engine *e, stream_rt *s, xerr *err)
 {
     char key[300];
     snprintf(key, sizeof key, "stream/%s", s->ps->name);
-    uint64_t v[4] = {(uint64_t)s->max_ts, s->rows_total, (uint64_t)s->rejected, s->src_pos};
-    return put_u64s(e->txn, key, v, 4, err);
+    uint64_t v[5] = {(uint64_t)s->max_ts, s->rows_total, (uint64_t)s->rejected, s->src_pos, s->log_bytes};
+    return put_u64s(e->txn, key, v, 5, err);
 }
 
 static int sink_sync(query *q, xerr *err);
+static int apply_retention(engine *e, int si, xerr *err);
 
 static int put_query_meta(engine *e, query *q, xerr *err)
 {
@@ -139,7 +143,7 @@ int engine_commit(engine *e, xerr *err)
         if ((rc = put_query_meta(e, q, err))) goto fail;
     }
     for (int i = 0; i < e->nstreams; i++)
-        if ((rc = put_stream_meta(e, e->streams[i], err))) goto fail;
+        if ((rc = apply_retention(e, i, err)) || (rc = put_stream_meta(e, e->streams[i], err))) goto fail;
     e->epoch++;
     uint64_t ep = e->epoch;
     if ((rc = put_u64s(e->txn, "epoch", &ep, 1, err))) goto fail;
@@ -254,15 +258,21 @@ static int process_rows(engine *e, int si, const batch *b, xerr *err)
     stream_rt *s = e->streams[si];
     int rc;
     if ((rc = eng_txn(e, err))) return rc;
-    sbuf_reset(&e->tmp);
-    if (batch_encode(b, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
-    uint64_t off;
-    if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
+    /* a log record: the slice's largest event time (for retention by time), then the batch */
+    int64_t rec_ts = WM_MIN;
     if (s->ps->ts_col >= 0)
         for (int r = 0; r < b->nrows; r++) {
             const val *v = &batch_row(b, r)[s->ps->ts_col];
-            if (v->type != TY_NULL && v->i > s->max_ts) s->max_ts = v->i;
+            if (v->type != TY_NULL && v->i > rec_ts) rec_ts = v->i;
         }
+    if (rec_ts > s->max_ts) s->max_ts = rec_ts;
+    sbuf_reset(&e->tmp);
+    unsigned char hdr[LOG_HDR];
+    be64_put(hdr, (uint64_t)rec_ts);
+    if (sbuf_add(&e->tmp, hdr, sizeof hdr) || batch_encode(b, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
+    uint64_t off;
+    if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
+    s->log_bytes += e->tmp.len;
     for (int i = 0; i < e->nqueries; i++) {
         query *q = e->queries[i];
         for (int k = 0; k < q->nsrc; k++)
@@ -592,6 +602,73 @@ static void stream_free(stream_rt *s)
     free(s);
 }
 
+/* retention = '512 MB' (size: B, KB, MB, GB) or '2 hours' (time behind the watermark) */
+static int parse_retention(const char *v, stream_rt *s, xerr *err)
+{
+    char *end;
+    double n = strtod(v, &end);
+    while (*end == ' ') end++;
+    static const struct { const char *u; double m; } units[] = {
+        {"b", 1}, {"bytes", 1}, {"kb", 1024}, {"mb", 1048576}, {"gb", 1073741824.0}};
+    for (size_t i = 0; end != v && n > 0 && i < sizeof units / sizeof units[0]; i++)
+        if (!strcasecmp(end, units[i].u)) {
+            s->retain_bytes = (uint64_t)(n * units[i].m);
+            return 0;
+        }
+    xerr e2;
+    int64_t ms;
+    if (plan_parse_interval(v, &ms, &e2) == 0 && ms > 0) {
+        s->retain_ms = ms;
+        return 0;
+    }
+    return xerr_set(err, XE_INVAL, "retention '%s' is neither a size ('512 MB') nor an interval ('2 hours')", v);
+}
+
+typedef struct trim_ctx {
+    stream_rt *s;
+    int64_t cutoff;     /* records whose events all precede this may go */
+    uint64_t keep_from; /* first offset still needed by a query */
+    uint64_t until;     /* trim offsets below this */
+    uint64_t bytes;     /* bytes those records hold */
+} trim_ctx;
+
+static int trim_one(void *ctx, uint64_t off, const void *rec, size_t n)
+{
+    trim_ctx *t = ctx;
+    if (off >= t->keep_from) return 1;
+    int64_t ts = n >= LOG_HDR ? (int64_t)be64_get(rec) : WM_MIN;
+    int over_size = t->s->log_bytes - t->bytes > t->s->retain_bytes;
+    int too_old = t->s->retain_ms && t->cutoff != WM_MIN && ts < t->cutoff;
+    if (!over_size && !too_old) return 1;
+    t->until = off + 1;
+    t->bytes += n;
+    return 0;
+}
+
+/* Retention: drop the oldest records beyond the stream's size or time
+ * limit, never one a standing query has not consumed yet. */
+static int apply_retention(engine *e, int si, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    int64_t wm = stream_wm(s);
+    int64_t cutoff = s->retain_ms && wm != WM_MIN && wm != WM_END ? wm - s->retain_ms : WM_MIN;
+    if (s->log_bytes <= s->retain_bytes && cutoff == WM_MIN) return 0;
+    trim_ctx t = {s, cutoff, UINT64_MAX, 0, 0};
+    for (int i = 0; i < e->nqueries; i++)
+        for (int k = 0; k < e->queries[i]->nsrc; k++)
+            if (e->queries[i]->src_stream[k] == si && !e->queries[i]->transient && e->queries[i]->offset[k] < t.keep_from)
+                t.keep_from = e->queries[i]->offset[k];
+    uint64_t begin;
+    int rc = store_log_begin(e->txn, s->ps->name, &begin, err);
+    if (!rc) rc = store_log_read(e->txn, s->ps->name, begin, 0, trim_one, &t, err);
+    if (rc > 0) rc = 0; /* trim_one stopped the scan */
+    if (!rc && t.until > begin) {
+        rc = store_log_trim(e->txn, s->ps->name, t.until, err);
+        if (!rc) s->log_bytes -= t.bytes;
+    }
+    return rc;
+}
+
 static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
 {
     plan_stream *ps;
@@ -603,6 +680,11 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
     s->max_ts = WM_MIN;
     s->sql = strdup(sql);
     const ast_option *o;
+    s->retain_bytes = DEFAULT_RETAIN_BYTES;
+    if ((o = ast_option_get(st->with, "retention")) && (rc = parse_retention(o->value, s, err))) {
+        stream_free(s);
+        return rc;
+    }
     if ((o = ast_option_get(st->with, "source"))) s->source = strdup(o->value);
     if ((o = ast_option_get(st->with, "format"))) s->format = strdup(o->value);
     s->names = calloc((size_t)ps->schema.ncols, sizeof *s->names);
@@ -1022,10 +1104,10 @@ static void wm_text(int64_t wm, char *buf)
 
 static int show_streams(engine *e, const exec_out *out)
 {
-    static const char *n[] = {"name", "columns", "timestamp", "watermark_delay_ms", "source", "rows", "rejected", "watermark"};
-    static const sql_type t[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT};
+    static const char *n[] = {"name", "columns", "timestamp", "watermark_delay_ms", "source", "rows", "rejected", "watermark", "log_bytes"};
+    static const sql_type t[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT, TY_BIGINT};
     table tb;
-    if (table_begin(&tb, 8, n, t)) return XE_NOMEM;
+    if (table_begin(&tb, 9, n, t)) return XE_NOMEM;
     for (int i = 0; i < e->nstreams; i++) {
         stream_rt *s = e->streams[i];
         val *r = table_row(&tb);
@@ -1044,6 +1126,7 @@ static int show_streams(engine *e, const exec_out *out)
         r[5] = val_int(TY_BIGINT, (int64_t)s->rows_total);
         r[6] = val_int(TY_BIGINT, s->rejected);
         table_text(&tb, r, 7, wm);
+        r[8] = val_int(TY_BIGINT, (int64_t)s->log_bytes);
         sbuf_fini(&cols);
     }
     table_end(&tb, out);
@@ -1477,18 +1560,19 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
         if ((c->rc = parse_stored(sql, n, &st, c->err))) goto out;
         if ((c->rc = stream_add(e, st, sql, c->err))) goto out;
         stream_rt *s = e->streams[e->nstreams - 1];
-        uint64_t m[4];
+        uint64_t m[5];
         char mk[300];
         snprintf(mk, sizeof mk, "stream/%s", s->ps->name);
         sbuf tmp;
         sbuf_init(&tmp);
-        int rc = get_u64s(e->txn, mk, m, 4, &tmp, c->err);
+        int rc = get_u64s(e->txn, mk, m, 5, &tmp, c->err);
         sbuf_fini(&tmp);
         if (rc == 0) {
             s->max_ts = (int64_t)m[0];
             s->rows_total = m[1];
             s->rejected = (int64_t)m[2];
             s->src_pos = m[3];
+            s->log_bytes = m[4];
         } else if (rc != XE_NOTFOUND) c->rc = rc;
     } else if (c->kind == 1) {
         char *sp = strchr(sql, ' ');
@@ -1543,7 +1627,11 @@ static int replay_one(void *ctx, uint64_t off, const void *rec, size_t n)
 {
     replay_ctx *c = ctx;
     batch_reset(&c->b);
-    if ((c->rc = batch_decode(rec, n, &c->b, c->err))) return 1;
+    if (n < LOG_HDR) {
+        c->rc = xerr_set(c->err, XE_CORRUPT, "log record %llu is truncated", (unsigned long long)off);
+        return 1;
+    }
+    if ((c->rc = batch_decode((const char *)rec + LOG_HDR, n - LOG_HDR, &c->b, c->err))) return 1;
     if ((c->rc = query_push(c->q, c->src, &c->b, c->err))) return 1;
     c->q->offset[c->src] = off + 1;
     return 0;

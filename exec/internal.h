@@ -120,6 +120,9 @@ typedef struct stream_rt {
     uint64_t rows_total;    /* accepted rows ever: slice boundaries */
     int64_t rejected;
     uint64_t src_pos;       /* file source: bytes consumed and committed */
+    uint64_t log_bytes;     /* bytes held in the stream log */
+    uint64_t retain_bytes;  /* retention: keep at most this many log bytes */
+    int64_t retain_ms;      /* retention: drop records older than this behind the watermark (0 = no limit) */
     const char **names;
     sql_type *types;
     fmt_schema fs;

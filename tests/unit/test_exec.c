@@ -329,6 +329,44 @@ static void test_subquery_highest_bid(void **state)
     cap_fini(&c);
 }
 
+static void test_log_retention(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    xerr err;
+    assert_int_equal(engine_exec_sql(e, "CREATE STREAM bad (a BIGINT) WITH (retention = 'lots');", &out, &err), XE_INVAL);
+    run(e, &out,
+        "CREATE STREAM s (ts BIGINT, v BIGINT) WITH (timestamp='ts', retention='64 KB');"
+        "CREATE STREAM t (ts BIGINT, v BIGINT) WITH (timestamp='ts', retention='10 seconds');"
+        "CREATE QUERY q AS SELECT COUNT(*) AS n FROM s;");
+    sbuf data;
+    sbuf_init(&data);
+    for (int i = 0; i < 50000; i++) sbuf_printf(&data, "%d,%d\n", i, i);
+    ingest(e, "s", data.p, 0);
+    ingest(e, "t", data.p, 0);
+    cap d;
+    exec_out dout = cap_out(&d);
+    run(e, &dout, "SHOW STREAMS;");
+    /* rows: name,columns,...,log_bytes; the last field is the log size */
+    long bytes[2] = {-1, -1};
+    char *copy = strdup(d.text.p);
+    for (char *ln = strtok(copy, "\n"); ln; ln = strtok(NULL, "\n")) {
+        char *last = strrchr(ln, ',');
+        if (ln[0] == 's' && ln[1] == ',') bytes[0] = atol(last + 1);
+        if (ln[0] == 't' && ln[1] == ',') bytes[1] = atol(last + 1);
+    }
+    free(copy);
+    assert_true(bytes[0] > 0 && bytes[0] <= 64 * 1024 + 32 * 1024); /* within a record of the limit */
+    /* 50 s of events, 10 s kept: about a fifth of the log */
+    assert_true(bytes[1] > 0 && bytes[1] < 60 * 1024);
+    engine_close(e);
+    cap_fini(&c);
+    cap_fini(&d);
+    sbuf_fini(&data);
+}
+
 /* Two engines in one process, one query split between them: the hooks carry
  * rows and watermarks straight across.  The output must equal one engine's. */
 static engine *peer_of[2];
@@ -426,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_distributed_hooks),
         cmocka_unit_test(test_subquery_highest_bid),
+        cmocka_unit_test(test_log_retention),
     };
     return cmocka_run_group_tests_name("exec", tests, NULL, NULL);
 }
