@@ -73,7 +73,7 @@ static int random_place(bstate *b, uint64_t seed)
 {
     int N = b->p->nnodes;
     uint64_t s = seed;
-    int *cand = malloc(((size_t)N + 1) * sizeof *cand);
+    int *cand = NV_ALLOC(b->p, N, int);
     if (!cand) return xerr_set(b->e, XE_NOMEM, "placement: out of memory");
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < b->g->P; i++) {
@@ -83,15 +83,11 @@ static int random_place(bstate *b, uint64_t seed)
                 if (nv_legal(b->p, b->g, b->as, b->count, i, n)) cand[k++] = n;
             if (k == 0) {
                 int rc = bnone(b, i);
-                if (rc < 0) {
-                    free(cand);
-                    return rc;
-                }
+                if (rc < 0) return rc;
                 continue;
             }
             bplace(b, i, cand[nv_splitmix(&s) % (uint64_t)k]);
         }
-    free(cand);
     return 0;
 }
 
@@ -157,13 +153,10 @@ static int resource_aware(bstate *b)
     const nirvana_problem *p = b->p;
     const nv_graph *g = b->g;
     int T = g->T, rc = 0;
-    int *indeg = calloc((size_t)T + 1, sizeof *indeg);
-    int *queue = malloc(((size_t)T + 1) * sizeof *queue);
-    char *seen = calloc((size_t)T + 1, 1);
-    if (!indeg || !queue || !seen) {
-        rc = xerr_set(b->e, XE_NOMEM, "placement: out of memory");
-        goto out;
-    }
+    int *indeg = NV_ZALLOC(p, T, int);
+    int *queue = NV_ALLOC(p, T, int);
+    char *seen = NV_ZALLOC(p, T, char);
+    if (!indeg || !queue || !seen) return xerr_set(b->e, XE_NOMEM, "placement: out of memory");
     for (int k = 0; k < p->nedges; k++) indeg[p->edges[k].to]++;
     /* Sources first (in task order), then whatever no source reaches. */
     for (int pass = 0; pass < 2; pass++)
@@ -174,7 +167,7 @@ static int resource_aware(bstate *b)
             seen[s] = 1;
             while (head < tail) {
                 int t = queue[head++];
-                if (b->as[t] < 0 && (rc = ra_place_task(b, t, ref)) < 0) goto out;
+                if (b->as[t] < 0 && (rc = ra_place_task(b, t, ref)) < 0) return rc;
                 for (int k = g->off[t]; k < g->off[t + 1]; k++) {
                     int j = g->adj[k].nbr;
                     if (!nv_is_replica(g, j) && !seen[j]) {
@@ -198,26 +191,19 @@ static int resource_aware(bstate *b)
             }
         }
         if (best >= 0) bplace(b, i, best);
-        else if ((rc = bnone(b, i)) < 0) goto out;
+        else if ((rc = bnone(b, i)) < 0) return rc;
     }
-out:
-    free(indeg);
-    free(queue);
-    free(seen);
-    return rc;
+    return 0;
 }
+
+uint64_t nirvana_splitmix64(uint64_t *state) { return nv_splitmix(state); }
 
 int nv_baseline_assign(const nirvana_problem *p, const nv_graph *g, nirvana_strategy s,
                        uint64_t seed, int *assign, int allow_unplaced, xerr *e)
 {
-    bstate b = {p, g, assign, NULL, NULL, allow_unplaced, e};
-    b.count = calloc((size_t)p->nnodes + 1, sizeof *b.count);
-    b.L = calloc((size_t)p->nnodes + 1, sizeof *b.L);
-    if (!b.count || !b.L) {
-        free(b.count);
-        free(b.L);
-        return xerr_set(e, XE_NOMEM, "placement: out of memory");
-    }
+    bstate b = {p, g, assign, NV_ZALLOC(p, p->nnodes, int), NV_ZALLOC(p, p->nnodes, double),
+                allow_unplaced, e};
+    if (!b.count || !b.L) return xerr_set(e, XE_NOMEM, "placement: out of memory");
     for (int i = 0; i < g->P; i++)
         if (assign[i] >= 0) {
             b.count[assign[i]]++;
@@ -229,7 +215,5 @@ int nv_baseline_assign(const nirvana_problem *p, const nv_graph *g, nirvana_stra
     case NIRVANA_RANDOM: rc = random_place(&b, seed); break;
     default: rc = round_robin(&b); break;
     }
-    free(b.count);
-    free(b.L);
     return rc;
 }

@@ -24,14 +24,6 @@ typedef struct ectx {
     int *noff, *nlist; /* players by node, CSR */
 } ectx;
 
-static void ectx_fini(ectx *x)
-{
-    free(x->L);
-    free(x->count);
-    free(x->noff);
-    free(x->nlist);
-}
-
 static int ectx_init(ectx *x, const nirvana_problem *p, const nirvana_config *c, const nv_graph *g,
                      const int *as, xerr *e)
 {
@@ -43,34 +35,25 @@ static int ectx_init(ectx *x, const nirvana_problem *p, const nirvana_config *c,
     x->wt = c->w_trans;
     x->wr = nv_wrec(c);
     int N = p->nnodes;
-    x->L = calloc((size_t)N + 1, sizeof *x->L);
-    x->count = calloc((size_t)N + 1, sizeof *x->count);
-    x->noff = calloc((size_t)N + 2, sizeof *x->noff);
-    x->nlist = malloc(((size_t)g->P + 1) * sizeof *x->nlist);
-    if (!x->L || !x->count || !x->noff || !x->nlist) {
-        ectx_fini(x);
+    x->L = NV_ZALLOC(p, N, double);
+    x->count = NV_ZALLOC(p, N, int);
+    x->noff = NV_ZALLOC(p, N + 1, int);
+    x->nlist = NV_ALLOC(p, g->P, int);
+    int *fill = NV_ZALLOC(p, N, int);
+    if (!x->L || !x->count || !x->noff || !x->nlist || !fill)
         return xerr_set(e, XE_NOMEM, "placement: out of memory");
-    }
     for (int i = 0; i < g->P; i++) {
         int n = as[i];
-        if (n < -1 || n >= N) {
-            ectx_fini(x);
+        if (n < -1 || n >= N)
             return xerr_set(e, XE_INVAL, "placement: player %d on node %d of %d", i, n, N);
-        }
         if (n < 0) continue;
         x->L[n] += g->load[i];
         x->count[n]++;
         x->noff[n + 1]++;
     }
     for (int n = 0; n < N; n++) x->noff[n + 1] += x->noff[n];
-    int *fill = calloc((size_t)N + 1, sizeof *fill);
-    if (!fill) {
-        ectx_fini(x);
-        return xerr_set(e, XE_NOMEM, "placement: out of memory");
-    }
     for (int i = 0; i < g->P; i++)
         if (as[i] >= 0) x->nlist[x->noff[as[i]] + fill[as[i]]++] = i;
-    free(fill);
     return 0;
 }
 
@@ -138,15 +121,21 @@ static double share_cost(const ectx *x, int i, int n)
 int nirvana_score_assignment(const nirvana_problem *p, const nirvana_config *c,
                              const int *assignment, nirvana_score *out, xerr *e)
 {
+    nv_mark m = nv_mark_get(p);
     nv_graph g;
-    ectx x;
     int rc = nv_graph_build(&g, p, e);
+    if (rc >= 0) rc = nv_score(p, c, &g, assignment, out, e);
+    nv_release(p, m);
+    return rc;
+}
+
+int nv_score(const nirvana_problem *p, const nirvana_config *c, const nv_graph *gp,
+             const int *assignment, nirvana_score *out, xerr *e)
+{
+    const nv_graph g = *gp;
+    ectx x;
+    int rc = ectx_init(&x, p, c, &g, assignment, e);
     if (rc < 0) return rc;
-    rc = ectx_init(&x, p, c, &g, assignment, e);
-    if (rc < 0) {
-        nv_graph_fini(&g);
-        return rc;
-    }
     memset(out, 0, sizeof *out);
     out->legal = 1;
     const int *as = assignment;
@@ -166,11 +155,9 @@ int nirvana_score_assignment(const nirvana_problem *p, const nirvana_config *c,
 
     /* Processing: Phi = sum_n (L^2 + sum l^2) / 2v, social = sum_n L^2 / v. */
     double phi = 0, proc = 0, trans = 0, rec = 0;
-    double *sq = calloc((size_t)p->nnodes + 1, sizeof *sq);
-    if (!sq) {
-        rc = xerr_set(e, XE_NOMEM, "placement: out of memory");
-        goto done;
-    }
+    double *sq = NV_ZALLOC(p, p->nnodes, double);
+    double *cas = nv_cascade_weights(p);
+    if (!sq || !cas) return xerr_set(e, XE_NOMEM, "placement: out of memory");
     for (int i = 0; i < g.P; i++)
         if (as[i] >= 0) sq[as[i]] += g.load[i] * g.load[i];
     for (int n = 0; n < p->nnodes; n++) {
@@ -178,7 +165,6 @@ int nirvana_score_assignment(const nirvana_problem *p, const nirvana_config *c,
         proc += x.wp * x.L[n] * x.L[n] / v;
         phi += x.wp * (x.L[n] * x.L[n] + sq[n]) / (2 * v);
     }
-    free(sq);
 
     /* Pairwise terms, each interaction once in social and half in Phi. */
     for (int k = 0; k < p->nedges; k++) {
@@ -189,7 +175,7 @@ int nirvana_score_assignment(const nirvana_problem *p, const nirvana_config *c,
         trans += f;
         phi += f / 2;
         if (dom_of(&x, a) == dom_of(&x, b)) {
-            f = x.wr * (p->tasks[ed->from].recovery_s + p->tasks[ed->to].recovery_s) / 2;
+            f = x.wr * cas[k];
             rec += f;
             phi += f / 2;
         }
@@ -231,17 +217,14 @@ int nirvana_score_assignment(const nirvana_problem *p, const nirvana_config *c,
     } else {
         out->potential = out->social = out->proc = out->trans = out->rec = HUGE_VAL;
     }
-done:
-    ectx_fini(&x);
-    nv_graph_fini(&g);
-    return rc;
+    return 0;
 }
 
 int nv_result_build(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g,
                     const int *assign, nirvana_result **out, xerr *e)
 {
     nirvana_score sc;
-    int rc = nirvana_score_assignment(p, c, assign, &sc, e);
+    int rc = nv_score(p, c, g, assign, &sc, e);
     if (rc < 0) return rc;
     ectx x;
     rc = ectx_init(&x, p, c, g, assign, e);
@@ -250,7 +233,6 @@ int nv_result_build(const nirvana_problem *p, const nirvana_config *c, const nv_
     if (r) r->players = calloc((size_t)g->P + 1, sizeof *r->players);
     if (!r || !r->players) {
         if (r) free(r);
-        ectx_fini(&x);
         return xerr_set(e, XE_NOMEM, "placement: out of memory");
     }
     r->strategy = c->strategy;
@@ -274,7 +256,6 @@ int nv_result_build(const nirvana_problem *p, const nirvana_config *c, const nv_
     r->trans_cost = sc.trans;
     r->rec_cost = sc.rec;
     r->potential = sc.potential;
-    ectx_fini(&x);
     *out = r;
     return 0;
 }
@@ -282,11 +263,11 @@ int nv_result_build(const nirvana_problem *p, const nirvana_config *c, const nv_
 int nirvana_result_from_assignment(const nirvana_problem *p, const nirvana_config *c,
                                    const int *assignment, nirvana_result **out, xerr *e)
 {
+    nv_mark m = nv_mark_get(p);
     nv_graph g;
     int rc = nv_graph_build(&g, p, e);
-    if (rc < 0) return rc;
-    rc = nv_result_build(p, c, &g, assignment, out, e);
-    nv_graph_fini(&g);
+    if (rc >= 0) rc = nv_result_build(p, c, &g, assignment, out, e);
+    nv_release(p, m);
     return rc;
 }
 
@@ -297,10 +278,10 @@ void nirvana_result_free(nirvana_result *r)
     free(r);
 }
 
-/* The assignment a result describes, as a fresh array. */
-static int *result_assignment(const nirvana_result *r)
+/* The assignment a result describes (scratch memory). */
+static int *result_assignment(const nirvana_problem *p, const nirvana_result *r)
 {
-    int *as = malloc(((size_t)r->nplayers + 1) * sizeof *as);
+    int *as = NV_ALLOC(p, r->nplayers, int);
     if (!as) return NULL;
     for (int i = 0; i < r->nplayers; i++) as[i] = r->players[i].node;
     return as;
@@ -309,19 +290,20 @@ static int *result_assignment(const nirvana_result *r)
 int nirvana_check_equilibrium(const nirvana_problem *p, const nirvana_config *c,
                               const nirvana_result *r, nirvana_certificate *cert, xerr *e)
 {
+    nv_mark m = nv_mark_get(p);
     nv_graph g;
-    int rc = nv_graph_build(&g, p, e);
-    if (rc < 0) return rc;
-    if (g.P != r->nplayers) {
-        nv_graph_fini(&g);
-        return xerr_set(e, XE_INVAL, "placement: result has %d players, problem %d", r->nplayers,
-                        g.P);
-    }
-    int *as = result_assignment(r);
     ectx x;
-    if (!as) {
-        nv_graph_fini(&g);
-        return xerr_set(e, XE_NOMEM, "placement: out of memory");
+    int *as = NULL;
+    int rc = nv_graph_build(&g, p, e);
+    if (rc < 0) goto out;
+    if (g.P != r->nplayers) {
+        rc = xerr_set(e, XE_INVAL, "placement: result has %d players, problem %d", r->nplayers,
+                      g.P);
+        goto out;
+    }
+    if (!(as = result_assignment(p, r))) {
+        rc = xerr_set(e, XE_NOMEM, "placement: out of memory");
+        goto out;
     }
     rc = ectx_init(&x, p, c, &g, as, e);
     if (rc < 0) goto out;
@@ -347,9 +329,7 @@ int nirvana_check_equilibrium(const nirvana_problem *p, const nirvana_config *c,
         }
     }
 out:
-    ectx_fini(&x);
-    free(as);
-    nv_graph_fini(&g);
+    nv_release(p, m);
     return rc;
 }
 

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FRONT_MAX 8   /* points kept per domain front */
+
 typedef struct engine {
     const nirvana_problem *p;
     const nv_graph *g;
@@ -30,7 +32,6 @@ typedef struct engine {
     double wp, wt, wr;
     int P, N, D, R;
     int matrix; /* measured distances: no domain bound, score every node */
-    int bulk;   /* attaching in bulk: minA recomputed once at the end */
     /* players, and the players on each node (intrusive doubly-linked lists) */
     int *node;
     int *nhead, *pnext, *pprev;
@@ -38,53 +39,48 @@ typedef struct engine {
     int *cnt, *dom, *slots;
     char *alive;
     double *L, *invv;
-    /* domains: live nodes (CSR), min load/speed and min 1/speed */
-    int *doff, *dnodes;
-    double *minA, *minB;
-    /* serial-recovery counters, N x D, NULL when w_rec = 0 or R = 0 */
+    /* domains: live nodes (CSR), and their loads and 1/speed in that order,
+     * so that a best response sweeps them sequentially */
+    int *doff, *dnodes, *pos;
+    int NA;         /* live nodes (positions 0..NA-1) */
+    double *dL, *dinv;
+    unsigned char *dflag; /* per position: 0 may take a player, 1 full, 2 excluded */
+    /* Per domain, the nodes with a free slot on the lower-left front of
+     * (load/speed, 1/speed): any player's processing cost, a*load/speed +
+     * b/speed with a, b >= 0, is smallest among free nodes on one of them.  iord lists each domain's positions by
+     * ascending 1/speed; fronts are rebuilt lazily when fdirty. */
+    int *iord, *front, *nfront;
+    unsigned char *fdirty;
+    /* serial-recovery counters, [domain of the primary][position of the
+     * replica's node], NULL when w_rec = 0 or R = 0 */
     int *scnt;
     double *ssig;
     /* scratch for one best response */
     unsigned stamp;
     double base;
-    double *dadj, *nadj, *lb;
+    double *dadj, *nadj;
     unsigned *dmark, *dforbid, *nmark, *nforbid;
     int *touched, ntouched;
     /* best capacity-blocked node of the last best response (-1 if none) */
-    int blocked;
+    int blocked, want_blocked;
     double blocked_cost;
     /* bookkeeping */
     int round, moves, exchanges;
 } engine;
 
-static void engine_fini(engine *e)
+typedef struct inv_key {
+    double inv;
+    int k;
+} inv_key;
+
+static int inv_cmp(const void *a, const void *b)
 {
-    free(e->node);
-    free(e->nhead);
-    free(e->pnext);
-    free(e->pprev);
-    free(e->cnt);
-    free(e->dom);
-    free(e->slots);
-    free(e->alive);
-    free(e->L);
-    free(e->invv);
-    free(e->doff);
-    free(e->dnodes);
-    free(e->minA);
-    free(e->minB);
-    free(e->scnt);
-    free(e->ssig);
-    free(e->dadj);
-    free(e->nadj);
-    free(e->lb);
-    free(e->dmark);
-    free(e->dforbid);
-    free(e->nmark);
-    free(e->nforbid);
-    free(e->touched);
+    const inv_key *x = a, *y = b;
+    if (x->inv != y->inv) return x->inv < y->inv ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
 }
 
+/* All engine memory comes from the problem's scratch arena. */
 static int engine_init(engine *e, const nirvana_problem *p, const nv_graph *g,
                        const nirvana_config *c, xerr *err)
 {
@@ -100,44 +96,44 @@ static int engine_init(engine *e, const nirvana_problem *p, const nv_graph *g,
     e->D = p->ndomains;
     e->R = g->R;
     e->matrix = p->dist != NULL;
-    size_t N = (size_t)e->N + 1, D = (size_t)e->D + 1, P = (size_t)e->P + 1;
-    e->node = malloc(P * sizeof *e->node);
-    e->nhead = malloc(N * sizeof *e->nhead);
-    e->pnext = malloc(P * sizeof *e->pnext);
-    e->pprev = malloc(P * sizeof *e->pprev);
-    e->cnt = calloc(N, sizeof *e->cnt);
-    e->dom = malloc(N * sizeof *e->dom);
-    e->slots = malloc(N * sizeof *e->slots);
-    e->alive = malloc(N);
-    e->L = calloc(N, sizeof *e->L);
-    e->invv = malloc(N * sizeof *e->invv);
-    e->doff = calloc(D + 1, sizeof *e->doff);
-    e->dnodes = malloc(N * sizeof *e->dnodes);
-    e->minA = malloc(D * sizeof *e->minA);
-    e->minB = malloc(D * sizeof *e->minB);
-    e->dadj = malloc(D * sizeof *e->dadj);
-    e->nadj = malloc(N * sizeof *e->nadj);
-    e->lb = malloc(D * sizeof *e->lb);
-    e->dmark = calloc(D, sizeof *e->dmark);
-    e->dforbid = calloc(D, sizeof *e->dforbid);
-    e->nmark = calloc(N, sizeof *e->nmark);
-    e->nforbid = calloc(N, sizeof *e->nforbid);
-    e->touched = malloc(N * sizeof *e->touched);
-    int ok = e->node && e->nhead && e->pnext && e->pprev && e->cnt && e->dom && e->slots && e->alive && e->L && e->invv && e->doff &&
-             e->dnodes && e->minA && e->minB && e->dadj && e->nadj && e->lb && e->dmark &&
-             e->dforbid && e->nmark && e->nforbid && e->touched;
-    if (ok && e->wr > 0 && e->R > 0) {
-        size_t nd = (size_t)e->N * (size_t)e->D + 1;
-        e->scnt = calloc(nd, sizeof *e->scnt);
-        e->ssig = calloc(nd, sizeof *e->ssig);
-        ok = e->scnt && e->ssig;
-    }
-    if (!ok) {
-        engine_fini(e);
+    int N = e->N, D = e->D, P = e->P;
+    e->node = NV_ALLOC(p, P, int);
+    e->nhead = NV_ALLOC(p, N, int);
+    e->pnext = NV_ALLOC(p, P, int);
+    e->pprev = NV_ALLOC(p, P, int);
+    e->cnt = NV_ZALLOC(p, N, int);
+    e->dom = NV_ALLOC(p, N, int);
+    e->slots = NV_ALLOC(p, N, int);
+    e->alive = NV_ALLOC(p, N, char);
+    e->L = NV_ZALLOC(p, N, double);
+    e->invv = NV_ALLOC(p, N, double);
+    e->doff = NV_ZALLOC(p, D + 1, int);
+    e->dnodes = NV_ALLOC(p, N, int);
+    e->pos = NV_ALLOC(p, N, int);
+    e->dL = NV_ZALLOC(p, N, double);
+    e->dinv = NV_ALLOC(p, N, double);
+    e->dflag = NV_ZALLOC(p, N, unsigned char);
+    e->iord = NV_ALLOC(p, N, int);
+    e->front = NV_ALLOC(p, N, int);
+    e->nfront = NV_ZALLOC(p, D, int);
+    e->fdirty = NV_ALLOC(p, D, unsigned char);
+    e->dadj = NV_ALLOC(p, D, double);
+    e->nadj = NV_ALLOC(p, N, double);
+    e->dmark = NV_ZALLOC(p, D, unsigned);
+    e->dforbid = NV_ZALLOC(p, D, unsigned);
+    e->nmark = NV_ZALLOC(p, N, unsigned);
+    e->nforbid = NV_ZALLOC(p, N, unsigned);
+    e->touched = NV_ALLOC(p, N, int);
+    int *fill = NV_ZALLOC(p, D, int);
+    inv_key *keys = NV_ALLOC(p, N, inv_key);
+    if (!e->node || !e->nhead || !e->pnext || !e->pprev || !e->cnt || !e->dom || !e->slots ||
+        !e->alive || !e->L || !e->invv || !e->doff || !e->dnodes || !e->pos || !e->dL ||
+        !e->dinv || !e->dflag || !e->iord || !e->front || !e->nfront || !e->fdirty || !e->dadj ||
+        !e->nadj || !e->dmark || !e->dforbid || !e->nmark || !e->nforbid || !e->touched ||
+        !fill || !keys)
         return xerr_set(err, XE_NOMEM, "placement: out of memory");
-    }
-    for (int i = 0; i < e->P; i++) e->node[i] = -1;
-    for (int n = 0; n < e->N; n++) {
+    for (int i = 0; i < P; i++) e->node[i] = -1;
+    for (int n = 0; n < N; n++) {
         const nirvana_node *nd = &p->nodes[n];
         e->nhead[n] = -1;
         e->dom[n] = nd->domain;
@@ -146,42 +142,95 @@ static int engine_init(engine *e, const nirvana_problem *p, const nv_graph *g,
         e->invv[n] = 1.0 / nd->speed;
         if (nd->alive) e->doff[nd->domain + 1]++;
     }
-    for (int d = 0; d < e->D; d++) e->doff[d + 1] += e->doff[d];
-    int *fill = calloc(D, sizeof *fill);
-    if (!fill) {
-        engine_fini(e);
-        return xerr_set(err, XE_NOMEM, "placement: out of memory");
-    }
-    for (int n = 0; n < e->N; n++)
+    for (int d = 0; d < D; d++) e->doff[d + 1] += e->doff[d];
+    for (int n = 0; n < N; n++)
         if (e->alive[n]) e->dnodes[e->doff[e->dom[n]] + fill[e->dom[n]]++] = n;
-    free(fill);
-    for (int d = 0; d < e->D; d++) {
-        e->minA[d] = e->minB[d] = HUGE_VAL;
-        for (int k = e->doff[d]; k < e->doff[d + 1]; k++)
-            e->minB[d] = fmin(e->minB[d], e->invv[e->dnodes[k]]);
+    e->NA = e->doff[D];
+    for (int k = 0; k < e->NA; k++) {
+        e->pos[e->dnodes[k]] = k;
+        e->dinv[k] = e->invv[e->dnodes[k]];
+        e->dflag[k] = e->slots[e->dnodes[k]] > 0 ? 0 : 1;
+        keys[k] = (inv_key){e->dinv[k], k};
+    }
+    for (int d = 0; d < D; d++) {
+        e->fdirty[d] = 1;
+        qsort(keys + e->doff[d], (size_t)(e->doff[d + 1] - e->doff[d]), sizeof *keys, inv_cmp);
+        for (int k = e->doff[d]; k < e->doff[d + 1]; k++) e->iord[k] = keys[k].k;
+    }
+
+    if (e->wr > 0 && e->R > 0) {
+        size_t nd = (size_t)e->NA * (size_t)D;
+        e->scnt = NV_ZALLOC(p, nd, int);
+        e->ssig = NV_ZALLOC(p, nd, double);
+        if (!e->scnt || !e->ssig) return xerr_set(err, XE_NOMEM, "placement: out of memory");
     }
     return 0;
 }
 
 /* ---------------------------------------------------------------- bookkeeping */
 
-static double nodeval(const engine *e, int n) { return e->L[n] * e->invv[n]; }
-
-static void minA_scan(engine *e, int d)
+/* Node n's load or count changed: mirror it in the domain-ordered arrays. */
+static void load_changed(engine *e, int n)
 {
-    double m = HUGE_VAL;
-    for (int k = e->doff[d]; k < e->doff[d + 1]; k++) m = fmin(m, nodeval(e, e->dnodes[k]));
-    e->minA[d] = m;
+    e->dL[e->pos[n]] = e->L[n];
+    e->dflag[e->pos[n]] = e->cnt[n] < e->slots[n] ? 0 : 1;
+    e->fdirty[e->dom[n]] = 1;
 }
 
-/* Node n's load/speed changed from `old`: keep minA of its domain exact. */
-static void minA_update(engine *e, int n, double old)
+/* Undoes a best response's temporary exclusion of node n. */
+static void flag_sync(engine *e, int n)
 {
-    if (e->bulk) return;
-    int d = e->dom[n];
-    double v = nodeval(e, n);
-    if (v <= e->minA[d]) e->minA[d] = v;
-    else if (old <= e->minA[d]) minA_scan(e, d); /* the minimum grew */
+    e->dflag[e->pos[n]] = e->cnt[n] < e->slots[n] ? 0 : 1;
+}
+
+
+
+/* Rebuilds domain d's front; nfront = -1 if it has more than FRONT_MAX points. */
+static void front_build(engine *e, int d)
+{
+    double minx = HUGE_VAL;
+    int n = 0, *f = &e->front[e->doff[d]];
+    for (int q = e->doff[d]; q < e->doff[d + 1]; q++) {
+        int k = e->iord[q], nd = e->dnodes[k];
+        double x = e->dL[k] * e->dinv[k];
+        if (x >= minx || e->cnt[nd] >= e->slots[nd]) continue;
+        if (n == FRONT_MAX) {
+            n = -1;
+            break;
+        }
+        f[n++] = k;
+        minx = x;
+    }
+    e->nfront[d] = n;
+    e->fdirty[d] = 0;
+}
+
+/* The minimum of (pa * L + pb) / speed over domain d's nodes with a free
+ * slot, and (*arg) the position where it is reached (HUGE_VAL and -1 if none);
+ * -HUGE_VAL and -1 if the front is too large. */
+static double front_min(engine *e, int d, double pa, double pb, int *arg)
+{
+    if (e->fdirty[d]) front_build(e, d);
+    *arg = -1;
+    if (e->nfront[d] < 0) return -HUGE_VAL;
+    double m = HUGE_VAL;
+    const int *f = &e->front[e->doff[d]];
+    for (int q = 0; q < e->nfront[d]; q++) {
+        double x = (pa * e->dL[f[q]] + pb) * e->dinv[f[q]];
+        /* strict: the first of equal nodes, in 1/speed then id order */
+        if (x < m) {
+            m = x;
+            *arg = f[q];
+        }
+    }
+    return m;
+}
+
+/* Index of (primary's domain d, node n) in the serial counters: a node's
+ * domains are contiguous, which is what a primary's prepare() reads. */
+static size_t scol(const engine *e, int d, int n)
+{
+    return (size_t)e->pos[n] * (size_t)e->D + (size_t)d;
 }
 
 /* Adds (sign +1) or removes (-1) replica r's serial counter entry. */
@@ -189,7 +238,7 @@ static void serial_count(engine *e, int r, int sign)
 {
     int m = e->node[r], pn = e->node[nv_primary_of(e->g, r)];
     if (m < 0 || pn < 0) return;
-    size_t k = (size_t)m * (size_t)e->D + (size_t)e->dom[pn];
+    size_t k = scol(e, e->dom[pn], m);
     e->scnt[k] += sign;
     e->ssig[k] += sign * e->g->sigma[r];
 }
@@ -222,12 +271,11 @@ static void list_del(engine *e, int i, int n)
 
 static void attach(engine *e, int i, int n)
 {
-    double old = nodeval(e, n);
     list_add(e, i, n);
     e->node[i] = n;
     e->cnt[n]++;
     e->L[n] += e->g->load[i];
-    minA_update(e, n, old);
+    load_changed(e, n);
     serial_all(e, i, +1);
 }
 
@@ -235,18 +283,16 @@ static void detach(engine *e, int i)
 {
     int n = e->node[i];
     serial_all(e, i, -1);
-    double old = nodeval(e, n);
     list_del(e, i, n);
     e->L[n] -= e->g->load[i];
     e->cnt[n]--;
     e->node[i] = -1;
-    minA_update(e, n, old);
+    load_changed(e, n);
 }
 
-/* Attaches every player placed in `as` (bulk: minA computed once). */
+/* Attaches every player placed in `as`. */
 static void attach_all(engine *e, const int *as)
 {
-    e->bulk = 1;
     for (int i = 0; i < e->P; i++)
         if (as[i] >= 0) {
             list_add(e, i, as[i]);
@@ -256,8 +302,8 @@ static void attach_all(engine *e, const int *as)
         }
     if (e->scnt)
         for (int i = e->g->T; i < e->P; i++) serial_count(e, i, +1);
-    e->bulk = 0;
-    for (int d = 0; d < e->D; d++) minA_scan(e, d);
+    for (int n = 0; n < e->N; n++)
+        if (e->alive[n]) load_changed(e, n);
 }
 
 /* ---------------------------------------------------------------- one best response */
@@ -327,10 +373,9 @@ static void prepare(engine *e, int i)
             int m = e->node[g->rep_base[i] + k];
             if (m < 0) continue;
             double h = 0.5 * e->wr * e->invv[m];
-            const int *sc = &e->scnt[(size_t)m * (size_t)e->D];
-            const double *ss = &e->ssig[(size_t)m * (size_t)e->D];
             for (int d = 0; d < e->D; d++) {
-                double c = sc[d], s = ss[d];
+                size_t col = scol(e, d, m);
+                double c = e->scnt[col], s = e->ssig[col];
                 if (d == selfd) { /* the replica itself is counted there */
                     c -= 1;
                     s -= sg;
@@ -356,7 +401,7 @@ static double cost_at(const engine *e, int i, int n)
         c += e->wr * sg * e->invv[n];
         int pn = e->node[nv_primary_of(g, i)];
         if (e->scnt && pn >= 0) {
-            size_t k = (size_t)n * (size_t)e->D + (size_t)e->dom[pn];
+            size_t k = scol(e, e->dom[pn], n);
             double cn = e->scnt[k], s = e->ssig[k];
             if (n == cur) {
                 cn -= 1;
@@ -423,27 +468,76 @@ static int best_response(engine *e, int i, int *to, double *cur_c, double *new_c
     e->blocked = -1;
     e->blocked_cost = HUGE_VAL;
     for (int k = 0; k < e->ntouched; k++) consider(e, i, e->touched[k], &b);
+    if (e->matrix) { /* measured distances: every node differs, score them all */
+        for (int k = 0; k < e->NA; k++) consider(e, i, e->dnodes[k], &b);
+        goto done;
+    }
 
+    /*
+     * Apart from the nodes scored above (whose extra term is <= 0), a node's
+     * cost is base + dadj[domain] + (pa * L + pb + serial) / speed.  One
+     * sequential sweep finds, per domain, the node minimising the last part
+     * among those that may take the player; only that node can be the
+     * domain's best, so only it is scored exactly.  The player's own node and
+     * the nodes its rules forbid are excluded from the sweep meanwhile.
+     */
     const nv_graph *g = e->g;
-    double l = g->load[i];
-    double selfw = nv_is_replica(g, i) ? e->wr * g->sigma[i] : 0;
+    double l = g->load[i], sg = g->sigma[i];
+    int rep = nv_is_replica(g, i), pn = rep ? e->node[nv_primary_of(g, i)] : -1;
+    double pa = e->wp * l, pb = e->wp * l * l + (rep ? e->wr * sg : 0), hw = 0.5 * e->wr;
+    /* a replica's serial counters: sc[k * D], ss[k * D] for position k */
+    const int *sc = NULL;
+    const double *ss = NULL;
+    size_t D = (size_t)e->D;
+    if (rep && e->scnt && pn >= 0) {
+        sc = &e->scnt[e->dom[pn]];
+        ss = &e->ssig[e->dom[pn]];
+    }
+    int track = e->want_blocked;
+    if (cur >= 0) e->dflag[e->pos[cur]] = 2;
+    for (int k = g->off[i]; k < g->off[i + 1]; k++)
+        if ((g->adj[k].flags & NV_FORBID_NODE) && e->node[g->adj[k].nbr] >= 0)
+            e->dflag[e->pos[e->node[g->adj[k].nbr]]] = 2;
     for (int d = 0; d < e->D; d++) {
-        if (e->doff[d] == e->doff[d + 1] || e->dforbid[d] == e->stamp) e->lb[d] = HUGE_VAL;
-        else if (e->matrix) e->lb[d] = -HUGE_VAL;
-        else
-            e->lb[d] = e->base + (e->dmark[d] == e->stamp ? e->dadj[d] : 0) +
-                       e->wp * (l * e->minA[d] + l * l * e->minB[d]) + selfw * e->minB[d];
+        if (e->doff[d] == e->doff[d + 1] || e->dforbid[d] == e->stamp) continue;
+        double dom = e->base + (e->dmark[d] == e->stamp ? e->dadj[d] : 0);
+        double bound = b.cost < thr ? b.cost : thr;
+        if (!track) {
+            int fk;
+            if (dom + front_min(e, d, pa, pb, &fk) > bound + 1e-12 * (1 + fabs(bound))) continue;
+            /* The front's best node is the domain's best when it may take the
+             * player and adds no serial term. */
+            if (fk >= 0 && e->dflag[fk] == 0 && (!sc || sc[(size_t)fk * D] == 0)) {
+                consider(e, i, e->dnodes[fk], &b);
+                continue;
+            }
+        }
+        double m = HUGE_VAL, bm = HUGE_VAL;
+        int arg = -1, barg = -1;
+        for (int k = e->doff[d]; k < e->doff[d + 1]; k++) {
+            double x = pa * e->dL[k] + pb;
+            if (sc) x += hw * (sc[(size_t)k * D] * sg + ss[(size_t)k * D]);
+            x *= e->dinv[k];
+            if (e->dflag[k] == 0) {
+                if (x < m) {
+                    m = x;
+                    arg = k;
+                }
+            } else if (track && e->dflag[k] == 1 && x < bm) {
+                bm = x;
+                barg = k;
+            }
+        }
+        bound = b.cost < thr ? b.cost : thr;
+        if (arg >= 0 && dom + m <= bound + 1e-12 * (1 + fabs(bound)))
+            consider(e, i, e->dnodes[arg], &b);
+        if (barg >= 0 && dom + bm < e->blocked_cost) consider(e, i, e->dnodes[barg], &b);
     }
-    for (;;) {
-        int d = -1;
-        for (int k = 0; k < e->D; k++)
-            if (e->lb[k] < HUGE_VAL && (d < 0 || e->lb[k] < e->lb[d])) d = k;
-        if (d < 0) break;
-        double bound = fmin(b.cost, thr);
-        if (e->lb[d] > bound + 1e-12 * (1 + fabs(bound))) break;
-        e->lb[d] = HUGE_VAL;
-        for (int k = e->doff[d]; k < e->doff[d + 1]; k++) consider(e, i, e->dnodes[k], &b);
-    }
+    for (int k = g->off[i]; k < g->off[i + 1]; k++)
+        if ((g->adj[k].flags & NV_FORBID_NODE) && e->node[g->adj[k].nbr] >= 0)
+            flag_sync(e, e->node[g->adj[k].nbr]);
+    if (cur >= 0) flag_sync(e, cur);
+done:
     *to = b.node;
     *cur_c = cc;
     *new_c = b.cost;
@@ -593,6 +687,26 @@ static double try_group(engine *e, int i, int commit, int *rnode, int *to, doubl
     return d;
 }
 
+#define EVICT_MAX 4
+#define EXHAUSTIVE_PAIRS 64
+
+/* The EVICT_MAX lightest players on node n (ties: lower id), into out. */
+static int lightest(const engine *e, int n, int *out)
+{
+    int k = 0;
+    for (int j = e->nhead[n]; j >= 0; j = e->pnext[j]) {
+        int q = k < EVICT_MAX ? k++ : EVICT_MAX;
+        double l = e->g->load[j];
+        while (q > 0 && (e->g->load[out[q - 1]] > l ||
+                         (e->g->load[out[q - 1]] == l && out[q - 1] > j))) {
+            if (q < EVICT_MAX) out[q] = out[q - 1];
+            q--;
+        }
+        if (q < EVICT_MAX) out[q] = j;
+    }
+    return k;
+}
+
 /*
  * When best responses stall, capacity (or a replica in the way) can lock a
  * player out of a node it prefers.  For each player, in play order, try the
@@ -609,15 +723,29 @@ static int exchange_pass(engine *e, const int *order, int *cand, int *snap)
         int i = order[k], to, nc = 0;
         double cc, newc;
         if (e->node[i] < 0) continue;
-        if (best_response(e, i, &to, &cc, &newc)) {
+        e->want_blocked = 1; /* this best response also finds the best full node */
+        int moves = best_response(e, i, &to, &cc, &newc);
+        e->want_blocked = 0;
+        if (moves) {
             move_to(e, i, to, cc, newc);
             continue;
         }
-        if (e->blocked >= 0)
-            for (int j = e->nhead[e->blocked]; j >= 0; j = e->pnext[j]) cand[nc++] = j;
-        /* ... and its partners: its primary or replicas, its DAG neighbours. */
-        for (int a = g->off[i]; a < g->off[i + 1]; a++)
-            if (!(g->adj[a].flags & NV_FORBID_NODE)) cand[nc++] = g->adj[a].nbr;
+        if (e->P <= EXHAUSTIVE_PAIRS) { /* small: every other player */
+            for (int j = 0; j < e->P; j++) cand[nc++] = j;
+            goto try;
+        }
+        /* A full node better than staying: its lightest players may make room. */
+        if (e->blocked >= 0 && e->blocked_cost < cc) nc = lightest(e, e->blocked, cand);
+        /* Its primary or replicas (they block each other's domains), and its
+         * DAG neighbours in its domain (they may block each other by cascade). */
+        for (int a = g->off[i]; a < g->off[i + 1]; a++) {
+            const nv_adj *ad = &g->adj[a];
+            int m = e->node[ad->nbr];
+            if ((ad->flags & NV_FORBID_DOMAIN) ||
+                (ad->cascade > 0 && e->wr > 0 && m >= 0 && e->dom[m] == e->dom[e->node[i]]))
+                cand[nc++] = ad->nbr;
+        }
+    try:;
         int bestj = -1, jto, group = 0;
         double bestd = -e->c->eps * (1 + fabs(cc)), ci_after;
         for (int q = 0; q < nc; q++) {
@@ -658,33 +786,33 @@ static int exchange_pass(engine *e, const int *order, int *cand, int *snap)
 }
 
 /*
- * The dynamics: rounds of best responses until one is quiet, then (if
- * enabled) an exchange pass; repeat while exchanges happen, up to `cap`
- * rounds in all.  Returns 1 if it ended quiet.
+ * The dynamics: rounds of best responses until one is quiet, then an
+ * exchange pass (at most `passes` of them); repeat while exchanges happen, up
+ * to `cap` rounds in all.  Returns 1 if it ended with a quiet round of best
+ * responses (a Nash equilibrium).
  */
-static int play(engine *e, const int *order, int cap, int exchanges, xerr *err, int *rc)
+static int play(engine *e, const int *order, int cap, int passes, xerr *err, int *rc)
 {
     int *cand = NULL, *snap = NULL, quiet = 0;
-    size_t n = (size_t)e->P + (size_t)e->g->off[e->P] + 2;
+    size_t n = (size_t)e->P + (size_t)e->g->off[e->P];
     *rc = 0;
     for (;;) {
         if (!play_rounds(e, order, cap)) break;
-        if (!exchanges || e->round >= cap) {
+        if (passes <= 0 || e->round >= cap) {
             quiet = 1;
             break;
         }
-        if (!cand && (!(cand = malloc(n * sizeof *cand)) ||
-                      (e->c->on_move && !(snap = malloc(n * sizeof *snap))))) {
+        if (!cand && (!(cand = NV_ALLOC(e->p, n, int)) ||
+                      (e->c->on_move && !(snap = NV_ALLOC(e->p, n, int))))) {
             *rc = xerr_set(err, XE_NOMEM, "placement: out of memory");
             break;
         }
+        passes--;
         if (exchange_pass(e, order, cand, snap) == 0) {
             quiet = 1;
             break;
         }
     }
-    free(cand);
-    free(snap);
     return quiet;
 }
 
@@ -761,6 +889,7 @@ static int carry_over(const nirvana_problem *p, const nv_graph *g, const nirvana
 /* What one call of nirvana_place or nirvana_replace sets up and tears down. */
 typedef struct run {
     uint64_t t0;
+    nv_mark mark;
     nv_graph g;
     int *as;    /* the assignment being built */
     int *order; /* play order (game only) */
@@ -774,25 +903,16 @@ static int is_game(const nirvana_config *c)
     return c->strategy == NIRVANA_FULL || c->strategy == NIRVANA_NO_RECOVERY;
 }
 
-static void run_fini(run *r)
-{
-    if (r->engine_up) engine_fini(&r->e);
-    free(r->order);
-    free(r->as);
-    nv_graph_fini(&r->g);
-}
-
+/* Takes a scratch mark first: run_end releases everything the call used. */
 static int run_begin(run *r, const nirvana_problem *p, xerr *err)
 {
     memset(r, 0, sizeof *r);
     r->t0 = clock_mono_ns();
+    r->mark = nv_mark_get(p);
     if (p->nnodes < 1) return xerr_set(err, XE_INVAL, "placement: no nodes");
     int rc = nv_graph_build(&r->g, p, err);
     if (rc < 0) return rc;
-    if (!(r->as = malloc(((size_t)r->g.P + 1) * sizeof *r->as))) {
-        run_fini(r);
-        return xerr_set(err, XE_NOMEM, "placement: out of memory");
-    }
+    if (!(r->as = NV_ALLOC(p, r->g.P, int))) return xerr_set(err, XE_NOMEM, "placement: out of memory");
     for (int i = 0; i < r->g.P; i++) r->as[i] = -1;
     return 0;
 }
@@ -803,7 +923,8 @@ static int run_engine(run *r, const nirvana_problem *p, const nirvana_config *c,
     int rc = engine_init(&r->e, p, &r->g, c, err);
     if (rc < 0) return rc;
     r->engine_up = 1;
-    if (!(r->order = nv_play_order(&r->g))) return xerr_set(err, XE_NOMEM, "placement: out of memory");
+    if (!(r->order = nv_play_order(p, &r->g)))
+        return xerr_set(err, XE_NOMEM, "placement: out of memory");
     attach_all(&r->e, r->as);
     return 0;
 }
@@ -842,7 +963,7 @@ int nirvana_place(const nirvana_problem *p, const nirvana_config *c, nirvana_res
     }
     rc = run_finish(&r, p, c, out, err);
 out:
-    run_fini(&r);
+    nv_release(p, r.mark);
     return rc;
 }
 
@@ -887,6 +1008,6 @@ int nirvana_replace(const nirvana_problem *p, const nirvana_config *c,
     (*out)->displaced = displaced;
     (*out)->promoted = promoted;
 out:
-    run_fini(&r);
+    nv_release(p, r.mark);
     return rc;
 }

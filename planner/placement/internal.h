@@ -22,7 +22,7 @@ typedef struct nv_adj {
     int nbr;
     int flags;
     double traffic; /* > 0 for task edges and delta streams */
-    double cascade; /* (rec_u + rec_v) / 2 for task edges, else 0 */
+    double cascade; /* task edges: nv_cascade_weights(), else 0 */
 } nv_adj;
 
 typedef struct nv_graph {
@@ -37,8 +37,34 @@ typedef struct nv_graph {
     nv_adj *adj;
 } nv_graph;
 
+/*
+ * Scratch memory: every temporary of a call comes from the problem's arena.
+ * Each public entry point takes a mark first and releases it on the way out;
+ * nested entry points nest.  Blocks stay allocated until the problem is
+ * freed, so repeated calls reuse warm memory.  Allocations are 16-byte
+ * aligned; nv_alloc returns NULL when out of memory.
+ */
+typedef struct nv_mark {
+    void *block;
+    size_t used;
+} nv_mark;
+
+nv_mark nv_mark_get(const nirvana_problem *p);
+void nv_release(const nirvana_problem *p, nv_mark m);
+void *nv_alloc(const nirvana_problem *p, size_t size);
+void *nv_zalloc(const nirvana_problem *p, size_t size);
+#define NV_ALLOC(p, n, T) ((T *)nv_alloc((p), ((size_t)(n) + 1) * sizeof(T)))
+#define NV_ZALLOC(p, n, T) ((T *)nv_zalloc((p), ((size_t)(n) + 1) * sizeof(T)))
+
+/* The graph lives in the scratch arena (released with the caller's mark). */
 int nv_graph_build(nv_graph *g, const nirvana_problem *p, xerr *e);
-void nv_graph_fini(nv_graph *g);
+
+/*
+ * Cascade weight of each task edge u->v: (recovery_s(u) + recovery_s(v)) / 2
+ * divided by v's fan-in (a task waits for the slowest failed parent, not for
+ * all of them).  In scratch memory; NULL when out of memory.
+ */
+double *nv_cascade_weights(const nirvana_problem *p);
 
 static inline int nv_is_replica(const nv_graph *g, int i) { return g->rep[i] >= 0; }
 static inline int nv_primary_of(const nv_graph *g, int i) { return g->task[i]; }
@@ -61,8 +87,9 @@ double nv_wrec(const nirvana_config *c);
 int nv_legal(const nirvana_problem *p, const nv_graph *g, const int *assign, const int *count,
              int i, int n);
 
-/* Play order: DAG depth ascending, parallelism descending, id ascending. */
-int *nv_play_order(const nv_graph *g);
+/* Play order: DAG depth ascending, parallelism descending, id ascending
+ * (scratch memory). */
+int *nv_play_order(const nirvana_problem *p, const nv_graph *g);
 
 /* Baselines (baselines.c).  assign[i] >= 0 is kept, -1 is placed by the rule.
  * Primaries are placed before replicas.  A replica with no legal node is an
@@ -77,6 +104,9 @@ int nv_promote_first(const nirvana_problem *p, const nv_graph *g, int *assign);
 /* Result assembly (eval.c): costs from the reference scorer. */
 int nv_result_build(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g,
                     const int *assign, nirvana_result **out, xerr *e);
+/* The reference scorer on a graph already built. */
+int nv_score(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g,
+             const int *assign, nirvana_score *out, xerr *e);
 
 /* Seeded PRNG shared by the random baseline and nothing else. */
 static inline uint64_t nv_splitmix(uint64_t *s)

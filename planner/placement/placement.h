@@ -35,9 +35,11 @@
  * The social cost counts each interaction once; potential <= social <= 2 *
  * potential, so the potential minimiser is within a factor 2 of the optimum.
  *
- * Ownership: a problem owns copies of everything added to it.  A result owns
- * its arrays and does not point into the problem.  Nothing here keeps global
- * state; distinct problems may be placed from distinct threads.
+ * Ownership: a problem owns copies of everything added to it, and working
+ * memory that it reuses from call to call (so that a re-placement touches no
+ * fresh pages).  A result owns its arrays and does not point into the
+ * problem.  Nothing here keeps global state: distinct problems may be used
+ * from distinct threads, but calls on one problem must not overlap.
  */
 #ifndef PLACEMENT_H
 #define PLACEMENT_H
@@ -85,6 +87,7 @@ typedef struct nirvana_problem {
     double d_inter;      /* distance across domains (default 1.0); same node is 0 */
     double *dist;        /* optional measured nnodes x nnodes matrix, row major; owned */
     int cap_nodes, cap_tasks, cap_edges;
+    struct nv_scratch *scratch; /* internal: working memory reused from call to call */
 } nirvana_problem;
 
 nirvana_problem *nirvana_problem_new(void);
@@ -148,7 +151,7 @@ typedef struct nirvana_config {
     nirvana_strategy strategy;
     double w_proc, w_trans, w_rec; /* defaults 1, 1, 0.05 */
     int max_rounds;    /* cap on full rounds of best responses (default 100) */
-    int exchanges;     /* 1: when best responses stall, try exchange and group moves (default 1) */
+    int exchanges;     /* exchange passes allowed once best responses stall (default 2) */
     int repair_rounds; /* full rounds after a re-placement (default 2) */
     uint64_t seed;     /* for NIRVANA_RANDOM */
     double eps;        /* a move must gain more than eps * (1 + |cost|) (default 1e-9) */
@@ -251,5 +254,9 @@ int nirvana_check_equilibrium(const nirvana_problem *p, const nirvana_config *c,
  */
 int nirvana_explain(const nirvana_problem *p, const nirvana_config *c,
                     const nirvana_result *r, sbuf *out, xerr *e);
+
+/* The seeded PRNG (splitmix64) behind NIRVANA_RANDOM, for tools and tests
+ * that need reproducible instances. */
+uint64_t nirvana_splitmix64(uint64_t *state);
 
 #endif

@@ -12,10 +12,100 @@
 #include <string.h>
 #include <strings.h>
 
+/* ---------------------------------------------------------------- scratch arena */
+
+/* Under ASan, free arena space is poisoned and each allocation is followed by
+ * a poisoned red zone, so overruns inside a block are still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define NV_REDZONE 16
+#else
+#define ASAN_POISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(a, n) ((void)(a), (void)(n))
+#define NV_REDZONE 0
+#endif
+
+typedef struct nv_block {
+    struct nv_block *next;
+    size_t cap, used;
+    _Alignas(16) unsigned char data[];
+} nv_block;
+
+struct nv_scratch {
+    nv_block *first, *cur;
+};
+
+nv_mark nv_mark_get(const nirvana_problem *p)
+{
+    nv_block *b = p->scratch->cur;
+    return (nv_mark){b, b ? b->used : 0};
+}
+
+void nv_release(const nirvana_problem *p, nv_mark m)
+{
+    struct nv_scratch *s = p->scratch;
+    nv_block *b = m.block ? m.block : s->first;
+    if (!b) return;
+    b->used = m.block ? m.used : 0;
+    ASAN_POISON_MEMORY_REGION(b->data + b->used, b->cap - b->used);
+    for (nv_block *q = b->next; q; q = q->next) {
+        q->used = 0;
+        ASAN_POISON_MEMORY_REGION(q->data, q->cap);
+    }
+    s->cur = b;
+}
+
+void *nv_alloc(const nirvana_problem *p, size_t size)
+{
+    struct nv_scratch *s = p->scratch;
+    size_t want = size;
+    size = (size + 15 + NV_REDZONE) & ~(size_t)15;
+    nv_block *b = s->cur;
+    while (b && b->cap - b->used < size) {
+        b = b->next; /* later blocks are empty (used == 0) */
+        if (b) s->cur = b;
+    }
+    if (!b) {
+        size_t cap = size > ((size_t)1 << 20) ? size : (size_t)1 << 20;
+        if (s->cur && s->cur->cap * 2 > cap) cap = s->cur->cap * 2;
+        b = malloc(sizeof *b + cap);
+        if (!b) return NULL;
+        b->next = NULL;
+        b->cap = cap;
+        b->used = 0;
+        ASAN_POISON_MEMORY_REGION(b->data, cap);
+        if (s->cur) {
+            nv_block *last = s->cur;
+            while (last->next) last = last->next;
+            last->next = b;
+        } else {
+            s->first = b;
+        }
+        s->cur = b;
+    }
+    void *q = b->data + b->used;
+    b->used += size;
+    ASAN_UNPOISON_MEMORY_REGION(q, want);
+    return q;
+}
+
+void *nv_zalloc(const nirvana_problem *p, size_t size)
+{
+    void *q = nv_alloc(p, size);
+    if (q) memset(q, 0, size);
+    return q;
+}
+
+/* ---------------------------------------------------------------- problem */
+
 nirvana_problem *nirvana_problem_new(void)
 {
     nirvana_problem *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    if (!(p->scratch = calloc(1, sizeof *p->scratch))) {
+        free(p);
+        return NULL;
+    }
     p->replicas = 1;
     p->d_intra = 0.2;
     p->d_inter = 1.0;
@@ -29,6 +119,12 @@ void nirvana_problem_free(nirvana_problem *p)
     free(p->tasks);
     free(p->edges);
     free(p->dist);
+    for (nv_block *b = p->scratch->first, *n; b; b = n) {
+        n = b->next;
+        ASAN_UNPOISON_MEMORY_REGION(b->data, b->cap);
+        free(b);
+    }
+    free(p->scratch);
     free(p);
 }
 
@@ -173,7 +269,7 @@ void nirvana_config_init(nirvana_config *c)
     c->w_trans = 1.0;
     c->w_rec = 0.05;
     c->max_rounds = 100;
-    c->exchanges = 1;
+    c->exchanges = 2;
     c->repair_rounds = 2;
     c->seed = 1;
     c->eps = 1e-9;
@@ -186,18 +282,17 @@ double nv_wrec(const nirvana_config *c)
 
 /* ---------------------------------------------------------------- player view */
 
-void nv_graph_fini(nv_graph *g)
+double *nv_cascade_weights(const nirvana_problem *p)
 {
-    free(g->task);
-    free(g->rep);
-    free(g->rep_base);
-    free(g->load);
-    free(g->sigma);
-    free(g->depth);
-    free(g->par);
-    free(g->off);
-    free(g->adj);
-    memset(g, 0, sizeof *g);
+    int *fanin = NV_ZALLOC(p, p->ntasks, int);
+    double *w = NV_ALLOC(p, p->nedges, double);
+    if (!fanin || !w) return NULL;
+    for (int k = 0; k < p->nedges; k++) fanin[p->edges[k].to]++;
+    for (int k = 0; k < p->nedges; k++) {
+        const nirvana_edge *ed = &p->edges[k];
+        w[k] = (p->tasks[ed->from].recovery_s + p->tasks[ed->to].recovery_s) / 2 / fanin[ed->to];
+    }
+    return w;
 }
 
 static void put_adj(const nv_graph *g, int *fill, int a, int b, int flags, double traffic,
@@ -216,16 +311,15 @@ int nv_graph_build(nv_graph *g, const nirvana_problem *p, xerr *e)
     g->D = p->ndomains;
     g->P = nirvana_player_count(p);
     int P = g->P, T = g->T, R = g->R;
-    size_t np = (size_t)P + 1;
-    g->task = malloc(np * sizeof *g->task);
-    g->rep = malloc(np * sizeof *g->rep);
-    g->rep_base = malloc(((size_t)T + 1) * sizeof *g->rep_base);
-    g->load = malloc(np * sizeof *g->load);
-    g->sigma = malloc(np * sizeof *g->sigma);
-    g->depth = malloc(np * sizeof *g->depth);
-    g->par = malloc(np * sizeof *g->par);
-    g->off = calloc(np + 1, sizeof *g->off);
-    int *fill = calloc(np, sizeof *fill);
+    g->task = NV_ALLOC(p, P, int);
+    g->rep = NV_ALLOC(p, P, int);
+    g->rep_base = NV_ALLOC(p, T, int);
+    g->load = NV_ALLOC(p, P, double);
+    g->sigma = NV_ALLOC(p, P, double);
+    g->depth = NV_ALLOC(p, P, int);
+    g->par = NV_ALLOC(p, P, int);
+    g->off = NV_ZALLOC(p, P + 1, int);
+    int *fill = NV_ZALLOC(p, P, int);
     if (!g->task || !g->rep || !g->rep_base || !g->load || !g->sigma || !g->depth || !g->par ||
         !g->off || !fill)
         goto nomem;
@@ -257,14 +351,15 @@ int nv_graph_build(nv_graph *g, const nirvana_problem *p, xerr *e)
         for (int k = 0; k < R; k++) g->off[g->rep_base[t] + k + 1] += R; /* primary + R-1 siblings */
     }
     for (int i = 0; i < P; i++) g->off[i + 1] += g->off[i];
-    g->adj = malloc(((size_t)g->off[P] + 1) * sizeof *g->adj);
+    g->adj = NV_ALLOC(p, g->off[P], nv_adj);
     if (!g->adj) goto nomem;
 
+    double *cas = nv_cascade_weights(p);
+    if (!cas) goto nomem;
     for (int k = 0; k < p->nedges; k++) {
         const nirvana_edge *ed = &p->edges[k];
-        double cas = (p->tasks[ed->from].recovery_s + p->tasks[ed->to].recovery_s) / 2;
-        put_adj(g, fill, ed->from, ed->to, 0, ed->traffic, cas);
-        put_adj(g, fill, ed->to, ed->from, 0, ed->traffic, cas);
+        put_adj(g, fill, ed->from, ed->to, 0, ed->traffic, cas[k]);
+        put_adj(g, fill, ed->to, ed->from, 0, ed->traffic, cas[k]);
     }
     for (int t = 0; t < T; t++) {
         if (g->rep_base[t] < 0) continue;
@@ -277,11 +372,8 @@ int nv_graph_build(nv_graph *g, const nirvana_problem *p, xerr *e)
                 if (m != k) put_adj(g, fill, r, g->rep_base[t] + m, NV_FORBID_NODE, 0, 0);
         }
     }
-    free(fill);
     return 0;
 nomem:
-    free(fill);
-    nv_graph_fini(g);
     return xerr_set(e, XE_NOMEM, "placement: out of memory");
 }
 
@@ -314,25 +406,20 @@ static int order_cmp(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-int *nv_play_order(const nv_graph *g)
+int *nv_play_order(const nirvana_problem *p, const nv_graph *g)
 {
-    order_key *k = malloc(((size_t)g->P + 1) * sizeof *k);
-    int *o = malloc(((size_t)g->P + 1) * sizeof *o);
-    if (!k || !o) {
-        free(k);
-        free(o);
-        return NULL;
-    }
+    order_key *k = NV_ALLOC(p, g->P, order_key);
+    int *o = NV_ALLOC(p, g->P, int);
+    if (!k || !o) return NULL;
     for (int i = 0; i < g->P; i++) k[i] = (order_key){g->depth[i], g->par[i], i};
     qsort(k, (size_t)g->P, sizeof *k, order_cmp);
     for (int i = 0; i < g->P; i++) o[i] = k[i].id;
-    free(k);
     return o;
 }
 
 int nv_promote_first(const nirvana_problem *p, const nv_graph *g, int *assign)
 {
-    int *count = calloc((size_t)g->N + 1, sizeof *count);
+    int *count = NV_ZALLOC(p, g->N, int);
     if (!count) return XE_NOMEM;
     for (int i = 0; i < g->P; i++)
         if (assign[i] >= 0) count[assign[i]]++;
@@ -354,6 +441,5 @@ int nv_promote_first(const nirvana_problem *p, const nv_graph *g, int *assign)
             count[m]++;
         }
     }
-    free(count);
     return promoted;
 }

@@ -29,13 +29,7 @@ typedef struct rng {
     uint64_t s;
 } rng;
 
-static uint64_t rnext(rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+static uint64_t rnext(rng *r) { return nirvana_splitmix64(&r->s); }
 static double runi(rng *r) { return (double)(rnext(r) >> 11) / 9007199254740992.0; }
 static int rint_in(rng *r, int lo, int hi) { return lo + (int)(rnext(r) % (uint64_t)(hi - lo + 1)); }
 
