@@ -1,0 +1,4 @@
+-- q0, pass-through: every bid.
+SELECT auction, bidder, price, datetime, extra
+FROM nexmark
+WHERE kind = 'bid';
