@@ -512,7 +512,7 @@ static double recovery_ms(const sim *s, const nirvana_result *r, double *mean_ta
 
 typedef struct outcome {
     nirvana_strategy s;
-    double tput, lat, rec, rec_task, degraded, place_ms, repl_ms, repl_ms_max;
+    double tput, lat, rec, rec_task, degraded, place_ms, place_cpu, repl_ms, repl_cpu, repl_ms_max;
     double social, potential;
     int rounds, moves, exchanges, converged;
 } outcome;
@@ -541,8 +541,10 @@ static void run_strategies(sim *s, outcome *out, nirvana_result **res, double w_
         memset(o, 0, sizeof *o);
         o->s = STRATS[k];
         uint64_t t0 = clock_mono_ns();
+        double c0 = cpu_ms();
         check(nirvana_place(p, &c, &res[k], &e), nirvana_strategy_name(STRATS[k]), &e);
         o->place_ms = (double)(clock_mono_ns() - t0) / 1e6;
+        o->place_cpu = cpu_ms() - c0;
         o->tput = throughput(s, res[k]);
         o->rec = recovery_ms(s, res[k], &o->rec_task);
         nirvana_config full;
@@ -565,8 +567,10 @@ static void run_strategies(sim *s, outcome *out, nirvana_result **res, double w_
             if (nirvana_kill_domain(p, d) == 0) continue;
             nirvana_result *r2 = NULL;
             t0 = clock_mono_ns();
+            c0 = cpu_ms();
             int rc = nirvana_replace(p, &c, res[k], &r2, &e);
             double ms = (double)(clock_mono_ns() - t0) / 1e6;
+            o->repl_cpu += cpu_ms() - c0;
             for (int n = 0; n < p->nnodes; n++)
                 if (p->nodes[n].domain == d) p->nodes[n].alive = 1;
             if (rc == XE_FULL) continue;
@@ -579,6 +583,7 @@ static void run_strategies(sim *s, outcome *out, nirvana_result **res, double w_
         }
         if (hit) {
             o->repl_ms /= hit;
+            o->repl_cpu /= hit;
             o->degraded /= hit;
         }
     }
@@ -640,8 +645,25 @@ static void run_setup(sim *s)
     print_table(s, o);
     print_figures(s, o);
     if (strcmp(s->name, "scale") == 0) {
-        printf("figure: nirvana_full_ms = %.1f ms\n", o[0].place_ms);
+        /* The machine may be shared: the full placement is timed three times
+         * (the best wall time is the figure), CPU time is printed alongside. */
+        double best = o[0].place_ms, best_cpu = o[0].place_cpu;
+        for (int rep = 0; rep < 2; rep++) {
+            nirvana_config c;
+            config_for(&c, NIRVANA_FULL, -1);
+            nirvana_result *r = NULL;
+            xerr e;
+            uint64_t t0 = clock_mono_ns();
+            double c0 = cpu_ms();
+            check(nirvana_place(s->p, &c, &r, &e), "place", &e);
+            best = fmin(best, (double)(clock_mono_ns() - t0) / 1e6);
+            best_cpu = fmin(best_cpu, cpu_ms() - c0);
+            nirvana_result_free(r);
+        }
+        printf("figure: nirvana_full_ms = %.1f ms\n", best);
+        printf("figure: nirvana_full_cpu_ms = %.1f ms\n", best_cpu);
         printf("figure: nirvana_incremental_ms = %.2f ms\n", o[0].repl_ms);
+        printf("figure: nirvana_incremental_cpu_ms = %.2f ms\n", o[0].repl_cpu);
         printf("figure: nirvana_incremental_max_ms = %.2f ms\n", o[0].repl_ms_max);
     }
     /* The equilibrium certificate, as EXPLAIN PLACEMENT would compute it. */
@@ -657,28 +679,26 @@ static void run_setup(sim *s)
     for (int k = 0; k < NSTRATS; k++) nirvana_result_free(res[k]);
 }
 
-/* How w_rec trades steady-state performance for recovery (paper setup). */
-static void run_sweep(void)
+/* How w_rec trades steady-state performance for recovery.  Latency here is
+ * at half of each placement's own throughput bound. */
+static void run_sweep(sim *s)
 {
-    static const double W[] = {0, 0.01, 0.05, 0.2, 1.0};
-    sim s;
-    build_paper(&s);
-    printf("\nw_rec sweep, paper setup (nirvana only)\n%8s %12s %10s %12s %12s\n", "w_rec",
+    static const double W[] = {0, 0.002, 0.01, 0.05, 0.2, 1.0};
+    printf("\nw_rec sweep, %s setup (nirvana only)\n%8s %12s %10s %12s %12s\n", s->name, "w_rec",
            "tput k/s", "lat ms", "recovery ms", "per-task ms");
     for (size_t k = 0; k < sizeof W / sizeof W[0]; k++) {
         nirvana_config c;
         config_for(&c, NIRVANA_FULL, W[k]);
         nirvana_result *r = NULL;
         xerr e;
-        check(nirvana_place(s.p, &c, &r, &e), "sweep", &e);
-        double per, rec = recovery_ms(&s, r, &per), tp = throughput(&s, r);
-        double lat = latency_ms(&s, r, 0.5 * tp / s.src_rate);
-        printf("%8.2f %12.1f %10.3f %12.0f %12.0f\n", W[k], tp / 1e3, lat, rec, per);
-        printf("figure: sweep_wrec_%g_throughput = %.1f ktuples/s\n", W[k], tp / 1e3);
-        printf("figure: sweep_wrec_%g_recovery = %.0f ms\n", W[k], rec);
+        check(nirvana_place(s->p, &c, &r, &e), "sweep", &e);
+        double per, rec = recovery_ms(s, r, &per), tp = throughput(s, r);
+        double lat = latency_ms(s, r, 0.5 * tp / s->src_rate);
+        printf("%8.3f %12.1f %10.3f %12.0f %12.0f\n", W[k], tp / 1e3, lat, rec, per);
+        printf("figure: %s_sweep_wrec_%g_throughput = %.1f ktuples/s\n", s->name, W[k], tp / 1e3);
+        printf("figure: %s_sweep_wrec_%g_recovery = %.0f ms\n", s->name, W[k], rec);
         nirvana_result_free(r);
     }
-    free_sim(&s);
 }
 
 /* Only the scale setup's Nirvana timings (full, then each domain failing). */
@@ -735,15 +755,16 @@ int main(int argc, char **argv)
            CORES, LINK_BPS * 8 / 1e6, OVERSUB, HOP_NODE_MS, HOP_INTRA_MS, HOP_INTER_MS, DETECT_MS,
            RESTORE_MBPS, EPOCH_MS, OFFERED * 100, SLOW_SPEED);
     sim s;
-    if (paper) {
+    if (paper || sweep) {
         build_paper(&s);
-        run_setup(&s);
+        if (paper) run_setup(&s);
+        if (sweep) run_sweep(&s);
         free_sim(&s);
     }
-    if (sweep) run_sweep();
-    if (scale) {
+    if (scale || sweep) {
         build_scale(&s);
-        run_setup(&s);
+        if (scale) run_setup(&s);
+        if (sweep) run_sweep(&s);
         free_sim(&s);
     }
     return 0;

@@ -807,7 +807,7 @@ static int play(engine *e, const int *order, int cap, int passes, xerr *err, int
             *rc = xerr_set(err, XE_NOMEM, "placement: out of memory");
             break;
         }
-        passes--;
+        if (e->P > EXHAUSTIVE_PAIRS) passes--; /* small problems: until none helps */
         if (exchange_pass(e, order, cand, snap) == 0) {
             quiet = 1;
             break;

@@ -149,9 +149,10 @@ typedef void (*nirvana_move_fn)(void *arg, const nirvana_move *m);
 
 typedef struct nirvana_config {
     nirvana_strategy strategy;
-    double w_proc, w_trans, w_rec; /* defaults 1, 1, 0.05 */
+    double w_proc, w_trans, w_rec; /* defaults 1, 1, 0.01 */
     int max_rounds;    /* cap on full rounds of best responses (default 100) */
-    int exchanges;     /* exchange passes allowed once best responses stall (default 2) */
+    int exchanges;     /* exchange passes once best responses stall (default 1; 0 = none;
+                          problems of <= 64 players pass until no exchange helps) */
     int repair_rounds; /* full rounds after a re-placement (default 2) */
     uint64_t seed;     /* for NIRVANA_RANDOM */
     double eps;        /* a move must gain more than eps * (1 + |cost|) (default 1e-9) */

@@ -267,9 +267,9 @@ void nirvana_config_init(nirvana_config *c)
     c->strategy = NIRVANA_FULL;
     c->w_proc = 1.0;
     c->w_trans = 1.0;
-    c->w_rec = 0.05;
+    c->w_rec = 0.01;
     c->max_rounds = 100;
-    c->exchanges = 2;
+    c->exchanges = 1;
     c->repair_rounds = 2;
     c->seed = 1;
     c->eps = 1e-9;
