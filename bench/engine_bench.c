@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,10 +375,42 @@ static int csv_write(const bopts *o, int fd, int64_t n)
     return rc;
 }
 
+/* A row "k,n,sv,mv" of ares-sql's output folded into r; -1 if malformed. */
+static int fold_line(const char *line, result *r)
+{
+    long long k, cnt;
+    double sv, mv;
+    if (sscanf(line, "%lld,%lld,%lf,%lf", &k, &cnt, &sv, &mv) != 4) return -1;
+    r->rows++;
+    r->count += cnt;
+    r->sum += sv;
+    r->max += mv;
+    return 0;
+}
+
+/* RssAnon of a process in KiB, or 0. */
+static long anon_rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long v = 0;
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "RssAnon:", 8)) {
+            v = strtol(line + 8, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
 /* Run ares-sql with stdin from in_fd (a file, or a pipe fed by a writer
  * process generating n tuples when in_fd < 0); read its stdout and fold the
- * rows into r.  r->secs is the child's wall time; *rss_kib its peak RSS. */
-static int run_ares_sql(const bopts *o, int in_fd, int64_t n, result *r, long *rss_kib)
+ * rows into r.  r->secs is the child's wall time; *rss_kib its peak RSS
+ * (VmHWM: heap plus the pages of the LMDB map it touched), *anon_kib the
+ * largest anonymous RSS sampled. */
+static int run_ares_sql(const bopts *o, int in_fd, int64_t n, result *r, long *rss_kib, long *anon_kib)
 {
     char dir[4096], data[4200];
     memset(r, 0, sizeof *r);
@@ -409,39 +442,48 @@ static int run_ares_sql(const bopts *o, int in_fd, int64_t n, result *r, long *r
         dup2(outp[1], 1);
         close(outp[0]);
         close(outp[1]);
-        execl(o->ares_sql, o->ares_sql, "--data", data, "-e", STREAM_SQL " " QUERY_SQL ";", "--ingest", "s",
+        execl(o->ares_sql, o->ares_sql, "--data", data, "-q", "-e", STREAM_SQL " " QUERY_SQL ";", "--ingest", "s",
               "--format", "csv", (char *)NULL);
         fprintf(stderr, "engine_bench: exec %s: %s\n", o->ares_sql, strerror(errno));
         _exit(127);
     }
     close(outp[1]);
     if (inp[0] >= 0) close(inp[0]);
-    FILE *f = fdopen(outp[0], "r");
-    char line[256];
+    /* Read its output while sampling its anonymous RSS (heap, not the
+     * LMDB map's file pages) every 50 ms. */
+    char buf[1 << 16];
+    size_t have = 0;
     int first = 1, bad = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        if (first) {
-            first = 0;
-            continue;
+    long anon = 0;
+    struct pollfd pfd = {outp[0], POLLIN, 0};
+    for (;;) {
+        int pr = poll(&pfd, 1, 50);
+        long a = anon_rss_kib(pid);
+        if (a > anon) anon = a;
+        if (pr < 0 && errno != EINTR) break;
+        if (pr <= 0) continue;
+        ssize_t got = read(outp[0], buf + have, sizeof buf - have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        have += (size_t)got;
+        char *p = buf, *nl;
+        while ((nl = memchr(p, '\n', have - (size_t)(p - buf)))) {
+            *nl = 0;
+            if (first) first = 0;
+            else if (fold_line(p, r) && !bad++) fprintf(stderr, "engine_bench: ares-sql printed: %s\n", p);
+            p = nl + 1;
         }
-        long long k, cnt;
-        double sv, mv;
-        if (sscanf(line, "%lld,%lld,%lf,%lf", &k, &cnt, &sv, &mv) != 4) {
-            if (!bad++) fprintf(stderr, "engine_bench: ares-sql printed: %s", line);
-            continue;
-        }
-        r->rows++;
-        r->count += cnt;
-        r->sum += sv;
-        r->max += mv;
+        have -= (size_t)(p - buf);
+        memmove(buf, p, have);
     }
-    if (f) fclose(f);
+    close(outp[0]);
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
     while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
     r->secs = now_s() - t0;
     *rss_kib = ru.ru_maxrss;
+    *anon_kib = anon;
     if (writer > 0) {
         int ws;
         while (waitpid(writer, &ws, 0) < 0 && errno == EINTR) {}
@@ -518,8 +560,14 @@ int main(int argc, char **argv)
     int fail = 0;
     result loop, eng, push;
     int64_t late;
-    /* The loop always runs: it is the reference for every check. */
+    /* The loop always runs: it is the reference for every check.  Best of
+     * three, as it takes well under a second and other processes disturb it. */
     run_loop(&o, &loop);
+    for (int rep = 0; rep < 2; rep++) {
+        result again;
+        run_loop(&o, &again);
+        if (again.secs < loop.secs) loop.secs = again.secs;
+    }
     double loop_rate = (double)o.tuples / loop.secs;
     if (o.loop) printf("figure: window_agg_loop = %.0f tuples/s\n", loop_rate);
     printf("engine_bench: loop emitted %lld rows (windows x keys)\n", (long long)loop.rows);
@@ -554,12 +602,13 @@ int main(int argc, char **argv)
         } else {
             struct stat sb;
             fstat(fd, &sb);
-            long rss1 = 0, rss2 = 0;
-            if (run_ares_sql(&oc, fd, oc.tuples, &c1, &rss1) || agree("ares-sql --ingest", &c1, &lc)) fail = 1;
+            long rss1 = 0, rss2 = 0, anon1 = 0, anon2 = 0;
+            if (run_ares_sql(&oc, fd, oc.tuples, &c1, &rss1, &anon1) || agree("ares-sql --ingest", &c1, &lc)) fail = 1;
             else {
                 printf("figure: csv_ingest_rate = %.0f rows/s\n", (double)oc.tuples / c1.secs);
                 printf("figure: csv_ingest_mb_per_s = %.1f MB/s\n", (double)sb.st_size / 1e6 / c1.secs);
                 printf("figure: csv_ingest_peak_rss = %.1f MiB\n", (double)rss1 / 1024.0);
+                printf("figure: csv_ingest_peak_anon_rss = %.1f MiB\n", (double)anon1 / 1024.0);
             }
             fflush(stdout);
             close(fd);
@@ -569,8 +618,12 @@ int main(int argc, char **argv)
             o2.tuples = 2 * oc.tuples;
             run_loop(&o2, &l2);
             if (!fail) {
-                if (run_ares_sql(&o2, -1, o2.tuples, &c2, &rss2) || agree("ares-sql --ingest (2x)", &c2, &l2)) fail = 1;
-                else printf("figure: csv_ingest_peak_rss_2x = %.1f MiB\n", (double)rss2 / 1024.0);
+                if (run_ares_sql(&o2, -1, o2.tuples, &c2, &rss2, &anon2) || agree("ares-sql --ingest (2x)", &c2, &l2))
+                    fail = 1;
+                else {
+                    printf("figure: csv_ingest_peak_rss_2x = %.1f MiB\n", (double)rss2 / 1024.0);
+                    printf("figure: csv_ingest_peak_anon_rss_2x = %.1f MiB\n", (double)anon2 / 1024.0);
+                }
             }
         }
         if (fd >= 0) {
