@@ -701,41 +701,6 @@ static void run_sweep(sim *s)
     }
 }
 
-/* Only the scale setup's Nirvana timings (full, then each domain failing). */
-static void run_timing(void)
-{
-    sim s;
-    build_scale(&s);
-    nirvana_config c;
-    config_for(&c, NIRVANA_FULL, -1);
-    nirvana_result *r = NULL;
-    xerr e;
-    uint64_t t0 = clock_mono_ns();
-    double c0 = cpu_ms();
-    check(nirvana_place(s.p, &c, &r, &e), "place", &e);
-    double full = (double)(clock_mono_ns() - t0) / 1e6, fullc = cpu_ms() - c0;
-    printf("full %.1f ms (cpu %.1f) rounds %d moves %d exchanges %d converged %d social %.4f\n",
-           full, fullc, r->rounds, r->moves, r->exchanges, r->converged, r->social_cost);
-    double sum = 0, mx = 0, csum = 0;
-    for (int d = 0; d < s.p->ndomains; d++) {
-        nirvana_kill_domain(s.p, d);
-        nirvana_result *r2 = NULL;
-        t0 = clock_mono_ns();
-        c0 = cpu_ms();
-        check(nirvana_replace(s.p, &c, r, &r2, &e), "replace", &e);
-        double ms = (double)(clock_mono_ns() - t0) / 1e6;
-        csum += cpu_ms() - c0;
-        sum += ms;
-        mx = fmax(mx, ms);
-        for (int n = 0; n < s.p->nnodes; n++) s.p->nodes[n].alive = 1;
-        nirvana_result_free(r2);
-    }
-    printf("incremental mean %.2f ms (cpu %.2f) max %.2f ms\n", sum / s.p->ndomains,
-           csum / s.p->ndomains, mx);
-    nirvana_result_free(r);
-    free_sim(&s);
-}
-
 int main(int argc, char **argv)
 {
     int paper = argc < 2, scale = argc < 2, sweep = argc < 2;
@@ -743,7 +708,6 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "paper")) paper = 1;
         else if (!strcmp(argv[i], "scale")) scale = 1;
         else if (!strcmp(argv[i], "sweep")) sweep = 1;
-        else if (!strcmp(argv[i], "time")) run_timing();
         else {
             fprintf(stderr, "usage: nirvana_sim [paper|scale|sweep]...\n");
             return 2;
