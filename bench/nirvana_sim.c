@@ -673,9 +673,11 @@ static void run_setup(sim *s)
     xerr e;
     uint64_t t0 = clock_mono_ns();
     check(nirvana_check_equilibrium(s->p, &c, res[0], &cert, &e), "certificate", &e);
-    printf("figure: %s_nirvana_equilibrium = %d (1 = no unilateral improvement, %ld deviations "
-           "checked in %.0f ms)\n",
-           s->name, cert.is_equilibrium, cert.checked, (double)(clock_mono_ns() - t0) / 1e6);
+    printf("certificate: %s, %ld unilateral deviations checked\n",
+           cert.is_equilibrium ? "Nash equilibrium" : "NOT an equilibrium", cert.checked);
+    printf("figure: %s_nirvana_equilibrium = %d bool\n", s->name, cert.is_equilibrium);
+    printf("figure: %s_nirvana_certificate_ms = %.0f ms\n", s->name,
+           (double)(clock_mono_ns() - t0) / 1e6);
     for (int k = 0; k < NSTRATS; k++) nirvana_result_free(res[k]);
 }
 

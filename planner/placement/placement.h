@@ -27,13 +27,21 @@
  *   proc   w_proc * l_i * L(node) / speed(node), L = total load on the node
  *   trans  half of w_trans * traffic * distance, over each incident edge
  *          (task edges, and primary->replica delta streams)
- *   rec    half of w_rec * (rec_u + rec_v)/2 for each task edge whose two ends
- *          share a domain (cascade), half of w_rec * (sigma_a + sigma_b)/speed
+ *   rec    half of w_rec * c_uv for each task edge u->v whose two ends share a
+ *          domain (cascade; c_uv = (rec_u + rec_v) / 2 / fan-in of v, with
+ *          rec = recovery_s), half of w_rec * (sigma_a + sigma_b)/speed
  *          for each pair of replicas stacked on one node whose primaries share a
  *          domain (serial recovery; the four players involved each pay half),
  *          and, for a replica, w_rec * sigma_a / speed (its own restore time).
  * The social cost counts each interaction once; potential <= social <= 2 *
  * potential, so the potential minimiser is within a factor 2 of the optimum.
+ *
+ * Typical use (planner or coordinator):
+ *   p = nirvana_problem_new(); nirvana_add_node(...) per node;
+ *   nirvana_add_task(...) per task; nirvana_add_edge(...) per DAG edge;
+ *   nirvana_config_init(&c); c.strategy = ...;  nirvana_place(p, &c, &r, &e);
+ *   on failure: set nodes[n].alive = 0 (or nirvana_kill_domain), then
+ *   nirvana_replace(p, &c, r, &r2, &e);  EXPLAIN: nirvana_explain(p, &c, r2, ...).
  *
  * Ownership: a problem owns copies of everything added to it, and working
  * memory that it reuses from call to call (so that a re-placement touches no
@@ -194,6 +202,16 @@ void nirvana_result_free(nirvana_result *r); /* NULL is a no-op */
  * Places every player with c->strategy.  On success *out is a new result the
  * caller frees.  XE_FULL if some task or replica has no legal node (too few
  * slots, or fewer than two live domains with R > 0), XE_INVAL on a bad problem.
+ *
+ * The game (NIRVANA_FULL, NIRVANA_NO_RECOVERY) starts from round-robin and
+ * plays rounds of best responses in play order (DAG depth ascending,
+ * parallelism descending, player id); a player moves only if that lowers its
+ * cost by more than eps * (1 + |cost|), to its cheapest legal node (ties: the
+ * lowest node id).  Once a round moves nothing, up to c->exchanges exchange
+ * passes try two-player exchanges and group moves (a primary with its
+ * replicas) that lower the potential; best-response rounds follow each pass.
+ * Every move lowers the potential, so this ends; it ends in a Nash
+ * equilibrium unless c->max_rounds cuts it short (converged = 0).
  */
 int nirvana_place(const nirvana_problem *p, const nirvana_config *c, nirvana_result **out,
                   xerr *e);
