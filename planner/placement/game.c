@@ -2,17 +2,22 @@
  * game.c: Nirvana's best-response dynamics, full and incremental.
  *
  * The engine keeps, for the current assignment, everything a best response
- * needs so that it costs O(nodes + degree + R * domains) rather than
- * O(players): per-node load and player count; per (node, domain) the number
- * and summed recovery time of the replicas on the node whose primary lives in
- * the domain (the serial-recovery counters); per domain the smallest
- * load/speed and 1/speed over its live nodes.  A best response first folds
- * the player's neighbours into per-domain and per-node adjustments, then
- * scores the nodes that host a neighbour exactly, then visits domains in
- * order of a lower bound on any of their nodes' cost and stops once the bound
- * exceeds the best cost found.  The bound only drops terms that are >= 0 or
- * that were scored exactly, so the pruned search returns the same node as an
- * exhaustive one (lowest cost, then lowest node id).
+ * needs so that it costs O(degree + R * domains + domains * front) rather
+ * than O(players): per-node load and player count; per (node, domain) the
+ * number and summed recovery time of the replicas on the node whose primary
+ * lives in the domain (the serial-recovery counters); per domain the front of
+ * its free nodes in (load/speed, 1/speed).  A best response folds the
+ * player's neighbours into per-domain and per-node adjustments, scores the
+ * nodes that host a neighbour exactly, and then, per domain, either skips it
+ * (its front bounds every node's cost above the best found), scores only the
+ * front's best node (when nothing else can beat it), or sweeps it.  Bounds
+ * drop only terms that are >= 0 or were scored exactly, so the result is the
+ * node an exhaustive search picks (lowest cost; on exact ties, lowest id).
+ *
+ * After best responses stall, exchange passes try two-player exchanges and
+ * group moves (a primary with its replicas), priced exactly as sums of
+ * leave/move/enter steps, each of which changes the potential by the mover's
+ * cost.  All memory comes from the problem's scratch arena.
  *
  * Invariant: counters describe exactly the players whose node[] >= 0, and
  * those sit on live nodes.  Moves are detach + attach.
@@ -47,12 +52,13 @@ typedef struct engine {
     unsigned char *dflag; /* per position: 0 may take a player, 1 full, 2 excluded */
     /* Per domain, the nodes with a free slot on the lower-left front of
      * (load/speed, 1/speed): any player's processing cost, a*load/speed +
-     * b/speed with a, b >= 0, is smallest among free nodes on one of them.  iord lists each domain's positions by
-     * ascending 1/speed; fronts are rebuilt lazily when fdirty. */
+     * b/speed with a, b >= 0, is smallest among free nodes on one of them.
+     * iord lists each domain's positions by ascending 1/speed; fronts are
+     * rebuilt lazily when fdirty. */
     int *iord, *front, *nfront;
     unsigned char *fdirty;
-    /* serial-recovery counters, [domain of the primary][position of the
-     * replica's node], NULL when w_rec = 0 or R = 0 */
+    /* serial-recovery counters, [position of the replica's node][domain of
+     * the primary] (see scol), NULL when w_rec = 0 or R = 0 */
     int *scnt;
     double *ssig;
     /* scratch for one best response */
