@@ -1,7 +1,7 @@
 -- The NEXMark event stream, as bench/nexmark_gen prints it: every event in
 -- event order, led by its kind; the columns of the other kinds are NULL.
--- Each qN.sql repeats this declaration so that it runs on its own:
---   nexmark_gen --events 1000000 | ares-sql --memory -q -f qN.sql --ingest nexmark
+-- Every qN.sql reads it:
+--   nexmark_gen --events 1000000 | ares-sql --memory -f stream.sql -f qN.sql --ingest nexmark
 CREATE STREAM nexmark (
   kind TEXT,
   id BIGINT, name TEXT, emailaddress TEXT, creditcard TEXT, city TEXT, state TEXT,
