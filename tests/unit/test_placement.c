@@ -836,6 +836,26 @@ static void test_api(void **state)
     assert_int_equal(r->players[0].node, 0);
     nirvana_result_free(r);
     nirvana_problem_free(p);
+
+    /* A result rebuilt from its assignment scores the same; a measured
+     * matrix must be symmetric with a zero diagonal. */
+    p = gen_problem(3, &SMALL);
+    assert_int_equal(nirvana_place(p, &c, &r, &e), 0);
+    int *as = assignment_of(r);
+    nirvana_result *r2 = NULL;
+    assert_int_equal(nirvana_result_from_assignment(p, &c, as, &r2, &e), 0);
+    assert_true(r2->social_cost == r->social_cost && r2->potential == r->potential);
+    for (int i = 0; i < r->nplayers; i++) assert_true(r2->players[i].cost == r->players[i].cost);
+    as[0] = p->nnodes;
+    assert_int_equal(nirvana_result_from_assignment(p, &c, as, &r2 /* untouched */, &e), XE_INVAL);
+    double *m = calloc((size_t)p->nnodes * (size_t)p->nnodes, sizeof *m);
+    m[1] = 0.5; /* m[0][1] without m[1][0] */
+    assert_int_equal(nirvana_set_distance_matrix(p, m), XE_INVAL);
+    free(m);
+    free(as);
+    nirvana_result_free(r2);
+    nirvana_result_free(r);
+    nirvana_problem_free(p);
 }
 
 int main(void)
