@@ -16,7 +16,8 @@
 #    and print nothing on stderr.
 # 4. Both outputs, header first, rows sorted, decimals normalised to 15
 #    significant digits (what sqlite3 prints), must be equal byte for byte.
-#    q2 runs once more from JSON lines.
+# 5. q2 runs once more from JSON lines; then every query at once, as
+#    standing queries with file sinks and parallelism 3, in one ares-sql.
 #
 # Every query runs even when one fails; the exit status is 1 if any failed.
 set -eu
@@ -132,45 +133,77 @@ norm() {
     }' | sort
 }
 
-# check LABEL Q ARES-ARGS...: run query Q both ways and compare
-check() {
-    label=$1 q=$2
-    shift 2
-    t0=$(now)
-    printf '.headers on\n.mode list\n.separator ,\n.nullvalue ""\n' | cat - "$HERE/q$q.oracle.sql" |
-        sqlite3 -batch -bail "$T/oracle.db" >"$T/$label.want" || { failed "$label (sqlite3)"; return 0; }
-    t1=$(now)
-    rc=0
-    "$A" --memory -q --format csv -f "$HERE/stream.sql" -f "$HERE/q$q.sql" --ingest nexmark "$@" \
-        >"$T/$label.got" 2>"$T/$label.err" || rc=$?
-    t2=$(now)
-    if [ "$rc" -ne 0 ] || [ -s "$T/$label.err" ]; then
-        sed 's/^/    /' "$T/$label.err" >&2
-        failed "$label (ares-sql exited $rc)"
-        return 0
-    fi
-    norm "$T/$label.want" >"$T/$label.want.n"
-    norm "$T/$label.got" >"$T/$label.got.n"
-    nwant=$(($(wc -l <"$T/$label.want.n") - 1))
-    ngot=$(($(wc -l <"$T/$label.got.n") - 1))
+# oracle Q: sqlite3's answer to query Q, normalised, in $T/qQ.want.n
+oracle() {
+    printf '.headers on\n.mode list\n.separator ,\n.nullvalue ""\n' | cat - "$HERE/q$1.oracle.sql" |
+        sqlite3 -batch -bail "$T/oracle.db" >"$T/q$1.want" || return 1
+    norm "$T/q$1.want" >"$T/q$1.want.n"
+}
+
+# compare LABEL Q GOT SECONDS: ares-sql's output GOT against the oracle's for query Q
+compare() {
+    label=$1 want="$T/q$2.want.n"
+    norm "$3" >"$3.n"
+    nwant=$(($(wc -l <"$want") - 1))
+    ngot=$(($(wc -l <"$3.n") - 1))
     if [ "$nwant" -le 0 ]; then
         failed "$label (sqlite3 found no rows: the check tests nothing)"
-    elif cmp -s "$T/$label.want.n" "$T/$label.got.n"; then
-        echo "ok   $label: $ngot rows (ares-sql $(secs "$t1" "$t2") s, sqlite3 $(secs "$t0" "$t1") s)"
+    elif cmp -s "$want" "$3.n"; then
+        echo "ok   $label: $ngot rows${4:+ (ares-sql $4 s)}"
     else
         echo "$label: ares-sql printed $ngot rows, sqlite3 $nwant; first differences (< sqlite3, > ares-sql):" >&2
-        diff "$T/$label.want.n" "$T/$label.got.n" | grep '^[<>]' | head -n 10 | sed 's/^/    /' >&2
+        diff "$want" "$3.n" | grep '^[<>]' | head -n 10 | sed 's/^/    /' >&2
         failed "$label"
     fi
 }
 
+# ares LABEL OUT ARGS... <input: one ares-sql run, which must exit 0 and
+# print nothing on stderr; returns 1 (the failure noted) otherwise
+ares() {
+    label=$1 out=$2
+    shift 2
+    rc=0
+    "$A" -q "$@" >"$out" 2>"$out.err" || rc=$?
+    if [ "$rc" -ne 0 ] || [ -s "$out.err" ]; then
+        sed 's/^/    /' "$out.err" >&2
+        failed "$label (ares-sql exited $rc)"
+        return 1
+    fi
+}
+
+# 1. Each query alone, as a push query printing CSV.
+RUN_QUERIES=""
 for q in $QUERIES; do
     [ -f "$HERE/q$q.sql" ] || { failed "q$q (no $HERE/q$q.sql)"; continue; }
-    check "q$q" "$q" <"$T/events.csv"
+    oracle "$q" || { failed "q$q (sqlite3)"; continue; }
+    RUN_QUERIES="$RUN_QUERIES $q"
+    t0=$(now)
+    ares "q$q" "$T/q$q.got" --memory --format csv -f "$HERE/stream.sql" -f "$HERE/q$q.sql" \
+        --ingest nexmark <"$T/events.csv" || continue
+    compare "q$q" "$q" "$T/q$q.got" "$(secs "$t0" "$(now)")"
 done
-case " $QUERIES " in
-*" 2 "*) check "q2-json" 2 --input-format json <"$T/events.json" ;;
+
+# 2. q2 again from JSON lines.
+case " $RUN_QUERIES " in
+*" 2 "*)
+    ares "q2 json" "$T/q2-json.got" --memory --format csv -f "$HERE/stream.sql" -f "$HERE/q2.sql" \
+        --ingest nexmark --input-format json <"$T/events.json" &&
+        compare "q2 from JSON lines" 2 "$T/q2-json.got" ;;
 esac
+
+# 3. Every query at once, as standing queries with file sinks and three
+# tasks per operator (exchanges between the tasks of joins and aggregates).
+script=""
+for q in $RUN_QUERIES; do
+    script="$script
+CREATE QUERY q$q WITH (sink = 'file://$T/q$q.sink', format = 'csv', parallelism = 3) AS
+$(grep -v '^--' "$HERE/q$q.sql" | sed 's/;[[:space:]]*$//');"
+done
+if [ -n "$RUN_QUERIES" ] &&
+    ares "standing queries" "$T/standing.out" --data "$T/data" -f "$HERE/stream.sql" -e "$script" \
+        --ingest nexmark <"$T/events.csv"; then
+    for q in $RUN_QUERIES; do compare "q$q standing, parallelism 3" "$q" "$T/q$q.sink"; done
+fi
 
 if [ -n "$FAILED" ]; then
     echo "nexmark check: FAILED:$FAILED (seed $SEED, $EVENTS events, event rate $EVENT_RATE)" >&2
