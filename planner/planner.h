@@ -21,6 +21,7 @@
 
 #include "base/base.h"
 #include "parser/parser.h"
+#include "planner/placement/placement.h"
 
 /* ------------------------------------------------------------------ catalog view */
 
@@ -202,5 +203,18 @@ int plan_explain_json(const plan_dag *d, sbuf *b);
 /* The number of tasks (sum of parallelism) and a stable task id:
  * task ids are assigned op by op, task by task, starting at base. */
 int plan_task_count(const plan_dag *d);
+
+/* ------------------------------------------------------------------ placement */
+
+/* Add the tasks of a query's DAG to a placement problem, with their edges.
+ * Task k of the DAG (global index, plan order) becomes placement task
+ * first + k, where *first is the index of the first task added.  Loads and
+ * traffic are estimates relative to `rate` (the query's input rate as a
+ * share of one speed-1.0 node; 0 means 0.1): each operator kind has a
+ * per-tuple cost, split over its tasks; an edge carries its upstream
+ * operator's output share.  AGGREGATE and JOIN tasks are stateful (they get
+ * replicas).  Sources and the sink are pinned by the caller if it wants. */
+int plan_placement_tasks(const plan_dag *d, int query, const char *qname, double rate, nirvana_problem *p,
+                         int *first, xerr *err);
 
 #endif

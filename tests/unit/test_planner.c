@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "planner/planner.h"
@@ -226,6 +227,50 @@ static void test_window_columns_before_aggregates(void **state)
     plan_free(d);
 }
 
+/* A real query's DAG placed by Nirvana on 9 nodes in 3 domains. */
+static void test_dag_placement(void **state)
+{
+    (void)state;
+    xerr err;
+    plan_dag *d;
+    char *t = plan_text("SELECT auction, COUNT(*), MAX(price) FROM bids WINDOW TUMBLING (SIZE 10 SECONDS) "
+                        "GROUP BY auction", 4, &d, &err);
+    assert_non_null(t);
+    free(t);
+    nirvana_problem *p = nirvana_problem_new();
+    assert_non_null(p);
+    for (int n = 0; n < 9; n++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", n);
+        assert_true(nirvana_add_node(p, name, n / 3, 4, n % 3 == 2 ? 0.1 : 1.0) >= 0);
+    }
+    int first = -1;
+    assert_int_equal(plan_placement_tasks(d, 1, "q", 0.2, p, &first, &err), 0);
+    assert_int_equal(first, 0);
+    assert_int_equal(p->ntasks, plan_task_count(d));
+    assert_true(p->nedges >= 4 * 4); /* at least the hash exchange's pairs */
+    nirvana_config c;
+    nirvana_config_init(&c);
+    nirvana_result *r;
+    assert_int_equal(nirvana_place(p, &c, &r, &err), 0);
+    assert_true(r->converged);
+    for (int i = 0; i < r->nplayers; i++) {
+        assert_true(r->players[i].node >= 0);
+        if (r->players[i].replica >= 0) {
+            int primary = r->players[r->players[i].task].node; /* primaries come first, by task */
+            assert_int_not_equal(p->nodes[r->players[i].node].domain, p->nodes[primary].domain);
+        }
+    }
+    sbuf b;
+    sbuf_init(&b);
+    assert_int_equal(nirvana_explain(p, &c, r, &b, &err), 0);
+    assert_non_null(strstr(b.p, "AGGREGATE"));
+    sbuf_fini(&b);
+    nirvana_result_free(r);
+    nirvana_problem_free(p);
+    plan_free(d);
+}
+
 static void test_intervals(void **state)
 {
     (void)state;
@@ -252,6 +297,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_global_aggregate_and_emit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_columns_before_aggregates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dag_placement, setup, teardown),
         cmocka_unit_test(test_intervals),
     };
     return cmocka_run_group_tests_name("planner", tests, NULL, NULL);
