@@ -12,7 +12,8 @@
 # The setup script uses IF NOT EXISTS, so every run is the same command:
 #   ares-sql --data DIR -f setup.sql </dev/null
 # The first kill comes very early (while the data directory or the catalog
-# is being created), the others at random points 0.3-1.5 s into a run.
+# is being created), the others at random points of a run, scaled to the
+# time of the uninterrupted one.
 # CRASH_SEED fixes the delays (printed) to reproduce a failure.
 #
 # Env: ARES_BUILD (dir with ares-sql and tests/gen_stream), ARES_TMP (private).
@@ -83,18 +84,22 @@ sizes() {
 
 # ------------------------------------------------------------------ the uninterrupted run
 setup "$T/ref"
-t0=$(date +%s)
+t0=$(date +%s%N)
 "$A" --data "$T/ref/data" -q -f "$T/ref/setup.sql" </dev/null >"$T/ref/stdout" 2>"$T/ref/stderr" || {
     cat "$T/ref/stderr" >&2
     fail "the uninterrupted run failed"
 }
-echo "uninterrupted run: $(($(date +%s) - t0)) s;$(sizes "$T/ref")"
+ref_ms=$((($(date +%s%N) - t0) / 1000000))
+echo "uninterrupted run: $ref_ms ms;$(sizes "$T/ref")"
 
 # ------------------------------------------------------------------ kill -9, restart, ...
 setup "$T/crash"
 seed=${CRASH_SEED:-$$}
-delays=$(awk -v seed="$seed" 'BEGIN { srand(seed); printf "%.2f", 0.02 + rand() * 0.15
-                                     for (i = 0; i < 3; i++) printf " %.2f", 0.3 + rand() * 1.2 }')
+# fractions of the uninterrupted run's time: the first kill within its first
+# 5 %, then three at 10-25 % more each, so all land before the end
+delays=$(awk -v seed="$seed" -v t="$ref_ms" 'BEGIN { srand(seed); t /= 1000
+    d = t * (0.01 + rand() * 0.04); printf "%.2f", d < 0.02 ? 0.02 : d
+    for (i = 0; i < 3; i++) printf " %.2f", t * (0.10 + rand() * 0.15) }')
 echo "CRASH_SEED=$seed: kill -9 after $delays s"
 killed=0
 for d in $delays; do
