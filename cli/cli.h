@@ -3,17 +3,22 @@
  *
  *   main.c    options, the non-interactive runs (-e, -f, --ingest, piped SQL,
  *             --follow) and exit codes
+ *   remote.c  SUBSCRIBE through <data dir>/ares.sock when another process
+ *             holds the data directory
  *   output.c  an exec_out that prints results through a fmt_encoder to a
  *             FILE*; the cluster client reuses it for results off the wire
  *   run.c     the session: scripts fed line by line (statements end with ';'
  *             at the end of a line, meta-commands start a line with '\'),
  *             statement execution, error reports with the parser's caret,
- *             ingest from a file descriptor, SIGINT/SIGTERM
+ *             ingest from a file descriptor, SIGINT/SIGTERM, and cli_wait,
+ *             which runs the engine's event loop while ares-sql waits
  *   shell.c   the interactive shell: libedit, history, completion, HELP
  *
  * Everything runs on the main thread, like the engine it drives.  Signal
  * handlers only set a flag and write a byte to a self-pipe; the loops check
- * the flag between chunks of work (cli_interrupted).
+ * the flag between chunks of work (cli_interrupted).  The engine's sockets
+ * (sources, sinks, subscribers) move only inside cli_wait: whenever ares-sql
+ * waits for a key, a line of piped SQL or a signal, it waits there.
  */
 #ifndef CLI_H
 #define CLI_H
@@ -44,6 +49,10 @@ typedef struct cli_out_opts {
     FILE *notices;        /* notices go here, or NULL to drop them */
     fmt_kind push_kind;   /* push query rows (begin with stream = 1) */
     fmt_kind result_kind; /* SHOW, DESCRIBE, EXPLAIN (stream = 0) */
+    /* Called before anything is written (rows, footers, notices), so that
+     * the shell can take its prompt off the screen first; optional. */
+    void (*before_write)(void *ctx);
+    void *hook_ctx;
 } cli_out_opts;
 
 /* An output for one statement (or one remote result).  The engine keeps a
@@ -73,6 +82,12 @@ typedef struct cli {
     int statements;         /* statements run */
     cli_out **keep;         /* outputs of push queries: freed after engine_close */
     int nkeep, capkeep;
+    /* The shell's hooks for output that arrives while it waits for a key
+     * (rows from sockets, engine messages): before_write takes the prompt
+     * off the screen, after_poll draws it again.  NULL outside the shell. */
+    void (*before_write)(void *ctx);
+    void (*after_poll)(void *ctx);
+    void *hook_ctx;
 } cli;
 
 /* A script fed one line at a time: -e text, a -f or \i file, piped stdin or
@@ -129,6 +144,25 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
 /* Output settings for a new statement's cli_out. */
 cli_out_opts cli_out_opts_for(const cli *c);
 
+/* engine_opts.log for the engine's socket messages (a producer's rejected
+ * lines, a sink reconnecting): "ares: msg" on stderr, above the shell's
+ * prompt.  ctx is the cli. */
+void cli_log(void *ctx, const char *msg);
+
+/* Wait until fd is readable (fd < 0: no fd), timeout_ms passes (< 0: no
+ * timeout) or a signal comes, running the engine's event loop (c->eng may be
+ * NULL) all the while.  Returns 1 when fd is readable, 0 on timeout or an
+ * unrelated wake-up (SIGWINCH), -1 after SIGINT/SIGTERM/SIGHUP
+ * (cli_interrupted) or when poll fails. */
+int cli_wait(cli *c, int fd, int timeout_ms);
+
+/* After the statements of a non-interactive run: keep the engine running
+ * while it can still produce rows for someone.  With follow, until a signal
+ * (CLI_OK); otherwise while push queries or subscriptions are active and
+ * socket sources can feed them, until they finish (CLI_OK) or a signal
+ * (CLI_INTR).  File sources run and epochs commit meanwhile. */
+int cli_keep_running(cli *c, int follow);
+
 /* Print "error: [name: ]msg" on stderr. */
 void cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -142,6 +176,28 @@ void cli_signal_drain(void);
 /* Meta-commands of every script; the shell adds HELP. */
 int cli_meta(cli *c, cli_script *s, const char *line, size_t n);
 void cli_help(FILE *f);
+
+/* ------------------------------------------------------------------ remote.c */
+
+/* SUBSCRIBE from a second process: when another process holds the data
+ * directory (engine_open fails with XE_BUSY), the SUBSCRIBE statements of
+ * the scripts go to the owner through <dir>/ares.sock, and their rows print
+ * as they arrive.  Any other statement is an error that says why. */
+typedef struct cli_remote cli_remote;
+
+int cli_remote_new(const char *dir, cli_remote **out);
+void cli_remote_free(cli_remote *r);
+/* Take a script's statements (name for messages, or NULL).  CLI_OK, or
+ * CLI_ESQL (reported) for a syntax error or a statement other than SUBSCRIBE. */
+int cli_remote_add_text(cli_remote *r, const char *name, const char *text, size_t n);
+/* The same for a file ("-" reads stdin to its end); CLI_EUSAGE when unreadable. */
+int cli_remote_add_file(cli_remote *r, const char *path);
+/* Subscribe and print the rows (c->format, c->quiet) until every
+ * subscription has ended (CLI_OK) or a signal (CLI_INTR); CLI_ESQL when the
+ * owner refuses or cannot be reached (reported). */
+int cli_remote_run(cli_remote *r, cli *c);
+/* The message for anything but SUBSCRIBE on a directory in use. */
+void cli_remote_busy_error(const char *dir);
 
 /* ------------------------------------------------------------------ shell.c */
 

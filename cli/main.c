@@ -13,6 +13,11 @@
  * window closes and prints; then file sources run to their end; with
  * --follow the engine keeps running until SIGINT or SIGTERM.  With no
  * statements, no --ingest and stdin a terminal, the interactive shell opens.
+ * After that the engine keeps running (cli_keep_running: socket sources,
+ * sinks and subscribers move) with --follow until SIGINT or SIGTERM, and
+ * without it while push queries or subscriptions are active and socket
+ * sources can feed them.  When another process holds the data directory,
+ * only SUBSCRIBE statements run, through its control socket (remote.c).
  *
  * Exit codes (scripts rely on them): 0 success, 1 an SQL or engine error,
  * 2 bad usage, 3 input rejected beyond the error policy, 130 interrupted.
@@ -21,7 +26,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <locale.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,13 +62,18 @@ static void usage(FILE *f)
           "  --format table|csv|json|vertical\n"
           "                       how results print (default: table on a terminal,\n"
           "                       otherwise CSV with a header row)\n"
-          "  --follow             after the statements and stdin, keep running (file\n"
-          "                       sources) until SIGINT or SIGTERM\n"
+          "  --follow             after the statements and stdin, keep the engine running\n"
+          "                       (socket sources, sinks, SUBSCRIBE from other\n"
+          "                       processes, file sources) until SIGINT or SIGTERM\n"
           "  -q, --quiet          no notices (\"CREATE STREAM\", \"2 rows inserted\")\n"
           "  -h, --help           this help\n"
           "  -V, --version        the version\n"
           "\n"
-          "Push queries (a bare SELECT) print their rows to stdout as windows close.\n"
+          "Push queries (a bare SELECT) and SUBSCRIBE print their rows to stdout as\n"
+          "windows close.  When they read a socket source, ares-sql keeps running\n"
+          "until they finish (LIMIT) or SIGINT/SIGTERM (exit 130).  When another\n"
+          "process holds the data directory, SUBSCRIBE still works: its rows come\n"
+          "from that process (through DIR/ares.sock); other statements fail (exit 1).\n"
           "Notices and errors go to stderr.  A rejected input line is reported with its\n"
           "line number and reason (the first 10 in full, then a count) and the good\n"
           "lines go on.\n"
@@ -99,22 +108,27 @@ enum {
     OPT_FORMAT, OPT_FOLLOW, OPT_STRICT, OPT_CONNECT, OPT_SECRET_FILE,
 };
 
-/* --follow: run file sources and commit until a signal. */
-static int follow(cli *c)
+/* Another process holds the data directory: its SUBSCRIBE statements go
+ * there (remote.c); the shell, --ingest and anything but SUBSCRIBE cannot. */
+static int run_remote(cli *c, const char *dir, const script_arg *scripts, int nscripts, int stdin_sql, int refuse)
 {
-    int64_t rows;
-    xerr err;
-    while (!cli_interrupted()) {
-        struct pollfd p = {.fd = cli_signal_fd(), .events = POLLIN};
-        poll(&p, 1, EXEC_EPOCH_MS);
-        if (cli_interrupted()) break;
-        xerr_clear(&err);
-        if (engine_run_file_sources(c->eng, &rows, &err) < 0 || engine_commit(c->eng, &err) < 0) {
-            cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
-            return CLI_ESQL;
-        }
+    if (refuse) {
+        cli_remote_busy_error(dir);
+        return CLI_ESQL;
     }
-    return CLI_OK;
+    cli_remote *r = NULL;
+    if (cli_remote_new(dir, &r) < 0) {
+        cli_error(NULL, "out of memory");
+        return CLI_ESQL;
+    }
+    int rc = CLI_OK;
+    for (int i = 0; i < nscripts && rc == CLI_OK; i++)
+        rc = scripts[i].file ? cli_remote_add_file(r, scripts[i].text)
+                             : cli_remote_add_text(r, NULL, scripts[i].text, strlen(scripts[i].text));
+    if (rc == CLI_OK && stdin_sql) rc = cli_remote_add_file(r, "-");
+    if (rc == CLI_OK) rc = cli_remote_run(r, c);
+    cli_remote_free(r);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -250,9 +264,16 @@ int main(int argc, char **argv)
     memset(&eo, 0, sizeof eo);
     eo.data_dir = data_dir ? data_dir : "./ares-data";
     eo.memory = memory;
+    eo.log = cli_log;
+    eo.log_ctx = &c;
     xerr err;
     xerr_clear(&err);
-    if (engine_open(&eo, &c.eng, &err) < 0) {
+    int orc = engine_open(&eo, &c.eng, &err);
+    if (orc == XE_BUSY && !memory) {
+        rc = run_remote(&c, eo.data_dir, scripts, nscripts, stdin_sql, shell || ingest);
+        goto out;
+    }
+    if (orc < 0) {
         cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
         rc = CLI_ESQL;
         goto out;
@@ -300,8 +321,7 @@ int main(int argc, char **argv)
             if (rc == CLI_OK) rc = CLI_ESQL;
         }
     }
-    if (rc == CLI_OK && do_follow) rc = follow(&c);
-    else if (rc == CLI_OK && cli_interrupted()) rc = CLI_INTR;
+    if (rc == CLI_OK) rc = cli_keep_running(&c, do_follow);
     cli_fini(&c);
 
 out:

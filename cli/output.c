@@ -13,7 +13,9 @@
  * inside other calls (an INSERT, an ingest), so a cli_out must outlive its
  * query: run.c keeps the ones that began a push result until engine_close.
  * A failed write is remembered (cli_out_write_errno) and returned as XE_IO
- * so that the engine stops feeding a closed pipe.
+ * so that the engine stops feeding a closed pipe.  Rows can also arrive while
+ * the shell shows its prompt (a socket source feeding a push query): the
+ * before_write hook lets the shell take the prompt away first.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@ struct cli_out {
  * FILE's own buffer (notices, say) goes first to keep the order. */
 static int flush_buf(cli_out *o)
 {
+    if (o->buf.len && o->o.before_write) o->o.before_write(o->o.hook_ctx);
     while (!o->werr && fflush(o->o.data) != 0) {
         if (errno != EINTR) o->werr = errno ? errno : EIO;
         clearerr(o->o.data);
@@ -97,6 +100,7 @@ static void out_notice(void *ctx, const char *msg)
 {
     cli_out *o = ctx;
     if (!o->o.notices) return;
+    if (o->o.before_write) o->o.before_write(o->o.hook_ctx);
     /* Rows already written stay ahead of the notice on a shared terminal. */
     fflush(o->o.data);
     size_t n = strlen(msg);

@@ -14,11 +14,20 @@
  * shell the first error stops the script.
  *
  * Each statement gets its own cli_out.  The engine keeps the exec_out of a
- * push query (a bare SELECT) and calls it whenever later work produces rows,
- * so those outputs stay alive in c->keep until cli_fini has closed the engine.
+ * push query (a bare SELECT, or SUBSCRIBE) and calls it whenever later work
+ * produces rows, so those outputs stay alive in c->keep until cli_fini has
+ * closed the engine.
+ *
+ * The engine's sockets move only while its libuv loop runs.  cli_wait runs
+ * it whenever ares-sql waits: for a key in the shell, for the next piped
+ * line of SQL, and after the statements (cli_keep_running).  It polls the
+ * awaited descriptor, the signal pipe and the loop's backend descriptor
+ * together, and runs the loop without blocking (engine_poll(e, 0)) whenever
+ * one of them wakes it, or at the loop's next timer.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -26,6 +35,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "cli/cli.h"
 
@@ -100,6 +110,12 @@ void cli_fini(cli *c)
     fflush(stdout);
 }
 
+static void before_write(void *ctx)
+{
+    const cli *c = ctx;
+    if (c->before_write) c->before_write(c->hook_ctx);
+}
+
 cli_out_opts cli_out_opts_for(const cli *c)
 {
     cli_out_opts o;
@@ -108,7 +124,79 @@ cli_out_opts cli_out_opts_for(const cli *c)
     o.data = stdout;
     o.push_kind = o.result_kind = k;
     o.notices = c->quiet ? NULL : c->interactive ? stdout : stderr;
+    /* through the cli, which outlives the outputs, so that the shell can
+     * unhook itself before it goes */
+    o.before_write = before_write;
+    o.hook_ctx = (void *)c;
     return o;
+}
+
+void cli_log(void *ctx, const char *msg)
+{
+    cli *c = ctx;
+    if (c && c->before_write) c->before_write(c->hook_ctx);
+    fflush(stdout);
+    fprintf(stderr, "ares: %s\n", msg);
+    fflush(stderr);
+}
+
+/* ------------------------------------------------------------------ waiting */
+
+enum { WAIT_SLICE_MS = 100 }; /* the longest sleep between looks at the engine */
+
+int cli_wait(cli *c, int fd, int timeout_ms)
+{
+    uint64_t t0 = clock_mono_ns();
+    int spins = 0;
+    for (;;) {
+        if (c->eng) engine_poll(c->eng, 0);
+        if (c->after_poll) c->after_poll(c->hook_ctx);
+        if (cli_interrupted()) return -1;
+        uv_loop_t *loop = c->eng ? engine_loop(c->eng) : NULL;
+        int t = WAIT_SLICE_MS;
+        if (loop && uv_loop_alive(loop)) {
+            int bt = uv_backend_timeout(loop);
+            if (bt >= 0 && bt < t) t = bt;
+        }
+        /* a backend that keeps saying "now" must not spin the CPU */
+        if (t == 0 && ++spins > 8) t = 1;
+        else if (t > 0) spins = 0;
+        if (timeout_ms >= 0) {
+            int64_t left = (int64_t)timeout_ms - (int64_t)((clock_mono_ns() - t0) / 1000000);
+            if (left <= 0) return 0;
+            if (left < t) t = (int)left;
+        }
+        struct pollfd p[3];
+        int n = 0, at_fd = -1;
+        p[n++] = (struct pollfd){.fd = cli_signal_fd(), .events = POLLIN};
+        if (fd >= 0) {
+            at_fd = n;
+            p[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+        }
+        if (loop) p[n++] = (struct pollfd){.fd = uv_backend_fd(loop), .events = POLLIN};
+        if (poll(p, (nfds_t)n, t) < 0) {
+            if (errno == EINTR) return cli_interrupted() ? -1 : 0;
+            return -1;
+        }
+        if (p[0].revents) cli_signal_drain(); /* the loop top sees the flag */
+        if (at_fd >= 0 && p[at_fd].revents) return 1;
+    }
+}
+
+int cli_keep_running(cli *c, int follow)
+{
+    for (;;) {
+        if (cli_interrupted()) return follow ? CLI_OK : CLI_INTR;
+        if (!follow && !(engine_push_active(c->eng) > 0 && engine_has_live_sources(c->eng))) return CLI_OK;
+        int64_t rows = 0;
+        xerr err;
+        xerr_clear(&err);
+        if (engine_run_file_sources(c->eng, &rows, &err) < 0 || engine_commit(c->eng, &err) < 0) {
+            cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+            return CLI_ESQL;
+        }
+        cli_wait(c, -1, EXEC_EPOCH_MS);
+    }
 }
 
 void cli_error(const char *name, const char *fmt, ...)
@@ -213,7 +301,7 @@ static int exec_stmt(cli *c, const cli_script *s, const ast_stmt *st)
     uint64_t t1 = clock_mono_ns();
     c->statements++;
     int werr = cli_out_write_errno(o);
-    if (rc == 0 && st->kind == ST_SELECT) c->pushes++;
+    if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE)) c->pushes++;
     if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_CREATE_QUERY)) c->consumers++;
     if (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE || cli_out_pushed(o)) {
         if (keep_out(c, o) < 0) {
@@ -343,51 +431,96 @@ int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth
     return rc;
 }
 
-/* A script from a stream, line by line, so that piped statements run as they
- * arrive (and a push query prints while its INSERTs come in). */
-static int run_stream(cli *c, const char *name, FILE *f, int depth)
+/* Lines from a descriptor.  Waiting for more goes through cli_wait, so the
+ * engine's sockets keep moving while piped SQL trickles in. */
+typedef struct line_reader {
+    int fd;
+    int eof;
+    char *buf;
+    size_t start, len, cap; /* unread bytes: buf[start..len) */
+} line_reader;
+
+/* The next line, '\n' included, in *line (valid until the next call).
+ * 1 a line, 0 the end, CLI_INTR, or CLI_EUSAGE for a read error (reported). */
+static int next_line(cli *c, line_reader *r, const char *name, const char **line, size_t *n)
+{
+    for (;;) {
+        char *nl = r->len > r->start ? memchr(r->buf + r->start, '\n', r->len - r->start) : NULL;
+        if (nl || (r->eof && r->len > r->start)) {
+            *line = r->buf + r->start;
+            *n = nl ? (size_t)(nl - *line) + 1 : r->len - r->start;
+            r->start += *n;
+            return 1;
+        }
+        if (r->eof) return 0;
+        if (r->start) {
+            memmove(r->buf, r->buf + r->start, r->len - r->start);
+            r->len -= r->start;
+            r->start = 0;
+        }
+        if (r->cap - r->len < 4096) {
+            size_t cap = r->cap ? 2 * r->cap : 65536;
+            char *b = realloc(r->buf, cap);
+            if (!b) {
+                cli_error(name, "out of memory");
+                return CLI_EUSAGE;
+            }
+            r->buf = b;
+            r->cap = cap;
+        }
+        int w = cli_wait(c, r->fd, -1);
+        if (w < 0 && cli_interrupted()) return CLI_INTR;
+        if (w == 0) continue;
+        ssize_t k = read(r->fd, r->buf + r->len, r->cap - r->len);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (k < 0 || w < 0) {
+            cli_error(name, "reading: %s", strerror(k < 0 ? errno : EIO));
+            return CLI_EUSAGE;
+        }
+        if (k == 0) r->eof = 1;
+        r->len += (size_t)k;
+    }
+}
+
+/* A script from a descriptor, line by line, so that piped statements run as
+ * they arrive (and a push query prints while its INSERTs come in). */
+static int run_stream(cli *c, const char *name, int fd, int depth)
 {
     cli_script s;
     cli_script_init(&s, name);
     s.depth = depth;
+    line_reader r;
+    memset(&r, 0, sizeof r);
+    r.fd = fd;
     int rc = CLI_OK;
-    char *line = NULL;
-    size_t cap = 0;
     for (;;) {
-        errno = 0;
-        ssize_t k = getline(&line, &cap, f);
-        if (k < 0) {
-            if (cli_interrupted()) {
-                rc = CLI_INTR;
-            } else if (ferror(f) && errno == EINTR) {
-                clearerr(f);
-                continue;
-            } else if (ferror(f)) {
-                cli_error(name, "reading: %s", strerror(errno ? errno : EIO));
-                rc = CLI_EUSAGE;
-            }
+        const char *line = NULL;
+        size_t n = 0;
+        int k = next_line(c, &r, name, &line, &n);
+        if (k <= 0) {
+            rc = k;
             break;
         }
-        rc = cli_script_line(c, &s, line, (size_t)k);
+        rc = cli_script_line(c, &s, line, n);
         if (rc == CLI_OK && cli_interrupted() && !c->interactive) rc = CLI_INTR;
         if (rc != CLI_OK) break;
     }
     if (rc == CLI_OK) rc = cli_script_end(c, &s);
-    free(line);
+    free(r.buf);
     cli_script_fini(&s);
     return rc;
 }
 
 int cli_run_file(cli *c, const char *path, int depth)
 {
-    if (strcmp(path, "-") == 0) return run_stream(c, "<stdin>", stdin, depth);
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    if (strcmp(path, "-") == 0) return run_stream(c, "<stdin>", STDIN_FILENO, depth);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         cli_error(NULL, "cannot open %s: %s", path, strerror(errno));
         return CLI_EUSAGE;
     }
-    int rc = run_stream(c, path, f, depth);
-    fclose(f);
+    int rc = run_stream(c, path, fd, depth);
+    close(fd);
     return rc;
 }
 

@@ -9,20 +9,25 @@
  * so it survives a crash.
  *
  * Ctrl-C: SIGINT only sets a flag and wakes the self-pipe (run.c).  libedit
- * reads characters through shell_getc, which polls stdin and that pipe, so a
- * Ctrl-C at the prompt ends el_gets at once; the loop then drops the input
- * typed so far, or, with nothing typed, stops the running push queries
- * (engine_cancel_push).  A Ctrl-C during a statement stops the work between
- * chunks (\copy) and is forgotten before the next prompt.
+ * reads characters through shell_getc, which waits in cli_wait on stdin and
+ * that pipe, so a Ctrl-C at the prompt ends el_gets at once; the loop then
+ * drops the input typed so far, or, with nothing typed, stops the running
+ * push queries and subscriptions (engine_cancel_push).  A Ctrl-C during a
+ * statement stops the work between chunks (\copy) and is forgotten before
+ * the next prompt.
  *
- * Push queries: the engine is single-threaded and only moves while we call
- * it, so a push query's rows print during later statements (INSERT, \copy,
- * file sources).  After a statement starts one, the shell says so and comes
- * back to the prompt with the query still registered.
+ * The engine's event loop runs while the shell waits for a key (cli_wait
+ * runs it between keystrokes), so socket sources, sinks and subscribers from
+ * other processes keep moving at the prompt, and a push query's rows can
+ * arrive while the prompt shows.  Output is then written above the prompt:
+ * before the first byte, shell_before_write erases the prompt and the input
+ * (rows of it, when it wraps) and puts the cursor at its start; once the
+ * loop is done, shell_after_poll has libedit draw prompt and input again
+ * (EL_REFRESH), with the cursor where it was.  Rows printed while a
+ * statement runs (INSERT, \copy) need none of this.
  */
 #include <errno.h>
 #include <histedit.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +47,8 @@ typedef struct shell {
     sbuf entry; /* the lines of the current statement, for history */
     int entry_comment; /* a line of it has a '--' comment */
     int intr_input;    /* the line held text when a signal ended el_gets */
+    int waiting;       /* in shell_getc, waiting for a key: the prompt shows */
+    int erased;        /* output came while waiting: the prompt is off the screen */
     mbstate_t mbs;
 } shell;
 
@@ -73,16 +80,11 @@ static int shell_getc(EditLine *el, wchar_t *wc)
             g_winch = 0;
             el_resize(el);
         }
-        struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = cli_signal_fd(), .events = POLLIN}};
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        if (p[1].revents) {
-            cli_signal_drain();
-            continue;
-        }
-        if (!p[0].revents) continue;
+        sh->waiting = 1;
+        int w = cli_wait(sh->c, STDIN_FILENO, -1);
+        sh->waiting = 0;
+        if (w < 0 && !cli_interrupted()) return -1;
+        if (w <= 0) continue;
         unsigned char ch;
         ssize_t k = read(STDIN_FILENO, &ch, 1);
         if (k == 0) return 0;
@@ -98,6 +100,38 @@ static int shell_getc(EditLine *el, wchar_t *wc)
         }
         return 1;
     }
+}
+
+/* Output is coming while the prompt shows: erase prompt and input, from the
+ * row the input starts on, and leave the cursor at its start. */
+static void shell_before_write(void *ctx)
+{
+    shell *sh = ctx;
+    if (!sh->waiting || sh->erased) return;
+    sh->erased = 1;
+    const LineInfo *li = el_line(sh->el);
+    int cols = 0;
+    if (el_get(sh->el, EL_GETTC, "co", &cols) != 0 || cols <= 0) cols = 80;
+    size_t w = strlen(prompt(sh->el));
+    for (const char *p = li->buffer; p < li->cursor; p++) w += ((unsigned char)*p & 0xc0) != 0x80;
+    int up = (int)(w / (size_t)cols);
+    char seq[32];
+    int n = up > 0 ? snprintf(seq, sizeof seq, "\r\033[%dA\033[J", up) : snprintf(seq, sizeof seq, "\r\033[J");
+    fflush(stdout);
+    for (int off = 0; off < n;) {
+        ssize_t k = write(STDOUT_FILENO, seq + off, (size_t)(n - off));
+        if (k > 0) off += (int)k;
+        else if (k < 0 && errno != EINTR) break;
+    }
+}
+
+/* The loop has run: draw prompt and input again below what it printed. */
+static void shell_after_poll(void *ctx)
+{
+    shell *sh = ctx;
+    if (!sh->erased) return;
+    sh->erased = 0;
+    el_set(sh->el, EL_REFRESH);
 }
 
 /* ------------------------------------------------------------------ completion */
@@ -317,15 +351,22 @@ static const help_topic topics[] = {
     {"CREATE STREAM",
      "CREATE STREAM [IF NOT EXISTS] name (column type [, ...])\n"
      "    [WITH (timestamp = 'column', watermark = '2 seconds'\n"
-     "           [, source = 'file:///path', format = 'csv' | 'json'])]\n"
+     "           [, source = 'tcp://HOST:PORT' | 'unix:///path' | 'file:///path',\n"
+     "              format = 'csv' | 'json'])]\n"
      "  A stream of rows.  Types: BIGINT, INT, DOUBLE, TEXT, BOOLEAN, TIMESTAMP.\n"
      "  timestamp names the event-time column that windows use; the watermark is\n"
      "  the largest event time seen minus the delay.\n"
+     "  A tcp:// or unix:// source listens there (HOST 127.0.0.1 by default) for\n"
+     "  any number of producers, each sending lines: nc 127.0.0.1 9100 < rows.csv\n"
      "  Example: CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp = 'ts');\n"},
     {"CREATE QUERY",
-     "CREATE QUERY [IF NOT EXISTS] name [WITH (sink = 'file:///path', format = 'csv' | 'json')]\n"
+     "CREATE QUERY [IF NOT EXISTS] name\n"
+     "    [WITH (sink = 'tcp://HOST:PORT' | 'unix:///path' | 'file:///path',\n"
+     "           format = 'csv' | 'json')]\n"
      "    AS SELECT ...\n"
-     "  A standing query, kept in the catalog: it runs until DROP QUERY.\n"},
+     "  A standing query, kept in the catalog: it runs until DROP QUERY, across\n"
+     "  restarts.  A socket sink connects there and writes one line per row,\n"
+     "  reconnecting while the peer is away.  SUBSCRIBE name shows its rows.\n"},
     {"SELECT",
      "SELECT expr [AS alias] [, ...] FROM stream [alias]\n"
      "    [WINDOW TUMBLING (SIZE n unit [, GRACE n unit])\n"
@@ -347,7 +388,11 @@ static const help_topic topics[] = {
     {"EXPLAIN",
      "EXPLAIN [PLACEMENT] [(FORMAT JSON)] SELECT ... | query_name\n"
      "  The operator DAG: operators, partitioning keys, parallelism, edges.\n"},
-    {"SUBSCRIBE", "SUBSCRIBE query_name\n  A standing query's results, live (coming with the sockets work).\n"},
+    {"SUBSCRIBE",
+     "SUBSCRIBE query_name\n"
+     "  A standing query's rows, live, like a push query (Ctrl-C stops).  From a\n"
+     "  second ares-sql on the same --data DIR while this one holds it:\n"
+     "    ares-sql --data DIR -e 'SUBSCRIBE query_name;'\n"},
     {"SET", "SET name = value\n  Example: SET parallelism = 4;\n"},
     {NULL, NULL},
 };
@@ -405,7 +450,7 @@ int cli_shell(cli *c, const char *data_desc)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_winch;
-    sa.sa_flags = SA_RESTART; /* poll in shell_getc still wakes up */
+    sa.sa_flags = SA_RESTART; /* poll in cli_wait still wakes up */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGWINCH, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
@@ -418,6 +463,9 @@ int cli_shell(cli *c, const char *data_desc)
         return CLI_ESQL;
     }
     el_set(sh.el, EL_CLIENTDATA, &sh);
+    c->before_write = shell_before_write;
+    c->after_poll = shell_after_poll;
+    c->hook_ctx = &sh;
     el_set(sh.el, EL_EDITOR, "emacs");
     el_set(sh.el, EL_PROMPT, prompt);
     el_set(sh.el, EL_GETCFN, shell_getc);
@@ -479,6 +527,9 @@ int cli_shell(cli *c, const char *data_desc)
         }
     }
     if (sh.hist_path && sh.hist) history(sh.hist, &sh.ev, H_SAVE, sh.hist_path);
+    c->before_write = NULL;
+    c->after_poll = NULL;
+    c->hook_ctx = NULL;
     el_end(sh.el);
     if (sh.hist) history_end(sh.hist);
     free(sh.hist_path);

@@ -3,11 +3,14 @@
 # banner, a multi-line statement, tab completion of a keyword and of a stream
 # name, a push query that prints as INSERTs feed it and stops on Ctrl-C,
 # Ctrl-C clearing typed input, \q, and history kept in $HOME across two runs.
+# Then the engine's loop at the prompt: a socket source fed by nc while a
+# push query's rows print above the prompt and the half-typed input, which
+# comes back intact; a second ares-sql subscribes to the shell's standing
+# query meanwhile.
 # tmux runs on a private socket in ARES_TMP; everything is killed at the end.
 set -u
 command -v tmux >/dev/null 2>&1 || { echo "skip: tmux is not installed"; exit 0; }
-A="$ARES_BUILD/ares-sql"
-T="$ARES_TMP"
+. "$(cd "$(dirname "$0")" && pwd)/t_cli_lib.inc" # A, T, free_port; fail and cleanup are ours
 RUN=0
 SOCK="$T/tmux0.sock"
 S=ares
@@ -15,6 +18,7 @@ mkdir -p "$T/home" "$T/work"
 
 tm() { tmux -S "$SOCK" "$@"; }
 cleanup() {
+    for p in $PIDS; do kill "$p" 2>/dev/null; done
     for s in "$T"/tmux*.sock; do [ -S "$s" ] && tmux -S "$s" kill-server >/dev/null 2>&1; done
 }
 trap cleanup EXIT INT TERM
@@ -147,5 +151,68 @@ wait_for "url     | TEXT"
 # Ctrl-D leaves
 key C-d
 wait_for "ares-exit=0"
+
+# ---- run 3: sockets at the prompt
+PORT=$(free_port)
+start
+wait_for "ares>"
+line "CREATE STREAM live (ts TIMESTAMP, k BIGINT) WITH (timestamp = 'ts', source = 'tcp://127.0.0.1:$PORT');"
+wait_for "(listening on tcp://127.0.0.1:$PORT)"
+line "CREATE QUERY per_k AS SELECT k, COUNT(*) AS n FROM live WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k EMIT FINAL;"
+wait_for "CREATE QUERY"
+line "SELECT k, COUNT(*) AS cnt FROM live WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k EMIT FINAL;"
+wait_for "push query running; Ctrl-C to stop"
+
+# a second process subscribes to the shell's standing query: the shell
+# answers it from its prompt
+"$A" --data "$T/work/data" -e "SUBSCRIBE per_k;" --format csv >"$T/sub.out" 2>"$T/sub.err" &
+SUB=$!
+PIDS="$PIDS $SUB"
+i=0
+while [ $i -lt 50 ] && ! grep -qx "k,n" "$T/sub.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+grep -qx "k,n" "$T/sub.out" || { cat "$T/sub.err"; fail "the subscriber got no header from the shell"; }
+
+# half a statement typed, then rows come from nc: they print above the prompt
+typ "SHOW STR"
+sleep 0.2
+printf '1000,1\n2000,1\n3000,2\nnot a row\n12000,1\n' | nc -N 127.0.0.1 "$PORT"
+wait_for "line 4: expected 2 columns, got 1"
+screen | grep -q "^ares: stream live, producer 127.0.0.1:[0-9]*: line 4: " || fail "the producer's bad line"
+i=0
+while [ $i -lt 50 ] && ! screen | grep -qE '^ 1 \| +2$'; do sleep 0.1; i=$((i + 1)); done
+screen | grep -qE '^ 1 \| +2$' || fail "the push query's row did not print at the prompt"
+screen | grep -qE '^ 2 \| +1$' || fail "the push query's second row"
+# the prompt and the input typed so far are drawn again below the rows
+[ "$(screen | grep -v '^$' | tail -n 1)" = "ares> SHOW STR" ] || fail "the prompt was not drawn again with its input"
+[ "$(count 'ares> SHOW STR')" -eq 1 ] || fail "the old prompt line stayed on the screen"
+# and the input goes on where it was
+line "EAMS;"
+wait_for "ares> SHOW STREAMS;"
+screen | grep -qE '^ live +\|.*\| +4 +\| +1 +\|' || fail "SHOW STREAMS: 4 rows, 1 rejected"
+
+# rows arrive at a continuation prompt too
+line "SHOW"
+wait_for "   ->"
+printf '25000,3\n' | nc -N 127.0.0.1 "$PORT"
+i=0
+while [ $i -lt 50 ] && ! screen | grep -qE '^ 1 \| +1$'; do sleep 0.1; i=$((i + 1)); done
+screen | grep -qE '^ 1 \| +1$' || fail "no row at the continuation prompt"
+[ "$(screen | grep -v '^$' | tail -n 1)" = "   ->" ] || fail "the continuation prompt was not drawn again"
+line "QUERIES;"
+wait_for "per_k"
+grep -qx "1,2" "$T/sub.out" && grep -qx "2,1" "$T/sub.out" && grep -qx "1,1" "$T/sub.out" ||
+    { cat "$T/sub.out"; fail "the subscriber's rows"; }
+
+# Ctrl-C at an empty prompt stops the push query; the subscription goes on
+key C-c
+wait_for "push query stopped"
+kill -0 "$SUB" 2>/dev/null || fail "the subscriber ended with the push query"
+line "\\q"
+wait_for "ares-exit=0"
+# the shell has gone: its subscriber ends normally
+i=0
+while [ $i -lt 50 ] && kill -0 "$SUB" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+kill -0 "$SUB" 2>/dev/null && fail "the subscriber outlived the shell"
+wait "$SUB" || fail "the subscriber's exit code after the shell left: $?"
 
 echo "t_shell_tty: all passed"
