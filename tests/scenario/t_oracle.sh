@@ -13,8 +13,9 @@
 # another order), everything else exactly, header included.
 #
 # Then, per seed: every query at once as standing queries with file sinks
-# and parallelism 2 (same expected rows), and the first query again from
-# JSON lines.  Then a windowed join of two streams (raw pairs, and a window
+# and parallelism 2 (same expected rows); a hopping query with EMIT CHANGES
+# (its last row per window and key is the final one); and the first query
+# again from JSON lines.  Then a windowed join of two streams (raw pairs, and a window
 # over the join), fed once by file sources and once by interleaved INSERTs.
 # Last, late rows: disorder beyond the watermark delay; awk replays the
 # engine's watermark rule (per 1024-row slice) to find the rows it must drop.
@@ -56,7 +57,7 @@ WM="timestamp = 'ts', watermark = '2 seconds'"
 # case_def NAME sets HDR (the header ares must print), QA (ares), QS (sqlite)
 # and SORTK, sort(1) keys that order rows by window and group (the columns
 # that print the same on both sides) before any double.
-CASES="tumble hop hop_uneven session where having strings distinct global wcols_first"
+CASES="tumble hop hop_uneven session where having strings distinct global wcols_first expr"
 
 # Most cases select window_start and window_end after the aggregates;
 # wcols_first selects them first (the planner once numbered them before
@@ -146,6 +147,21 @@ case_def() {
             FROM ev WINDOW TUMBLING (SIZE 5 SECONDS) GROUP BY k HAVING MAX(d) > 0"
         QS="SELECT $(iso w), $(iso w+5000), k, COUNT(*), SUM(v)
             FROM (SELECT *, $(fl ts 5000) AS w FROM ev) GROUP BY w, k HAVING MAX(d) > 0" ;;
+    expr)
+        # computed group key, CASE, LIKE (case-sensitive), IN, BETWEEN, IS NULL,
+        # COALESCE, ||, integer division, division by zero (NULL)
+        SORTK="-k9,9 -k1,1"
+        HDR="km,n,s2,ns,mq,sdiv,cc,mc,window_start"
+        QA="SELECT k % 4 AS km, COUNT(*) AS n, SUM(v * 2 - 1) AS s2, SUM(CASE WHEN s LIKE 's%' THEN 1 ELSE 0 END) AS ns,
+                   MAX(d / (v % 3)) AS mq, SUM(v / 7) AS sdiv, COUNT(COALESCE(s, 'none')) AS cc,
+                   MIN(s || '-' || k) AS mc, window_start
+            FROM ev WINDOW TUMBLING (SIZE 10 SECONDS)
+            WHERE v BETWEEN -500 AND 800 AND (k IN (1, 2, 3, 5, 8, -1) OR s IS NULL) GROUP BY k % 4"
+        QS="SELECT k % 4, COUNT(*), SUM(v * 2 - 1), SUM(CASE WHEN s LIKE 's%' THEN 1 ELSE 0 END), MAX(d / (v % 3)),
+                   SUM(v / 7), COUNT(COALESCE(s, 'none')), MIN(s || '-' || k), $(iso w)
+            FROM (SELECT *, $(fl ts 10000) AS w FROM ev
+                  WHERE v BETWEEN -500 AND 800 AND (k IN (1, 2, 3, 5, 8, -1) OR s IS NULL))
+            GROUP BY w, k % 4" ;;
     *) fail "no case $1" ;;
     esac
 }
@@ -154,7 +170,8 @@ case_def() {
 
 # expect DB SQL OUT: sqlite3's rows, comma-separated, NULL empty
 expect() {
-    printf '.mode list\n.separator ,\n.nullvalue ""\n%s;\n' "$2" | sqlite3 -batch -bail "$1" >"$3" ||
+    printf 'PRAGMA case_sensitive_like = ON;\n.mode list\n.separator ,\n.nullvalue ""\n%s;\n' "$2" |
+        sqlite3 -batch -bail "$1" >"$3" ||
         fail "sqlite3 failed on: $2"
 }
 
@@ -251,6 +268,22 @@ EOF
         ares "$c seed=$seed" "$D/$c.got" --memory --format csv -e "$SSQL $QA EMIT FINAL;" --ingest ev <"$D/ev.csv"
         compare "$c seed=$seed" "$HDR" "$SORTK" "$D/$c.got" "$D/$c.want"
     done
+
+    # EMIT CHANGES: one row per (input row, window) it updates; the last
+    # row of each (window, key) is the EMIT FINAL row.
+    case_def hop
+    ares "hop changes seed=$seed" "$D/changes.got" --memory --format csv -e "$SSQL $QA EMIT CHANGES;" \
+        --ingest ev <"$D/ev.csv"
+    { head -n 1 "$D/changes.got"; awk -F, 'NR > 1 { last[$1 "," $5] = $0 } END { for (g in last) print last[g] }' \
+        "$D/changes.got"; } >"$D/changes.last"
+    compare "hop EMIT CHANGES, last per window seed=$seed" "$HDR" "$SORTK" "$D/changes.last" "$D/hop.want"
+    nchanges=$(($(wc -l <"$D/changes.got") - 1))
+    nupdates=$(awk -F, '{ n += $2 } END { print n }' "$D/hop.want")
+    if [ "$nchanges" -ne "$nupdates" ]; then
+        echo "FAIL hop EMIT CHANGES seed=$seed: $nchanges rows, expected one per row and window: $nupdates" >&2
+        FAILED="$FAILED
+  hop EMIT CHANGES row count seed=$seed"
+    fi
 
     # The same rows as JSON lines.
     # shellcheck disable=SC2086
