@@ -7,7 +7,8 @@
 # itself (WITH source = 'file://...'), so a restart resumes each from its
 # committed byte position.  Queries: a tumbling aggregate, a hopping one with
 # COUNT(DISTINCT) and two tasks, a session window, and a windowed join; each
-# writes a CSV file sink, which a restart cuts back to its committed length.
+# writes a file sink (CSV, JSON lines for the hopping one), which a restart
+# cuts back to its committed length.
 #
 # The setup script uses IF NOT EXISTS, so every run is the same command:
 #   ares-sql --data DIR -f setup.sql </dev/null
@@ -60,7 +61,7 @@ CREATE STREAM IF NOT EXISTS ev (ts TIMESTAMP, k BIGINT, s TEXT, v BIGINT, d DOUB
 CREATE QUERY IF NOT EXISTS tumble WITH (sink = 'file://$1/tumble.csv', format = 'csv') AS
     SELECT k, COUNT(*) AS n, SUM(v) AS sv, SUM(d) AS sd, MAX(d) AS mx, window_start, window_end
     FROM ev WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k EMIT FINAL;
-CREATE QUERY IF NOT EXISTS hop WITH (sink = 'file://$1/hop.csv', format = 'csv', parallelism = 2) AS
+CREATE QUERY IF NOT EXISTS hop WITH (sink = 'file://$1/hop.csv', format = 'json', parallelism = 2) AS
     SELECT s, COUNT(*) AS n, COUNT(DISTINCT k) AS dk, AVG(v) AS av, window_start
     FROM ev WINDOW HOPPING (SIZE 30 SECONDS, ADVANCE BY 10 SECONDS) GROUP BY s EMIT FINAL;
 CREATE QUERY IF NOT EXISTS sess WITH (sink = 'file://$1/sess.csv', format = 'csv') AS
