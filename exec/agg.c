@@ -143,6 +143,15 @@ void agg_free(agg_task *a)
 
 int64_t agg_open_groups(const agg_task *a) { return a ? a->nentries : 0; }
 
+int64_t agg_min_open_start(const agg_task *a)
+{
+    int64_t m = WM_END;
+    for (uint32_t b = 0; a && a->nentries && b < a->nbuckets; b++)
+        for (const agg_entry *e = a->buckets[b]; e; e = e->next)
+            if (e->wstart < m) m = e->wstart;
+    return m;
+}
+
 /* ------------------------------------------------------------------ distinct sets */
 
 static int dset_add(dset *s, const unsigned char *p, uint32_t n, uint64_t h)

@@ -200,6 +200,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err);
 int agg_flush(opinst *o, int task, store_txn *t, xerr *err);
 int agg_load(opinst *o, int task, store_txn *t, xerr *err);
 int64_t agg_open_groups(const agg_task *a);
+int64_t agg_min_open_start(const agg_task *a); /* smallest window start still open, WM_END if none */
 
 /* join.c */
 join_task *join_new(opinst *o, int task);

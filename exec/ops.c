@@ -349,9 +349,23 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
     if (o->op->kind == PO_AGGREGATE) {
         for (int t = 0; t < o->ntasks; t++)
             if (task_local(o->q, o, t) && (rc = agg_close(o, t, eff, err))) return rc;
-        /* windows still open end after eff - grace: rows emitted later carry
-         * a window time above that, so that is the output's watermark */
-        if (eff != WM_END && eff != WM_MIN) pass = eff - o->op->window.grace_ms;
+        /* windows still open end after eff - grace, so rows emitted later
+         * carry a window end above that.  When their time is the window's
+         * start, hold back by what a window can span as well. */
+        if (eff != WM_END && eff != WM_MIN) {
+            const ast_window *w = &o->op->window;
+            pass = eff - w->grace_ms;
+            if (o->op->time_is_start) {
+                if (w->kind == WIN_SESSION) {
+                    pass -= w->gap_ms;
+                    for (int t = 0; t < o->ntasks; t++) {
+                        int64_t m = task_local(o->q, o, t) ? agg_min_open_start(o->agg[t]) : WM_END;
+                        if (m < pass) pass = m;
+                    }
+                } else
+                    pass -= w->size_ms;
+            }
+        }
     } else if (o->op->kind == PO_JOIN) {
         for (int t = 0; t < o->ntasks; t++)
             if (task_local(o->q, o, t) && (rc = join_expire(o, t, eff, err))) return rc;

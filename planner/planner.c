@@ -976,7 +976,12 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
         for (int i = 0; i < op->nexprs && op->ts_col < 0; i++)
             if (op->exprs[i]->kind == PE_COL && op->exprs[i]->col == pts) op->ts_col = i;
         for (int i = 0; i < op->nexprs && op->ts_col < 0 && alt >= 0; i++)
-            if (op->exprs[i]->kind == PE_COL && op->exprs[i]->col == alt) op->ts_col = i;
+            if (op->exprs[i]->kind == PE_COL && op->exprs[i]->col == alt) {
+                op->ts_col = i;
+                /* tell the aggregate: its rows' time is their window's start */
+                int agg = in->kind == PO_HAVING ? in->inputs[0] : from;
+                d->ops[agg].time_is_start = 1;
+            }
     }
     cur = op->id;
     if (!top) {

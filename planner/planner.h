@@ -167,6 +167,7 @@ typedef struct plan_op {
     int naggs;
     plan_agg *aggs;
     ast_emit emit;
+    int time_is_start;   /* downstream takes window_start as its event time (watermarks hold back more) */
 
     /* PO_JOIN: output = left columns ++ right columns */
     int njoinkeys;

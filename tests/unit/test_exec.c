@@ -329,6 +329,31 @@ static void test_subquery_highest_bid(void **state)
     cap_fini(&c);
 }
 
+/* Subqueries timed by window_start: the join must keep every window pair. */
+static void test_window_start_time_join(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM s (k BIGINT, ts TIMESTAMP) WITH (timestamp = 'ts');"
+        "SELECT a.k, a.n, b.m, a.ws FROM "
+        "(SELECT k, COUNT(*) AS n, window_start AS ws FROM s WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k) a JOIN "
+        "(SELECT k, COUNT(*) AS m, window_start AS ws FROM s WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k) b "
+        "ON a.k = b.k AND a.ws = b.ws WITHIN 1 SECOND;");
+    sbuf data;
+    sbuf_init(&data);
+    for (int i = 0; i <= 5000; i++) sbuf_printf(&data, "%d,%d\n", i % 3, i * 20);
+    ingest(e, "s", data.p, 1);
+    int rows = 0;
+    for (const char *p = c.text.p; p && *p; p++) rows += *p == '\n';
+    assert_int_equal(rows, 31); /* 10 full windows x 3 keys, and the last one with one key */
+    engine_close(e);
+    cap_fini(&c);
+    sbuf_fini(&data);
+}
+
 static void test_log_retention(void **state)
 {
     (void)state;
@@ -465,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_distributed_hooks),
         cmocka_unit_test(test_subquery_highest_bid),
         cmocka_unit_test(test_log_retention),
+        cmocka_unit_test(test_window_start_time_join),
     };
     return cmocka_run_group_tests_name("exec", tests, NULL, NULL);
 }
