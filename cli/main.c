@@ -321,6 +321,10 @@ int main(int argc, char **argv)
             if (rc == CLI_OK) rc = CLI_ESQL;
         }
     }
+    if (rc == CLI_OK && do_follow && !quiet) {
+        fflush(stdout);
+        fputs("-- the engine runs until SIGINT or SIGTERM (--follow)\n", stderr);
+    }
     if (rc == CLI_OK) rc = cli_keep_running(&c, do_follow);
     cli_fini(&c);
 

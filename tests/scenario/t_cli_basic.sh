@@ -1,7 +1,7 @@
 #!/bin/sh
 # ares-sql without a terminal: the command-line contract that scripts rely on.
 # -e and -f in order, SQL on stdin, --ingest with bad lines, output formats,
-# errors with the parser's caret and every exit code (0, 1, 2, 3).
+# errors with the parser's caret and every exit code (0, 1, 2, 3, 130).
 # Run by tests/scenario/run.sh with ARES_BUILD and a private ARES_TMP.
 set -u
 A="$ARES_BUILD/ares-sql"
@@ -178,5 +178,30 @@ expect_rc 1 $? "\\copy of a missing file"
 has err "cannot open"
 printf '\\nosuch\n' | "$A" --memory >out 2>err
 expect_rc 1 $? "unknown meta-command"
+
+# ---- 11. signals: 130 for an interrupted run, 0 for a --follow run stopped
+# (t_sockets.sh and t_subscribe.sh add runs kept alive by live sockets)
+# wait_err TEXT: ./err shows TEXT within 5 s
+wait_err() {
+    i=0
+    while [ $i -lt 50 ] && ! grep -qF -- "$1" err 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+    has err "$1"
+}
+mkfifo sqlin
+"$A" --memory <sqlin >out 2>err &
+pid=$!
+exec 4>sqlin # SQL on stdin that has not ended
+echo "$EV" >&4
+wait_err "CREATE STREAM"
+kill -INT $pid
+wait $pid
+expect_rc 130 $? "SIGINT while SQL on stdin is awaited"
+exec 4>&-
+"$A" --memory --follow -e "$EV" >out 2>err </dev/null &
+pid=$!
+wait_err "CREATE STREAM"
+kill -TERM $pid
+wait $pid
+expect_rc 0 $? "--follow stopped by SIGTERM"
 
 echo "t_cli_basic: all passed"
