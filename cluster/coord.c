@@ -1307,6 +1307,35 @@ static int load_set(void *ctx, const char *key, const void *v, size_t len)
     return 0;
 }
 
+/* Records are copied out of the scan first: deploying commits the engine's
+ * transaction, which would end the scan's cursor. */
+typedef struct qrec {
+    char *key;
+    sbuf val;
+} qrec;
+
+typedef struct qrecs {
+    qrec *v;
+    int n;
+} qrecs;
+
+static int collect_query(void *ctx, const char *key, const void *v, size_t len)
+{
+    qrecs *r = ctx;
+    qrec *x = realloc(r->v, (size_t)(r->n + 1) * sizeof *x);
+    if (!x) return XE_NOMEM;
+    r->v = x;
+    x = &r->v[r->n];
+    sbuf_init(&x->val);
+    if (!(x->key = strdup(key)) || sbuf_add(&x->val, v, len)) {
+        free(x->key);
+        sbuf_fini(&x->val);
+        return XE_NOMEM;
+    }
+    r->n++;
+    return 0;
+}
+
 static int load_query(void *ctx, const char *key, const void *v, size_t len)
 {
     load_ctx *l = ctx;
@@ -1382,7 +1411,15 @@ int coord_start(node *n, xerr *err)
     if (l.rc) return xerr_set(err, l.rc, "loading the cluster catalog: out of memory");
     /* the streams' homes are in our own engine's catalog already; queries
      * deploy here now and on the other nodes as they join */
-    if ((rc = engine_host_scan(n->eng, "q/", load_query, &l, err))) return rc;
+    qrecs qr = {NULL, 0};
+    rc = engine_host_scan(n->eng, "q/", collect_query, &qr, err);
+    for (int i = 0; i < qr.n; i++) {
+        if (!rc) load_query(&l, qr.v[i].key, qr.v[i].val.p, qr.v[i].val.len);
+        free(qr.v[i].key);
+        sbuf_fini(&qr.v[i].val);
+    }
+    free(qr.v);
+    if (rc) return rc;
     for (cquery *q = co->queries; q; q = q->next)
         if (q->qid >= co->next_qid) co->next_qid = q->qid + 1;
     n->max_qid = co->next_qid - 1;

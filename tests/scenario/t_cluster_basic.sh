@@ -11,7 +11,9 @@
 #   5. a wrong secret is refused: non-zero exit and a message saying so;
 #   6. a node that joins late gets tasks of the next query, and the output
 #      still matches;
-#   7. DROP QUERY undeploys everywhere.
+#   7. DROP QUERY undeploys everywhere;
+#   8. the coordinator restarts: its standing queries come back from its
+#      catalog and run again on the same nodes.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
@@ -108,4 +110,27 @@ sleep 0.3
 for n in c0 n1 n2 n3 n4 n5 n6; do grep -q "query 2 undeployed" "$n.log" || fail "$n did not undeploy query 2"; done
 sqlc -e "SUBSCRIBE hot;" 2>drop.err && fail "SUBSCRIBE of a dropped query worked"
 grep -q "no query 'hot'" drop.err || { cat drop.err; fail "SUBSCRIBE of a dropped query: message"; }
+# ---- 8. the coordinator restarts: its standing queries come back, deployed again
+DDL4="CREATE STREAM v (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
+Q4="SELECT k, COUNT(*) AS n, MAX(v) AS top FROM v WINDOW TUMBLING (SIZE 2 SECONDS) GROUP BY k"
+gen_data 10000 40 19 >data4.csv
+embedded "$DDL4" "$Q4;" v <data4.csv >ref4.csv || fail "embedded run 4"
+sqlc -e "$DDL4 CREATE QUERY cq WITH (parallelism = 4) AS $Q4;" || fail "CREATE QUERY cq"
+kill -TERM "$PID_c0"
+wait "$PID_c0" 2>/dev/null
+"$N" --name c0 --domain rack-a --listen "127.0.0.1:$CPORT" --data "$T/data-c0" --secret-file "$SECRET" \
+    --coordinator >/dev/null 2>>"$T/c0.log" &
+PIDS="$PIDS $!"
+wait_alive 7
+grep -q "query 4 (cq) restored from the catalog" c0.log || fail "cq was not restored"
+sqlc -e "SUBSCRIBE cq;" >sub4.csv 2>sub4.err &
+SUB=$!
+PIDS="$PIDS $SUB"
+sleep 0.5
+sqlc --ingest v <data4.csv || fail "ingest into v after the restart"
+want=$(($(wc -l <ref4.csv)))
+i=0
+while [ "$(wc -l <sub4.csv)" -lt "$want" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill $SUB 2>/dev/null
+same_rows sub4.csv ref4.csv
 echo "cluster basic: ok"
