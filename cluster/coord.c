@@ -76,8 +76,11 @@ struct pend {
     pend *next;
 };
 
+/* A stream: its home node runs `sql`; with a socket or file source, the
+ * other nodes run `lite`, the same statement without the source, so that
+ * only the home node reads the source. */
 typedef struct cstream {
-    char *name, *home, *sql;
+    char *name, *home, *sql, *lite;
 } cstream;
 
 typedef struct csess {
@@ -112,6 +115,36 @@ static char *xstrndup(const char *p, size_t n)
     memcpy(s, p, n);
     s[n] = 0;
     return s;
+}
+
+/* The CREATE STREAM text without its `source` option, or NULL when it has none. */
+static char *strip_source(const char *sql)
+{
+    ast_stmt *st = NULL;
+    xerr err;
+    if (parse_one(sql, strlen(sql), &st, &err)) return NULL;
+    char *out = NULL;
+    ast_options *w = st->kind == ST_CREATE_STREAM ? st->with : NULL;
+    for (int i = 0; w && i < w->n; i++) {
+        if (strcmp(w->v[i].key, "source")) continue;
+        ast_option keep = w->v[i];
+        w->v[i] = w->v[w->n - 1];
+        w->v[w->n - 1] = keep;
+        w->n--;
+        sbuf b;
+        sbuf_init(&b);
+        if (!ast_print_stmt(st, &b)) out = sbuf_steal(&b);
+        sbuf_fini(&b);
+        w->n++; /* so that ast_stmt_free frees it */
+        break;
+    }
+    ast_stmt_free(st);
+    return out;
+}
+
+static const char *stream_sql_for(const cstream *c, const char *node_name)
+{
+    return c->lite && strcmp(node_name, c->home) ? c->lite : c->sql;
 }
 
 static int joined(const peer *p) { return p->slots > 0 && !p->is_coord; }
@@ -314,6 +347,31 @@ static int job_broadcast(node *n, cs *s, uint64_t req, const char *sql, xerr *er
     return rc;
 }
 
+/* CREATE STREAM on every other node: the home node gets the statement as
+ * written, the others without its source (same return values as above). */
+static int job_broadcast_stream(node *n, cs *s, uint64_t req, const cstream *c, xerr *err)
+{
+    if (!c->lite) return job_broadcast(n, s, req, c->sql, err);
+    pend *p = pend_new(n, PK_BROADCAST);
+    if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
+    p->client = s;
+    p->creq = req;
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (!alive(x)) continue;
+        wire_msg m = {.type = WIRE_QUERY};
+        m.u.query.req_id = p->id;
+        m.u.query.sql = wire_str_of(stream_sql_for(c, x->name));
+        if (cs_send_msg(x->link, &m) == 0) pend_wait_for(p, x);
+    }
+    if (p->nwait == 0) {
+        pend_finish(n, p);
+        return 0;
+    }
+    p->done = job_step_done;
+    return 1;
+}
+
 /* ------------------------------------------------------------------ membership */
 
 static int64_t node_load(node *n, const char *name)
@@ -424,7 +482,7 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
     }
     for (int i = 0; i < co->nstreams; i++) {
         wire_msg q = {.type = WIRE_QUERY};
-        q.u.query.sql = wire_str_of(co->streams[i].sql);
+        q.u.query.sql = wire_str_of(stream_sql_for(&co->streams[i], hello));
         cs_send_msg(s, &q);
     }
     for (cquery *q = co->queries; q; q = q->next)
@@ -828,8 +886,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     int rc;
     switch (st->kind) {
     case ST_CREATE_STREAM: {
-        int existed = stream_find(co, st->name) != NULL;
-        if ((rc = exec_local(n, s, req, st, err)) || existed) return rc;
+        if (stream_find(co, st->name)) return exec_local(n, s, req, st, err);
         /* the home: round-robin over the live nodes, this one included */
         int nn = 1;
         for (int i = 0; i < n->npeers; i++) nn += alive(n->peers[i]);
@@ -837,13 +894,29 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         const char *home = n->cfg.name;
         for (int i = 0, k = 1; i < n->npeers && pick; i++)
             if (alive(n->peers[i]) && k++ == pick) home = n->peers[i]->name;
+        char *lite = strip_source(st->text);
+        if (lite && strcmp(home, n->cfg.name)) {
+            ast_stmt *ls = NULL;
+            rc = parse_one(lite, strlen(lite), &ls, err);
+            if (!rc) rc = exec_local(n, s, req, ls, err);
+            ast_stmt_free(ls);
+        } else
+            rc = exec_local(n, s, req, st, err);
+        if (rc) {
+            free(lite);
+            return rc;
+        }
         cstream *v = realloc(co->streams, (size_t)(co->nstreams + 1) * sizeof *v);
-        if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (!v) {
+            free(lite);
+            return xerr_set(err, XE_NOMEM, "out of memory");
+        }
         co->streams = v;
         cstream *cst = &co->streams[co->nstreams];
         cst->name = strdup(st->name);
         cst->home = strdup(home);
         cst->sql = strdup(st->text);
+        cst->lite = lite;
         if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
         char key[600];
@@ -854,8 +927,9 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         rc = engine_host_put(n->eng, key, rec.p, rec.len, err);
         sbuf_fini(&rec);
         if (rc) return rc;
-        node_log(n, NET_LOG_INFO, "stream %s: home node %s", st->name, home);
-        return job_broadcast(n, s, req, st->text, err);
+        node_log(n, NET_LOG_INFO, "stream %s: home node %s%s", st->name, home,
+                 lite ? " (it alone reads the stream's source)" : "");
+        return job_broadcast_stream(n, s, req, cst, err);
     }
     case ST_DROP_STREAM: {
         if ((rc = exec_local(n, s, req, st, err))) return rc;
@@ -867,6 +941,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         free(cst->name);
         free(cst->home);
         free(cst->sql);
+        free(cst->lite);
         *cst = co->streams[--co->nstreams];
         return job_broadcast(n, s, req, st->text, err);
     }
@@ -1290,6 +1365,7 @@ static int load_stream(void *ctx, const char *key, const void *v, size_t len)
     c->name = strdup(key + strlen("stream/"));
     c->home = xstrndup(v, (size_t)(nl - (const char *)v));
     c->sql = xstrndup(nl + 1, len - (size_t)(nl + 1 - (const char *)v));
+    c->lite = c->sql ? strip_source(c->sql) : NULL;
     return 0;
 }
 
@@ -1450,6 +1526,7 @@ void coord_stop(node *n)
         free(co->streams[i].name);
         free(co->streams[i].home);
         free(co->streams[i].sql);
+        free(co->streams[i].lite);
     }
     free(co->streams);
     for (int i = 0; i < co->nsets; i++) {

@@ -13,7 +13,9 @@
 #      still matches;
 #   7. DROP QUERY undeploys everywhere;
 #   8. the coordinator restarts: its standing queries come back from its
-#      catalog and run again on the same nodes.
+#      catalog and run again on the same nodes;
+#   9. a stream with a socket source: only its home node listens, and the
+#      rows sent there reach a subscriber.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
@@ -133,4 +135,18 @@ i=0
 while [ "$(wc -l <sub4.csv)" -lt "$want" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 kill $SUB 2>/dev/null
 same_rows sub4.csv ref4.csv
+# ---- 9. a socket source: only the stream's home node listens on it
+SP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+sqlc -e "CREATE STREAM live (ts BIGINT, k BIGINT) WITH (timestamp = 'ts', source = 'tcp://127.0.0.1:$SP', format = 'csv');
+         CREATE QUERY lq AS SELECT k, COUNT(*) AS n FROM live WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;" || fail "socket source stream"
+grep -q "stream live: home node .* alone reads" c0.log || fail "the socket source has no single home"
+sqlc -e "SUBSCRIBE lq;" >sub5.csv 2>sub5.err &
+SUB=$!
+PIDS="$PIDS $SUB"
+sleep 0.5
+printf '100,1\n200,2\n1500,1\n2500,3\n5000,1\n' | nc -q 1 127.0.0.1 "$SP" || fail "cannot reach the socket source"
+i=0
+while [ "$(wc -l <sub5.csv)" -lt 5 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+kill $SUB 2>/dev/null
+[ "$(tail -n +2 sub5.csv | sort | tr '\n' ' ')" = "1,1 1,1 2,1 3,1 " ] || { cat sub5.csv; fail "socket source rows"; }
 echo "cluster basic: ok"
