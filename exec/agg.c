@@ -20,6 +20,7 @@
  */
 #include "exec/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,8 @@ struct agg_task {
     int64_t nentries;
     int64_t ndirty;
     int64_t closed_wm;        /* windows ending (+grace) at or before this are closed */
+    int64_t max_closed;       /* largest end + grace of a window closed so far */
+    int64_t persisted_closed; /* what meta holds */
     int64_t min_end;          /* smallest window end among entries (lower bound) */
     sbuf key;                 /* scratch key encoding */
     sbuf pkey;                /* scratch LMDB key */
@@ -85,6 +88,8 @@ agg_task *agg_new(opinst *o, int task)
     a->buckets = calloc(a->nbuckets, sizeof *a->buckets);
     a->gtmp = calloc((size_t)a->ngroups + 1, sizeof *a->gtmp);
     a->closed_wm = WM_MIN;
+    a->max_closed = WM_MIN;
+    a->persisted_closed = WM_MIN;
     a->min_end = WM_END;
     if (!a->buckets || !a->gtmp) {
         free(a->buckets);
@@ -610,6 +615,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     batch_reset(&o->out);
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i];
+        if (e->wend != WM_END && e->wend + grace > a->max_closed) a->max_closed = e->wend + grace;
         if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         table_unlink(a, e);
         entry_free(a, e);
@@ -691,6 +697,19 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
         e->pwstart = e->wstart;
     }
     a->ndirty = 0;
+    /* How far windows are closed survives a restart.  After the end of input
+     * (WM_END) that is the end of the last closed window: rows appended later
+     * to a file source then count as late for windows already emitted,
+     * instead of emitting them a second time. */
+    int64_t closed = a->closed_wm == WM_END ? a->max_closed : a->closed_wm;
+    if (closed != a->persisted_closed) {
+        char key[48];
+        unsigned char v[8];
+        snprintf(key, sizeof key, "closed/%u", tid);
+        be64_put(v, (uint64_t)closed);
+        if ((rc = store_kv_put(t, STORE_META, key, v, 8, err))) return rc;
+        a->persisted_closed = closed;
+    }
     return 0;
 }
 
@@ -772,6 +791,20 @@ corrupt:
 int agg_load(opinst *o, int task, store_txn *t, xerr *err)
 {
     load_ctx c = {o, o->agg[task], {0}, err, 0};
+    {
+        char key[48];
+        sbuf v;
+        sbuf_init(&v);
+        snprintf(key, sizeof key, "closed/%u", query_task_id(o->q, o->op->id, task));
+        int r = store_kv_get(t, STORE_META, key, &v, err);
+        if (r == 0 && v.len == 8) {
+            c.a->closed_wm = c.a->persisted_closed = (int64_t)be64_get((unsigned char *)v.p);
+            c.a->max_closed = c.a->closed_wm;
+        }
+        sbuf_fini(&v);
+        if (r && r != XE_NOTFOUND) return r;
+        xerr_clear(err);
+    }
     if (batch_init(&c.tmp, o->op->ngroups + 1, 4)) return xerr_set(err, XE_NOMEM, "out of memory");
     int rc = store_state_scan(t, STORE_STATE, query_task_id(o->q, o->op->id, task), WM_MIN, WM_END, load_one, &c, err);
     /* group values point into tmp's arena only until entry_new copies them */

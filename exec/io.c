@@ -650,7 +650,8 @@ static void on_ctl_connection(uv_stream_t *server, int status)
 static void on_tick(uv_timer_t *t)
 {
     engine *e = t->data;
-    if (!e->io_dirty) return;
+    /* new rows to end a slice for, or an open epoch waiting for its commit */
+    if (!e->io_dirty && !e->txn) return;
     e->io_dirty = 0;
     xerr err;
     if (io_tick(e, &err)) elog(e, "%s", err.msg);

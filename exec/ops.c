@@ -12,6 +12,7 @@
  */
 #include "exec/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -439,7 +440,13 @@ int query_drop_state(query *q, store_txn *t, xerr *err)
 {
     int rc;
     for (int i = 0; i < q->dag->nops; i++)
-        for (int k = 0; k < q->ops[i].ntasks; k++)
+        for (int k = 0; k < q->ops[i].ntasks; k++) {
             if ((rc = store_state_drop_task(t, STORE_STATE, query_task_id(q, i, k), err))) return rc;
+            if (q->ops[i].agg) {
+                char key[48];
+                snprintf(key, sizeof key, "closed/%u", query_task_id(q, i, k));
+                if ((rc = store_kv_del(t, STORE_META, key, err))) return rc;
+            }
+        }
     return 0;
 }

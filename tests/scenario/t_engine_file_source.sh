@@ -64,9 +64,9 @@ if run "rerun" "$T/d_csv" "$(setup a csv)"; then
 fi
 
 # ------------------------------------------------------------------ 3. the file grows after its end
-# KNOWN BUG (exec): the end of a file source is not recorded, so the next run
-# reads the appended rows into windows that were already closed and emitted,
-# and emits them again: (k=1, window 0) twice below.
+# How far windows are closed is kept per aggregate task, so rows appended to a
+# file source after its end are late for windows already emitted (not emitted
+# twice), and new windows still work.
 printf 'ts,k,v\n1000,1,1\n2000,1,1\n3000,2,1\n' >"$T/g.csv"
 if run "grow 1" "$T/d_grow" "$(setup g csv)"; then
     printf '4000,1,1\n15000,1,1\n' >>"$T/g.csv"
