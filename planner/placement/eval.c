@@ -313,6 +313,7 @@ int nirvana_check_equilibrium(const nirvana_problem *p, const nirvana_config *c,
     cert->player = cert->from = cert->to = -1;
     for (int i = 0; i < g.P; i++) {
         int s = as[i];
+        if (nv_pinned(&g, i)) continue; /* held on its node: not a player that may deviate */
         double cur = s >= 0 ? share_cost(&x, i, s) : HUGE_VAL;
         double thr = s >= 0 ? c->eps * (1 + fabs(cur)) : 0;
         for (int n = 0; n < p->nnodes; n++) {

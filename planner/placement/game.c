@@ -469,6 +469,11 @@ static int best_response(engine *e, int i, int *to, double *cur_c, double *new_c
     prepare(e, i);
     int cur = e->node[i];
     double cc = cur >= 0 ? cost_at(e, i, cur) : HUGE_VAL;
+    if (nv_pinned(e->g, i)) { /* not playing: callers see "no legal node" */
+        *to = -1;
+        *cur_c = *new_c = cc;
+        return 0;
+    }
     double thr = cur >= 0 ? cc - e->c->eps * (1 + fabs(cc)) : HUGE_VAL;
     brbest b = {-1, HUGE_VAL};
     e->blocked = -1;
@@ -728,7 +733,7 @@ static int exchange_pass(engine *e, const int *order, int *cand, int *snap)
     for (int k = 0; k < e->P; k++) {
         int i = order[k], to, nc = 0;
         double cc, newc;
-        if (e->node[i] < 0) continue;
+        if (e->node[i] < 0 || nv_pinned(g, i)) continue;
         e->want_blocked = 1; /* this best response also finds the best full node */
         int moves = best_response(e, i, &to, &cc, &newc);
         e->want_blocked = 0;
@@ -756,7 +761,7 @@ static int exchange_pass(engine *e, const int *order, int *cand, int *snap)
         double bestd = -e->c->eps * (1 + fabs(cc)), ci_after;
         for (int q = 0; q < nc; q++) {
             int j = cand[q];
-            if (j == i || e->node[j] < 0) continue;
+            if (j == i || e->node[j] < 0 || nv_pinned(g, j)) continue;
             double d = try_exchange(e, i, j, 0, &jto, &ci_after);
             if (d < bestd) {
                 bestd = d;
@@ -836,7 +841,7 @@ static int place_displaced_primary(engine *e, int t)
     double pcost = HUGE_VAL;
     for (int k = 0; g->rep_base[t] >= 0 && k < g->R; k++) {
         int r = g->rep_base[t] + k, m = e->node[r];
-        if (m < 0) continue;
+        if (m < 0 || nv_pinned(g, r)) continue;
         detach(e, r);
         prepare(e, t);
         if (candidate_ok(e, t, m)) {
@@ -957,6 +962,7 @@ int nirvana_place(const nirvana_problem *p, const nirvana_config *c, nirvana_res
     run r;
     int rc = run_begin(&r, p, err);
     if (rc < 0) return rc;
+    if ((rc = nv_apply_pins(p, &r.g, r.as, err)) < 0) goto out;
     /* The game starts from round-robin, like the prototype. */
     rc = nv_baseline_assign(p, &r.g, is_game(c) ? NIRVANA_ROUND_ROBIN : c->strategy, c->seed, r.as,
                             0, err);
@@ -981,6 +987,7 @@ int nirvana_replace(const nirvana_problem *p, const nirvana_config *c,
     int rc = run_begin(&r, p, err);
     if (rc < 0) return rc;
     if ((rc = carry_over(p, &r.g, prev, r.as, &displaced, err)) < 0) goto out;
+    if ((rc = nv_apply_pins(p, &r.g, r.as, err)) < 0) goto out;
     if (!is_game(c)) {
         if ((promoted = nv_promote_first(p, &r.g, r.as)) < 0) {
             rc = xerr_set(err, XE_NOMEM, "placement: out of memory");

@@ -33,6 +33,7 @@ typedef struct nv_graph {
     double *load;  /* per player: CPU demand */
     double *sigma; /* per player: recovery_s of its task */
     int *depth, *par;
+    int *pin;      /* per player: the live node it is pinned to, or -1 */
     int *off;      /* P + 1 offsets into adj */
     nv_adj *adj;
 } nv_graph;
@@ -58,6 +59,12 @@ void *nv_zalloc(const nirvana_problem *p, size_t size);
 
 /* The graph lives in the scratch arena (released with the caller's mark). */
 int nv_graph_build(nv_graph *g, const nirvana_problem *p, xerr *e);
+
+/* Puts every pinned player on its node in `assign` (others untouched) and
+ * checks that the pins keep the hard rules: XE_INVAL (err set) if not. */
+int nv_apply_pins(const nirvana_problem *p, const nv_graph *g, int *assign, xerr *e);
+
+static inline int nv_pinned(const nv_graph *g, int i) { return g->pin[i] >= 0; }
 
 /*
  * Cascade weight of each task edge u->v: (recovery_s(u) + recovery_s(v)) / 2

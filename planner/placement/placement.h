@@ -85,6 +85,13 @@ typedef struct nirvana_edge {
     double traffic; /* in units of one node link's capacity */
 } nirvana_edge;
 
+/* A player held on one node (nirvana_pin). */
+typedef struct nirvana_pin {
+    int task;    /* task index */
+    int replica; /* -1 for the task itself (its primary), else 0..R-1 */
+    int node;
+} nirvana_pinning;
+
 typedef struct nirvana_problem {
     int nnodes, ndomains, ntasks, nedges;
     nirvana_node *nodes;
@@ -94,6 +101,8 @@ typedef struct nirvana_problem {
     double d_intra;      /* distance between two nodes of one domain (default 0.2) */
     double d_inter;      /* distance across domains (default 1.0); same node is 0 */
     double *dist;        /* optional measured nnodes x nnodes matrix, row major; owned */
+    nirvana_pinning *pins;   /* nirvana_pin(); owned */
+    int npins, cap_pins;
     int cap_nodes, cap_tasks, cap_edges;
     struct nv_scratch *scratch; /* internal: working memory reused from call to call */
 } nirvana_problem;
@@ -110,6 +119,23 @@ int nirvana_set_distance(nirvana_problem *p, double d_intra, double d_inter);
 /* Copies an nnodes x nnodes matrix (must be symmetric, zero diagonal);
  * NULL goes back to d_intra/d_inter.  Call after the last add_node. */
 int nirvana_set_distance_matrix(nirvana_problem *p, const double *m);
+/*
+ * Pins a player to a node: replica -1 is task `task` itself, k >= 0 its
+ * replica k (ignored while the task is stateless or k >= R).  A pinned player
+ * starts on its node and never moves, under every strategy: no best
+ * response, exchange, group move, promotion or repair round touches it, and
+ * the equilibrium certificate does not try to move it (it is not playing).
+ * Pinning a player again replaces its pin.  A pin on a dead node is void:
+ * the player is displaced and plays like any other.  Pins must keep the hard
+ * rules (slots, replica domains); nirvana_place and nirvana_replace return
+ * XE_INVAL when they do not.  The coordinator pins a query's sources to
+ * their stream's home node, its sink to itself, and the players of queries
+ * already running to where they run.  Returns 0 or XE_INVAL.
+ */
+int nirvana_pin(nirvana_problem *p, int task, int replica, int node);
+/* 1 if the player (as laid out in results) is pinned to a live node. */
+int nirvana_player_pinned(const nirvana_problem *p, int player);
+
 /* Marks every node of a domain dead (alive = 0); returns how many. */
 int nirvana_kill_domain(nirvana_problem *p, int domain);
 

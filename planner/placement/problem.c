@@ -119,6 +119,7 @@ void nirvana_problem_free(nirvana_problem *p)
     free(p->tasks);
     free(p->edges);
     free(p->dist);
+    free(p->pins);
     for (nv_block *b = p->scratch->first, *n; b; b = n) {
         n = b->next;
         ASAN_UNPOISON_MEMORY_REGION(b->data, b->cap);
@@ -183,6 +184,67 @@ int nirvana_add_edge(nirvana_problem *p, int from, int to, double traffic)
     if (grow((void **)&p->edges, &p->cap_edges, p->nedges, sizeof *p->edges)) return XE_NOMEM;
     p->edges[p->nedges] = (nirvana_edge){from, to, traffic};
     return p->nedges++;
+}
+
+int nirvana_pin(nirvana_problem *p, int task, int replica, int node)
+{
+    if (task < 0 || task >= p->ntasks || replica < -1 || node < 0 || node >= p->nnodes) return XE_INVAL;
+    for (int k = 0; k < p->npins; k++)
+        if (p->pins[k].task == task && p->pins[k].replica == replica) {
+            p->pins[k].node = node;
+            return 0;
+        }
+    if (grow((void **)&p->pins, &p->cap_pins, p->npins, sizeof *p->pins)) return XE_NOMEM;
+    p->pins[p->npins++] = (nirvana_pinning){task, replica, node};
+    return 0;
+}
+
+/* The player id of (task, replica), or -1 when there is no such player. */
+static int pin_player(const nirvana_problem *p, const int *rep_base, int task, int replica)
+{
+    if (task < 0 || task >= p->ntasks) return -1;
+    if (replica < 0) return task;
+    if (rep_base[task] < 0 || replica >= p->replicas) return -1;
+    return rep_base[task] + replica;
+}
+
+int nirvana_player_pinned(const nirvana_problem *p, int player)
+{
+    int base = p->ntasks, R = p->replicas > 0 ? p->replicas : 0;
+    for (int k = 0; k < p->npins; k++) {
+        const nirvana_pinning *pn = &p->pins[k];
+        if (pn->node >= p->nnodes || !p->nodes[pn->node].alive) continue;
+        int id = -1;
+        if (pn->replica < 0) id = pn->task;
+        else if (pn->task < p->ntasks && p->tasks[pn->task].stateful && pn->replica < R) {
+            int b = base;
+            for (int t = 0; t < pn->task; t++) b += p->tasks[t].stateful ? R : 0;
+            id = b + pn->replica;
+        }
+        if (id == player) return 1;
+    }
+    return 0;
+}
+
+int nv_apply_pins(const nirvana_problem *p, const nv_graph *g, int *assign, xerr *e)
+{
+    int *count = NV_ZALLOC(p, p->nnodes, int);
+    if (!count) return xerr_set(e, XE_NOMEM, "placement: out of memory");
+    for (int i = 0; i < g->P; i++)
+        if (nv_pinned(g, i)) assign[i] = g->pin[i];
+    for (int i = 0; i < g->P; i++)
+        if (assign[i] >= 0) count[assign[i]]++;
+    for (int i = 0; i < g->P; i++) {
+        if (!nv_pinned(g, i)) continue;
+        int n = g->pin[i];
+        if (count[n] > p->nodes[n].slots || !nv_legal(p, g, assign, count, i, n))
+            return xerr_set(e, XE_INVAL,
+                            "placement: %s%s is pinned to node %s, which breaks a hard rule "
+                            "(slots, or a replica in its primary's domain)",
+                            nv_is_replica(g, i) ? "a replica of " : "", p->tasks[g->task[i]].name,
+                            p->nodes[n].name);
+    }
+    return 0;
 }
 
 int nirvana_set_distance(nirvana_problem *p, double d_intra, double d_inter)
@@ -318,10 +380,11 @@ int nv_graph_build(nv_graph *g, const nirvana_problem *p, xerr *e)
     g->sigma = NV_ALLOC(p, P, double);
     g->depth = NV_ALLOC(p, P, int);
     g->par = NV_ALLOC(p, P, int);
+    g->pin = NV_ALLOC(p, P, int);
     g->off = NV_ZALLOC(p, P + 1, int);
     int *fill = NV_ZALLOC(p, P, int);
     if (!g->task || !g->rep || !g->rep_base || !g->load || !g->sigma || !g->depth || !g->par ||
-        !g->off || !fill)
+        !g->pin || !g->off || !fill)
         goto nomem;
 
     int next = T;
@@ -338,6 +401,13 @@ int nv_graph_build(nv_graph *g, const nirvana_problem *p, xerr *e)
             g->depth[i] = tk->depth;
             g->par[i] = tk->parallelism;
         }
+    }
+
+    for (int i = 0; i < P; i++) g->pin[i] = -1;
+    for (int k = 0; k < p->npins; k++) {
+        const nirvana_pinning *pn = &p->pins[k];
+        int i = pin_player(p, g->rep_base, pn->task, pn->replica);
+        if (i >= 0 && pn->node < p->nnodes && p->nodes[pn->node].alive) g->pin[i] = pn->node;
     }
 
     /* Degrees: task edges both ways; primary<->replica; replica<->sibling. */
@@ -428,7 +498,7 @@ int nv_promote_first(const nirvana_problem *p, const nv_graph *g, int *assign)
         if (assign[t] >= 0 || g->rep_base[t] < 0) continue;
         for (int k = 0; k < g->R; k++) {
             int r = g->rep_base[t] + k, m = assign[r];
-            if (m < 0) continue;
+            if (m < 0 || nv_pinned(g, r)) continue;
             assign[r] = -1; /* the replica leaves, its slot goes to the primary */
             count[m]--;
             if (nv_legal(p, g, assign, count, t, m)) {

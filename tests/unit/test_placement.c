@@ -858,6 +858,126 @@ static void test_api(void **state)
     nirvana_problem_free(p);
 }
 
+
+/* Pins: pinned players stay on their nodes under every strategy, after a
+ * re-placement, and are left out of the certificate; a pin that breaks a
+ * hard rule is refused; a pin on a dead node is void. */
+static void test_pins(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        for (int s = 0; s < NIRVANA_NSTRATEGIES; s++) {
+            nirvana_problem *p = gen_problem(seed, &SMALL);
+            int N = p->nnodes, T = p->ntasks;
+            int *left = calloc((size_t)N, sizeof *left);
+            int pin_node[3] = {-1, -1, -1}, pin_task[3] = {0, T / 2, T - 1};
+            for (int n = 0; n < N; n++) left[n] = p->nodes[n].slots;
+            for (int k = 0; k < 3; k++) {
+                if (k && pin_task[k] == pin_task[k - 1]) continue;
+                int n = (int)((seed + (uint64_t)k * 5) % (uint64_t)N);
+                if (left[n] <= 0) continue;
+                left[n]--;
+                pin_node[k] = n;
+                assert_int_equal(nirvana_pin(p, pin_task[k], -1, n), 0);
+            }
+            /* a replica of a stateful task pinned outside its primary's pinned domain */
+            int rt = -1, rn = -1;
+            for (int t = 0; t < T && rt < 0; t++) {
+                if (!p->tasks[t].stateful || p->replicas < 1) continue;
+                int pn = t == pin_task[0] ? pin_node[0] : -1;
+                if (pn < 0) continue;
+                for (int n = 0; n < N; n++)
+                    if (left[n] > 0 && p->nodes[n].domain != p->nodes[pn].domain) {
+                        rt = t;
+                        rn = n;
+                        left[n]--;
+                        assert_int_equal(nirvana_pin(p, t, 0, n), 0);
+                        break;
+                    }
+            }
+            free(left);
+            nirvana_config c;
+            nirvana_config_init(&c);
+            c.strategy = (nirvana_strategy)s;
+            c.seed = seed;
+            nirvana_result *r = NULL, *r2 = NULL;
+            xerr e;
+            if (nirvana_place(p, &c, &r, &e) == XE_FULL) {
+                nirvana_problem_free(p);
+                continue;
+            }
+            assert_non_null(r);
+            assert_hard_rules(p, r, 0);
+            for (int k = 0; k < 3; k++)
+                if (pin_node[k] >= 0) {
+                    assert_int_equal(r->players[pin_task[k]].node, pin_node[k]);
+                    assert_true(nirvana_player_pinned(p, pin_task[k]));
+                }
+            if (rt >= 0) assert_int_equal(r->players[nirvana_replica_player(p, rt, 0)].node, rn);
+            nirvana_certificate cert;
+            assert_int_equal(nirvana_check_equilibrium(p, &c, r, &cert, &e), 0);
+            if (c.strategy == NIRVANA_FULL || c.strategy == NIRVANA_NO_RECOVERY) {
+                if (r->converged) assert_true(cert.is_equilibrium);
+            }
+            if (cert.player >= 0) assert_false(nirvana_player_pinned(p, cert.player));
+            /* a node that hosts no pin dies: the pins hold */
+            int victim = -1;
+            for (int n = 0; n < N && victim < 0; n++)
+                if (n != pin_node[0] && n != pin_node[1] && n != pin_node[2] && n != rn) victim = n;
+            if (victim >= 0) {
+                p->nodes[victim].alive = 0;
+                if (nirvana_replace(p, &c, r, &r2, &e) == 0) {
+                    for (int k = 0; k < 3; k++)
+                        if (pin_node[k] >= 0) assert_int_equal(r2->players[pin_task[k]].node, pin_node[k]);
+                    assert_hard_rules(p, r2, 1);
+                    nirvana_result_free(r2);
+                    r2 = NULL;
+                }
+                p->nodes[victim].alive = 1;
+            }
+            /* the first pin's node dies: its pin is void, the task is re-placed */
+            if (pin_node[0] >= 0) {
+                p->nodes[pin_node[0]].alive = 0;
+                if (nirvana_replace(p, &c, r, &r2, &e) == 0) {
+                    assert_false(nirvana_player_pinned(p, pin_task[0]));
+                    assert_int_not_equal(r2->players[pin_task[0]].node, pin_node[0]);
+                    assert_hard_rules(p, r2, 1);
+                }
+            }
+            checked++;
+            nirvana_result_free(r);
+            nirvana_result_free(r2);
+            nirvana_problem_free(p);
+        }
+    }
+    assert_true(checked > 100);
+
+    /* a replica pinned into its pinned primary's domain is refused */
+    nirvana_problem *p = nirvana_problem_new();
+    for (int n = 0; n < 4; n++) nirvana_add_node(p, NULL, n / 2, 2, 1.0);
+    nirvana_task agg = {.name = "agg", .parallelism = 1, .load = 0.2, .stateful = 1, .recovery_s = 1,
+                        .replica_load = 0.02, .repl_traffic = 0.01};
+    nirvana_add_task(p, &agg);
+    assert_int_equal(nirvana_pin(p, 0, -1, 0), 0);
+    assert_int_equal(nirvana_pin(p, 0, 0, 1), 0);
+    assert_int_equal(nirvana_pin(p, 1, -1, 0), XE_INVAL);
+    assert_int_equal(nirvana_pin(p, 0, -1, 9), XE_INVAL);
+    nirvana_config c;
+    nirvana_config_init(&c);
+    nirvana_result *r = NULL;
+    xerr e;
+    assert_int_equal(nirvana_place(p, &c, &r, &e), XE_INVAL);
+    assert_null(r);
+    /* re-pinning replaces: now legal, and the replica stays on node 2 */
+    assert_int_equal(nirvana_pin(p, 0, 0, 2), 0);
+    assert_int_equal(nirvana_place(p, &c, &r, &e), 0);
+    assert_int_equal(r->players[0].node, 0);
+    assert_int_equal(r->players[1].node, 2);
+    nirvana_result_free(r);
+    nirvana_problem_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -872,6 +992,7 @@ int main(void)
         cmocka_unit_test(test_replace_adds_a_query),
         cmocka_unit_test(test_brute_force_ratio),
         cmocka_unit_test(test_recovery_term_moves_players),
+        cmocka_unit_test(test_pins),
     };
     return cmocka_run_group_tests_name("placement", tests, NULL, NULL);
 }
