@@ -43,6 +43,7 @@ typedef struct agg_slot {
 
 typedef struct agg_entry {
     struct agg_entry *next;   /* hash chain */
+    struct agg_entry *wnext, *wprev; /* entries with the same window end */
     uint64_t hash;            /* of the group key (and window for fixed windows) */
     int64_t wstart, wend;
     int64_t pwend, pwstart;   /* where it is persisted; pwend == WM_MIN when not */
@@ -62,7 +63,11 @@ struct agg_task {
     int64_t closed_wm;        /* windows ending (+grace) at or before this are closed */
     int64_t max_closed;       /* largest end + grace of a window closed so far */
     int64_t persisted_closed; /* what meta holds */
-    int64_t min_end;          /* smallest window end among entries (lower bound) */
+    /* Window-end index: the distinct window ends, ascending, each with the
+     * list of its entries, so closing touches only what closes. */
+    int nw, capw, widx_broken; /* broken: out of memory once, close by scanning */
+    int64_t *wends;
+    agg_entry **wheads;
     sbuf key;                 /* scratch key encoding */
     sbuf pkey;                /* scratch LMDB key */
     sbuf vbuf;                /* scratch value */
@@ -90,7 +95,6 @@ agg_task *agg_new(opinst *o, int task)
     a->closed_wm = WM_MIN;
     a->max_closed = WM_MIN;
     a->persisted_closed = WM_MIN;
-    a->min_end = WM_END;
     if (!a->buckets || !a->gtmp) {
         free(a->buckets);
         free(a->gtmp);
@@ -139,6 +143,8 @@ void agg_free(agg_task *a)
     free(a->buckets);
     free(a->gtmp);
     free(a->closing);
+    free(a->wends);
+    free(a->wheads);
     sbuf_fini(&a->key);
     sbuf_fini(&a->pkey);
     sbuf_fini(&a->vbuf);
@@ -346,13 +352,78 @@ static int table_grow(agg_task *a)
     return 0;
 }
 
+/* Position of end w in the index (or where it would go). */
+static int widx_find(const agg_task *a, int64_t w)
+{
+    int lo = 0, hi = a->nw;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (a->wends[mid] < w) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int widx_add(agg_task *a, agg_entry *e)
+{
+    if (a->widx_broken) return 0;
+    int i = widx_find(a, e->wend);
+    if (i == a->nw || a->wends[i] != e->wend) {
+        if (a->nw == a->capw) {
+            int cap = a->capw ? a->capw * 2 : 16;
+            int64_t *w = realloc(a->wends, (size_t)cap * sizeof *w);
+            if (w) a->wends = w;
+            agg_entry **h = realloc(a->wheads, (size_t)cap * sizeof *h);
+            if (h) a->wheads = h;
+            if (!w || !h) return XE_NOMEM;
+            a->capw = cap;
+        }
+        memmove(&a->wends[i + 1], &a->wends[i], (size_t)(a->nw - i) * sizeof *a->wends);
+        memmove(&a->wheads[i + 1], &a->wheads[i], (size_t)(a->nw - i) * sizeof *a->wheads);
+        a->wends[i] = e->wend;
+        a->wheads[i] = NULL;
+        a->nw++;
+    }
+    e->wprev = NULL;
+    e->wnext = a->wheads[i];
+    if (e->wnext) e->wnext->wprev = e;
+    a->wheads[i] = e;
+    return 0;
+}
+
+static void widx_del(agg_task *a, agg_entry *e)
+{
+    if (a->widx_broken) return;
+    if (e->wprev) e->wprev->wnext = e->wnext;
+    else {
+        int i = widx_find(a, e->wend);
+        if (i < a->nw && a->wends[i] == e->wend) {
+            a->wheads[i] = e->wnext;
+            if (!e->wnext) {
+                memmove(&a->wends[i], &a->wends[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wends);
+                memmove(&a->wheads[i], &a->wheads[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wheads);
+                a->nw--;
+            }
+        }
+    }
+    if (e->wnext) e->wnext->wprev = e->wprev;
+    e->wnext = e->wprev = NULL;
+}
+
+/* Out of memory for the index: drop it and close windows by scanning. */
+static void widx_break(agg_task *a)
+{
+    a->widx_broken = 1;
+    a->nw = 0;
+}
+
 static void table_insert(agg_task *a, agg_entry *e)
 {
     uint32_t b = (uint32_t)(e->hash & (a->nbuckets - 1));
     e->next = a->buckets[b];
     a->buckets[b] = e;
     a->nentries++;
-    if (e->wend < a->min_end) a->min_end = e->wend;
+    if (widx_add(a, e)) widx_break(a);
 }
 
 static void table_unlink(agg_task *a, agg_entry *e)
@@ -361,6 +432,7 @@ static void table_unlink(agg_task *a, agg_entry *e)
     while (*pp && *pp != e) pp = &(*pp)->next;
     if (*pp) *pp = e->next;
     a->nentries--;
+    widx_del(a, e);
 }
 
 static void mark_dirty(agg_task *a, agg_entry *e)
@@ -471,7 +543,11 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                     if (slot_merge(&op->aggs[k], &target->slots[k], &e->slots[k]))
                         return xerr_set(err, XE_NOMEM, "out of memory");
                 if (e->wstart < target->wstart) target->wstart = e->wstart;
-                if (e->wend > target->wend) target->wend = e->wend;
+                if (e->wend > target->wend) {
+                    widx_del(a, target);
+                    target->wend = e->wend;
+                    if (widx_add(a, target)) widx_break(a);
+                }
                 if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
                 table_unlink(a, e);
                 entry_free(a, e);
@@ -486,9 +562,12 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                 if (a->nentries > (int64_t)a->nbuckets && table_grow(a)) return xerr_set(err, XE_NOMEM, "out of memory");
             } else {
                 if (s0 < target->wstart) target->wstart = s0;
-                if (e0 > target->wend) target->wend = e0;
+                if (e0 > target->wend) {
+                    widx_del(a, target);
+                    target->wend = e0;
+                    if (widx_add(a, target)) widx_break(a);
+                }
             }
-            if (target->wend < a->min_end) a->min_end = target->wend;
             if (update_entry(o, a, target, row, err)) return err->code;
             if (emit_changes && emit_entry(o, a, target, err)) return err->code;
             continue;
@@ -579,16 +658,15 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     if (wm <= a->closed_wm) return 0;
     a->closed_wm = wm;
     /* nothing can close before the smallest window end */
-    if (wm != WM_END && (a->min_end == WM_END || a->min_end > wm - grace)) return 0;
+    if (!a->widx_broken && (!a->nw || (wm != WM_END && a->wends[0] > wm - grace))) return 0;
     a->nclosing = 0;
-    int64_t new_min = WM_END;
-    for (uint32_t b = 0; b < a->nbuckets; b++)
-        for (agg_entry *e = a->buckets[b]; e; e = e->next) {
-            int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
-            if (!closes) {
-                if (e->wend < new_min) new_min = e->wend;
-                continue;
-            }
+    /* the closing windows are a prefix of the index (or, after an allocation
+     * failure broke the index, found by scanning the table) */
+    int nprefix = 0;
+    for (int wi = 0; wi < a->nw || (a->widx_broken && wi == 0); wi++) {
+        if (!a->widx_broken && wm != WM_END && (a->wends[wi] == WM_END || a->wends[wi] > wm - grace)) break;
+        nprefix = wi + 1;
+        for (agg_entry *e = a->widx_broken ? NULL : a->wheads[wi]; e; e = e->wnext) {
             if (a->nclosing == a->capclosing) {
                 int64_t cap = a->capclosing ? a->capclosing * 2 : 256;
                 agg_entry **v = realloc(a->closing, (size_t)cap * sizeof *v);
@@ -598,7 +676,24 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             }
             a->closing[a->nclosing++] = e;
         }
-    a->min_end = new_min;
+        if (a->widx_broken) {
+            for (uint32_t b = 0; b < a->nbuckets; b++)
+                for (agg_entry *e = a->buckets[b]; e; e = e->next) {
+                    int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
+                    if (!closes) continue;
+                    if (a->nclosing == a->capclosing) {
+                        int64_t cap = a->capclosing ? a->capclosing * 2 : 256;
+                        agg_entry **v = realloc(a->closing, (size_t)cap * sizeof *v);
+                        if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+                        a->closing = v;
+                        a->capclosing = cap;
+                    }
+                    a->closing[a->nclosing++] = e;
+                }
+            break;
+        }
+    }
+    (void)nprefix;
     if (!a->nclosing) return 0;
     sort_entries(a->closing, a->nclosing);
     int rc = 0;
