@@ -222,6 +222,10 @@ static void release_waiters(cs *d)
 
 static void ovf_drop(cs *d)
 {
+    if (d->src_paused) {
+        d->src_paused = 0;
+        engine_pause_sources(d->n->eng, 0);
+    }
     if (d->ovf_frames)
         node_log(d->n, NET_LOG_WARN, "%zu frames (%zu bytes) for %s are lost with its connection", d->ovf_frames,
                  d->ovf_bytes, d->peer ? d->peer->name : net_peer_addr(d->c));
@@ -250,6 +254,10 @@ static void ovf_flush(cs *d)
         d->ovf_frames--;
         free(q);
     }
+    if (d->src_paused) {
+        d->src_paused = 0;
+        engine_pause_sources(d->n->eng, 0);
+    }
     release_waiters(d);
 }
 
@@ -273,6 +281,11 @@ int cs_send(cs *d, uint8_t type, uint16_t flags, const void *p, size_t len)
     d->ovf_bytes += len;
     d->ovf_frames++;
     if (d->n->cur_in) wait_on(d->n->cur_in, d);
+    else if (!d->src_paused) {
+        /* rows from the engine itself (a socket source): pause its sources */
+        d->src_paused = 1;
+        engine_pause_sources(d->n->eng, 1);
+    }
     return 0;
 }
 

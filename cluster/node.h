@@ -79,6 +79,7 @@ struct cs {
     /* send side */
     qframe *ovf, *ovf_tail;
     size_t ovf_bytes, ovf_frames;
+    int src_paused;      /* this overflow paused the engine's socket sources */
     cs **waiters;        /* connections paused until our overflow drains */
     int nwait, capwait;
     /* receive side */

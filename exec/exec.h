@@ -172,6 +172,11 @@ struct uv_loop_s *engine_loop(engine *e);
 /* Run the loop: with timeout_ms > 0 wait up to that long for one event;
  * with 0 only handle what is ready. */
 int engine_poll(engine *e, int timeout_ms);
+/* Backpressure from the host: while at least one pause is outstanding
+ * (pause = 1 adds one, pause = 0 removes one), socket sources stop reading,
+ * so TCP pushes back on producers.  A node calls this when rows it must
+ * forward to a slow peer pile up. */
+void engine_pause_sources(engine *e, int pause);
 /* 1 when some stream listens on a socket. */
 int engine_has_live_sources(const engine *e);
 

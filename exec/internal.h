@@ -155,6 +155,7 @@ struct engine {
     io_source *io_sources, *io_dead;
     io_outlet *io_outlets;
     int io_paused, io_dirty;
+    int ext_pause;          /* engine_pause_sources requests outstanding */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
     /* SUBSCRIBE inside this process */

@@ -353,7 +353,7 @@ static void update_backpressure(engine *e)
     size_t worst = 0;
     for (io_outlet *o = e->io_outlets; o; o = o->next)
         if (outlet_backlog(o) > worst) worst = outlet_backlog(o);
-    if (worst > IO_SINK_HIGH) sources_pause(e, 1);
+    if (worst > IO_SINK_HIGH || e->ext_pause > 0) sources_pause(e, 1);
     else if (worst < IO_SINK_HIGH / 2) sources_pause(e, 0);
 }
 
@@ -731,5 +731,12 @@ int engine_poll(engine *e, int timeout_ms)
 }
 
 struct uv_loop_s *engine_loop(engine *e) { return e->loop; }
+
+void engine_pause_sources(engine *e, int pause)
+{
+    e->ext_pause += pause ? 1 : -1;
+    if (e->ext_pause < 0) e->ext_pause = 0;
+    update_backpressure(e);
+}
 
 int engine_has_live_sources(const engine *e) { return e->io_sources != NULL; }
