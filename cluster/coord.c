@@ -10,8 +10,15 @@
  *               query the same way), settings, standing queries and their
  *               task assignments, kept in this node's LMDB through
  *               engine_host_put (keys stream/, set/, q/, next_qid);
- *   placement   round-robin (place.c) over live nodes, sources pinned to
- *               their stream's home node and sinks to this node;
+ *   placement   the placement library (place.c builds one problem from the
+ *               live nodes and every running query): the cluster's
+ *               strategy (SET placement, default nirvana) or the query's
+ *               own (WITH (placement = ...)), R replicas per stateful task
+ *               (SET replicas, default 1; recorded in the catalog, not yet
+ *               running: state replication is issue 7), sources pinned to
+ *               their stream's home node and sinks to this node; after a
+ *               node dies, nirvana_replace re-places its players (logged;
+ *               redeploying them is issue 7);
  *   deployment  DEPLOY to every node, in qid order, with the full assignment;
  *   clients     statements (QUERY), ingest (INGEST, forwarded to the
  *               stream's home node), push queries and SUBSCRIBE (rows leave
@@ -28,6 +35,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <jansson.h>
+
 #include "cluster/node.h"
 
 typedef struct csub {
@@ -43,6 +52,12 @@ typedef struct cquery {
     int push;
     int ntasks;
     char **tnode;       /* per task: the node that runs it */
+    plan_dag *dag;      /* its plan (placement adds its tasks to every problem) */
+    int nrep;           /* replicas per stateful task when it was placed */
+    char **rnode;       /* ntasks x nrep: the node of each replica (NULL: none) */
+    char *lost;         /* per task: 1 if its node died and it was re-placed but not redeployed */
+    nirvana_strategy strategy;
+    int rounds, moves, converged; /* of the placement run that placed it */
     const char **tkind; /* per task: its operator's kind */
     int *top, *tidx;    /* per task: operator id, index in the operator */
     sbuf plan;          /* the DEPLOY plan blob */
@@ -101,6 +116,8 @@ struct coord {
     int nstreams;
     char **set_keys, **set_sql;
     int nsets;
+    nirvana_strategy placement; /* SET placement (default nirvana) */
+    int replicas;               /* SET replicas (default 1) */
 };
 
 static void job_run(node *n, cs *s);
@@ -496,6 +513,10 @@ static void cq_free(cquery *q)
     if (!q) return;
     for (int t = 0; t < q->ntasks; t++) free(q->tnode ? q->tnode[t] : NULL);
     free(q->tnode);
+    for (int i = 0; q->rnode && i < q->ntasks * q->nrep; i++) free(q->rnode[i]);
+    free(q->rnode);
+    free(q->lost);
+    plan_free(q->dag);
     free(q->tkind);
     free(q->top);
     free(q->tidx);
@@ -545,7 +566,7 @@ static int cq_from_plan(cquery *q, const plan_dag *d, xerr *err)
     q->ntasks = plan_task_count(d);
     if (!(q->tnode = calloc((size_t)q->ntasks, sizeof *q->tnode)) ||
         !(q->tkind = calloc((size_t)q->ntasks, sizeof *q->tkind)) || !(q->top = calloc((size_t)q->ntasks, sizeof(int))) ||
-        !(q->tidx = calloc((size_t)q->ntasks, sizeof(int))))
+        !(q->tidx = calloc((size_t)q->ntasks, sizeof(int))) || !(q->lost = calloc((size_t)q->ntasks + 1, 1)))
         return xerr_set(err, XE_NOMEM, "out of memory");
     int g = 0;
     for (int o = 0; o < d->nops; o++)
@@ -602,6 +623,17 @@ static int persist_query(node *n, cquery *q, xerr *err)
     wire_wr_init(&w, &b);
     wire_put_str(&w, q->name, strlen(q->name));
     wire_put_blob(&w, q->plan.p, q->plan.len);
+    /* the placement record (absent in records of older coordinators) */
+    const char *sn = nirvana_strategy_name(q->strategy);
+    wire_put_str(&w, sn, strlen(sn));
+    wire_put_u32(&w, (uint32_t)q->rounds);
+    wire_put_u32(&w, (uint32_t)q->moves);
+    wire_put_u8(&w, (uint8_t)q->converged);
+    wire_put_u16(&w, (uint16_t)q->nrep);
+    for (int i = 0; i < q->ntasks * q->nrep; i++) {
+        const char *rn = q->rnode[i] ? q->rnode[i] : "";
+        wire_put_str(&w, rn, strlen(rn));
+    }
     int rc = wire_wr_end(&w, err);
     if (!rc) rc = engine_host_put(n->eng, key, b.p, b.len, err);
     sbuf_fini(&b);
@@ -657,6 +689,127 @@ static void deploy_done(node *n, pend *p)
     job_step_done(n, p);
 }
 
+
+/* ------------------------------------------------------------------ placement */
+
+/* The nodes placement may use, this one first: the live ones, or (all = 1)
+ * every joined node with the dead ones marked.  pn (may be NULL) gets what
+ * the DEPLOY plan names.  At most 256 (the plan's limit). */
+static int cluster_nodes(node *n, int all, pnode *pn, place_node *pl)
+{
+    int nn = 1;
+    if (pn) pn[0] = (pnode){n->cfg.name, n->addr, n->cfg.domain};
+    pl[0] = (place_node){n->cfg.name, n->cfg.domain, n->cfg.slots, n->cfg.speed, 1};
+    for (int i = 0; i < n->npeers && nn < 256; i++) {
+        peer *x = n->peers[i];
+        int up = alive(x);
+        if (!(up || (all && joined(x)))) continue;
+        if (pn) pn[nn] = (pnode){x->name, x->addr, x->domain};
+        pl[nn++] = (place_node){x->name, x->domain, (int)x->slots, x->speed_milli / 1000.0, up};
+    }
+    return nn;
+}
+
+static int node_index(const place_node *pl, int nn, const char *name)
+{
+    for (int i = 0; name && i < nn; i++)
+        if (!strcmp(pl[i].name, name)) return i;
+    return -1;
+}
+
+/* Per op of d, the node all its tasks must run on, or -1: sources at their
+ * stream's home, the sink here (node 0).  strict: XE_FULL when a home is
+ * not among the nodes (else that op is left free). */
+static int op_homes(node *n, const plan_dag *d, const place_node *pl, int nn, int *home, int strict, xerr *err)
+{
+    for (int o = 0; o < d->nops; o++) {
+        home[o] = -1;
+        if (d->ops[o].kind == PO_SINK) home[o] = 0;
+        if (d->ops[o].kind != PO_SOURCE) continue;
+        cstream *cst = stream_find(n->co, d->ops[o].stream);
+        const char *h = cst ? cst->home : n->cfg.name;
+        int i = node_index(pl, nn, h);
+        if (i >= 0 && pl[i].alive) home[o] = i;
+        else if (strict)
+            return xerr_set(err, XE_FULL, "stream '%s' lives on node %s, which is not alive", d->ops[o].stream, h);
+    }
+    return 0;
+}
+
+static void pq_fini(place_query *pq)
+{
+    free((int *)pq->home);
+    free(pq->node);
+    free(pq->rnode);
+    memset(pq, 0, sizeof *pq);
+}
+
+/* A place_query for q over pl with R replicas per task: where q runs now
+ * (its first min(R, q->nrep) replicas; the others are free). */
+static int pq_of(node *n, cquery *q, const place_node *pl, int nn, int R, int fixed, place_query *pq, xerr *err)
+{
+    memset(pq, 0, sizeof *pq);
+    int *home = calloc((size_t)q->dag->nops + 1, sizeof *home);
+    pq->node = calloc((size_t)q->ntasks + 1, sizeof *pq->node);
+    pq->rnode = calloc((size_t)q->ntasks * (size_t)R + 1, sizeof *pq->rnode);
+    pq->home = home;
+    if (!home || !pq->node || !pq->rnode) {
+        pq_fini(pq);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    op_homes(n, q->dag, pl, nn, home, 0, err);
+    pq->d = q->dag;
+    pq->name = q->name ? q->name : "push";
+    pq->fixed = fixed;
+    for (int t = 0; t < q->ntasks; t++) {
+        pq->node[t] = node_index(pl, nn, q->tnode ? q->tnode[t] : NULL);
+        for (int k = 0; k < R; k++)
+            pq->rnode[t * R + k] = k < q->nrep && q->rnode ? node_index(pl, nn, q->rnode[t * q->nrep + k]) : -1;
+    }
+    return 0;
+}
+
+/* q's replica nodes from pq (R per task), as names. */
+static int cq_set_replicas(cquery *q, const place_query *pq, const place_node *pl, int R)
+{
+    for (int i = 0; q->rnode && i < q->ntasks * q->nrep; i++) free(q->rnode[i]);
+    free(q->rnode);
+    q->rnode = NULL;
+    q->nrep = R;
+    if (!R) return 0;
+    if (!(q->rnode = calloc((size_t)q->ntasks * (size_t)R, sizeof *q->rnode))) return XE_NOMEM;
+    for (int i = 0; i < q->ntasks * R; i++)
+        if (pq->rnode[i] >= 0 && !(q->rnode[i] = strdup(pl[pq->rnode[i]].name))) return XE_NOMEM;
+    return 0;
+}
+
+/* The queries placement holds fixed: every running one but `except`. */
+static int running_queries(coord *co, const cquery *except)
+{
+    int k = 0;
+    for (cquery *q = co->queries; q; q = q->next) k += !q->ended && q != except && q->dag;
+    return k;
+}
+
+/* The strategy and R a CREATE QUERY asks for (its WITH, else the cluster's). */
+static int query_placement_opts(coord *co, const ast_stmt *st, nirvana_strategy *s, int *R, xerr *err)
+{
+    *s = co->placement;
+    *R = co->replicas;
+    const ast_options *w = st->kind == ST_CREATE_QUERY ? st->with : NULL;
+    const ast_option *po = ast_option_get(w, "placement"), *ro = ast_option_get(w, "replicas");
+    if (po && nirvana_strategy_parse(po->value, s))
+        return xerr_set(err, XE_INVAL, "placement must be 'nirvana', 'nirvana-no-recovery', 'round-robin', "
+                                       "'resource-aware' or 'random', not '%s'", po->value);
+    if (ro) {
+        char *end;
+        long v = strtol(ro->value, &end, 10);
+        if (*end || v < 0 || v > 8) return xerr_set(err, XE_INVAL, "replicas must be an integer from 0 to 8");
+        *R = (int)v;
+    }
+    return 0;
+}
+
 /* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
  * Returns 1 while the nodes deploy, 0 when done at once, or an error. */
 static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, xerr *err)
@@ -679,46 +832,54 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     plan_dag *d = NULL;
     cquery *q = NULL;
     pnode *nodes = NULL;
-    place_node *pn = NULL;
-    int *pin = NULL, *assign = NULL;
+    place_node *pl = NULL;
+    place_query *pqs = NULL;
+    place_game game = {0};
+    int *assign = NULL, nq = 0, R = 1;
+    nirvana_strategy strat;
     int rc;
     if (!sql.p) {
         rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto out;
     }
+    if ((rc = query_placement_opts(co, st, &strat, &R, err))) goto out;
     if ((rc = engine_plan(n->eng, sql.p, &d, err))) goto out;
-    /* the live nodes: this one first */
-    int nn = 1;
     nodes = calloc((size_t)n->npeers + 1, sizeof *nodes);
-    pn = calloc((size_t)n->npeers + 1, sizeof *pn);
-    pin = calloc((size_t)d->nops, sizeof *pin);
-    assign = calloc((size_t)plan_task_count(d), sizeof *assign);
-    if (!nodes || !pn || !pin || !assign) {
+    pl = calloc((size_t)n->npeers + 1, sizeof *pl);
+    nq = running_queries(co, NULL) + 1;
+    pqs = calloc((size_t)nq, sizeof *pqs);
+    if (!nodes || !pl || !pqs) {
         rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto out;
     }
-    nodes[0] = (pnode){n->cfg.name, n->addr, n->cfg.domain};
-    pn[0] = (place_node){n->cfg.name, n->cfg.slots, (int)node_load(n, n->cfg.name)};
-    for (int i = 0; i < n->npeers; i++) {
-        peer *x = n->peers[i];
-        if (!alive(x) || nn >= 256) continue;
-        nodes[nn] = (pnode){x->name, x->addr, x->domain};
-        pn[nn++] = (place_node){x->name, (int)x->slots, (int)node_load(n, x->name)};
+    /* the live nodes, this one first; the running queries stay where they
+     * run; the new one plays */
+    int nn = cluster_nodes(n, 0, nodes, pl), k = 0;
+    for (cquery *x = co->queries; x; x = x->next)
+        if (!x->ended && x->dag && (rc = pq_of(n, x, pl, nn, R, 1, &pqs[k++], err))) goto out;
+    place_query *me = &pqs[k];
+    int nt = plan_task_count(d);
+    int *home = calloc((size_t)d->nops + 1, sizeof *home);
+    me->home = home;
+    me->node = malloc(((size_t)nt + 1) * sizeof *me->node);
+    me->rnode = malloc(((size_t)nt * (size_t)R + 1) * sizeof *me->rnode);
+    if (!home || !me->node || !me->rnode) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
     }
-    for (int o = 0; o < d->nops; o++) {
-        pin[o] = -1;
-        if (d->ops[o].kind == PO_SINK) pin[o] = 0;
-        if (d->ops[o].kind != PO_SOURCE) continue;
-        cstream *cst = stream_find(co, d->ops[o].stream);
-        const char *home = cst ? cst->home : n->cfg.name;
-        for (int i = 0; i < nn; i++)
-            if (!strcmp(nodes[i].name, home)) pin[o] = i;
-        if (pin[o] < 0) {
-            rc = xerr_set(err, XE_FULL, "stream '%s' lives on node %s, which is not alive", d->ops[o].stream, home);
-            goto out;
+    me->d = d;
+    me->name = push ? "push" : st->name;
+    if ((rc = op_homes(n, d, pl, nn, home, 1, err))) goto out;
+    if ((rc = place_build(&game, pl, nn, pqs, nq, R, strat, err)) || (rc = place_run(&game, pqs, nq, err))) {
+        if (rc == XE_FULL || rc == XE_INVAL) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            rc = xerr_set(err, rc, "cannot place the query with %s: %s (add nodes, raise --slots, lower replicas "
+                                   "or drop a query)", nirvana_strategy_name(strat), why);
         }
+        goto out;
     }
-    if ((rc = place_tasks(d, pn, nn, pin, &co->rr, assign, err))) goto out;
+    assign = me->node;
     if (!(q = calloc(1, sizeof *q))) {
         rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto out;
@@ -737,7 +898,17 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
             rc = xerr_set(err, XE_NOMEM, "out of memory");
             goto out;
         }
-    if ((rc = plan_blob(&q->plan, nodes, nn, d, assign, q->sql))) {
+    if (cq_set_replicas(q, me, pl, R)) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    q->strategy = strat;
+    q->rounds = game.r->rounds;
+    q->moves = game.r->moves;
+    q->converged = game.r->converged;
+    q->dag = d;
+    d = NULL;
+    if ((rc = plan_blob(&q->plan, nodes, nn, q->dag, assign, q->sql))) {
         rc = xerr_set(err, rc, "cannot encode the deployment");
         goto out;
     }
@@ -764,11 +935,14 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     }
     cq_link(co, q);
     {
-        sbuf pl;
-        sbuf_init(&pl);
-        for (int t = 0; t < q->ntasks; t++) sbuf_printf(&pl, "%s%s", t ? " " : "", q->tnode[t]);
-        node_log(n, NET_LOG_INFO, "query %u (%s) placed: %s", qid, push ? "push" : q->name, pl.p ? pl.p : "");
-        sbuf_fini(&pl);
+        sbuf line;
+        sbuf_init(&line);
+        for (int t = 0; t < q->ntasks; t++) sbuf_printf(&line, "%s%s", t ? " " : "", q->tnode[t]);
+        for (int i = 0; i < q->ntasks * q->nrep; i++)
+            if (q->rnode[i]) sbuf_printf(&line, " %s#%d/r%d@%s", q->tkind[i / q->nrep], q->tidx[i / q->nrep], i % q->nrep, q->rnode[i]);
+        node_log(n, NET_LOG_INFO, "query %u (%s) placed by %s in %d rounds: %s", qid, push ? "push" : q->name,
+                 nirvana_strategy_name(q->strategy), q->rounds, line.p ? line.p : "");
+        sbuf_fini(&line);
     }
     pend *p = pend_new(n, PK_BROADCAST);
     if (!p) {
@@ -795,9 +969,10 @@ out:
     sbuf_fini(&sql);
     plan_free(d);
     free(nodes);
-    free(pn);
-    free(pin);
-    free(assign);
+    free(pl);
+    for (int i = 0; pqs && i < nq; i++) pq_fini(&pqs[i]);
+    free(pqs);
+    place_game_fini(&game);
     if (q) cq_free(q);
     return rc;
 }
@@ -852,32 +1027,195 @@ static int show_nodes(node *n, cs *s, uint64_t req)
     return 0;
 }
 
-static int explain_placement(node *n, cs *s, uint64_t req, cquery *q)
+/* The placement of q as the game sees it now: every live node, every
+ * running query held where it runs, q's players free but for its homes. */
+static int explain_game(node *n, cquery *q, place_node *pl, int *nn, place_query **pqs_out, int *nq_out, int *qi,
+                        place_game *g, xerr *err)
 {
-    static const char *names[] = {"task", "operator", "op_task", "node", "domain"};
-    static const sql_type types[] = {TY_BIGINT, TY_TEXT, TY_BIGINT, TY_TEXT, TY_TEXT};
-    batch b;
-    if (batch_init(&b, 5, q->ntasks)) return XE_NOMEM;
-    for (int t = 0; t < q->ntasks; t++) {
-        val *r = batch_add_row(&b);
-        if (!r) break;
-        char op[64];
-        int len = snprintf(op, sizeof op, "%d %s", q->top[t], q->tkind[t]);
-        const char *dom = n->cfg.domain;
-        peer *x = node_peer(n, q->tnode[t], strlen(q->tnode[t]));
-        if (x) dom = x->domain;
-        r[0] = val_int(TY_BIGINT, t);
-        batch_put_text(&b, &r[1], op, (size_t)len);
-        r[2] = val_int(TY_BIGINT, q->tidx[t]);
-        batch_put_text(&b, &r[3], q->tnode[t], strlen(q->tnode[t]));
-        batch_put_text(&b, &r[4], dom, strlen(dom));
+    coord *co = n->co;
+    int nq = running_queries(co, q) + 1, k = 0, rc = 0;
+    place_query *pqs = calloc((size_t)nq, sizeof *pqs);
+    if (!pqs) return xerr_set(err, XE_NOMEM, "out of memory");
+    *pqs_out = pqs;
+    *nq_out = 0;
+    *nn = cluster_nodes(n, 0, NULL, pl);
+    for (cquery *x = co->queries; x && !rc; x = x->next) {
+        if (x->ended || !x->dag) continue;
+        if (x == q) *qi = k;
+        rc = pq_of(n, x, pl, *nn, q->nrep, x != q, &pqs[k++], err);
+        *nq_out = k;
     }
-    send_table(s, req, 5, names, types, &b);
+    if (rc) return rc;
+    if ((rc = place_build(g, pl, *nn, pqs, k, q->nrep, q->strategy, err))) return rc;
+    return place_score(g, pqs, k, err);
+}
+
+static const char *player_note(const cquery *q, const place_query *pq, int t, int replica)
+{
+    if (replica >= 0) return "replica: placed and recorded, not running yet (issue 7)";
+    if (q->lost[t]) return "displaced: its node died; re-placed here, not redeployed (issue 7)";
+    if (pq->home[q->top[t]] >= 0) return q->dag->ops[q->top[t]].kind == PO_SINK ? "pinned: the sink runs here" : "pinned: its stream's home";
+    return "";
+}
+
+static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
+{
+    place_node *pl = calloc((size_t)n->npeers + 1, sizeof *pl);
+    place_query *pqs = NULL;
+    place_game g = {0};
+    nirvana_certificate cert;
+    int nn = 0, nq = 0, qi = -1, rc;
+    xerr err;
+    xerr_clear(&err);
+    sbuf text;
+    sbuf_init(&text);
+    json_t *root = NULL;
+    if (!pl) return XE_NOMEM;
+    if ((rc = explain_game(n, q, pl, &nn, &pqs, &nq, &qi, &g, &err)) ||
+        (rc = nirvana_check_equilibrium(g.p, &g.c, g.r, &cert, &err))) {
+        cs_error(s, req, rc, err.msg);
+        goto out;
+    }
+    const place_query *pq = &pqs[qi];
+    const nirvana_result *r = g.r;
+    int R = q->nrep, first = g.first[qi], nplayers = 0, ndom = 0;
+    double qcost = 0;
+    for (int i = 0; i < nn; i++) ndom = g.p->nodes[i].domain + 1 > ndom ? g.p->nodes[i].domain + 1 : ndom;
+    static const char *names[] = {"player", "operator", "role", "node", "domain", "processing", "transfer", "recovery",
+                                  "cost", "note"};
+    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE,
+                                     TY_DOUBLE, TY_TEXT};
+    batch b;
+    if (batch_init(&b, 10, q->ntasks * (1 + R) + 1)) {
+        rc = XE_NOMEM;
+        goto out;
+    }
+    json_t *players = json_array();
+    for (int t = 0; t < q->ntasks; t++)
+        for (int k = -1; k < R; k++) {
+            int id = k < 0 ? first + t : nirvana_replica_player(g.p, first + t, k);
+            if (id < 0) break; /* stateless: no replicas */
+            const nirvana_player *p = &r->players[id];
+            char who[96], op[64];
+            snprintf(who, sizeof who, "%s#%d%s", q->tkind[t], q->tidx[t], "");
+            if (k >= 0) snprintf(who + strlen(who), sizeof who - strlen(who), "/r%d", k);
+            snprintf(op, sizeof op, "%d %s", q->top[t], q->tkind[t]);
+            const char *node_name = p->node >= 0 ? pl[p->node].name : "-";
+            const char *dom = p->node >= 0 ? pl[p->node].domain : "-";
+            const char *role = k < 0 ? "task" : "replica", *note = player_note(q, pq, t, k);
+            qcost += p->cost;
+            nplayers++;
+            val *row = batch_add_row(&b);
+            if (!row) break;
+            batch_put_text(&b, &row[0], who, strlen(who));
+            batch_put_text(&b, &row[1], op, strlen(op));
+            batch_put_text(&b, &row[2], role, strlen(role));
+            batch_put_text(&b, &row[3], node_name, strlen(node_name));
+            batch_put_text(&b, &row[4], dom, strlen(dom));
+            row[5] = val_double(p->proc);
+            row[6] = val_double(p->trans);
+            row[7] = val_double(p->rec);
+            row[8] = val_double(p->cost);
+            batch_put_text(&b, &row[9], note, strlen(note));
+            json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:s}", "player", who,
+                                  "operator", q->tkind[t], "op", q->top[t], "op_task", q->tidx[t], "role", role, "node",
+                                  node_name, "domain", dom, "processing", p->proc, "transfer", p->trans, "recovery",
+                                  p->rec, "cost", p->cost, "note", note);
+            if (k >= 0 && o) json_object_set_new(o, "replica", json_integer(k));
+            json_array_append_new(players, o);
+        }
+    /* the summary, line by line */
+    char who[96] = "";
+    if (!cert.is_equilibrium) {
+        const nirvana_player *p = &r->players[cert.player];
+        snprintf(who, sizeof who, "%s%s", g.p->tasks[p->task].name, p->replica >= 0 ? "/r" : "");
+        if (p->replica >= 0) snprintf(who + strlen(who), sizeof who - strlen(who), "%d", p->replica);
+    }
+    sbuf_printf(&text, "placement: %s; %d players of %s (tasks and replicas) on %d live nodes in %d domains; %d other "
+                       "running queries held where they run\n",
+                nirvana_strategy_name(q->strategy), nplayers, q->name ? q->name : "this query", nn, ndom, nq - 1);
+    sbuf_printf(&text, "query cost %.6g; cluster total cost %.6g (processing %.6g, transfer %.6g, recovery %.6g), "
+                       "potential %.6g\n",
+                qcost, r->social_cost, r->proc_cost, r->trans_cost, r->rec_cost, r->potential);
+    sbuf_printf(&text, "rounds %d, moves %d, %s (when it was placed)\n", q->rounds, q->moves,
+                q->converged ? "converged" : "stopped at the round cap");
+    if (cert.is_equilibrium)
+        sbuf_printf(&text, "equilibrium: yes, no task or replica of this query can lower its cost by moving alone "
+                           "(%ld deviations checked now)\n", cert.checked);
+    else
+        sbuf_printf(&text, "equilibrium: no, %s would lower its cost by %.6g moving %s -> %s (%ld deviations checked "
+                           "now)\n", who, cert.gain, pl[cert.from].name, pl[cert.to].name, cert.checked);
+    sbuf_printf(&text, "replicas: %d per stateful task, each outside its primary's domain; placed and recorded in "
+                       "the catalog, but state replication is not running yet (issue 7)", R);
+    if (json) {
+        root = json_pack("{s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:{s:b, s:I, s:s, "
+                         "s:s, s:s, s:f}}",
+                         "query", q->name ? q->name : "", "strategy", nirvana_strategy_name(q->strategy), "players",
+                         players, "query_cost", qcost, "total_cost", r->social_cost, "processing", r->proc_cost,
+                         "transfer", r->trans_cost, "recovery", r->rec_cost, "potential", r->potential, "rounds",
+                         q->rounds, "moves", q->moves, "converged", q->converged, "replicas", R,
+                         "replication_running", 0, "equilibrium", "is_equilibrium", cert.is_equilibrium, "checked",
+                         (json_int_t)cert.checked, "player", who, "from",
+                         cert.from >= 0 ? pl[cert.from].name : "", "to", cert.to >= 0 ? pl[cert.to].name : "", "gain",
+                         cert.is_equilibrium ? 0.0 : cert.gain);
+        players = NULL;
+        char *js = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        batch jb;
+        static const char *jn[] = {"QUERY PLACEMENT"};
+        static const sql_type jt[] = {TY_TEXT};
+        if (js && !batch_init(&jb, 1, 1)) {
+            val *row = batch_add_row(&jb);
+            if (row) batch_put_text(&jb, &row[0], js, strlen(js));
+            send_table(s, req, 1, jn, jt, &jb);
+            batch_fini(&jb);
+        } else
+            rc = XE_NOMEM;
+        free(js);
+    } else {
+        send_table(s, req, 10, names, types, &b);
+        static const char *sn[] = {"summary"};
+        static const sql_type st_[] = {TY_TEXT};
+        batch sb;
+        if (!batch_init(&sb, 1, 8)) {
+            for (char *line = text.p, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                val *row = batch_add_row(&sb);
+                if (row) batch_put_text(&sb, &row[0], line, nl ? (size_t)(nl - line) : strlen(line));
+            }
+            send_table(s, req, 1, sn, st_, &sb);
+            batch_fini(&sb);
+        }
+    }
+    json_decref(players);
     batch_fini(&b);
-    return 0;
+out:
+    json_decref(root);
+    sbuf_fini(&text);
+    for (int i = 0; pqs && i < nq; i++) pq_fini(&pqs[i]);
+    free(pqs);
+    place_game_fini(&g);
+    free(pl);
+    return rc == XE_NOMEM ? rc : 0;
 }
 
 static void insert_reply(node *n, pend *p) { job_step_done(n, p); }
+
+/* SET placement and SET replicas: checked (apply = 0), then applied. */
+static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr *err)
+{
+    const ast_lit *l = &st->set_value;
+    if (!strcmp(st->set_key, "placement")) {
+        nirvana_strategy s;
+        if (l->type != TY_TEXT || nirvana_strategy_parse(l->s, &s))
+            return xerr_set(err, XE_INVAL, "placement must be 'nirvana', 'round-robin', 'resource-aware' or 'random'");
+        if (apply) co->placement = s;
+    } else if (!strcmp(st->set_key, "replicas")) {
+        if (l->type != TY_BIGINT || l->i < 0 || l->i > 8)
+            return xerr_set(err, XE_INVAL, "replicas must be an integer from 0 to 8");
+        if (apply) co->replicas = (int)l->i;
+    }
+    return 0;
+}
 
 /* Returns 0 (done), 1 (waiting for nodes) or an error. */
 static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
@@ -946,7 +1284,9 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         return job_broadcast(n, s, req, st->text, err);
     }
     case ST_SET: {
+        if ((rc = check_cluster_setting(co, st, 0, err))) return rc;
         if ((rc = exec_local(n, s, req, st, err))) return rc;
+        check_cluster_setting(co, st, 1, err);
         char key[300];
         snprintf(key, sizeof key, "set/%s", st->set_key);
         if ((rc = engine_host_put(n->eng, key, st->text, strlen(st->text), err))) return rc;
@@ -988,7 +1328,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     case ST_EXPLAIN:
         if (st->explain_placement && st->name) {
             cquery *q = query_find(co, st->name);
-            if (q) return explain_placement(n, s, req, q);
+            if (q) return explain_placement(n, s, req, q, st->explain_json);
         }
         return exec_local(n, s, req, st, err);
     case ST_INSERT: {
@@ -1208,6 +1548,98 @@ void coord_ready(node *n, cs *s)
     node_log(n, NET_LOG_INFO, "client %s connected from %s", net_peer_name(s->c), net_peer_addr(s->c));
 }
 
+/* A node died: re-place the players it ran with nirvana_replace (the
+ * cluster's strategy; only the displaced players play, the others stay),
+ * and record the new nodes.  Nothing is redeployed: a displaced task's
+ * state and its redeployment are issue 7, so the query runs without it
+ * (its share of the output is missing) and we say so in the log.
+ * Replicas are bookkeeping until then. */
+static void replace_after_death(node *n, peer *dead)
+{
+    coord *co = n->co;
+    int nq = running_queries(co, NULL), R = co->replicas, rc = 0;
+    if (!nq) return;
+    place_node *pl = calloc((size_t)n->npeers + 1, sizeof *pl);
+    place_query *pqs = calloc((size_t)nq, sizeof *pqs);
+    place_game g = {0};
+    xerr err;
+    xerr_clear(&err);
+    if (!pl || !pqs) {
+        rc = xerr_set(&err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    int nn = cluster_nodes(n, 1, NULL, pl), k = 0;
+    cquery **qs = calloc((size_t)nq, sizeof *qs);
+    if (!qs) {
+        rc = xerr_set(&err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    for (cquery *x = co->queries; x && !rc; x = x->next)
+        if (!x->ended && x->dag) {
+            qs[k] = x;
+            rc = pq_of(n, x, pl, nn, R, 0, &pqs[k++], &err);
+        }
+    uint64_t t0 = clock_mono_ns();
+    if (!rc) rc = place_build(&g, pl, nn, pqs, nq, R, co->placement, &err);
+    if (!rc) rc = place_again(&g, pqs, nq, &err);
+    if (rc) {
+        node_log(n, NET_LOG_ERROR, "node %s died: cannot re-place its tasks: %s", dead->name, err.msg);
+        free(qs);
+        goto out;
+    }
+    node_log(n, NET_LOG_WARN,
+             "node %s died: %s re-placed %d displaced players (promoted %d, unplaced %d) in %.1f ms; the others stay",
+             dead->name, nirvana_strategy_name(co->placement), g.r->displaced, g.r->promoted, g.r->unplaced,
+             (double)(clock_mono_ns() - t0) / 1e6);
+    for (int i = 0; i < nq; i++) {
+        cquery *q = qs[i];
+        place_query *pq = &pqs[i];
+        sbuf lost, reps;
+        sbuf_init(&lost);
+        sbuf_init(&reps);
+        int nlost = 0;
+        for (int t = 0; t < q->ntasks; t++) {
+            const char *now = pq->node[t] >= 0 ? pl[pq->node[t]].name : NULL;
+            if (now && !strcmp(now, q->tnode[t])) continue;
+            sbuf_printf(&lost, "%s%s#%d (%s -> %s)", nlost++ ? ", " : "", q->tkind[t], q->tidx[t], q->tnode[t],
+                        now ? now : "nowhere");
+            q->lost[t] = 1;
+            if (now) {
+                char *c = strdup(now);
+                if (c) {
+                    free(q->tnode[t]);
+                    q->tnode[t] = c;
+                }
+            }
+        }
+        for (int t = 0; t < q->ntasks; t++)
+            for (int r = 0; r < R; r++) {
+                const char *was = r < q->nrep && q->rnode ? q->rnode[t * q->nrep + r] : NULL;
+                int at = pq->rnode[t * R + r];
+                if (was && at >= 0 && strcmp(was, pl[at].name))
+                    sbuf_printf(&reps, " %s#%d/r%d (%s -> %s)", q->tkind[t], q->tidx[t], r, was, pl[at].name);
+            }
+        if (cq_set_replicas(q, pq, pl, R)) node_log(n, NET_LOG_ERROR, "out of memory recording replicas");
+        if (nlost)
+            node_log(n, NET_LOG_WARN,
+                     "query %u (%s) lost %d tasks on %s: %s; re-placed, NOT redeployed (state recovery and "
+                     "redeployment are issue 7): until then its output misses their share",
+                     q->qid, q->name ? q->name : "push", nlost, dead->name, lost.p);
+        if (reps.len)
+            node_log(n, NET_LOG_INFO, "query %u (%s): replicas re-placed (bookkeeping only):%s", q->qid,
+                     q->name ? q->name : "push", reps.p);
+        sbuf_fini(&lost);
+        sbuf_fini(&reps);
+    }
+    free(qs);
+out:
+    for (int i = 0; pqs && i < nq; i++) pq_fini(&pqs[i]);
+    free(pqs);
+    place_game_fini(&g);
+    free(pl);
+    (void)rc;
+}
+
 void coord_closed(node *n, cs *s)
 {
     coord *co = n->co;
@@ -1254,6 +1686,7 @@ void coord_closed(node *n, cs *s)
     x->state = n->stopping ? WIRE_MEMBER_LEFT : WIRE_MEMBER_DEAD;
     if (!n->stopping) node_log(n, NET_LOG_WARN, "node %s is %s", x->name, node_state_name(x->state));
     co->members_dirty = 1;
+    if (!n->stopping) replace_after_death(n, x);
     for (pend *p = co->pends, *nx; p; p = nx) {
         nx = p->next;
         if (p->kind == PK_BROADCAST) {
@@ -1380,6 +1813,11 @@ static int load_set(void *ctx, const char *key, const void *v, size_t len)
     if (!k || !s) return l->rc = XE_NOMEM;
     co->set_keys[co->nsets] = strdup(key + 4);
     co->set_sql[co->nsets++] = xstrndup(v, len);
+    ast_stmt *st = NULL;
+    xerr err;
+    if (co->set_sql[co->nsets - 1] && !parse_one(co->set_sql[co->nsets - 1], len, &st, &err) && st->kind == ST_SET)
+        check_cluster_setting(co, st, 1, &err);
+    ast_stmt_free(st);
     return 0;
 }
 
@@ -1422,7 +1860,8 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
     wire_get_str(&r, &name);
     wire_get_blob(&r, &plan);
     xerr err;
-    if (wire_rd_end(&r, 1, &err)) {
+    wire_rd rest = r; /* the placement record, read once the plan is known */
+    if (wire_rd_end(&r, 0, &err)) {
         node_log(n, NET_LOG_ERROR, "catalog record %s is malformed: skipped", key);
         return 0;
     }
@@ -1446,7 +1885,34 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
     if (q->ntasks != dp.ntasks) goto fail;
     for (int t = 0; t < q->ntasks; t++)
         if (!(q->tnode[t] = xstrndup(dp.names[dp.assign[t]].p, dp.names[dp.assign[t]].n))) goto fail;
+    q->strategy = NIRVANA_ROUND_ROBIN;
+    if (wire_rd_left(&rest)) {
+        wire_str sn, rn;
+        uint32_t rounds = 0, moves = 0;
+        uint8_t conv = 0;
+        uint16_t R = 0;
+        char sbuf_[64];
+        wire_get_str(&rest, &sn);
+        wire_get_u32(&rest, &rounds);
+        wire_get_u32(&rest, &moves);
+        wire_get_u8(&rest, &conv);
+        wire_get_u16(&rest, &R);
+        snprintf(sbuf_, sizeof sbuf_, "%.*s", (int)sn.n, sn.p);
+        if (!rest.err) {
+            nirvana_strategy_parse(sbuf_, &q->strategy);
+            q->rounds = (int)rounds;
+            q->moves = (int)moves;
+            q->converged = conv;
+            if (R && R <= 8 && (q->rnode = calloc((size_t)q->ntasks * R, sizeof *q->rnode))) {
+                q->nrep = R;
+                for (int i = 0; i < q->ntasks * R; i++)
+                    if (!wire_get_str(&rest, &rn) && rn.n) q->rnode[i] = xstrndup(rn.p, rn.n);
+            }
+        }
+    }
     if ((rc = node_deploy(n, q->qid, q->plan.p, q->plan.len, &q->out, &err))) goto fail;
+    q->dag = d;
+    d = NULL;
     cq_link(n->co, q);
     node_log(n, NET_LOG_INFO, "query %u (%s) restored from the catalog", q->qid, q->name);
     plan_free(d);
@@ -1478,6 +1944,8 @@ int coord_start(node *n, xerr *err)
     n->co = co;
     co->next_req = 1;
     co->next_qid = 1;
+    co->placement = NIRVANA_FULL;
+    co->replicas = 1;
     load_ctx l = {n, 0, err};
     int rc;
     if ((rc = engine_host_scan(n->eng, "next_qid", load_next_qid, &l, err)) ||

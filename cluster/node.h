@@ -186,18 +186,51 @@ void coord_closed(node *n, cs *s);
 
 /* ---------------------------------------------------------------- place.c */
 
+/* A node as placement sees it (index 0 is the coordinator). */
 typedef struct place_node {
-    const char *name;
-    int slots; /* tasks it accepts */
-    int load;  /* tasks it runs already */
+    const char *name, *domain; /* the domain label; equal labels are one failure domain */
+    int slots;                 /* players (tasks and replicas) placement may choose to put here;
+                                  the tasks pinned here by a query's home come on top */
+    double speed;
+    int alive;
 } place_node;
 
-/* Assign every task of d (global task order) to an index into nodes.
- * pin_op[op] >= 0 puts all of op's tasks on that node; *rr is the
- * round-robin cursor, kept by the caller between queries.  XE_FULL when the
- * free slots run out. */
-int place_tasks(const plan_dag *d, const place_node *nodes, int nnodes, const int *pin_op, int *rr, int *assign,
-                xerr *err);
+/* One query's players.  node[t] (per task, plan order) and rnode[t * R + k]
+ * (replica k of task t; R = the game's replicas) are node indexes, -1 for
+ * none; they are read for fixed queries and written for the others. */
+typedef struct place_query {
+    const plan_dag *d;
+    const char *name;
+    const int *home;  /* per op: the node all its tasks must run on (sources, sink), or -1 */
+    int *node;
+    int *rnode;       /* may be NULL when R = 0 */
+    int fixed;        /* 1: its players are pinned where node[]/rnode[] say */
+} place_query;
+
+/* The problem built from the cluster and its result. */
+typedef struct place_game {
+    nirvana_problem *p;
+    nirvana_config c;   /* c.strategy as asked; repair_rounds 0 */
+    int *first;         /* per query: its first task in p */
+    nirvana_result *r;  /* after place_run, place_again or place_score */
+} place_game;
+
+/* Build the problem: every node (dead ones marked so), every query's tasks
+ * and edges (plan_placement_tasks), R replicas per stateful task, and the
+ * pins (homes; fixed queries where they are).  XE_FULL when no node is
+ * alive.  The game is finished with place_game_fini even on failure. */
+int place_build(place_game *g, const place_node *nodes, int nn, const place_query *qs, int nq, int replicas,
+                nirvana_strategy s, xerr *err);
+/* Place the free players with g->c.strategy; the queries that are not
+ * fixed get their node[]/rnode[].  XE_FULL when slots run out. */
+int place_run(place_game *g, place_query *qs, int nq, xerr *err);
+/* After nodes died: nirvana_replace from the current node[]/rnode[] (every
+ * query, fixed or not; only the players on dead nodes re-play, the others
+ * stay); every query's node[]/rnode[] are rewritten. */
+int place_again(place_game *g, place_query *qs, int nq, xerr *err);
+/* Score the current node[]/rnode[] (EXPLAIN PLACEMENT): g->r gets the costs. */
+int place_score(place_game *g, const place_query *qs, int nq, xerr *err);
+void place_game_fini(place_game *g); /* NULL ok */
 
 /* ---------------------------------------------------------------- the DEPLOY plan blob */
 

@@ -1,61 +1,188 @@
 /*
- * place.c: the coordinator's task placement, round-robin for now.  The
- * Nirvana game (planner/placement) will replace place_tasks behind the same
- * signature once it can pin tasks; until then this is Storm's EvenScheduler
- * with three rules that keep data off the network where that is free:
- *   - an operator pinned by the caller (sources at their stream's home node,
- *     the sink at the node that delivers results) runs every task there;
- *   - a task fed by a FORWARD edge from an operator of the same parallelism
- *     runs where its upstream task runs (forward chains never cross nodes);
- *   - every other task goes to the next node, in the caller's node order,
- *     that has a free slot; the cursor (*rr) carries over between queries so
- *     that successive queries spread too.
- * Pure: no I/O, no allocation beyond a scratch array.
+ * place.c: the coordinator's side of placement.  It turns the live cluster
+ * (nodes with their domain labels, slots and speeds) and every running query
+ * (its operator DAG and where its tasks and replicas are) into one
+ * nirvana_problem, and hands it to the placement library (planner/placement),
+ * so that congestion and replicas of all queries count.
+ *
+ * Pinning.  The library's nirvana_pin holds a player on a node under every
+ * strategy.  We pin:
+ *   - every task of an operator with a home (sources at their stream's home
+ *     node, the sink at the coordinator, which delivers the results);
+ *   - every task and replica of a `fixed` query where it runs now: a query
+ *     that is already deployed does not move when another one arrives.
+ * So placing a new query plays the new query's free tasks and replicas
+ * against fixed loads, and EXPLAIN PLACEMENT's certificate is about the
+ * query's own free players.
+ *
+ * Slots.  --slots counts the players placement chooses to put on a node;
+ * the tasks pinned there by a query's shape (sources at their stream's
+ * home, sinks here) come on top, since they could run nowhere else.
+ *
+ * Distances are the library's defaults (0 on a node, 0.2 within a domain,
+ * 1.0 across): the runtime does not measure round trips yet.
+ *
+ * Pure: no I/O; the problem and result live in a place_game the caller
+ * finishes with place_game_fini.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster/node.h"
 
-int place_tasks(const plan_dag *d, const place_node *nodes, int nnodes, const int *pin_op, int *rr, int *assign,
-                xerr *err)
+void place_game_fini(place_game *g)
 {
-    if (nnodes <= 0) return xerr_set(err, XE_FULL, "no node is alive to run the query");
-    int *load = calloc((size_t)nnodes, sizeof *load);
-    if (!load) return xerr_set(err, XE_NOMEM, "out of memory");
-    for (int i = 0; i < nnodes; i++) load[i] = nodes[i].load;
-    int g = 0, rc = 0;
-    for (int o = 0; o < d->nops && !rc; o++) {
-        const plan_op *op = &d->ops[o];
-        int base = g;
-        for (int t = 0; t < op->parallelism; t++, g++) {
-            int at = -1;
-            if (pin_op[o] >= 0) at = pin_op[o];
-            else if (op->ninputs == 1 && op->in_edge[0] == EDGE_FORWARD &&
-                     d->ops[op->inputs[0]].parallelism == op->parallelism) {
-                int ub = 0;
-                for (int u = 0; u < op->inputs[0]; u++) ub += d->ops[u].parallelism;
-                at = assign[ub + t];
-            } else {
-                for (int k = 0; k < nnodes; k++) {
-                    int c = (*rr + k) % nnodes;
-                    if (load[c] < nodes[c].slots) {
-                        at = c;
-                        *rr = (c + 1) % nnodes;
-                        break;
-                    }
-                }
-                if (at < 0) {
-                    rc = xerr_set(err, XE_FULL,
-                                  "no free slot for task %d of operator %d (%s): every live node is full; "
-                                  "add nodes, raise --slots or drop a query",
-                                  t, o, plan_op_name(op->kind));
-                    break;
+    if (!g) return;
+    nirvana_result_free(g->r);
+    nirvana_problem_free(g->p);
+    free(g->first);
+    memset(g, 0, sizeof *g);
+}
+
+int place_build(place_game *g, const place_node *nodes, int nn, const place_query *qs, int nq, int replicas,
+                nirvana_strategy s, xerr *err)
+{
+    memset(g, 0, sizeof *g);
+    int rc = 0, nlive = 0;
+    if (!(g->p = nirvana_problem_new()) || !(g->first = calloc((size_t)nq + 1, sizeof *g->first))) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto fail;
+    }
+    nirvana_config_init(&g->c);
+    g->c.strategy = s;
+    g->c.repair_rounds = 0; /* after a failure the survivors stay where they run */
+    g->p->replicas = replicas;
+    /* domains: numbered in the order their labels first appear */
+    int ndom = 0;
+    for (int i = 0; i < nn; i++) {
+        int dom = -1;
+        for (int j = 0; j < i && dom < 0; j++)
+            if (!strcmp(nodes[j].domain, nodes[i].domain)) dom = g->p->nodes[j].domain;
+        if (dom < 0) dom = ndom++;
+        double speed = nodes[i].speed > 0 ? nodes[i].speed : 1.0;
+        /* tasks pinned by the query's shape come on top of the slots */
+        int extra = 0;
+        for (int q = 0; q < nq; q++)
+            for (int o = 0; qs[q].home && o < qs[q].d->nops; o++)
+                if (qs[q].home[o] == i) extra += qs[q].d->ops[o].parallelism;
+        if ((rc = nirvana_add_node(g->p, nodes[i].name, dom, nodes[i].slots + extra, speed)) < 0) {
+            rc = xerr_set(err, rc, "node %s: bad slots or speed", nodes[i].name);
+            goto fail;
+        }
+        g->p->nodes[i].alive = nodes[i].alive;
+        nlive += nodes[i].alive != 0;
+    }
+    if (!nlive) {
+        rc = xerr_set(err, XE_FULL, "no node is alive to run the query");
+        goto fail;
+    }
+    for (int q = 0; q < nq; q++)
+        if ((rc = plan_placement_tasks(qs[q].d, q, qs[q].name, 0, g->p, &g->first[q], err))) goto fail;
+    for (int q = 0; q < nq; q++) {
+        const place_query *pq = &qs[q];
+        int t = g->first[q];
+        for (int o = 0; o < pq->d->nops; o++)
+            for (int k = 0; k < pq->d->ops[o].parallelism; k++, t++) {
+                int at = pq->fixed && pq->node ? pq->node[t - g->first[q]] : -1;
+                if (at < 0 && pq->home) at = pq->home[o];
+                if (at >= 0 && (rc = nirvana_pin(g->p, t, -1, at)) < 0) goto pin_fail;
+                if (!pq->fixed || !pq->rnode) continue;
+                for (int r = 0; r < replicas; r++) {
+                    int rn = pq->rnode[(t - g->first[q]) * replicas + r];
+                    if (rn >= 0 && (rc = nirvana_pin(g->p, t, r, rn)) < 0) goto pin_fail;
                 }
             }
-            assign[base + t] = at;
-            load[at]++;
+    }
+    return 0;
+pin_fail:
+    rc = xerr_set(err, rc, "cannot pin the running tasks (%s)", xerr_name(rc));
+fail:
+    place_game_fini(g);
+    return rc;
+}
+
+/* The result's nodes, into node[] and rnode[] of every query (or of the
+ * queries that are not fixed). */
+static void write_back(place_game *g, place_query *qs, int nq, int all)
+{
+    int R = g->p->replicas;
+    for (int q = 0; q < nq; q++) {
+        if (qs[q].fixed && !all) continue;
+        int nt = plan_task_count(qs[q].d);
+        for (int t = 0; t < nt; t++) {
+            int pt = g->first[q] + t;
+            qs[q].node[t] = g->r->players[pt].node;
+            for (int r = 0; r < R && qs[q].rnode; r++) {
+                int pl = nirvana_replica_player(g->p, pt, r);
+                qs[q].rnode[t * R + r] = pl >= 0 ? g->r->players[pl].node : -1;
+            }
         }
     }
-    free(load);
+}
+
+/* The current node[]/rnode[] of every query as a player assignment. */
+static int *assignment_of(place_game *g, const place_query *qs, int nq)
+{
+    int P = nirvana_player_count(g->p), R = g->p->replicas;
+    int *as = malloc(((size_t)P + 1) * sizeof *as);
+    if (!as) return NULL;
+    for (int i = 0; i < P; i++) as[i] = -1;
+    for (int q = 0; q < nq; q++) {
+        int nt = plan_task_count(qs[q].d);
+        for (int t = 0; t < nt; t++) {
+            int pt = g->first[q] + t;
+            as[pt] = qs[q].node ? qs[q].node[t] : -1;
+            for (int r = 0; r < R && qs[q].rnode; r++) {
+                int pl = nirvana_replica_player(g->p, pt, r);
+                if (pl >= 0) as[pl] = qs[q].rnode[t * R + r];
+            }
+        }
+    }
+    return as;
+}
+
+int place_run(place_game *g, place_query *qs, int nq, xerr *err)
+{
+    int rc = nirvana_place(g->p, &g->c, &g->r, err);
+    if (rc < 0) return rc;
+    write_back(g, qs, nq, 0);
+    return 0;
+}
+
+int place_again(place_game *g, place_query *qs, int nq, xerr *err)
+{
+    int *as = assignment_of(g, qs, nq);
+    nirvana_result *prev = calloc(1, sizeof *prev);
+    int P = nirvana_player_count(g->p), rc = 0;
+    if (!as || !prev || !(prev->players = calloc((size_t)P + 1, sizeof *prev->players))) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    /* only the layout and the nodes of prev matter to nirvana_replace */
+    prev->strategy = g->c.strategy;
+    prev->ntasks = g->p->ntasks;
+    prev->replicas = g->p->replicas;
+    prev->nplayers = P;
+    for (int t = 0; t < g->p->ntasks; t++) {
+        prev->players[t] = (nirvana_player){.task = t, .replica = -1, .node = as[t]};
+        for (int r = 0; r < g->p->replicas; r++) {
+            int pl = nirvana_replica_player(g->p, t, r);
+            if (pl >= 0) prev->players[pl] = (nirvana_player){.task = t, .replica = r, .node = as[pl]};
+        }
+    }
+    if ((rc = nirvana_replace(g->p, &g->c, prev, &g->r, err)) < 0) goto out;
+    write_back(g, qs, nq, 1);
+out:
+    nirvana_result_free(prev);
+    free(as);
     return rc;
+}
+
+int place_score(place_game *g, const place_query *qs, int nq, xerr *err)
+{
+    int *as = assignment_of(g, qs, nq);
+    if (!as) return xerr_set(err, XE_NOMEM, "out of memory");
+    int rc = nirvana_result_from_assignment(g->p, &g->c, as, &g->r, err);
+    free(as);
+    return rc < 0 ? rc : 0;
 }

@@ -63,7 +63,7 @@ DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 Q="SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;"
 gen_data 30000 200 17 >data.csv
 embedded "$DDL" "$Q" s <data.csv >ref.csv || fail "embedded run"
-sqlc -e "$DDL SET parallelism = 6;" || fail "CREATE STREAM"
+sqlc -e "$DDL SET parallelism = 6; SET placement = 'round-robin';" || fail "CREATE STREAM"
 sqlc -e "$Q" --ingest s <data.csv >out.csv 2>out.err || { cat out.err; fail "push query across namespaces"; }
 same_rows out.csv ref.csv
 # cross-domain traffic really crossed namespaces
