@@ -854,7 +854,14 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     }
     /* the live nodes, this one first; the running queries stay where they
      * run; the new one plays */
-    int nn = cluster_nodes(n, 0, nodes, pl), k = 0;
+    int nn = cluster_nodes(n, 0, nodes, pl), k = 0, two_domains = 0;
+    for (int i = 1; i < nn; i++) two_domains |= strcmp(pl[i].domain, pl[0].domain) != 0;
+    if (R > 0 && !two_domains && d->stateful) {
+        /* a replica needs a live domain other than its primary's */
+        node_log(n, NET_LOG_WARN, "query %u: one live failure domain, so it gets no replicas (replicas = %d asked)",
+                 qid, R);
+        R = 0;
+    }
     for (cquery *x = co->queries; x; x = x->next)
         if (!x->ended && x->dag && (rc = pq_of(n, x, pl, nn, R, 1, &pqs[k++], err))) goto out;
     place_query *me = &pqs[k];
