@@ -1201,20 +1201,6 @@ int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
     }
     MDB_stat ms;
     if (mdb_env_stat(s->env, &ms) == 0) s->pagesize = ms.ms_psize;
-    {
-        /* a file cut short maps pages past its end: refuse it rather than fault */
-        MDB_envinfo info;
-        char path[4096];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/data.mdb", dir);
-        if (mdb_env_info(s->env, &info) == 0 && stat(path, &st) == 0 && s->pagesize &&
-            (unsigned long long)(info.me_last_pgno + 1) * s->pagesize > (unsigned long long)st.st_size) {
-            code = xerr_set(err, XE_CORRUPT, "storage %s: data.mdb is %lld bytes but its pages need %llu: the file was "
-                                             "cut short",
-                            dir, (long long)st.st_size, (unsigned long long)(info.me_last_pgno + 1) * s->pagesize);
-            goto fail;
-        }
-    }
     s->maxkey = mdb_env_get_maxkeysize(s->env);
     if (s->maxkey > KEY_MAX) s->maxkey = KEY_MAX;
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) {
