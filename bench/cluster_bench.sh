@@ -35,7 +35,7 @@ echo "cluster_bench: generating $TUPLES tuples over $KEYS keys"
 awk -v n="$TUPLES" -v keys="$KEYS" 'BEGIN { srand(42); for (i = 0; i < n; i++)
     printf "%.0f,%d,%.2f\n", 1700000000000 + int(i / 100), int(rand() * keys), (int(rand() * 200001) - 100000) / 100 }' >data.csv
 
-DDL="CREATE STREAM s (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp = 'ts', watermark = '1 second'); SET parallelism = 3;"
+DDL="CREATE STREAM s (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp = 'ts', watermark = '1 second'); SET parallelism = 3; SET placement = 'round-robin';"
 Q="SELECT k, COUNT(*), SUM(v), MAX(v) FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;"
 
 port_of() {

@@ -1332,10 +1332,11 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
             return xerr_at(err, XE_INVAL, st->line, st->col, "parallelism must be an integer from 1 to 64");
         e->parallelism = (int)l->i;
     } else if (!strcmp(k, "placement")) {
-        if (strcmp(val_text, "nirvana") && strcmp(val_text, "round-robin") && strcmp(val_text, "resource-aware") &&
-            strcmp(val_text, "random"))
+        nirvana_strategy ns;
+        if (nirvana_strategy_parse(val_text, &ns))
             return xerr_at(err, XE_INVAL, st->line, st->col,
-                           "placement must be 'nirvana', 'round-robin', 'resource-aware' or 'random'");
+                           "placement must be 'nirvana', 'nirvana-no-recovery', 'round-robin', 'resource-aware' or "
+                           "'random'");
         snprintf(e->placement, sizeof e->placement, "%.31s", val_text);
     } else if (strcmp(k, "replicas") && strcmp(k, "ft"))
         return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s' (known: parallelism, placement, replicas, ft)", k);
