@@ -1,0 +1,28 @@
+# The paper's experiments (issue 8): `make experiments` starts 9 ares-node
+# processes in 3 failure domains on this machine (3 slowed with --speed,
+# cross-domain --link-delay-ms), runs the same workload under each placement
+# (nirvana, round-robin, resource-aware), prints `figure:` lines and the
+# ratios next to the paper's claims, and draws SVG plots into docs/plots/.
+# bench/experiments/run.sh says what is measured and how; docs/benchmarks.md
+# ("The paper's experiments") has the results.
+#
+#   EXP_SECONDS     seconds of input per throughput run (default 30)
+#   EXP_LAT_SECONDS seconds of input per latency run (default 30)
+#   EXP_RATE        the latency runs' steady input rate, rows/s (default 20000)
+#   EXP_ARGS        more options for run.sh (run.sh --help)
+#
+# `make bench-smoke` also runs bench/experiments/smoke.sh: every placement on
+# a small cluster gives the embedded engine's output.
+EXP_SECONDS ?= 30
+EXP_LAT_SECONDS ?= 30
+EXP_RATE ?= 20000
+EXP_ARGS ?=
+
+$(BUILD)/bench/exp_tool: $(BUILD)/bench/experiments/exp_tool.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+experiments: deps
+	@$(MAKE) --no-print-directory build $(BUILD)/bench/exp_tool
+	EXP_SECONDS=$(EXP_SECONDS) EXP_LAT_SECONDS=$(EXP_LAT_SECONDS) EXP_RATE=$(EXP_RATE) \
+	    ./bench/experiments/run.sh --build $(BUILD) $(EXP_ARGS)

@@ -1,0 +1,118 @@
+/* exp_tool: the input generator and the arrival stamper of `make experiments`
+ * (bench/experiments/run.sh).  Links nothing of Ares.
+ *
+ *   exp_tool gen --seconds S [--rate R] [--keys K] [--seed N]
+ *       prints CSV rows  ts,k,v  for S seconds of wall-clock time; ts is the
+ *       wall-clock time (ms since the epoch, CLOCK_REALTIME) at which the row
+ *       was written, so event time = ingest time and a result row carrying
+ *       MAX(ts) says when its newest input entered the pipeline.  R rows/s
+ *       paced in 1 ms steps (flushed every step); R = 0 (default) as fast as
+ *       the reader takes them (a blocked write holds the clock back, so ts
+ *       stays the time the row really left).  k uniform in [0, K), v in
+ *       [0, 1000).  On stderr at the end: rows written and the wall time.
+ *   exp_tool stamp
+ *       copies stdin to stdout, each line led by the wall-clock time in ms
+ *       (CLOCK_REALTIME) at which the read() that delivered it returned:
+ *       "arrival_ms,line".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t now_ns(clockid_t c)
+{
+    struct timespec t;
+    clock_gettime(c, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static uint64_t rng = 88172645463325252ULL;
+static uint64_t xrand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static int gen(int argc, char **argv)
+{
+    double seconds = 10, rate = 0;
+    long keys = 1000;
+    for (int i = 2; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) goto usage;
+        if (!strcmp(argv[i], "--seconds")) seconds = atof(v);
+        else if (!strcmp(argv[i], "--rate")) rate = atof(v);
+        else if (!strcmp(argv[i], "--keys")) keys = atol(v);
+        else if (!strcmp(argv[i], "--seed")) rng ^= (uint64_t)atoll(v) * 0x9E3779B97F4A7C15ULL;
+        else goto usage;
+        i++;
+    }
+    if (keys < 1 || seconds <= 0 || rate < 0) goto usage;
+    static char buf[1 << 16];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    int64_t t0 = now_ns(CLOCK_MONOTONIC), end = t0 + (int64_t)(seconds * 1e9);
+    long long rows = 0;
+    for (;;) {
+        int64_t t = now_ns(CLOCK_MONOTONIC);
+        if (t >= end) break;
+        long long due = rate > 0 ? (long long)((double)(t - t0) * rate / 1e9) + 1 : rows + 256;
+        long long ts = now_ns(CLOCK_REALTIME) / 1000000;
+        while (rows < due) {
+            if (printf("%lld,%ld,%ld\n", ts, (long)(xrand() % (uint64_t)keys), (long)(xrand() % 1000)) < 0) goto out;
+            rows++;
+        }
+        if (rate > 0) {
+            if (fflush(stdout) != 0) goto out;
+            struct timespec d = {0, 1000000};
+            nanosleep(&d, NULL);
+        }
+    }
+out:
+    fflush(stdout);
+    fprintf(stderr, "exp_tool gen: %lld rows in %.3f s\n", rows, (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+    return 0;
+usage:
+    fprintf(stderr, "usage: exp_tool gen --seconds S [--rate R] [--keys K] [--seed N]\n");
+    return 2;
+}
+
+static int stamp(void)
+{
+    static char in[1 << 16];
+    static char line[1 << 16];
+    size_t ll = 0;
+    for (;;) {
+        ssize_t n = read(0, in, sizeof in);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        long long ms = now_ns(CLOCK_REALTIME) / 1000000;
+        for (ssize_t i = 0; i < n; i++) {
+            if (in[i] == '\n') {
+                printf("%lld,%.*s\n", ms, (int)ll, line);
+                ll = 0;
+            } else if (ll < sizeof line - 1) {
+                line[ll++] = in[i];
+            }
+        }
+        fflush(stdout);
+    }
+    if (ll) printf("%lld,%.*s\n", (long long)(now_ns(CLOCK_REALTIME) / 1000000), (int)ll, line);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "gen")) return gen(argc, argv);
+    if (argc == 2 && !strcmp(argv[1], "stamp")) return stamp();
+    fprintf(stderr, "usage: exp_tool gen --seconds S [--rate R] [--keys K] [--seed N] | exp_tool stamp\n");
+    return 2;
+}
