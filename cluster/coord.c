@@ -39,6 +39,8 @@
 
 #include "cluster/node.h"
 
+#define FT_SETTLE_MS 150 /* deaths this close together are one failure event */
+
 typedef struct csub {
     cs *to;
     uint64_t req;
@@ -55,7 +57,14 @@ typedef struct cquery {
     plan_dag *dag;      /* its plan (placement adds its tasks to every problem) */
     int nrep;           /* replicas per stateful task when it was placed */
     char **rnode;       /* ntasks x nrep: the node of each replica (NULL: none) */
-    char *lost;         /* per task: 1 if its node died and it was re-placed but not redeployed */
+    char *lost;         /* per task: 1 if its node died and it was re-placed but not redeployed yet */
+    uint32_t origin;    /* the id it was first deployed under (redeployments get new ids) */
+    /* sink-side dedup: per distinct output row (by hash), how often it was
+     * delivered and how often the current deployment produced it */
+    struct ftrow { uint64_t h; uint32_t delivered, seen; } *dd;
+    size_t ddcap, ddn;
+    batch fb;           /* the rows of a batch that pass the dedup */
+    int fb_on;
     nirvana_strategy strategy;
     int rounds, moves, converged; /* of the placement run that placed it */
     const char **tkind; /* per task: its operator's kind */
@@ -116,6 +125,10 @@ struct coord {
     int nstreams;
     char **set_keys, **set_sql;
     int nsets;
+    /* failure handling: deaths within FT_SETTLE_MS are one event (a domain) */
+    int64_t recover_at;         /* mono ms at which to re-place and redeploy; 0 = none */
+    uint64_t death_ns;          /* mono ns of the first death of the event */
+    sbuf dead_names;
     nirvana_strategy placement; /* SET placement (default nirvana) */
     int replicas;               /* SET replicas (default 1) */
 };
@@ -530,16 +543,78 @@ static void cq_free(cquery *q)
     }
     sbuf_fini(&q->plan);
     sbuf_fini(&q->enc);
+    free(q->dd);
+    if (q->fb_on) batch_fini(&q->fb);
     free(q->name);
     free(q->sql);
     free(q);
 }
 
 /* The sink's rows, to every subscriber (the owner of a push query). */
+static struct ftrow *dd_slot(cquery *q, uint64_t h)
+{
+    if (q->ddn * 2 >= q->ddcap) {
+        size_t cap = q->ddcap ? q->ddcap * 2 : 1024;
+        struct ftrow *t = calloc(cap, sizeof *t);
+        if (!t) return NULL;
+        for (size_t i = 0; i < q->ddcap; i++)
+            if (q->dd[i].delivered) {
+                size_t j = q->dd[i].h & (cap - 1);
+                while (t[j].delivered) j = (j + 1) & (cap - 1);
+                t[j] = q->dd[i];
+            }
+        free(q->dd);
+        q->dd = t;
+        q->ddcap = cap;
+    }
+    size_t j = h & (q->ddcap - 1);
+    while (q->dd[j].delivered && q->dd[j].h != h) j = (j + 1) & (q->ddcap - 1);
+    return &q->dd[j];
+}
+
+/* Exactly-once output across redeployments: a redeployed query recomputes
+ * its output from the logs, so its k-th production of a row is a duplicate
+ * while the row was delivered at least k times.  Rows are compared by a
+ * 64-bit hash of their values (a collision would drop a row: 2^-64 odds per
+ * pair).  Keeps 16 bytes per distinct row delivered: not bounded yet. */
+static int dd_filter(cquery *q, const batch *b, const batch **out)
+{
+    *out = b;
+    if (!q->fb_on) {
+        if (batch_init(&q->fb, b->ncols, b->nrows)) return XE_NOMEM;
+        q->fb_on = 1;
+    }
+    batch_reset(&q->fb);
+    int dropped = 0;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *row = batch_row(b, r);
+        uint64_t h = 0x9e3779b97f4a7c15ull;
+        for (int c = 0; c < b->ncols; c++) h = val_hash(&row[c], h);
+        if (!h) h = 1;
+        struct ftrow *x = dd_slot(q, h);
+        if (!x) return XE_NOMEM;
+        if (!x->delivered) {
+            x->h = h;
+            q->ddn++;
+        }
+        x->seen++;
+        if (x->seen <= x->delivered) {
+            dropped++;
+            continue;
+        }
+        x->delivered++;
+        if (batch_append_row(&q->fb, row)) return XE_NOMEM;
+    }
+    if (dropped) *out = &q->fb;
+    return 0;
+}
+
 static int cq_rows(void *ctx, const batch *b)
 {
     cquery *q = ctx;
     if (q->ended || !b->nrows) return 0;
+    if (dd_filter(q, b, &b)) return XE_NOMEM;
+    if (!b->nrows) return 0;
     q->rows += b->nrows;
     if (!q->subs) return 0;
     sbuf_reset(&q->enc);
@@ -593,11 +668,12 @@ typedef struct pnode {
     const char *name, *addr, *domain;
 } pnode;
 
-static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const plan_dag *d, const int *assign, const char *sql)
+static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const plan_dag *d, const int *assign, const char *sql,
+                     uint32_t origin)
 {
     wire_wr w;
     wire_wr_init(&w, b);
-    wire_put_u8(&w, 1);
+    wire_put_u8(&w, 2);
     wire_put_u16(&w, (uint16_t)nnodes);
     for (int i = 0; i < nnodes; i++) {
         wire_put_str(&w, nodes[i].name, strlen(nodes[i].name));
@@ -610,6 +686,7 @@ static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const plan_dag *d,
     wire_put_u32(&w, (uint32_t)nt);
     for (int t = 0; t < nt; t++) wire_put_u16(&w, (uint16_t)assign[t]);
     wire_put_blob(&w, sql, strlen(sql));
+    wire_put_u32(&w, origin);
     return wire_wr_end(&w, NULL);
 }
 
@@ -915,7 +992,8 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     q->converged = game.r->converged;
     q->dag = d;
     d = NULL;
-    if ((rc = plan_blob(&q->plan, nodes, nn, q->dag, assign, q->sql))) {
+    q->origin = qid;
+    if ((rc = plan_blob(&q->plan, nodes, nn, q->dag, assign, q->sql, q->origin))) {
         rc = xerr_set(err, rc, "cannot encode the deployment");
         goto out;
     }
@@ -1561,7 +1639,7 @@ void coord_ready(node *n, cs *s)
  * state and its redeployment are issue 7, so the query runs without it
  * (its share of the output is missing) and we say so in the log.
  * Replicas are bookkeeping until then. */
-static void replace_after_death(node *n, peer *dead)
+static void replace_after_death(node *n, const char *dead)
 {
     coord *co = n->co;
     int nq = running_queries(co, NULL), R = co->replicas, rc = 0;
@@ -1590,13 +1668,13 @@ static void replace_after_death(node *n, peer *dead)
     if (!rc) rc = place_build(&g, pl, nn, pqs, nq, R, co->placement, &err);
     if (!rc) rc = place_again(&g, pqs, nq, &err);
     if (rc) {
-        node_log(n, NET_LOG_ERROR, "node %s died: cannot re-place its tasks: %s", dead->name, err.msg);
+        node_log(n, NET_LOG_ERROR, "node %s died: cannot re-place its tasks: %s", dead, err.msg);
         free(qs);
         goto out;
     }
     node_log(n, NET_LOG_WARN,
              "node %s died: %s re-placed %d displaced players (promoted %d, unplaced %d) in %.1f ms; the others stay",
-             dead->name, nirvana_strategy_name(co->placement), g.r->displaced, g.r->promoted, g.r->unplaced,
+             dead, nirvana_strategy_name(co->placement), g.r->displaced, g.r->promoted, g.r->unplaced,
              (double)(clock_mono_ns() - t0) / 1e6);
     for (int i = 0; i < nq; i++) {
         cquery *q = qs[i];
@@ -1629,9 +1707,8 @@ static void replace_after_death(node *n, peer *dead)
         if (cq_set_replicas(q, pq, pl, R)) node_log(n, NET_LOG_ERROR, "out of memory recording replicas");
         if (nlost)
             node_log(n, NET_LOG_WARN,
-                     "query %u (%s) lost %d tasks on %s: %s; re-placed, NOT redeployed (state recovery and "
-                     "redeployment are issue 7): until then its output misses their share",
-                     q->qid, q->name ? q->name : "push", nlost, dead->name, lost.p);
+                     "query %u (%s) lost %d tasks on %s: %s; re-placed",
+                     q->qid, q->name ? q->name : "push", nlost, dead, lost.p);
         if (reps.len)
             node_log(n, NET_LOG_INFO, "query %u (%s): replicas re-placed (bookkeeping only):%s", q->qid,
                      q->name ? q->name : "push", reps.p);
@@ -1645,6 +1722,83 @@ out:
     place_game_fini(&g);
     free(pl);
     (void)rc;
+}
+
+/* Redeploy every query that lost tasks, under a new id, where the
+ * re-placement put them: all its tasks start empty and the streams' home
+ * nodes replay the logs from where the query started (node.c), and the sink
+ * drops what it had delivered (dd_filter).  A query whose stream's home died
+ * cannot be recovered (its log is not replicated yet) and is left as is. */
+static void ft_recover(node *n)
+{
+    coord *co = n->co;
+    int nq = running_queries(co, NULL);
+    cquery **qs = calloc((size_t)nq + 1, sizeof *qs);
+    pnode *pn = calloc((size_t)n->npeers + 1, sizeof *pn);
+    place_node *pl = calloc((size_t)n->npeers + 1, sizeof *pl);
+    int *assign = NULL;
+    xerr err;
+    xerr_clear(&err);
+    if (!qs || !pn || !pl) goto out;
+    int k = 0;
+    for (cquery *x = co->queries; x && k < nq; x = x->next)
+        if (!x->ended && x->dag) qs[k++] = x;
+    int nn = cluster_nodes(n, 0, pn, pl);
+    for (int i = 0; i < k; i++) {
+        cquery *q = qs[i];
+        int nlost = 0, bad = -1;
+        for (int t = 0; t < q->ntasks; t++) nlost += q->lost[t];
+        if (!nlost) continue;
+        free(assign);
+        if (!(assign = calloc((size_t)q->ntasks, sizeof *assign))) goto out;
+        for (int t = 0; t < q->ntasks && bad < 0; t++)
+            if ((assign[t] = q->tnode[t] ? node_index(pl, nn, q->tnode[t]) : -1) < 0) bad = t;
+        if (bad >= 0) {
+            node_log(n, NET_LOG_ERROR, "query %u (%s): cannot recover: %s#%d has no live node (%s)", q->qid,
+                     q->name ? q->name : "push", q->tkind[bad], q->tidx[bad],
+                     q->tnode[bad] ? "a source whose stream's home died" : "unplaced");
+            continue;
+        }
+        uint32_t old = q->qid;
+        if (node_undeploy(n, old, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", old, err.msg);
+        send_undeploy(n, q);
+        if (!q->push) {
+            char key[64];
+            snprintf(key, sizeof key, "q/%010u", old);
+            engine_host_del(n->eng, key, &err);
+        }
+        for (cquery **pp = &co->queries; *pp; pp = &(*pp)->next)
+            if (*pp == q) {
+                *pp = q->next;
+                break;
+            }
+        q->qid = co->next_qid++;
+        cq_link(co, q);
+        sbuf_reset(&q->plan);
+        int rc = plan_blob(&q->plan, pn, nn, q->dag, assign, q->sql, q->origin);
+        if (!rc) rc = persist_next_qid(n, &err);
+        if (!rc && !q->push) rc = persist_query(n, q, &err);
+        for (size_t j = 0; j < q->ddcap; j++) q->dd[j].seen = 0;
+        /* the others first: our own deployment may replay the log at once,
+         * and a node holds data for a query it has not seen deployed by
+         * pausing the connection the DEPLOY would come on */
+        if (!rc) send_deploy(n, NULL, NULL, q);
+        if (!rc) rc = node_deploy(n, q->qid, q->plan.p, q->plan.len, &q->out, &err);
+        if (rc) {
+            node_log(n, NET_LOG_ERROR, "query %u: redeployment as %u failed: %s", old, q->qid, err.msg);
+            continue;
+        }
+        memset(q->lost, 0, (size_t)q->ntasks);
+        node_log(n, NET_LOG_WARN,
+                 "query %u (%s) recovered as query %u: %d displaced tasks redeployed, state recomputed from the "
+                 "logs; redeployed %.1f ms after the failure was detected",
+                 old, q->name ? q->name : "push", q->qid, nlost, (double)(clock_mono_ns() - co->death_ns) / 1e6);
+    }
+out:
+    free(assign);
+    free(qs);
+    free(pn);
+    free(pl);
 }
 
 void coord_closed(node *n, cs *s)
@@ -1690,10 +1844,19 @@ void coord_closed(node *n, cs *s)
     }
     peer *x = s->peer;
     if (!x || x->link != s || !joined(x)) return;
+    int was_dead = x->state == WIRE_MEMBER_DEAD; /* a failed reconnect to a dead node */
     x->state = n->stopping ? WIRE_MEMBER_LEFT : WIRE_MEMBER_DEAD;
-    if (!n->stopping) node_log(n, NET_LOG_WARN, "node %s is %s", x->name, node_state_name(x->state));
+    if (!n->stopping && !was_dead) node_log(n, NET_LOG_WARN, "node %s is %s", x->name, node_state_name(x->state));
     co->members_dirty = 1;
-    if (!n->stopping) replace_after_death(n, x);
+    if (!n->stopping && !was_dead) {
+        /* one event for a whole domain: the deaths of the next FT_SETTLE_MS join it */
+        if (!co->recover_at) {
+            co->death_ns = clock_mono_ns();
+            co->recover_at = (int64_t)(co->death_ns / 1000000) + FT_SETTLE_MS;
+            sbuf_reset(&co->dead_names);
+        }
+        sbuf_printf(&co->dead_names, "%s%s", co->dead_names.len ? "," : "", x->name);
+    }
     for (pend *p = co->pends, *nx; p; p = nx) {
         nx = p->next;
         if (p->kind == PK_BROADCAST) {
@@ -1769,6 +1932,13 @@ void coord_tick(node *n)
         }
     }
     if (co->members_dirty) send_membership(n);
+    if (co->recover_at && (int64_t)(clock_mono_ns() / 1000000) >= co->recover_at) {
+        co->recover_at = 0;
+        node_log(n, NET_LOG_WARN, "failure event: %s dead (detected %.1f ms ago)", co->dead_names.p,
+                 (double)(clock_mono_ns() - co->death_ns) / 1e6);
+        replace_after_death(n, co->dead_names.p);
+        ft_recover(n);
+    }
     /* push queries end when every input has ended (or at their LIMIT) */
     for (cquery *q = co->queries, *nx; q; q = nx) {
         nx = q->next;
@@ -1884,6 +2054,7 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
     sbuf_init(&q->plan);
     sbuf_init(&q->enc);
     q->qid = (uint32_t)strtoul(key + 2, NULL, 10);
+    q->origin = q->qid; /* an earlier origin is in the persisted plan (version 2) */
     q->name = xstrndup(name.p, name.n);
     q->sql = xstrndup(dp.sql.p, dp.sql.n);
     if (!q->name || !q->sql || sbuf_add(&q->plan, plan.p, plan.n)) goto fail;
@@ -2010,6 +2181,7 @@ void coord_stop(node *n)
     }
     free(co->set_keys);
     free(co->set_sql);
+    sbuf_fini(&co->dead_names);
     free(co);
     n->co = NULL;
 }

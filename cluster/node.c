@@ -507,7 +507,7 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
     uint32_t nt;
     wire_get_u8(&r, &ver);
     wire_get_u16(&r, &nn);
-    if (!r.err && (ver != 1 || nn == 0 || nn > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (version %u, %u nodes)", ver, nn);
+    if (!r.err && (ver < 1 || ver > 2 || nn == 0 || nn > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (version %u, %u nodes)", ver, nn);
     d->nnodes = nn;
     for (int i = 0; i < nn; i++) {
         wire_get_str(&r, &d->names[i]);
@@ -536,6 +536,7 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
         }
     }
     wire_get_blob(&r, &d->sql);
+    if (ver >= 2) wire_get_u32(&r, &d->origin);
     int rc = wire_rd_end(&r, 1, err);
     if (rc) {
         free(d->assign);
@@ -616,6 +617,40 @@ static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int
 
 static void release_held(node *n);
 
+/* A query's first deployment records where its sources start in the logs
+ * here; a redeployment after a failure (origin != qid) replays from there,
+ * so the fresh tasks recompute the whole state (the sink drops what it had
+ * already delivered).  Only a stream's home node has log records. */
+static void ft_after_deploy(node *n, uint32_t qid, uint32_t origin)
+{
+    xerr err;
+    xerr_clear(&err);
+    struct ftorigin *o = n->origins;
+    while (o && o->origin != origin) o = o->next;
+    if (origin == qid) {
+        if (o || !(o = calloc(1, sizeof *o))) return;
+        o->origin = origin;
+        if (engine_source_offsets(n->eng, qid, o->off, &o->nsrc, &err)) {
+            free(o);
+            return;
+        }
+        o->next = n->origins;
+        n->origins = o;
+        return;
+    }
+    if (!o) {
+        node_log(n, NET_LOG_WARN, "query %u (first deployed as %u): no start offsets here, nothing replayed", qid, origin);
+        return;
+    }
+    uint64_t t0 = clock_mono_ns();
+    int64_t rows = 0;
+    if (engine_replay(n->eng, qid, o->off, o->nsrc, &rows, &err))
+        node_log(n, NET_LOG_ERROR, "query %u: replay for recovery failed: %s", qid, err.msg);
+    else if (rows)
+        node_log(n, NET_LOG_WARN, "query %u (first deployed as %u): replayed %lld logged rows in %.1f ms", qid, origin,
+                 (long long)rows, (double)(clock_mono_ns() - t0) / 1e6);
+}
+
 int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_out *out, xerr *err)
 {
     if (dep_find(n, qid)) return 0; /* a DEPLOY repeated after a reconnect */
@@ -671,6 +706,7 @@ int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_
     int mine = 0;
     for (int t = 0; t < dp.ntasks; t++) mine += own[t];
     node_log(n, NET_LOG_INFO, "query %u deployed: %d of its %d tasks run here", qid, mine, dp.ntasks);
+    ft_after_deploy(n, qid, dp.origin ? dp.origin : qid);
     free(own);
     free(sql);
     free(dp.assign);
@@ -1141,6 +1177,11 @@ int node_run(const node_config *cfg, xerr *err)
         dep *d = n->deps;
         n->deps = d->next;
         dep_free(d);
+    }
+    while (n->origins) {
+        struct ftorigin *o = n->origins;
+        n->origins = o->next;
+        free(o);
     }
     engine_close(n->eng);
     for (int i = 0; i < n->npeers; i++) free(n->peers[i]);

@@ -149,6 +149,9 @@ struct node {
     uint64_t out_batches, out_rows, out_batch_bytes; /* BATCH frames sent */
     uint64_t in_batches;
     coord *co;           /* the coordinator's state, NULL elsewhere */
+    /* fault tolerance: where each query first started reading its streams'
+     * logs here, by its first id, so that a redeployment replays from there */
+    struct ftorigin { uint32_t origin; int nsrc; uint64_t off[2]; struct ftorigin *next; } *origins;
     int stopping;
 };
 
@@ -244,6 +247,8 @@ typedef struct deploy_plan {
     int ntasks;
     uint16_t *assign;    /* ntasks entries (owned by the caller of deploy_plan_get: free) */
     wire_str sql;
+    uint32_t origin;     /* version 2: the query's first id; != the DEPLOY's id for a
+                            redeployment after a failure (0 in version 1) */
 } deploy_plan;
 
 int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err);

@@ -1659,8 +1659,9 @@ static int replay_one(void *ctx, uint64_t off, const void *rec, size_t n)
     return 0;
 }
 
-/* Bring a restored query up to the end of its streams' logs. */
-static int catch_up(engine *e, query *q, xerr *err)
+/* Bring a restored query up to the end of its streams' logs (also the
+ * replay of a redeployed query, exec/ft.c). */
+int eng_catch_up(engine *e, query *q, xerr *err)
 {
     for (int k = 0; k < q->nsrc; k++) {
         stream_rt *s = e->streams[q->src_stream[k]];
@@ -1739,7 +1740,7 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
     lc.kind = 1;
     if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "query/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
     for (int i = 0; i < e->nqueries; i++)
-        if ((rc = catch_up(e, e->queries[i], err))) goto fail;
+        if ((rc = eng_catch_up(e, e->queries[i], err))) goto fail;
     if ((rc = engine_commit(e, err))) goto fail;
     for (int i = 0; i < e->nstreams; i++) {
         stream_rt *s = e->streams[i];

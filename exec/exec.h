@@ -151,6 +151,16 @@ int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
  * here or its sink task runs elsewhere. */
 int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
 
+/* Fault tolerance (exec/ft.c).  A query redeployed after a failure starts
+ * with empty state everywhere and is recomputed from its streams' logs on
+ * their home node: engine_source_offsets gives the log offsets a deployed
+ * query's sources will read next (recorded by the host when the query is
+ * first deployed), and engine_replay pushes the log from `from` (one offset
+ * per source, in plan order) through the query's local source tasks, then
+ * its current watermarks.  Sources that do not run here are skipped. */
+int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err);
+int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err);
+
 /* Records of the engine's host, kept in this engine's LMDB catalog under
  * "host/<key>" (the engine itself never reads them).  The cluster
  * coordinator keeps its queries and task assignments there, so that one

@@ -168,6 +168,7 @@ struct engine {
 int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */
 int io_stream_rows(engine *e, int si, const batch *b, xerr *err); /* rows from a socket producer */
 int io_tick(engine *e, xerr *err);  /* live streams: end partial slices, commit */
+int eng_catch_up(engine *e, query *q, xerr *err); /* replay q's logs from q->offset, then its watermarks */
 
 /* io.c */
 int io_start(engine *e, xerr *err);
