@@ -117,6 +117,11 @@ static inline uint16_t be16_get(const unsigned char *p)
     return (uint16_t)(((unsigned)p[0] << 8) | p[1]);
 }
 
+/* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12), and back
+ * (H. Hinnant's algorithms; exact for every int64 year that fits). */
+int64_t date_days_from_civil(int64_t y, int m, int d);
+void date_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+
 /* Edit distance, for "did you mean" suggestions (case-insensitive). */
 int str_distance(const char *a, const char *b);
 

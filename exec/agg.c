@@ -417,6 +417,14 @@ static void widx_break(agg_task *a)
     a->nw = 0;
 }
 
+/* A session grew: its window end moves in the index. */
+static void entry_move_end(agg_task *a, agg_entry *e, int64_t wend)
+{
+    widx_del(a, e);
+    e->wend = wend;
+    if (widx_add(a, e)) widx_break(a);
+}
+
 static void table_insert(agg_task *a, agg_entry *e)
 {
     uint32_t b = (uint32_t)(e->hash & (a->nbuckets - 1));
@@ -543,11 +551,7 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                     if (slot_merge(&op->aggs[k], &target->slots[k], &e->slots[k]))
                         return xerr_set(err, XE_NOMEM, "out of memory");
                 if (e->wstart < target->wstart) target->wstart = e->wstart;
-                if (e->wend > target->wend) {
-                    widx_del(a, target);
-                    target->wend = e->wend;
-                    if (widx_add(a, target)) widx_break(a);
-                }
+                if (e->wend > target->wend) entry_move_end(a, target, e->wend);
                 if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
                 table_unlink(a, e);
                 entry_free(a, e);
@@ -562,11 +566,7 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                 if (a->nentries > (int64_t)a->nbuckets && table_grow(a)) return xerr_set(err, XE_NOMEM, "out of memory");
             } else {
                 if (s0 < target->wstart) target->wstart = s0;
-                if (e0 > target->wend) {
-                    widx_del(a, target);
-                    target->wend = e0;
-                    if (widx_add(a, target)) widx_break(a);
-                }
+                if (e0 > target->wend) entry_move_end(a, target, e0);
             }
             if (update_entry(o, a, target, row, err)) return err->code;
             if (emit_changes && emit_entry(o, a, target, err)) return err->code;

@@ -122,29 +122,6 @@ static int parse_i64(const char *s, size_t n, int64_t *out)
 
 /* ------------------------------------------------------------------ timestamps */
 
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 /* 0000-01-01T00:00:00.000Z .. 9999-12-31T23:59:59.999Z: what ISO text can say. */
 #define TS_MIN (-62167219200000LL)
 #define TS_MAX 253402300799999LL
@@ -216,7 +193,7 @@ int fmt_parse_timestamp(const char *s, size_t n, int64_t *ms)
         }
     }
     if (i != n) return XE_INPUT;
-    int64_t days = days_from_civil(y, mo, d);
+    int64_t days = date_days_from_civil(y, (int)mo, (int)d);
     *ms = ((days * 24 + h) * 60 + mi - off_min) * 60000 + (int64_t)sec * 1000 + frac;
     return 0;
 }
@@ -248,8 +225,8 @@ size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
         days--;
     }
     int64_t y;
-    unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
+    int m, d;
+    date_civil_from_days(days, &y, &m, &d);
     size_t o;
     if (y >= 0 && y <= 9999) {
         put_digits(buf, (unsigned)y, 4);

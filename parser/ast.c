@@ -998,30 +998,6 @@ ast_stmt *ast_mk_set(pctx *P, const token *key, optval v)
 
 /* ------------------------------------------------------------------ timestamps */
 
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
 /* Read exactly n digits at s[*i]. */
 static int digits(const char *s, size_t len, size_t *i, int n, int *out)
 {
@@ -1075,7 +1051,7 @@ int ast_parse_timestamp(const char *s, size_t n, int64_t *ms)
     }
     while (i < n && s[i] == ' ') i++;
     if (i != n) return -1;
-    *ms = days_from_civil(y, mo, d) * 86400000LL + h * 3600000LL + mi * 60000LL + sec * 1000LL + frac - off;
+    *ms = date_days_from_civil(y, mo, d) * 86400000LL + h * 3600000LL + mi * 60000LL + sec * 1000LL + frac - off;
     return 0;
 }
 
@@ -1415,7 +1391,7 @@ static int print_timestamp(int64_t ms, sbuf *b)
     }
     int64_t y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
+    date_civil_from_days(days, &y, &m, &d);
     int rc = sbuf_printf(b, "TIMESTAMP '%04" PRId64 "-%02d-%02d %02d:%02d:%02d", y, m, d, (int)(rem / 3600000),
                          (int)(rem / 60000 % 60), (int)(rem / 1000 % 60));
     if (!rc && rem % 1000) rc = sbuf_printf(b, ".%03d", (int)(rem % 1000));
