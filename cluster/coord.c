@@ -1752,11 +1752,13 @@ static void ft_recover(node *n)
         free(assign);
         if (!(assign = calloc((size_t)q->ntasks, sizeof *assign))) goto out;
         for (int t = 0; t < q->ntasks && bad < 0; t++)
-            if ((assign[t] = q->tnode[t] ? node_index(pl, nn, q->tnode[t]) : -1) < 0) bad = t;
+            if ((assign[t] = q->tnode[t] ? node_index(pl, nn, q->tnode[t]) : -1) < 0 ||
+                (q->lost[t] && !strcmp(q->tkind[t], "SOURCE")))
+                bad = t;
         if (bad >= 0) {
             node_log(n, NET_LOG_ERROR, "query %u (%s): cannot recover: %s#%d has no live node (%s)", q->qid,
                      q->name ? q->name : "push", q->tkind[bad], q->tidx[bad],
-                     q->tnode[bad] ? "a source whose stream's home died" : "unplaced");
+                     !strcmp(q->tkind[bad], "SOURCE") ? "its stream's home died; the log is not replicated yet" : "unplaced");
             continue;
         }
         uint32_t old = q->qid;
