@@ -671,6 +671,8 @@ static int csv_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batch
 
 /* ------------------------------------------------------------------ JSON lines */
 
+#define FMT_JSON_MAX_COLS 256 /* wider schemas look members up one by one */
+
 static json_t *json_member(json_t *o, const char *name)
 {
     json_t *v = json_object_get(o, name);
@@ -785,9 +787,36 @@ static int json_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batc
         reject(d, line, "expected a JSON object, got %s", json_kind(o));
         goto done;
     }
+    /* One pass over the members: each goes to the column it names, an exact
+     * match winning over a case-insensitive one.  (Looking every column up
+     * with a case-insensitive fallback costs columns x members per row.) */
+    json_t *member[FMT_JSON_MAX_COLS];
+    unsigned char exact[FMT_JSON_MAX_COLS];
+    int direct = d->ncols <= FMT_JSON_MAX_COLS;
+    if (direct) {
+        memset(member, 0, sizeof(json_t *) * (size_t)d->ncols);
+        memset(exact, 0, (size_t)d->ncols);
+        const char *key;
+        json_t *jv;
+        json_object_foreach(o, key, jv) {
+            for (int c = 0; c < d->ncols; c++) {
+                if (exact[c]) continue;
+                if (!strcmp(key, d->names[c])) {
+                    member[c] = jv;
+                    exact[c] = 1;
+                    break;
+                }
+                if (!member[c] && !strcasecmp(key, d->names[c])) {
+                    member[c] = jv;
+                    break;
+                }
+            }
+        }
+    }
     for (int c = 0; c < d->ncols; c++) {
         char why[256];
-        if (json_value(json_member(o, d->names[c]), d->types[c], &d->row[c], why, sizeof why) < 0) {
+        json_t *m = direct ? member[c] : json_member(o, d->names[c]);
+        if (json_value(m, d->types[c], &d->row[c], why, sizeof why) < 0) {
             reject(d, line, "column '%s': %s", d->names[c], why);
             goto done;
         }
