@@ -10,6 +10,10 @@
  *       the reader takes them (a blocked write holds the clock back, so ts
  *       stays the time the row really left).  k uniform in [0, K), v in
  *       [0, 1000).  On stderr at the end: rows written and the wall time.
+ *   exp_tool gen --rows N --event-rate E [--keys K] [--seed N]
+ *       N rows as fast as the reader takes them, with a synthetic event
+ *       time: ts = (wall-clock ms at the start) + i * 1000 / E, so every
+ *       second of event time holds E rows whatever the processing speed.
  *   exp_tool stamp
  *       copies stdin to stdout, each line led by the wall-clock time in ms
  *       (CLOCK_REALTIME) at which the read() that delivered it returned:
@@ -44,7 +48,8 @@ static uint64_t xrand(void)
 
 static int gen(int argc, char **argv)
 {
-    double seconds = 10, rate = 0;
+    double seconds = 10, rate = 0, erate = 0;
+    long long nrows = -1;
     long keys = 1000;
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -52,6 +57,8 @@ static int gen(int argc, char **argv)
         if (!strcmp(argv[i], "--seconds")) seconds = atof(v);
         else if (!strcmp(argv[i], "--rate")) rate = atof(v);
         else if (!strcmp(argv[i], "--keys")) keys = atol(v);
+        else if (!strcmp(argv[i], "--rows")) nrows = atoll(v);
+        else if (!strcmp(argv[i], "--event-rate")) erate = atof(v);
         else if (!strcmp(argv[i], "--seed")) rng ^= (uint64_t)atoll(v) * 0x9E3779B97F4A7C15ULL;
         else goto usage;
         i++;
@@ -61,6 +68,15 @@ static int gen(int argc, char **argv)
     setvbuf(stdout, buf, _IOFBF, sizeof buf);
     int64_t t0 = now_ns(CLOCK_MONOTONIC), end = t0 + (int64_t)(seconds * 1e9);
     long long rows = 0;
+    if (nrows >= 0) {
+        if (erate <= 0) goto usage;
+        long long base = now_ns(CLOCK_REALTIME) / 1000000;
+        for (; rows < nrows; rows++)
+            if (printf("%lld,%ld,%ld\n", base + (long long)((double)rows * 1000.0 / erate), (long)(xrand() % (uint64_t)keys),
+                       (long)(xrand() % 1000)) < 0)
+                goto out;
+        goto out;
+    }
     for (;;) {
         int64_t t = now_ns(CLOCK_MONOTONIC);
         if (t >= end) break;
@@ -81,7 +97,8 @@ out:
     fprintf(stderr, "exp_tool gen: %lld rows in %.3f s\n", rows, (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
     return 0;
 usage:
-    fprintf(stderr, "usage: exp_tool gen --seconds S [--rate R] [--keys K] [--seed N]\n");
+    fprintf(stderr, "usage: exp_tool gen --seconds S [--rate R] [--keys K] [--seed N]\n"
+                    "       exp_tool gen --rows N --event-rate E [--keys K] [--seed N]\n");
     return 2;
 }
 
