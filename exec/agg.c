@@ -56,8 +56,13 @@ typedef struct agg_entry {
 
 struct agg_task {
     int naggs, ngroups;
-    uint32_t nbuckets;
-    agg_entry **buckets;
+    /* Open addressing with linear probing: hs[i] is the entry's hash (1 for
+     * a hash of 0; 0 = empty) so that most probes never touch an entry. */
+    uint32_t cap;
+    uint64_t *hs;
+    agg_entry **es;
+    agg_entry **cands;        /* scratch: the sessions of one key */
+    int ncands, capcands;
     int64_t nentries;
     int64_t ndirty;
     int64_t closed_wm;        /* windows ending (+grace) at or before this are closed */
@@ -89,14 +94,16 @@ agg_task *agg_new(opinst *o, int task)
     if (!a) return NULL;
     a->naggs = o->op->naggs;
     a->ngroups = o->op->ngroups;
-    a->nbuckets = 1024;
-    a->buckets = calloc(a->nbuckets, sizeof *a->buckets);
+    a->cap = 1024;
+    a->hs = calloc(a->cap, sizeof *a->hs);
+    a->es = calloc(a->cap, sizeof *a->es);
     a->gtmp = calloc((size_t)a->ngroups + 1, sizeof *a->gtmp);
     a->closed_wm = WM_MIN;
     a->max_closed = WM_MIN;
     a->persisted_closed = WM_MIN;
-    if (!a->buckets || !a->gtmp) {
-        free(a->buckets);
+    if (!a->hs || !a->es || !a->gtmp) {
+        free(a->hs);
+        free(a->es);
         free(a->gtmp);
         free(a);
         return NULL;
@@ -130,17 +137,16 @@ static void entry_free(agg_task *a, agg_entry *e)
 void agg_free(agg_task *a)
 {
     if (!a) return;
-    for (uint32_t b = 0; b < a->nbuckets; b++)
-        for (agg_entry *e = a->buckets[b], *n; e; e = n) {
-            n = e->next;
-            entry_free(a, e);
-        }
+    for (uint32_t i = 0; i < a->cap; i++)
+        if (a->hs[i]) entry_free(a, a->es[i]);
     while (a->pool) {
         agg_entry *n = a->pool->next;
         free(a->pool);
         a->pool = n;
     }
-    free(a->buckets);
+    free(a->hs);
+    free(a->es);
+    free(a->cands);
     free(a->gtmp);
     free(a->closing);
     free(a->wends);
@@ -157,9 +163,8 @@ int64_t agg_open_groups(const agg_task *a) { return a ? a->nentries : 0; }
 int64_t agg_min_open_start(const agg_task *a)
 {
     int64_t m = WM_END;
-    for (uint32_t b = 0; a && a->nentries && b < a->nbuckets; b++)
-        for (const agg_entry *e = a->buckets[b]; e; e = e->next)
-            if (e->wstart < m) m = e->wstart;
+    for (uint32_t i = 0; a && a->nentries && i < a->cap; i++)
+        if (a->hs[i] && a->es[i]->wstart < m) m = a->es[i]->wstart;
     return m;
 }
 
@@ -335,20 +340,35 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
     return e;
 }
 
+#define HTAG(h) ((h) ? (h) : 1)
+
+static void table_place(agg_task *a, agg_entry *e)
+{
+    uint32_t m = a->cap - 1, i = (uint32_t)e->hash & m;
+    while (a->hs[i]) i = (i + 1) & m;
+    a->hs[i] = HTAG(e->hash);
+    a->es[i] = e;
+}
+
 static int table_grow(agg_task *a)
 {
-    uint32_t nb = a->nbuckets * 2;
-    agg_entry **b = calloc(nb, sizeof *b);
-    if (!b) return XE_NOMEM;
-    for (uint32_t i = 0; i < a->nbuckets; i++)
-        for (agg_entry *e = a->buckets[i], *n; e; e = n) {
-            n = e->next;
-            e->next = b[e->hash & (nb - 1)];
-            b[e->hash & (nb - 1)] = e;
-        }
-    free(a->buckets);
-    a->buckets = b;
-    a->nbuckets = nb;
+    uint32_t oc = a->cap;
+    uint64_t *oh = a->hs;
+    agg_entry **oe = a->es;
+    uint64_t *nh = calloc((size_t)oc * 2, sizeof *nh);
+    agg_entry **ne = calloc((size_t)oc * 2, sizeof *ne);
+    if (!nh || !ne) {
+        free(nh);
+        free(ne);
+        return XE_NOMEM;
+    }
+    a->hs = nh;
+    a->es = ne;
+    a->cap = oc * 2;
+    for (uint32_t i = 0; i < oc; i++)
+        if (oh[i]) table_place(a, oe[i]);
+    free(oh);
+    free(oe);
     return 0;
 }
 
@@ -425,20 +445,38 @@ static void entry_move_end(agg_task *a, agg_entry *e, int64_t wend)
     if (widx_add(a, e)) widx_break(a);
 }
 
-static void table_insert(agg_task *a, agg_entry *e)
+static int table_insert(agg_task *a, agg_entry *e)
 {
-    uint32_t b = (uint32_t)(e->hash & (a->nbuckets - 1));
-    e->next = a->buckets[b];
-    a->buckets[b] = e;
+    /* keep the load under 3/4 */
+    if ((uint64_t)(a->nentries + 1) * 4 > (uint64_t)a->cap * 3 && table_grow(a) &&
+        (uint64_t)(a->nentries + 1) >= a->cap)
+        return XE_NOMEM;
+    table_place(a, e);
     a->nentries++;
     if (widx_add(a, e)) widx_break(a);
+    return 0;
 }
 
+/* Remove e; later entries of its probe run shift back (no tombstones). */
 static void table_unlink(agg_task *a, agg_entry *e)
 {
-    agg_entry **pp = &a->buckets[e->hash & (a->nbuckets - 1)];
-    while (*pp && *pp != e) pp = &(*pp)->next;
-    if (*pp) *pp = e->next;
+    uint32_t m = a->cap - 1, i = (uint32_t)e->hash & m;
+    while (a->hs[i] && a->es[i] != e) i = (i + 1) & m;
+    if (!a->hs[i]) return;
+    uint32_t j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!a->hs[j]) break;
+        uint32_t home = (uint32_t)a->es[j]->hash & m;
+        /* move j into the hole at i unless its home lies cyclically in (i, j] */
+        int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (stays) continue;
+        a->hs[i] = a->hs[j];
+        a->es[i] = a->es[j];
+        i = j;
+    }
+    a->hs[i] = 0;
+    a->es[i] = NULL;
     a->nentries--;
     widx_del(a, e);
 }
@@ -492,8 +530,13 @@ static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xe
 
 static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
 {
-    for (agg_entry *e = a->buckets[h & (a->nbuckets - 1)]; e; e = e->next)
+    uint32_t m = a->cap - 1;
+    uint64_t tag = HTAG(h);
+    for (uint32_t i = (uint32_t)h & m; a->hs[i]; i = (i + 1) & m) {
+        if (a->hs[i] != tag) continue;
+        agg_entry *e = a->es[i];
         if (e->hash == h && e->wstart == ws && e->klen == klen && !memcmp(e->key, key, klen)) return e;
+    }
     return NULL;
 }
 
@@ -537,11 +580,24 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
             if (e0 + w->grace_ms <= a->closed_wm) { q->late++; batch_reset(&q->scratch); continue; }
             /* find sessions of this key that overlap [s0, e0) and merge them */
             agg_entry *target = NULL;
-            uint32_t b = (uint32_t)(kh & (a->nbuckets - 1));
-            for (agg_entry *e = a->buckets[b], *n; e; e = n) {
-                n = e->next;
-                if (e->hash != kh || e->klen != klen || memcmp(e->key, key, klen)) continue;
+            /* gather first: merging unlinks entries, which shifts the probe run */
+            a->ncands = 0;
+            uint32_t m = a->cap - 1;
+            for (uint32_t i = (uint32_t)kh & m; a->hs[i]; i = (i + 1) & m) {
+                agg_entry *e = a->es[i];
+                if (a->hs[i] != HTAG(kh) || e->hash != kh || e->klen != klen || memcmp(e->key, key, klen)) continue;
                 if (!(e->wstart < e0 && s0 < e->wend)) continue;
+                if (a->ncands == a->capcands) {
+                    int cap = a->capcands ? a->capcands * 2 : 8;
+                    agg_entry **v = realloc(a->cands, (size_t)cap * sizeof *v);
+                    if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+                    a->cands = v;
+                    a->capcands = cap;
+                }
+                a->cands[a->ncands++] = e;
+            }
+            for (int ci = 0; ci < a->ncands; ci++) {
+                agg_entry *e = a->cands[ci];
                 if (!target) {
                     target = e;
                     continue;
@@ -562,8 +618,10 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                 target->wstart = s0;
                 target->wend = e0;
                 for (int k = 0; k < a->naggs; k++) target->slots[k].m = val_null();
-                table_insert(a, target);
-                if (a->nentries > (int64_t)a->nbuckets && table_grow(a)) return xerr_set(err, XE_NOMEM, "out of memory");
+                if (table_insert(a, target)) {
+                    entry_free(a, target);
+                    return xerr_set(err, XE_NOMEM, "out of memory");
+                }
             } else {
                 if (s0 < target->wstart) target->wstart = s0;
                 if (e0 > target->wend) entry_move_end(a, target, e0);
@@ -593,8 +651,10 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                 e->wstart = ws;
                 e->wend = we;
                 for (int k = 0; k < a->naggs; k++) e->slots[k].m = val_null();
-                table_insert(a, e);
-                if (a->nentries > (int64_t)a->nbuckets && table_grow(a)) return xerr_set(err, XE_NOMEM, "out of memory");
+                if (table_insert(a, e)) {
+                    entry_free(a, e);
+                    return xerr_set(err, XE_NOMEM, "out of memory");
+                }
             }
             if (update_entry(o, a, e, row, err)) return err->code;
             if (emit_changes && emit_entry(o, a, e, err)) return err->code;
@@ -677,8 +737,9 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             a->closing[a->nclosing++] = e;
         }
         if (a->widx_broken) {
-            for (uint32_t b = 0; b < a->nbuckets; b++)
-                for (agg_entry *e = a->buckets[b]; e; e = e->next) {
+            for (uint32_t si = 0; si < a->cap; si++) {
+                    if (!a->hs[si]) continue;
+                    agg_entry *e = a->es[si];
                     int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
                     if (!closes) continue;
                     if (a->nclosing == a->capclosing) {
@@ -773,8 +834,9 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
     }
     sbuf_reset(&a->dels);
     a->ndels = 0;
-    for (uint32_t b = 0; a->ndirty && b < a->nbuckets; b++)
-        for (agg_entry *e = a->buckets[b]; e; e = e->next) {
+    for (uint32_t si = 0; a->ndirty && si < a->cap; si++) {
+        if (!a->hs[si]) continue;
+        agg_entry *e = a->es[si];
         if (!e->dirty) continue;
         e->dirty = 0;
         a->ndirty--;
@@ -872,8 +934,11 @@ static int load_one(void *ctx, int64_t wend, const void *kp, size_t kl, const vo
             v += bl;
         }
     }
-    table_insert(a, e);
-    if (a->nentries > (int64_t)a->nbuckets) table_grow(a);
+    if (table_insert(a, e)) {
+        entry_free(a, e);
+        c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
+        return 1;
+    }
     return 0;
 bad_entry:
     entry_free(a, e);
