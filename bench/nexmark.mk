@@ -20,6 +20,7 @@ scenario: $(BUILD)/bench/nexmark_gen
 bench-smoke:
 	@$(MAKE) --no-print-directory build $(BUILD)/bench/nexmark_gen
 	./bench/nexmark/check.sh --build $(BUILD) $(NEXMARK_SMOKE_ARGS)
+	@$(MAKE) --no-print-directory $(BUILD)/bench/exp_tool && ./bench/experiments/smoke.sh --build $(BUILD)
 
 bench-nexmark: deps
 	@$(MAKE) --no-print-directory build $(BUILD)/bench/nexmark_gen

@@ -81,6 +81,7 @@ EXP_PARALLELISM=${EXP_PARALLELISM:-6}
 EXP_SPEED=${EXP_SPEED:-0.25}
 EXP_LINK_DELAY_MS=${EXP_LINK_DELAY_MS:-5}
 EXP_STRATEGIES=${EXP_STRATEGIES:-nirvana round-robin resource-aware}
+EXP_JOIN=${EXP_JOIN:-1}
 # ---- HOOK (issue 7): the fault-tolerance modes the recovery phase runs
 FT_MODES=${FT_MODES:-replica checkpoint upstream}
 EXP_REC_SECONDS=${EXP_REC_SECONDS:-30}
@@ -100,6 +101,8 @@ figure() { echo "figure: $1 = $2${3:+ $3}" | tee -a "$FIG"; }
 tag() { echo "$1" | tr -d -; }
 
 Q="SELECT k, COUNT(*) AS n, MAX(ts) AS last_ts, CAST(window_end AS BIGINT) AS we FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k"
+# the windowed join: an interval self-join, 10 % of the rows against 10 %
+QJ="SELECT a.k, a.ts AS ats, b.ts AS bts FROM s a JOIN s b ON a.k = b.k WITHIN 100 MILLISECONDS WHERE a.v < 100 AND b.v >= 900"
 
 # start9: the paper's 9 workers, 3 domains, one slowed node per domain
 start9() {
@@ -117,13 +120,13 @@ start9() {
     wait_alive 9
 }
 
-# setup STRATEGY [FTMODE]: the stream and the query q on the current cluster
+# setup STRATEGY [FTMODE [QUERY]]: the stream and the query q on the current cluster
 setup() {
     ftset=""
     [ -n "${2:-}" ] && ftset="SET ft = '$2'; SET replicas = 1;"
     sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');
              SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset" || die "setup ($1)"
-    sqlc -e "CREATE QUERY q AS $Q;" || die "CREATE QUERY ($1)"
+    sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT ($1)"
     grep -q "placement: $1;" "$CD/placement.csv" || { cat "$CD/placement.csv" >&2; die "q not placed by $1"; }
 }
@@ -197,6 +200,17 @@ ft_supported() {
     return 0
 }
 
+# percentiles HIST CDF: p50 p99 (sets p50, p99) and the CDF of a histogram "ms count"
+percentiles() {
+    awk '{ t += $2; c[NR] = $2; v[NR] = $1 } END {
+            if (!t) { print "- -"; exit }
+            a = 0; p50 = p99 = "";
+            for (i = 1; i <= NR; i++) { a += c[i]; if (p50 == "" && a >= 0.50 * t) p50 = v[i]; if (p99 == "" && a >= 0.99 * t) p99 = v[i] }
+            print p50, p99 }' "$1" >"$1.pct"
+    awk '{ t += $2; c[NR] = $2; v[NR] = $1 } END { a = 0; for (i = 1; i <= NR; i++) { a += c[i]; print v[i], a / t } }' "$1" >"$2"
+    read -r p50 p99 <"$1.pct"
+}
+
 # ---------------------------------------------------------------- runs
 echo "experiments: 9 nodes (3 domains, n2 n5 n8 at --speed $EXP_SPEED), --link-delay-ms $EXP_LINK_DELAY_MS," \
     "parallelism $EXP_PARALLELISM, $EXP_KEYS keys; $(nproc) cores shared by all nodes, the generator and the clients" >&2
@@ -259,20 +273,30 @@ for s in $EXP_STRATEGIES; do
     # while input flowed (the windows the end of the input closes are left out)
     awk -F, -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e { l = $1 - $5; if (l < 0) l = 0; h[l]++ }
         END { for (k in h) print k, h[k] }' "$CD/sub.csv" | sort -n >"$W/hist_$st.dat"
-    awk '{ t += $2; c[NR] = $2; v[NR] = $1 } END {
-            if (!t) { print "- -"; exit }
-            a = 0; p50 = p99 = "";
-            for (i = 1; i <= NR; i++) { a += c[i]; if (p50 == "" && a >= 0.50 * t) p50 = v[i]; if (p99 == "" && a >= 0.99 * t) p99 = v[i] }
-            print p50, p99 }' "$W/hist_$st.dat" >"$W/pct_$st"
-    awk '{ t += $2; c[NR] = $2; v[NR] = $1 } END { a = 0; for (i = 1; i <= NR; i++) { a += c[i]; print v[i], a / t } }' \
-        "$W/hist_$st.dat" >"$W/cdf_$st.dat"
-    read -r p50 p99 <"$W/pct_$st"
+    percentiles "$W/hist_$st.dat" "$W/cdf_$st.dat"
     lrate=$(awk -F, -v s="$GEN_START" -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s + 1000 { t += $3; w[$5] = 1 }
         END { n = 0; for (k in w) n++; if (n) printf "%.0f", t / n; else print 0 }' "$CD/sub.csv")
     figure "latency_p50_$st" "$p50" "ms"
     figure "latency_p99_$st" "$p99" "ms"
     figure "latency_run_throughput_$st" "$lrate" "tuples/s"
     eval "P50_$st=$p50 P99_$st=$p99"
+
+    # ---- the windowed (interval) join: latency only, paced input
+    [ "$EXP_JOIN" = 1 ] || continue
+    start9 "join_$st"
+    setup "$s" "" "$QJ"
+    subscribe
+    say "$s: join latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
+    ingest "$EXP_LAT_SECONDS" "$EXP_RATE"
+    drain
+    # a pair can exist once its later row has entered: latency = arrival - max(ats, bts)
+    awk -F, -v e="$GEN_END" 'NR > 1 && $3 ~ /^[0-9]+$/ { m = $3 > $4 ? $3 : $4; l = $1 - m; if (l < 0) l = 0; h[l]++ }
+        END { for (k in h) print k, h[k] }' "$CD/sub.csv" | sort -n >"$W/jhist_$st.dat"
+    percentiles "$W/jhist_$st.dat" "$W/jcdf_$st.dat"
+    figure "join_latency_p50_$st" "$p50" "ms"
+    figure "join_latency_p99_$st" "$p99" "ms"
+    figure "join_pairs_$st" "$(($(wc -l <"$CD/sub.csv") - 1))" "rows"
+    eval "JP50_$st=$p50 JP99_$st=$p99"
 done
 
 # ---------------------------------------------------------------- recovery (issue 7)
@@ -333,6 +357,10 @@ for b in roundrobin resourceaware; do
     figure "ratio_throughput_nirvana_vs_$b" "$(ratio "$TP_nirvana" "$(val "TP_$b")")" "(paper: 3.6x)"
     figure "change_latency_p50_nirvana_vs_$b" "$(change "$P50_nirvana" "$(val "P50_$b")")" "(paper: -50.2 %)"
     figure "change_latency_p99_nirvana_vs_$b" "$(change "$P99_nirvana" "$(val "P99_$b")")" "(paper: -50.2 %)"
+    [ -n "$(val "JP50_$b")" ] && {
+        figure "change_join_latency_p50_nirvana_vs_$b" "$(change "${JP50_nirvana:-}" "$(val "JP50_$b")")" "(paper: -50.2 %)"
+        figure "change_join_latency_p99_nirvana_vs_$b" "$(change "${JP99_nirvana:-}" "$(val "JP99_$b")")" "(paper: -50.2 %)"
+    }
     for m in $FT_MODES; do
         [ -n "$(val "REC_${m}_nirvana")" ] && [ -n "$(val "REC_${m}_$b")" ] &&
             figure "change_recovery_${m}_nirvana_vs_$b" "$(change "$(val "REC_${m}_nirvana")" "$(val "REC_${m}_$b")")" "(paper: -52.5 %)"
@@ -363,8 +391,11 @@ EOF
     }
     plot_lines "$EXP_PLOTS/throughput.svg" "Throughput over time, unpaced input (9 nodes, 3 slowed, ${EXP_LINK_DELAY_MS} ms cross-domain)" \
         "seconds since the input started" "input tuples/s processed (per 1 s window)" tp_ "set yrange [0:*]"
-    plot_lines "$EXP_PLOTS/latency-cdf.svg" "Latency CDF at $EXP_RATE tuples/s (result arrival - window close)" \
+    plot_lines "$EXP_PLOTS/latency-cdf.svg" "Aggregation latency CDF at $EXP_RATE tuples/s (result arrival - window close)" \
         "latency (ms, log scale)" "fraction of result rows" cdf_ "set logscale x; set yrange [0:1]"
+    [ "$EXP_JOIN" = 1 ] && plot_lines "$EXP_PLOTS/join-latency-cdf.svg" \
+        "Join latency CDF at $EXP_RATE tuples/s (result arrival - later input row's ingest)" \
+        "latency (ms, log scale)" "fraction of result rows" jcdf_ "set logscale x; set yrange [0:1]"
     if [ -n "$REC_RAN" ]; then
         for m in $FT_MODES; do
             ka=$(cat "$W/killat_${m}_nirvana" 2>/dev/null || echo "$EXP_FAIL_AT")
