@@ -1125,11 +1125,16 @@ static int verify_environment(const char *dir, xerr *err)
     return 0;
 }
 
+/* LMDB aborts the process after an assertion; it only gets there on a page
+ * the open-time walk could not catch.  Say what happened and exit with an
+ * error status instead: nothing uncommitted reaches the file. */
 static void on_lmdb_assert(MDB_env *env, const char *msg)
 {
     const char *path = NULL;
     mdb_env_get_path(env, &path);
-    fprintf(stderr, "ares: storage %s is damaged (LMDB: %s); stopping\n", path ? path : "?", msg);
+    fprintf(stderr, "error: storage %s is damaged (LMDB: %s); restore the directory from a copy\n",
+            path ? path : "?", msg);
+    _exit(1);
 }
 
 int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
