@@ -329,7 +329,7 @@ if ft_supported || [ -n "${EXP_FORCE_RECOVERY:-}" ]; then
             # recovery: first complete window closed after the kill
             rt=$(awk -F, -v k="$kill_ms" -v e="$GEN_END" -v r="$EXP_RATE" 'NR > 1 && $5 ~ /^[0-9]+$/ {
                     n[$5] += $3; if (!($5 in last) || $1 > last[$5]) last[$5] = $1 }
-                END { best = -1; for (w in n) if (w > k + 1000 && w <= e && n[w] >= 0.99 * r && (best < 0 || last[w] < best)) best = last[w];
+                END { best = -1; for (w in n) if (w + 0 > k + 1000 && w + 0 <= e + 0 && n[w] >= 0.99 * r && (best < 0 || last[w] < best)) best = last[w];
                       if (best < 0) print "none"; else print best - k }' "$CD/sub.csv")
             if [ "$rt" = none ]; then
                 figure "recovery_${m}_$st" "not recovered within $(((GEN_END - kill_ms) / 1000))" "s"
@@ -394,7 +394,7 @@ EOF
     plot_lines "$EXP_PLOTS/latency-cdf.svg" "Aggregation latency CDF at $EXP_RATE tuples/s (result arrival - window close)" \
         "latency (ms, log scale)" "fraction of result rows" cdf_ "set logscale x; set yrange [0:1]"
     [ "$EXP_JOIN" = 1 ] && plot_lines "$EXP_PLOTS/join-latency-cdf.svg" \
-        "Join latency CDF at $EXP_RATE tuples/s (result arrival - later input row's ingest)" \
+        "Join latency CDF at $EXP_RATE tuples/s (result arrival - ingest of the later input row)" \
         "latency (ms, log scale)" "fraction of result rows" jcdf_ "set logscale x; set yrange [0:1]"
     if [ -n "$REC_RAN" ]; then
         for m in $FT_MODES; do
