@@ -528,6 +528,23 @@ static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xe
     return 0;
 }
 
+/* A new (window, group) entry with empty slots, in the table; NULL when
+ * memory runs out (nothing is left behind). */
+static agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we)
+{
+    agg_entry *e = entry_new(a, a->gtmp, key, klen);
+    if (!e) return NULL;
+    e->hash = h;
+    e->wstart = ws;
+    e->wend = we;
+    for (int k = 0; k < a->naggs; k++) e->slots[k].m = val_null();
+    if (table_insert(a, e)) {
+        entry_free(a, e);
+        return NULL;
+    }
+    return e;
+}
+
 static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
 {
     uint32_t m = a->cap - 1;
@@ -613,15 +630,7 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                 entry_free(a, e);
             }
             if (!target) {
-                if (!(target = entry_new(a, a->gtmp, key, klen))) return xerr_set(err, XE_NOMEM, "out of memory");
-                target->hash = kh;
-                target->wstart = s0;
-                target->wend = e0;
-                for (int k = 0; k < a->naggs; k++) target->slots[k].m = val_null();
-                if (table_insert(a, target)) {
-                    entry_free(a, target);
-                    return xerr_set(err, XE_NOMEM, "out of memory");
-                }
+                if (!(target = entry_open(a, key, klen, kh, s0, e0))) return xerr_set(err, XE_NOMEM, "out of memory");
             } else {
                 if (s0 < target->wstart) target->wstart = s0;
                 if (e0 > target->wend) entry_move_end(a, target, e0);
@@ -645,17 +654,7 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
             placed = 1;
             uint64_t h = hash64_mix(kh ^ (uint64_t)ws);
             agg_entry *e = find_fixed(a, h, ws, key, klen);
-            if (!e) {
-                if (!(e = entry_new(a, a->gtmp, key, klen))) return xerr_set(err, XE_NOMEM, "out of memory");
-                e->hash = h;
-                e->wstart = ws;
-                e->wend = we;
-                for (int k = 0; k < a->naggs; k++) e->slots[k].m = val_null();
-                if (table_insert(a, e)) {
-                    entry_free(a, e);
-                    return xerr_set(err, XE_NOMEM, "out of memory");
-                }
-            }
+            if (!e && !(e = entry_open(a, key, klen, h, ws, we))) return xerr_set(err, XE_NOMEM, "out of memory");
             if (update_entry(o, a, e, row, err)) return err->code;
             if (emit_changes && emit_entry(o, a, e, err)) return err->code;
         }

@@ -4,7 +4,7 @@
  *
  * Constructors take ownership of every pointer argument, even when they fail.
  * On failure they flag the parse context (P->oom, or a semantic error with a
- * position through pctx_error) and return NULL or a placeholder; parse.c then
+ * position through pctx_error) and return NULL or a placeholder; driver.c then
  * discards the whole statement, so a half-built tree is only ever freed.
  *
  * The printer writes SQL that parses back to an equal AST: keywords in upper

@@ -1,7 +1,7 @@
 /*
  * grammar.y: the Ares SQL grammar (Lemon).
  *
- * One parse is one statement: parse.c splits the input at top-level ';' and
+ * One parse is one statement: driver.c splits the input at top-level ';' and
  * feeds each statement's tokens to a fresh parser, so ';' never reaches the
  * grammar.  Actions only call the constructors of ast.c, which take ownership
  * of their arguments even when they fail; every pointer non-terminal has a
@@ -28,7 +28,7 @@
 }
 
 %code {
-/* The number of terminal symbols, for parse.c's expected-token search. */
+/* The number of terminal symbols, for driver.c's expected-token search. */
 int parser_ntokens(void) { return YYNTOKEN; }
 
 /* Would parser p, in its current state, take token `tok` next?  Lemon has no
@@ -62,7 +62,7 @@ int parser_accepts(void *p, int tok)
 
 /* ------------------------------------------------------------------ tokens */
 
-/* Declared once, in the order parse.c lists them in "expected one of: ...". */
+/* Declared once, in the order driver.c lists them in "expected one of: ...". */
 %token CREATE STREAM QUERY IF NOT EXISTS WITH AS INSERT INTO VALUES DROP SHOW
        STREAMS QUERIES NODES DESCRIBE EXPLAIN PLACEMENT FORMAT JSON SUBSCRIBE SET
        SELECT DISTINCT FROM WINDOW TUMBLING HOPPING SESSION SIZE ADVANCE BY GAP
@@ -84,7 +84,7 @@ int parser_accepts(void *p, int tok)
 
 /* ------------------------------------------------------------------ precedence */
 
-/* Lowest first; as in PostgreSQL.  NOT_LA is a NOT that parse.c saw directly
+/* Lowest first; as in PostgreSQL.  NOT_LA is a NOT that driver.c saw directly
  * before LIKE, IN or BETWEEN: it binds like them, not like a prefix NOT. */
 %left OR.
 %left AND.

@@ -1,6 +1,6 @@
 /*
  * parser internals shared by the lexer (lexer.re), the grammar (grammar.y),
- * the AST constructors (ast.c) and the driver (parse.c).  Nothing outside
+ * the AST constructors (ast.c) and the driver (driver.c).  Nothing outside
  * parser/ includes this file.
  *
  * A token does not own its text: it points into the caller's copy of the
@@ -9,7 +9,7 @@
  * ast_*_add constructors below.  Every constructor takes ownership of its
  * pointer arguments, even when it fails; on failure it records the reason
  * in the pctx (out of memory, or a semantic error with a position) and
- * returns NULL or a harmless value, and parse.c then discards the statement.
+ * returns NULL or a harmless value, and driver.c then discards the statement.
  */
 #ifndef PARSER_INTERNAL_H
 #define PARSER_INTERNAL_H
@@ -68,7 +68,7 @@ void pctx_error(pctx *P, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* The generated parser (grammar.y, %name parser_).  Lemon declares no
- * prototypes, so they are here; only parse.c calls them. */
+ * prototypes, so they are here; only driver.c calls them. */
 void *parser_Alloc(void *(*mallocProc)(size_t));
 void parser_Free(void *p, void (*freeProc)(void *));
 void parser_(void *p, int major, token minor, pctx *P);

@@ -2,7 +2,7 @@
  * parser: Ares SQL text to an abstract syntax tree, and back.
  *
  * The lexer (lexer.re, re2c) hands Lemon's token codes straight to the grammar
- * (grammar.y, Lemon); only parse.c drives the generated parser.  Input is split
+ * (grammar.y, Lemon); only driver.c drives the generated parser.  Input is split
  * into statements at top-level ';' so that one bad statement does not hide the
  * errors of the rest: each statement parses on its own and each error records
  * which statement it belongs to.

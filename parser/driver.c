@@ -1,5 +1,5 @@
 /*
- * parse.c: the driver, and the only caller of the generated parser.
+ * driver.c: the driver, and the only caller of the generated parser.
  *
  * The whole input is tokenised first.  Tokens are cut into statements at
  * every ';' (the lexer already skipped those inside strings, quoted
