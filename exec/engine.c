@@ -1406,8 +1406,9 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
         query_free(q);
         return rc;
     }
-    for (int k = 0; k < q->nsrc; k++)
-        if ((rc = query_watermark(q, k, stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    /* No watermark yet: the next slice brings one.  A query redeployed after
+     * a failure replays its log first (engine_replay), and a watermark sent
+     * now would make every replayed row late. */
     return engine_commit(e, err);
 }
 
