@@ -676,9 +676,14 @@ static int apply_retention(engine *e, int si, xerr *err)
     if (s->log_bytes <= s->retain_bytes && cutoff == WM_MIN) return 0;
     trim_ctx t = {s, cutoff, UINT64_MAX, 0, 0};
     for (int i = 0; i < e->nqueries; i++)
-        for (int k = 0; k < e->queries[i]->nsrc; k++)
-            if (e->queries[i]->src_stream[k] == si && !e->queries[i]->transient && e->queries[i]->offset[k] < t.keep_from)
-                t.keep_from = e->queries[i]->offset[k];
+        for (int k = 0; k < e->queries[i]->nsrc; k++) {
+            const query *q = e->queries[i];
+            if (q->src_stream[k] != si || q->transient) continue;
+            /* a query placed by a cluster may be replayed from its start
+             * after a failure (exec/ft.c): its log stays whole */
+            if (q->deployed) t.keep_from = 0;
+            else if (q->offset[k] < t.keep_from) t.keep_from = q->offset[k];
+        }
     uint64_t begin;
     int rc = store_log_begin(e->txn, s->ps->name, &begin, err);
     if (!rc) rc = store_log_read(e->txn, s->ps->name, begin, 0, trim_one, &t, err);
