@@ -37,6 +37,9 @@
 #               (link delay), slowed nodes, queueing.  Histogram in 1 ms
 #               buckets over every result row of the windows that closed
 #               while input was flowing; p50/p99 and the CDF come from it.
+#   join        the latency run again with an interval self-join ($QJ below,
+#               EXP_JOIN=0 skips it): per result pair, arrival time - the later
+#               of the two rows' ts (a pair exists once both rows are in).
 #   recovery    (issue 7, fault tolerance; skipped until the cluster supports
 #               it) for each FT_MODES mode: paced input, at EXP_FAIL_AT s every
 #               node of domain EXP_FAIL_DOMAIN is killed (kill -9, together).
