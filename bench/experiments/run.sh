@@ -57,6 +57,7 @@
 #   EXP_STRATEGIES="nirvana round-robin resource-aware"
 #   FT_MODES="replica checkpoint upstream" EXP_REC_SECONDS=30 EXP_FAIL_AT=10 EXP_FAIL_DOMAIN=d1
 #   EXP_FORCE_RECOVERY=1 (run the recovery phase even when ft looks unsupported)
+#   EXP_ONLY_RECOVERY=1 (only the recovery phase)
 #   EXP_PLOTS=docs/plots  KEEP_SCRATCH=1 (keep the logs and raw data)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -219,6 +220,7 @@ percentiles() {
 echo "experiments: 9 nodes (3 domains, n2 n5 n8 at --speed $EXP_SPEED), --link-delay-ms $EXP_LINK_DELAY_MS," \
     "parallelism $EXP_PARALLELISM, $EXP_KEYS keys; $(nproc) cores shared by all nodes, the generator and the clients" >&2
 for s in $EXP_STRATEGIES; do
+    [ -n "${EXP_ONLY_RECOVERY:-}" ] && break
     st=$(tag "$s")
     # ---- throughput: EXP_TUPLES rows ingested unpaced, measured at the output
     start9 "tp_$st"
@@ -357,11 +359,12 @@ val() { eval "echo \${$1:-}"; }
 echo "experiments: Nirvana against the baselines, next to the paper's claims:" | tee -a "$FIG"
 for b in roundrobin resourceaware; do
     case " $EXP_STRATEGIES " in *" nirvana "*) ;; *) continue ;; esac
-    [ -n "$(val "TP_$b")" ] || continue
-    figure "ratio_throughput_nirvana_vs_$b" "$(ratio "$TP_nirvana" "$(val "TP_$b")")" "(paper: 3.6x)"
-    figure "ratio_throughput_whole_run_nirvana_vs_$b" "$(ratio "$TPW_nirvana" "$(val "TPW_$b")")" "(paper: 3.6x)"
-    figure "change_latency_p50_nirvana_vs_$b" "$(change "$P50_nirvana" "$(val "P50_$b")")" "(paper: -50.2 %)"
-    figure "change_latency_p99_nirvana_vs_$b" "$(change "$P99_nirvana" "$(val "P99_$b")")" "(paper: -50.2 %)"
+    if [ -n "$(val "TP_$b")" ]; then
+        figure "ratio_throughput_nirvana_vs_$b" "$(ratio "$TP_nirvana" "$(val "TP_$b")")" "(paper: 3.6x)"
+        figure "ratio_throughput_whole_run_nirvana_vs_$b" "$(ratio "$TPW_nirvana" "$(val "TPW_$b")")" "(paper: 3.6x)"
+        figure "change_latency_p50_nirvana_vs_$b" "$(change "$P50_nirvana" "$(val "P50_$b")")" "(paper: -50.2 %)"
+        figure "change_latency_p99_nirvana_vs_$b" "$(change "$P99_nirvana" "$(val "P99_$b")")" "(paper: -50.2 %)"
+    fi
     [ -n "$(val "JP50_$b")" ] && {
         figure "change_join_latency_p50_nirvana_vs_$b" "$(change "${JP50_nirvana:-}" "$(val "JP50_$b")")" "(paper: -50.2 %)"
         figure "change_join_latency_p99_nirvana_vs_$b" "$(change "${JP99_nirvana:-}" "$(val "JP99_$b")")" "(paper: -50.2 %)"
