@@ -563,6 +563,18 @@ static void dep_free(dep *d)
 }
 
 /* The engine has rows for a task on another node. */
+/* Data for a task on a node that cannot be reached: dropped (see hook_batch);
+ * said a few times, not for every batch. */
+static int unreachable(node *n, peer *to)
+{
+    static uint64_t drops;
+    if (drops++ % 10000 == 0)
+        node_log(n, NET_LOG_WARN, "node %s cannot be reached: dropping its rows until the failure is handled "
+                                  "(%llu batches so far; the stream log keeps them for the replay)",
+                 to ? to->name : "?", (unsigned long long)drops);
+    return 0;
+}
+
 static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const void *p, size_t len)
 {
     dep *d = ctx;
@@ -571,7 +583,11 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const
     peer *to = d->nodes[d->assign[d->base[op] + task]];
     if (!to) return XE_INVAL;
     cs *l = node_link(n, to);
-    if (!l) return XE_IO;
+    /* A peer that cannot be reached is dead or dying: the coordinator will
+     * redeploy its tasks and the stream's home replays the log, so these
+     * rows are not lost by dropping them here; failing would stop the
+     * ingest that produced them. */
+    if (!l || l->closing) return unreachable(n, to);
     int64_t rows = batch_peek_rows(p, len);
     unsigned char h[36];
     be64_put(h, qid);
@@ -584,6 +600,7 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const
     int rc = sbuf_add(&b, h, 32);
     if (!rc) rc = sbuf_add(&b, p, len);
     if (!rc) rc = cs_send(l, WIRE_BATCH, 0, b.p, b.len);
+    if (rc == XE_IO) rc = unreachable(n, to);
     if (!rc) {
         n->out_rows += (uint64_t)(rows < 0 ? 0 : rows);
         n->out_batch_bytes += b.len + WIRE_HDR_SIZE;
@@ -608,8 +625,12 @@ static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int
             if (d->assign[d->base[op] + u] == ni) seen = 1;
         if (seen || !d->nodes[ni]) continue;
         cs *l = node_link(n, d->nodes[ni]);
-        if (!l) return XE_IO;
+        if (!l || l->closing) {
+            unreachable(n, d->nodes[ni]);
+            continue;
+        }
         int rc = cs_send(l, WIRE_WATERMARK, 0, h, sizeof h);
+        if (rc == XE_IO) rc = unreachable(n, d->nodes[ni]);
         if (rc) return rc;
     }
     return 0;

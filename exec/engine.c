@@ -1343,7 +1343,14 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
                            "placement must be 'nirvana', 'nirvana-no-recovery', 'round-robin', 'resource-aware' or "
                            "'random'");
         snprintf(e->placement, sizeof e->placement, "%.31s", val_text);
-    } else if (strcmp(k, "replicas") && strcmp(k, "ft"))
+    } else if (!strcmp(k, "ft")) {
+        /* what recovery does today: redeploy and replay the stream log */
+        if (strcmp(val_text, "upstream"))
+            return xerr_at(err, XE_INVAL, st->line, st->col,
+                           "ft = '%s' is not available yet: after a failure Ares redeploys the lost tasks and replays "
+                           "their input from the stream log ('upstream'); replica and checkpoint come later",
+                           val_text);
+    } else if (strcmp(k, "replicas"))
         return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s' (known: parallelism, placement, replicas, ft)", k);
     char key[160];
     snprintf(key, sizeof key, "setting/%s", k);
