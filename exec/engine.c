@@ -860,6 +860,12 @@ static int create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr
         return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
     }
     if ((rc = check_options(st->with, known_query_options, "query", err))) return rc;
+    const ast_option *fto = ast_option_get(st->with, "ft");
+    if (fto && strcmp(fto->value, "upstream"))
+        return xerr_at(err, XE_INVAL, st->line, st->col,
+                       "ft = '%s' is not available yet: after a failure Ares redeploys the lost tasks and replays their "
+                       "input from the stream log ('upstream')",
+                       fto->value);
     query *q;
     if ((rc = engine_commit(e, err))) return rc;
     if ((rc = query_new(e, st->select, st->with, st->name, st->text ? st->text : "", e->next_query_id, &q, err)))
