@@ -66,6 +66,9 @@ const exec_out *cli_out_exec(cli_out *o);
 int cli_out_pushed(const cli_out *o);    /* a result with stream = 1 began */
 int64_t cli_out_rows(const cli_out *o);  /* rows printed, all results */
 int cli_out_write_errno(const cli_out *o); /* errno of the first failed write, or 0 */
+/* Append o to a growable list of outputs (kept until the engine or the
+ * connection is closed); XE_NOMEM. */
+int cli_outs_add(cli_out ***v, int *n, int *cap, cli_out *o);
 
 /* ------------------------------------------------------------------ run.c */
 

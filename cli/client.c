@@ -38,19 +38,6 @@ typedef struct rsess {
     sbuf buf;
 } rsess;
 
-static int keep(rsess *s, cli_out *o)
-{
-    if (s->nouts == s->capouts) {
-        int cap = s->capouts ? 2 * s->capouts : 8;
-        cli_out **v = realloc(s->outs, (size_t)cap * sizeof *v);
-        if (!v) return XE_NOMEM;
-        s->outs = v;
-        s->capouts = cap;
-    }
-    s->outs[s->nouts++] = o;
-    return 0;
-}
-
 static void report_at(rsess *s, int line, int col, const char *msg)
 {
     sbuf b;
@@ -69,7 +56,7 @@ static int exec_remote(rsess *s, const ast_stmt *st)
 {
     cli_out_opts oo = cli_out_opts_for(&s->c);
     cli_out *o = NULL;
-    if (cli_out_new(&oo, &o) < 0 || keep(s, o) < 0) {
+    if (cli_out_new(&oo, &o) < 0 || cli_outs_add(&s->outs, &s->nouts, &s->capouts, o) < 0) {
         cli_out_free(o);
         cli_error(s->name, "out of memory");
         return CLI_ESQL;

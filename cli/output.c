@@ -136,3 +136,16 @@ const exec_out *cli_out_exec(cli_out *o) { return &o->eo; }
 int cli_out_pushed(const cli_out *o) { return o->pushed; }
 int64_t cli_out_rows(const cli_out *o) { return o->rows; }
 int cli_out_write_errno(const cli_out *o) { return o->werr; }
+
+int cli_outs_add(cli_out ***v, int *n, int *cap, cli_out *o)
+{
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 8;
+        cli_out **nv = realloc(*v, (size_t)c * sizeof *nv);
+        if (!nv) return XE_NOMEM;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = o;
+    return 0;
+}

@@ -226,19 +226,6 @@ static void say(const cli *c, const char *fmt, ...)
     fflush(f);
 }
 
-static int keep_out(cli *c, cli_out *o)
-{
-    if (c->nkeep == c->capkeep) {
-        int cap = c->capkeep ? 2 * c->capkeep : 8;
-        cli_out **v = realloc(c->keep, (size_t)cap * sizeof *v);
-        if (!v) return XE_NOMEM;
-        c->keep = v;
-        c->capkeep = cap;
-    }
-    c->keep[c->nkeep++] = o;
-    return 0;
-}
-
 /* ------------------------------------------------------------------ scripts */
 
 void cli_script_init(cli_script *s, const char *name)
@@ -304,7 +291,7 @@ static int exec_stmt(cli *c, const cli_script *s, const ast_stmt *st)
     if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE)) c->pushes++;
     if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_CREATE_QUERY)) c->consumers++;
     if (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE || cli_out_pushed(o)) {
-        if (keep_out(c, o) < 0) {
+        if (cli_outs_add(&c->keep, &c->nkeep, &c->capkeep, o) < 0) {
             /* cannot track it: stop the push queries rather than leave the
              * engine a dangling output */
             engine_cancel_push(c->eng);

@@ -62,7 +62,7 @@ struct agg_task {
     uint64_t *hs;
     agg_entry **es;
     agg_entry **cands;        /* scratch: the sessions of one key */
-    int ncands, capcands;
+    int64_t ncands, capcands;
     int64_t nentries;
     int64_t ndirty;
     int64_t closed_wm;        /* windows ending (+grace) at or before this are closed */
@@ -545,6 +545,20 @@ static agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t kle
     return e;
 }
 
+/* Append e to a growable list of entries; XE_NOMEM. */
+static int list_push(agg_entry ***v, int64_t *n, int64_t *cap, agg_entry *e)
+{
+    if (*n == *cap) {
+        int64_t c = *cap ? *cap * 2 : 64;
+        agg_entry **nv = realloc(*v, (size_t)c * sizeof *nv);
+        if (!nv) return XE_NOMEM;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = e;
+    return 0;
+}
+
 static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
 {
     uint32_t m = a->cap - 1;
@@ -604,16 +618,9 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
                 agg_entry *e = a->es[i];
                 if (a->hs[i] != HTAG(kh) || e->hash != kh || e->klen != klen || memcmp(e->key, key, klen)) continue;
                 if (!(e->wstart < e0 && s0 < e->wend)) continue;
-                if (a->ncands == a->capcands) {
-                    int cap = a->capcands ? a->capcands * 2 : 8;
-                    agg_entry **v = realloc(a->cands, (size_t)cap * sizeof *v);
-                    if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
-                    a->cands = v;
-                    a->capcands = cap;
-                }
-                a->cands[a->ncands++] = e;
+                if (list_push(&a->cands, &a->ncands, &a->capcands, e)) return xerr_set(err, XE_NOMEM, "out of memory");
             }
-            for (int ci = 0; ci < a->ncands; ci++) {
+            for (int64_t ci = 0; ci < a->ncands; ci++) {
                 agg_entry *e = a->cands[ci];
                 if (!target) {
                     target = e;
@@ -726,14 +733,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         if (!a->widx_broken && wm != WM_END && (a->wends[wi] == WM_END || a->wends[wi] > wm - grace)) break;
         nprefix = wi + 1;
         for (agg_entry *e = a->widx_broken ? NULL : a->wheads[wi]; e; e = e->wnext) {
-            if (a->nclosing == a->capclosing) {
-                int64_t cap = a->capclosing ? a->capclosing * 2 : 256;
-                agg_entry **v = realloc(a->closing, (size_t)cap * sizeof *v);
-                if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
-                a->closing = v;
-                a->capclosing = cap;
-            }
-            a->closing[a->nclosing++] = e;
+            if (list_push(&a->closing, &a->nclosing, &a->capclosing, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
         if (a->widx_broken) {
             for (uint32_t si = 0; si < a->cap; si++) {
@@ -741,14 +741,8 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
                     agg_entry *e = a->es[si];
                     int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
                     if (!closes) continue;
-                    if (a->nclosing == a->capclosing) {
-                        int64_t cap = a->capclosing ? a->capclosing * 2 : 256;
-                        agg_entry **v = realloc(a->closing, (size_t)cap * sizeof *v);
-                        if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
-                        a->closing = v;
-                        a->capclosing = cap;
-                    }
-                    a->closing[a->nclosing++] = e;
+                    if (list_push(&a->closing, &a->nclosing, &a->capclosing, e))
+                        return xerr_set(err, XE_NOMEM, "out of memory");
                 }
             break;
         }
