@@ -72,6 +72,11 @@ int cli_outs_add(cli_out ***v, int *n, int *cap, cli_out *o);
 
 /* ------------------------------------------------------------------ run.c */
 
+/* Print a syntax error at line/col of a chunk of SQL (src, len) whose first
+ * line is input line buf_line: "error: NAME: line L, column C: MSG", then
+ * the source line and a caret, on stderr. */
+void cli_report_at(const char *src, size_t len, const char *name, int buf_line, int line, int col, const char *msg);
+
 typedef struct cli {
     engine *eng;
     int interactive;        /* the shell: errors never stop it, notices to stdout */

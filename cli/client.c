@@ -40,16 +40,7 @@ typedef struct rsess {
 
 static void report_at(rsess *s, int line, int col, const char *msg)
 {
-    sbuf b;
-    sbuf_init(&b);
-    parse_format_error(s->buf.p, s->buf.len, line, col, msg, &b);
-    const char *rest = b.p ? memchr(b.p, '\n', b.len) : NULL;
-    fflush(stdout);
-    fputs("error: ", stderr);
-    if (s->name) fprintf(stderr, "%s: ", s->name);
-    if (line > 0) fprintf(stderr, "line %d, column %d: ", s->buf_line + line - 1, col);
-    fprintf(stderr, "%s\n%s", msg, rest ? rest + 1 : "");
-    sbuf_fini(&b);
+    cli_report_at(s->buf.p, s->buf.len, s->name, s->buf_line, line, col, msg);
 }
 
 static int exec_remote(rsess *s, const ast_stmt *st)

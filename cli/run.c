@@ -241,23 +241,26 @@ int cli_script_pending(const cli_script *s) { return s->buf.len > 0; }
 
 void cli_script_clear(cli_script *s) { sbuf_reset(&s->buf); }
 
-/* An error at line/col of the collected chunk, numbered as in the input. */
-static void report_at(const cli_script *s, int line, int col, const char *msg)
+/* An error at line/col of a chunk of SQL whose first line is input line
+ * buf_line, numbered as in the input, with the caret parse_format_error
+ * draws (it numbers lines within the chunk: its first line is rewritten). */
+void cli_report_at(const char *src, size_t len, const char *name, int buf_line, int line, int col, const char *msg)
 {
     sbuf b;
     sbuf_init(&b);
-    parse_format_error(s->buf.p, s->buf.len, line, col, msg, &b);
-    /* parse_format_error numbers lines within the chunk: rewrite its first
-     * line with the input's numbering and the file name; keep the source
-     * line and caret it drew. */
+    parse_format_error(src, len, line, col, msg, &b);
     const char *rest = b.p ? memchr(b.p, '\n', b.len) : NULL;
     fflush(stdout);
     fputs("error: ", stderr);
-    if (s->name) fprintf(stderr, "%s: ", s->name);
-    if (line > 0)
-        fprintf(stderr, "line %d, column %d: ", s->buf_line + line - 1, col);
+    if (name) fprintf(stderr, "%s: ", name);
+    if (line > 0) fprintf(stderr, "line %d, column %d: ", buf_line + line - 1, col);
     fprintf(stderr, "%s\n%s", msg, rest ? rest + 1 : "");
     sbuf_fini(&b);
+}
+
+static void report_at(const cli_script *s, int line, int col, const char *msg)
+{
+    cli_report_at(s->buf.p, s->buf.len, s->name, s->buf_line, line, col, msg);
 }
 
 static void report_engine_error(const cli_script *s, const ast_stmt *st, int rc, const xerr *err)

@@ -20,15 +20,7 @@
 # Env: ARES_BUILD (dir with ares-sql and tests/gen_stream), ARES_TMP (private).
 set -eu
 
-A="$ARES_BUILD/ares-sql"
-T="$ARES_TMP"
-HERE=$(cd "$(dirname "$0")" && pwd)
-GEN="$ARES_BUILD/tests/gen_stream"
-if [ ! -x "$GEN" ]; then
-    ${CC:-cc} -O2 -o "$T/gen_stream" "$HERE/../tools/gen_stream.c"
-    GEN="$T/gen_stream"
-fi
-export LC_ALL=C
+. "$(dirname "$0")/t_gen.inc"
 
 pid=""
 cleanup() {

@@ -26,15 +26,7 @@
 # A failure prints the query, the seed, and the first differing rows.
 set -eu
 
-A="$ARES_BUILD/ares-sql"
-T="$ARES_TMP"
-HERE=$(cd "$(dirname "$0")" && pwd)
-GEN="$ARES_BUILD/tests/gen_stream"
-if [ ! -x "$GEN" ]; then
-    ${CC:-cc} -O2 -o "$T/gen_stream" "$HERE/../tools/gen_stream.c"
-    GEN="$T/gen_stream"
-fi
-export LC_ALL=C
+. "$(dirname "$0")/t_gen.inc"
 # ORACLE_PARTS picks parts when working on one: seeds, join, late.
 PARTS=${ORACLE_PARTS:-seeds join late}
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
