@@ -176,11 +176,37 @@ static void crc_init(void)
     crc_ready = 1;
 }
 
-/* Slicing-by-8 software CRC32C; the table is built on first use (idempotent). */
+#if defined(__x86_64__)
+/* The SSE4.2 crc32 instruction computes exactly this CRC (Castagnoli,
+ * reflected), 8 bytes per instruction: a stream log record of 11 KB costs
+ * about a microsecond instead of ten. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t k;
+        memcpy(&k, p, 8);
+        c = __builtin_ia32_crc32di(c, k);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
+}
+static int crc_hw = -1; /* unknown, no, yes */
+#endif
+
+/* Slicing-by-8 software CRC32C (the table is built on first use,
+ * idempotently), or the CPU's instruction where there is one. */
 uint32_t crc32c(uint32_t crc, const void *data, size_t n)
 {
-    if (!crc_ready) crc_init();
     const unsigned char *p = data;
+#if defined(__x86_64__)
+    if (crc_hw < 0) crc_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    if (crc_hw) return ~crc32c_hw(~crc, p, n);
+#endif
+    if (!crc_ready) crc_init();
     crc = ~crc;
     while (n >= 8) {
         uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);

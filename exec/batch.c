@@ -311,18 +311,6 @@ uint64_t val_hash(const val *v, uint64_t seed)
 
 /* ------------------------------------------------------------------ batch encoding */
 
-static int put_varint(sbuf *o, uint64_t x)
-{
-    unsigned char tmp[10];
-    int n = 0;
-    while (x >= 0x80) {
-        tmp[n++] = (unsigned char)(x | 0x80);
-        x >>= 7;
-    }
-    tmp[n++] = (unsigned char)x;
-    return sbuf_add(o, tmp, (size_t)n);
-}
-
 /* Reads a varint from p[*at..n); -1 when truncated or longer than 64 bits. */
 static int get_varint(const unsigned char *p, size_t n, size_t *at, uint64_t *out)
 {
@@ -367,35 +355,21 @@ static void prev_fini(prev_ints *p)
     if (p->v != p->small) free(p->v);
 }
 
-static int encode_val(sbuf *o, const val *v, int64_t *prev)
+static unsigned char *put_varint_at(unsigned char *p, uint64_t x)
 {
-    unsigned char tag = 0;
-    if (v->type == TY_BOOL) tag = v->i ? 2 : 1;
-    else if (v->type > TY_INTERVAL) return XE_INVAL;
-    else if (v->type != TY_NULL) tag = (unsigned char)(v->type + 1);
-    if (sbuf_addc(o, (char)tag) < 0) return XE_NOMEM;
-    switch (v->type) {
-    case TY_DOUBLE: {
-        unsigned char d8[8];
-        uint64_t bits;
-        memcpy(&bits, &v->d, 8);
-        be64_put(d8, bits);
-        return sbuf_add(o, d8, 8);
+    while (x >= 0x80) {
+        *p++ = (unsigned char)(x | 0x80);
+        x >>= 7;
     }
-    case TY_TEXT:
-        if (put_varint(o, v->len) < 0) return XE_NOMEM;
-        return sbuf_add(o, v->s, v->len);
-    case TY_NULL:
-    case TY_BOOL: return 0;
-    default: {
-        uint64_t delta = (uint64_t)v->i - (uint64_t)*prev;
-        *prev = v->i;
-        return put_varint(o, zigzag(delta));
-    }
-    }
+    *p++ = (unsigned char)x;
+    return p;
 }
 
-/* Tags on the wire: 0 NULL, 1 FALSE, 2 TRUE, then type + 1 for INT..INTERVAL. */
+enum { ENC_MAX_VAL = 11 }; /* a tag and a 10-byte varint (TEXT bytes come on top) */
+
+/* Tags on the wire: 0 NULL, 1 FALSE, 2 TRUE, then type + 1 for INT..INTERVAL.
+ * Values are written straight into out's reserved room, one row at a time:
+ * a stream log record costs about a byte copy per byte. */
 int batch_encode(const batch *b, sbuf *out)
 {
     if (b->ncols == 0 && b->nrows > MAX_EMPTY_ROWS) return XE_INVAL;
@@ -403,13 +377,57 @@ int batch_encode(const batch *b, sbuf *out)
     prev_ints prev;
     int rc = prev_init(&prev, b->ncols);
     if (rc < 0) return rc;
-    unsigned char hdr[2] = {ENC_MAGIC, ENC_VERSION};
-    rc = sbuf_add(out, hdr, 2);
-    if (rc == 0) rc = put_varint(out, (uint64_t)b->ncols);
-    if (rc == 0) rc = put_varint(out, (uint64_t)b->nrows);
+    size_t row_max = (size_t)b->ncols * ENC_MAX_VAL;
+    rc = sbuf_reserve(out, 2 + 2 * 10 + 4);
+    if (rc == 0) {
+        unsigned char *p = (unsigned char *)out->p + out->len;
+        *p++ = ENC_MAGIC;
+        *p++ = ENC_VERSION;
+        p = put_varint_at(p, (uint64_t)b->ncols);
+        p = put_varint_at(p, (uint64_t)b->nrows);
+        out->len = (size_t)((char *)p - out->p);
+    }
     for (int r = 0; rc == 0 && r < b->nrows; r++) {
         const val *row = batch_row(b, r);
-        for (int c = 0; rc == 0 && c < b->ncols; c++) rc = encode_val(out, &row[c], &prev.v[c]);
+        if ((rc = sbuf_reserve(out, row_max)) < 0) break;
+        unsigned char *p = (unsigned char *)out->p + out->len;
+        for (int c = 0; c < b->ncols; c++) {
+            const val *v = &row[c];
+            switch (v->type) {
+            case TY_NULL: *p++ = 0; break;
+            case TY_BOOL: *p++ = v->i ? 2 : 1; break;
+            case TY_DOUBLE: {
+                uint64_t bits;
+                memcpy(&bits, &v->d, 8);
+                *p++ = TY_DOUBLE + 1;
+                be64_put(p, bits);
+                p += 8;
+                break;
+            }
+            case TY_TEXT:
+                *p++ = TY_TEXT + 1;
+                p = put_varint_at(p, v->len);
+                out->len = (size_t)((char *)p - out->p);
+                if ((rc = sbuf_reserve(out, v->len + row_max)) < 0) break;
+                p = (unsigned char *)out->p + out->len;
+                if (v->len) memcpy(p, v->s, v->len);
+                p += v->len;
+                break;
+            default: {
+                if (v->type > TY_INTERVAL) {
+                    rc = XE_INVAL;
+                    break;
+                }
+                uint64_t delta = (uint64_t)v->i - (uint64_t)prev.v[c];
+                prev.v[c] = v->i;
+                *p++ = (unsigned char)(v->type + 1);
+                p = put_varint_at(p, zigzag(delta));
+                break;
+            }
+            }
+            if (rc < 0) break;
+        }
+        if (rc == 0) out->len = (size_t)((char *)p - out->p);
     }
     prev_fini(&prev);
     if (rc == 0) {

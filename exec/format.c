@@ -244,6 +244,91 @@ size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
     return o + 20;
 }
 
+/* fmt_double without printf for 1e-4 <= |d| < 1e15, where "%.Pg" prints
+ * fixed notation for P = 15..17.  d = m * 2^-s exactly (m < 2^53, s <= 66),
+ * so d * 10^q rounded half-even to an integer N (the P significant digits
+ * printf would print) is exact in 128-bit integers, and so is the test
+ * whether N * 10^-q reads back as d: it does when it lies within half an
+ * ulp of d (a tie goes to the even mantissa, as strtod rounds).  The output
+ * is then byte for byte what the printf loop below gives.  Returns 0 when d
+ * is out of range. */
+__extension__ typedef unsigned __int128 u128;
+
+static u128 pow10_u128(int q)
+{
+    u128 p = 1;
+    while (q >= 19) {
+        p *= 10000000000000000000ull;
+        q -= 19;
+    }
+    static const uint64_t small[19] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+                                       100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+                                       1000000000000ull, 10000000000000ull, 100000000000000ull,
+                                       1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+                                       1000000000000000000ull};
+    return p * small[q];
+}
+
+/* m * 2^-s >= 10^E, exactly (|E| <= 20). */
+static int ge_pow10(uint64_t m, int s, int E)
+{
+    if (E >= 0) return (u128)m >= pow10_u128(E) << s;
+    return (u128)m * pow10_u128(-E) >= (u128)1 << s;
+}
+
+static size_t fixed_double(double d, char buf[FMT_DOUBLE_BUF])
+{
+    double a = fabs(d);
+    if (!(a >= 1e-4 && a < 1e15)) return 0;
+    int bexp;
+    double fr = frexp(a, &bexp); /* a = fr * 2^bexp, 0.5 <= fr < 1 */
+    uint64_t m = (uint64_t)ldexp(fr, 53);
+    int s = 53 - bexp;
+    /* the decimal exponent E of the exact value: 10^E <= a < 10^(E+1) */
+    int E = (int)floor(log10(a));
+    while (!ge_pow10(m, s, E)) E--;
+    while (ge_pow10(m, s, E + 1)) E++;
+    for (int P = 15; P <= 17; P++) {
+        int q = P - 1 - E, X = E;
+        u128 num = (u128)m * pow10_u128(q);
+        u128 half = (u128)1 << (s - 1), rem = num & (((u128)1 << s) - 1);
+        uint64_t N = (uint64_t)(num >> s);
+        if (rem > half || (rem == half && (N & 1))) N++;
+        if (N == (uint64_t)pow10_u128(P)) { /* 9.99..95 rounded up: one digit more to the left */
+            N /= 10;
+            q--;
+            X++;
+        }
+        if (X >= P || X < -4) return 0; /* printf's exponent notation */
+        /* does N * 10^-q read back as m * 2^-s? */
+        u128 x = (u128)N << s, y = (u128)m * pow10_u128(q), diff = x > y ? x - y : y - x;
+        u128 lim = pow10_u128(q);
+        int below = x < y && m == (1ull << 52); /* the double below d is closer */
+        u128 twice = below ? diff * 4 : diff * 2;
+        if (twice > lim || (twice == lim && (m & 1))) continue;
+        /* digits of N, the point after X + 1 of them, trailing zeros dropped */
+        char dig[20];
+        int nd = 0;
+        for (uint64_t u = N; u; u /= 10) dig[nd++] = (char)('0' + u % 10);
+        int lo = 0; /* zeros at the end of the fraction */
+        while (lo < q && dig[lo] == '0') lo++;
+        size_t o = 0;
+        if (d < 0) buf[o++] = '-';
+        int i = nd - 1;
+        if (X < 0) buf[o++] = '0';
+        else
+            for (int k = 0; k <= X; k++) buf[o++] = dig[i--];
+        if (i >= lo) {
+            buf[o++] = '.';
+            for (int z = -1; z > X; z--) buf[o++] = '0';
+            while (i >= lo) buf[o++] = dig[i--];
+        }
+        buf[o] = '\0';
+        return o;
+    }
+    return 0;
+}
+
 size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
 {
     const char *special = isnan(d) ? "NaN" : isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : NULL;
@@ -259,6 +344,8 @@ size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
             return n;
         }
     }
+    size_t fast = fixed_double(d, buf);
+    if (fast) return fast;
     int r = 0;
     for (int prec = 15; prec <= 17; prec++) {
         r = snprintf(buf, FMT_DOUBLE_BUF, "%.*g", prec, d);
