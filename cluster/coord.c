@@ -59,10 +59,16 @@ typedef struct cquery {
     char **rnode;       /* ntasks x nrep: the node of each replica (NULL: none) */
     char *lost;         /* per task: 1 if its node died and it was re-placed but not redeployed yet */
     uint32_t origin;    /* the id it was first deployed under (redeployments get new ids) */
+    uint32_t prev;      /* the id before the last redeployment (0: none) */
+    engine_ft ft;       /* SET ft or WITH (ft = ...) */
+    int64_t ckpt_ms;    /* SET checkpoint_interval */
     /* sink-side dedup: per distinct output row (by hash), how often it was
-     * delivered and how often the current deployment produced it */
-    struct ftrow { uint64_t h; uint32_t delivered, seen; } *dd;
+     * delivered and how often the current deployment produced it; and when
+     * it was last delivered (dd entries older than DD_KEEP_MS go) */
+    struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; } *dd;
     size_t ddcap, ddn;
+    int64_t catchup_wm; /* after a recovery: dedup until the sink's watermark passes this */
+    int catchup;
     batch fb;           /* the rows of a batch that pass the dedup */
     int fb_on;
     nirvana_strategy strategy;
@@ -82,6 +88,9 @@ typedef struct cquery {
 } cquery;
 
 enum { PK_BROADCAST = 1, PK_FWD_INSERT, PK_FWD_INGEST };
+/* With replicas, no recovery goes back further than a few epochs: rows
+ * delivered longer ago than this (or 3 checkpoint intervals) cannot repeat. */
+#define DD_KEEP_MS 30000
 
 typedef struct pend pend;
 struct pend {
@@ -131,6 +140,8 @@ struct coord {
     sbuf dead_names;
     nirvana_strategy placement; /* SET placement (default nirvana) */
     int replicas;               /* SET replicas (default 1) */
+    engine_ft ft;               /* SET ft (default replica) */
+    int64_t ckpt_ms;            /* SET checkpoint_interval (default 10 s) */
 };
 
 static void job_run(node *n, cs *s);
@@ -313,18 +324,23 @@ static void pend_answered(node *n, pend *p, peer *x)
 
 /* Send a frame to every live node; p (if any) waits for all their answers.
  * Returns 1 when p waits, 0 when there was nobody to ask (p finished). */
-static int broadcast(node *n, pend *p, uint8_t type, const void *payload, size_t len)
+static int broadcast_flags(node *n, pend *p, uint8_t type, uint16_t flags, const void *payload, size_t len)
 {
     for (int i = 0; i < n->npeers; i++) {
         peer *x = n->peers[i];
         if (!alive(x)) continue;
-        if (cs_send(x->link, type, 0, payload, len) == 0 && p) pend_wait_for(p, x);
+        if (cs_send(x->link, type, flags, payload, len) == 0 && p) pend_wait_for(p, x);
     }
     if (p && p->nwait == 0) {
         pend_finish(n, p);
         return 0;
     }
     return 1;
+}
+
+static int broadcast(node *n, pend *p, uint8_t type, const void *payload, size_t len)
+{
+    return broadcast_flags(n, p, type, 0, payload, len);
 }
 
 static int broadcast_sql(node *n, pend *p, const char *sql)
@@ -464,12 +480,14 @@ static int send_deploy(node *n, cs *to, pend *p, cquery *q)
     return rc;
 }
 
-static void send_undeploy(node *n, cquery *q)
+static void send_undeploy(node *n, cquery *q, int keep_state)
 {
-    unsigned char b[16];
-    be64_put(b, q->qid);
-    be64_put(b + 8, 0);
-    broadcast(n, NULL, WIRE_UNDEPLOY, b, sizeof b);
+    wire_msg m = {.type = WIRE_UNDEPLOY, .flags = keep_state ? WIRE_F_KEEP : 0};
+    m.u.undeploy.query_id = q->qid;
+    sbuf b;
+    sbuf_init(&b);
+    if (!wire_msg_payload(&b, &m, NULL)) broadcast_flags(n, NULL, WIRE_UNDEPLOY, m.flags, b.p, b.len);
+    sbuf_fini(&b);
 }
 
 static void handle_join(node *n, cs *s, const wire_msg *m)
@@ -586,6 +604,7 @@ static int dd_filter(cquery *q, const batch *b, const batch **out)
     }
     batch_reset(&q->fb);
     int dropped = 0;
+    int64_t now = clock_mono_ns() / 1000000;
     for (int r = 0; r < b->nrows; r++) {
         const val *row = batch_row(b, r);
         uint64_t h = 0x9e3779b97f4a7c15ull;
@@ -603,9 +622,38 @@ static int dd_filter(cquery *q, const batch *b, const batch **out)
             continue;
         }
         x->delivered++;
+        x->at = now;
         if (batch_append_row(&q->fb, row)) return XE_NOMEM;
     }
     if (dropped) *out = &q->fb;
+    return 0;
+}
+
+/* Keep only the rows that still matter: after a recovery has caught up,
+ * those the new deployment produced (a row delivered before but not produced
+ * again lies behind the restored state: it will not come again); otherwise
+ * those delivered in the last `keep_ms` (a replica is never older). */
+static int dd_rebuild(cquery *q, int caught_up, int64_t keep_ms)
+{
+    int64_t cut = clock_mono_ns() / 1000000 - keep_ms;
+    size_t cap = 1024, n = 0;
+    for (size_t i = 0; i < q->ddcap; i++)
+        if (q->dd[i].delivered && (caught_up ? q->dd[i].seen > 0 : q->dd[i].at >= cut)) n++;
+    while (cap < n * 2 + 2) cap *= 2;
+    struct ftrow *t = calloc(cap, sizeof *t);
+    if (!t) return XE_NOMEM;
+    for (size_t i = 0; i < q->ddcap; i++) {
+        struct ftrow x = q->dd[i];
+        if (!x.delivered || !(caught_up ? x.seen > 0 : x.at >= cut)) continue;
+        if (caught_up) x.delivered = x.seen;
+        size_t j = x.h & (cap - 1);
+        while (t[j].delivered) j = (j + 1) & (cap - 1);
+        t[j] = x;
+    }
+    free(q->dd);
+    q->dd = t;
+    q->ddcap = cap;
+    q->ddn = n;
     return 0;
 }
 
@@ -668,12 +716,12 @@ typedef struct pnode {
     const char *name, *addr, *domain;
 } pnode;
 
-static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const plan_dag *d, const int *assign, const char *sql,
-                     uint32_t origin)
+static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const int *assign, const cquery *q)
 {
+    const plan_dag *d = q->dag;
     wire_wr w;
     wire_wr_init(&w, b);
-    wire_put_u8(&w, 2);
+    wire_put_u8(&w, 3);
     wire_put_u16(&w, (uint16_t)nnodes);
     for (int i = 0; i < nnodes; i++) {
         wire_put_str(&w, nodes[i].name, strlen(nodes[i].name));
@@ -685,8 +733,18 @@ static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const plan_dag *d,
     int nt = plan_task_count(d);
     wire_put_u32(&w, (uint32_t)nt);
     for (int t = 0; t < nt; t++) wire_put_u16(&w, (uint16_t)assign[t]);
-    wire_put_blob(&w, sql, strlen(sql));
-    wire_put_u32(&w, origin);
+    wire_put_blob(&w, q->sql, strlen(q->sql));
+    wire_put_u32(&w, q->origin);
+    wire_put_u8(&w, (uint8_t)q->ft);
+    wire_put_u32(&w, (uint32_t)q->ckpt_ms);
+    wire_put_u32(&w, q->prev);
+    wire_put_u16(&w, (uint16_t)q->nrep);
+    for (int i = 0; i < nt * q->nrep; i++) {
+        int at = 0xffff;
+        for (int k = 0; q->rnode[i] && k < nnodes && at == 0xffff; k++)
+            if (!strcmp(nodes[k].name, q->rnode[i])) at = k;
+        wire_put_u16(&w, (uint16_t)at);
+    }
     return wire_wr_end(&w, NULL);
 }
 
@@ -740,8 +798,8 @@ static void cq_drop(node *n, cquery *q)
     for (pend *p = n->co->pends; p; p = p->next)
         if (p->q == q) p->q = NULL;
     for (csub *x = q->subs; x; x = x->next) cs_result(x->to, x->req, WIRE_F_LAST, RES_END, 0, NULL, 0);
-    if (node_undeploy(n, q->qid, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", q->qid, err.msg);
-    send_undeploy(n, q);
+    if (node_undeploy(n, q->qid, 0, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", q->qid, err.msg);
+    send_undeploy(n, q, 0);
     if (!q->push) {
         char key[64];
         snprintf(key, sizeof key, "q/%010u", q->qid);
@@ -887,6 +945,27 @@ static int query_placement_opts(coord *co, const ast_stmt *st, nirvana_strategy 
     return 0;
 }
 
+/* Parse an interval setting ('5 seconds') into ms. */
+static int interval_ms(const char *v, int64_t *ms, xerr *err)
+{
+    xerr e2;
+    if (plan_parse_interval(v, ms, &e2) || *ms <= 0)
+        return xerr_set(err, XE_INVAL, "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", v);
+    return 0;
+}
+
+/* The fault tolerance a CREATE QUERY asks for (its WITH, else the cluster's). */
+static int query_ft_opts(coord *co, const ast_stmt *st, engine_ft *ft, int64_t *ckpt, xerr *err)
+{
+    *ft = co->ft;
+    *ckpt = co->ckpt_ms;
+    const ast_options *w = st->kind == ST_CREATE_QUERY ? st->with : NULL;
+    const ast_option *fo = ast_option_get(w, "ft"), *co_ = ast_option_get(w, "checkpoint_interval");
+    if (fo && engine_ft_parse(fo->value, ft))
+        return xerr_set(err, XE_INVAL, "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'", fo->value);
+    return co_ ? interval_ms(co_->value, ckpt, err) : 0;
+}
+
 /* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
  * Returns 1 while the nodes deploy, 0 when done at once, or an error. */
 static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, xerr *err)
@@ -993,7 +1072,8 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     q->dag = d;
     d = NULL;
     q->origin = qid;
-    if ((rc = plan_blob(&q->plan, nodes, nn, q->dag, assign, q->sql, q->origin))) {
+    if ((rc = query_ft_opts(co, st, &q->ft, &q->ckpt_ms, err))) goto out;
+    if ((rc = plan_blob(&q->plan, nodes, nn, assign, q))) {
         rc = xerr_set(err, rc, "cannot encode the deployment");
         goto out;
     }
@@ -1298,6 +1378,17 @@ static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr 
         if (l->type != TY_BIGINT || l->i < 0 || l->i > 8)
             return xerr_set(err, XE_INVAL, "replicas must be an integer from 0 to 8");
         if (apply) co->replicas = (int)l->i;
+    } else if (!strcmp(st->set_key, "ft")) {
+        engine_ft f;
+        if (l->type != TY_TEXT || engine_ft_parse(l->s, &f))
+            return xerr_set(err, XE_INVAL, "ft must be 'replica', 'checkpoint', 'upstream' or 'none'");
+        if (apply) co->ft = f;
+    } else if (!strcmp(st->set_key, "checkpoint_interval")) {
+        int64_t ms;
+        if (l->type != TY_TEXT) return xerr_set(err, XE_INVAL, "checkpoint_interval must be an interval such as '5 seconds'");
+        int rc = interval_ms(l->s, &ms, err);
+        if (rc) return rc;
+        if (apply) co->ckpt_ms = ms;
     }
     return 0;
 }
@@ -1639,6 +1730,22 @@ void coord_ready(node *n, cs *s)
  * state and its redeployment are issue 7, so the query runs without it
  * (its share of the output is missing) and we say so in the log.
  * Replicas are bookkeeping until then. */
+/* A displaced stateful task's live replica that can take over (ft =
+ * replica or checkpoint): its node index in pl, or -1. */
+static int keep_on_replica(const cquery *q, int t, const place_node *pl, int nn)
+{
+    if ((q->ft != ENGINE_FT_REPLICA && q->ft != ENGINE_FT_CHECKPOINT) || !q->rnode ||
+        (strcmp(q->tkind[t], "AGGREGATE") && strcmp(q->tkind[t], "JOIN")))
+        return -1;
+    int nr = q->ft == ENGINE_FT_CHECKPOINT ? 1 : q->nrep;
+    for (int r = 0; r < nr; r++) {
+        const char *rn = q->rnode[t * q->nrep + r];
+        int i = rn ? node_index(pl, nn, rn) : -1;
+        if (i >= 0 && pl[i].alive) return i;
+    }
+    return -1;
+}
+
 static void replace_after_death(node *n, const char *dead)
 {
     coord *co = n->co;
@@ -1686,6 +1793,16 @@ static void replace_after_death(node *n, const char *dead)
         for (int t = 0; t < q->ntasks; t++) {
             const char *now = pq->node[t] >= 0 ? pl[pq->node[t]].name : NULL;
             if (now && !strcmp(now, q->tnode[t])) continue;
+            int ki = keep_on_replica(q, t, pl, nn);
+            if (ki >= 0 && pq->node[t] != ki) {
+                /* the state is there already: promote it, whatever the game preferred */
+                node_log(n, NET_LOG_INFO, "query %u: %s#%d goes to its replica's node %s (placement preferred %s)",
+                         q->qid, q->tkind[t], q->tidx[t], pl[ki].name, now ? now : "none");
+                for (int r = 0; r < R; r++)
+                    if (pq->rnode[t * R + r] == ki) pq->rnode[t * R + r] = pq->node[t] >= 0 && strcmp(pl[pq->node[t]].domain, pl[ki].domain) ? pq->node[t] : -1;
+                pq->node[t] = ki;
+                now = pl[ki].name;
+            }
             sbuf_printf(&lost, "%s%s#%d (%s -> %s)", nlost++ ? ", " : "", q->tkind[t], q->tidx[t], q->tnode[t],
                         now ? now : "nowhere");
             q->lost[t] = 1;
@@ -1762,8 +1879,12 @@ static void ft_recover(node *n)
             continue;
         }
         uint32_t old = q->qid;
-        if (node_undeploy(n, old, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", old, err.msg);
-        send_undeploy(n, q);
+        /* survivors keep their state for the redeployment to take over */
+        int64_t swm = INT64_MIN;
+        if (engine_deployed_sink_wm(n->eng, old, &swm, &err)) swm = INT64_MIN;
+        if (node_undeploy(n, old, 1, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", old, err.msg);
+        send_undeploy(n, q, 1);
+        q->prev = old;
         if (!q->push) {
             char key[64];
             snprintf(key, sizeof key, "q/%010u", old);
@@ -1777,10 +1898,14 @@ static void ft_recover(node *n)
         q->qid = co->next_qid++;
         cq_link(co, q);
         sbuf_reset(&q->plan);
-        int rc = plan_blob(&q->plan, pn, nn, q->dag, assign, q->sql, q->origin);
+        int rc = plan_blob(&q->plan, pn, nn, assign, q);
         if (!rc) rc = persist_next_qid(n, &err);
         if (!rc && !q->push) rc = persist_query(n, q, &err);
         for (size_t j = 0; j < q->ddcap; j++) q->dd[j].seen = 0;
+        /* what the sink had seen before the failure: until the new deployment
+         * passes it, its rows may repeat delivered ones */
+        q->catchup = 1;
+        if (swm > q->catchup_wm) q->catchup_wm = swm;
         /* the others first: our own deployment may replay the log at once,
          * and a node holds data for a query it has not seen deployed by
          * pausing the connection the DEPLOY would come on */
@@ -1792,9 +1917,10 @@ static void ft_recover(node *n)
         }
         memset(q->lost, 0, (size_t)q->ntasks);
         node_log(n, NET_LOG_WARN,
-                 "query %u (%s) recovered as query %u: %d displaced tasks redeployed, state recomputed from the "
-                 "logs; redeployed %.1f ms after the failure was detected",
-                 old, q->name ? q->name : "push", q->qid, nlost, (double)(clock_mono_ns() - co->death_ns) / 1e6);
+                 "query %u (%s) recovered as query %u (ft = %s): %d displaced tasks redeployed; redeployed %.1f ms "
+                 "after the failure was detected",
+                 old, q->name ? q->name : "push", q->qid, engine_ft_name(q->ft), nlost,
+                 (double)(clock_mono_ns() - co->death_ns) / 1e6);
     }
 out:
     free(assign);
@@ -1927,7 +2053,7 @@ void coord_tick(node *n)
                 x->state = WIRE_MEMBER_UP;
                 co->members_dirty = 1;
             }
-        } else if (x->state == WIRE_MEMBER_UP && now - x->last_hb > NODE_SUSPECT_MS) {
+        } else if (x->state == WIRE_MEMBER_UP && net_silent_ms(x->link->c) > NODE_SUSPECT_MS(n)) {
             x->state = WIRE_MEMBER_SUSPECT;
             node_log(n, NET_LOG_WARN, "node %s is SUSPECT: silent for %lld ms", x->name, (long long)(now - x->last_hb));
             co->members_dirty = 1;
@@ -1940,6 +2066,23 @@ void coord_tick(node *n)
                  (double)(clock_mono_ns() - co->death_ns) / 1e6);
         replace_after_death(n, co->dead_names.p);
         ft_recover(n);
+    }
+    /* exactly-once output: the end of a recovery's catch-up; old rows */
+    static int64_t last_evict;
+    int evict = now - last_evict >= 1000;
+    if (evict) last_evict = now;
+    for (cquery *q = co->queries; q; q = q->next) {
+        int64_t wm;
+        xerr err;
+        if (q->catchup && engine_deployed_sink_wm(n->eng, q->qid, &wm, &err) == 0 && wm >= q->catchup_wm &&
+            wm != INT64_MIN) {
+            q->catchup = 0;
+            size_t before = q->ddn;
+            if (!dd_rebuild(q, 1, 0))
+                node_log(n, NET_LOG_INFO, "query %u caught up with its output before the failure: %zu of %zu "
+                         "delivered rows came again", q->qid, q->ddn, before);
+        } else if (evict && !q->catchup && q->nrep > 0 && (q->ft == ENGINE_FT_REPLICA || q->ft == ENGINE_FT_CHECKPOINT))
+            dd_rebuild(q, 0, DD_KEEP_MS > 3 * q->ckpt_ms ? DD_KEEP_MS : 3 * q->ckpt_ms);
     }
     /* push queries end when every input has ended (or at their LIMIT) */
     for (cquery *q = co->queries, *nx; q; q = nx) {
@@ -2056,7 +2199,9 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
     sbuf_init(&q->plan);
     sbuf_init(&q->enc);
     q->qid = (uint32_t)strtoul(key + 2, NULL, 10);
-    q->origin = q->qid; /* an earlier origin is in the persisted plan (version 2) */
+    q->origin = dp.origin ? dp.origin : q->qid;
+    q->ft = (engine_ft)dp.ft;
+    q->ckpt_ms = dp.checkpoint_ms ? dp.checkpoint_ms : n->co->ckpt_ms;
     q->name = xstrndup(name.p, name.n);
     q->sql = xstrndup(dp.sql.p, dp.sql.n);
     if (!q->name || !q->sql || sbuf_add(&q->plan, plan.p, plan.n)) goto fail;
@@ -2097,11 +2242,13 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
     node_log(n, NET_LOG_INFO, "query %u (%s) restored from the catalog", q->qid, q->name);
     plan_free(d);
     free(dp.assign);
+    free(dp.rassign);
     return 0;
 fail:
     node_log(n, NET_LOG_ERROR, "cannot restore %s: %s", key, err.msg[0] ? err.msg : xerr_name(rc));
     plan_free(d);
     free(dp.assign);
+    free(dp.rassign);
     cq_free(q);
     return 0;
 }
@@ -2126,6 +2273,8 @@ int coord_start(node *n, xerr *err)
     co->next_qid = 1;
     co->placement = NIRVANA_FULL;
     co->replicas = 1;
+    co->ft = ENGINE_FT_REPLICA;
+    co->ckpt_ms = 10000;
     load_ctx l = {n, 0, err};
     int rc;
     if ((rc = engine_host_scan(n->eng, "next_qid", load_next_qid, &l, err)) ||
@@ -2161,7 +2310,7 @@ void coord_stop(node *n)
         xerr err;
         if (q->push) {
             for (csub *x = q->subs; x; x = x->next) cs_result(x->to, x->req, WIRE_F_LAST, RES_END, 0, NULL, 0);
-            node_undeploy(n, q->qid, &err);
+            node_undeploy(n, q->qid, 0, &err);
         }
         cq_free(q);
     }

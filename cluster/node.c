@@ -507,7 +507,7 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
     uint32_t nt;
     wire_get_u8(&r, &ver);
     wire_get_u16(&r, &nn);
-    if (!r.err && (ver < 1 || ver > 2 || nn == 0 || nn > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (version %u, %u nodes)", ver, nn);
+    if (!r.err && (ver < 1 || ver > 3 || nn == 0 || nn > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (version %u, %u nodes)", ver, nn);
     d->nnodes = nn;
     for (int i = 0; i < nn; i++) {
         wire_get_str(&r, &d->names[i]);
@@ -537,10 +537,34 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
     }
     wire_get_blob(&r, &d->sql);
     if (ver >= 2) wire_get_u32(&r, &d->origin);
+    if (ver >= 3) {
+        uint16_t R;
+        wire_get_u8(&r, &d->ft);
+        wire_get_u32(&r, &d->checkpoint_ms);
+        wire_get_u32(&r, &d->prev);
+        wire_get_u16(&r, &R);
+        if (!r.err && (R > 8 || d->ft > ENGINE_FT_NONE)) {
+            free(d->assign);
+            d->assign = NULL;
+            return xerr_set(err, XE_PROTO, "bad deploy plan (%u replicas, ft %u)", R, d->ft);
+        }
+        d->R = R;
+        if (!r.err && R && !(d->rassign = calloc((size_t)nt * R, sizeof *d->rassign))) {
+            free(d->assign);
+            d->assign = NULL;
+            return xerr_set(err, XE_NOMEM, "out of memory");
+        }
+        for (uint32_t i = 0; !r.err && i < nt * R; i++) {
+            wire_get_u16(&r, &d->rassign[i]);
+            if (!r.err && d->rassign[i] != 0xffff && d->rassign[i] >= nn) r.err = 1;
+        }
+    }
     int rc = wire_rd_end(&r, 1, err);
     if (rc) {
         free(d->assign);
+        free(d->rassign);
         d->assign = NULL;
+        d->rassign = NULL;
     }
     return rc;
 }
@@ -558,6 +582,8 @@ static void dep_free(dep *d)
     free(d->par);
     free(d->base);
     free(d->assign);
+    free(d->rassign);
+    free(d->rs_seen);
     free(d->nodes);
     free(d);
 }
@@ -575,7 +601,7 @@ static int unreachable(node *n, peer *to)
     return 0;
 }
 
-static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const void *p, size_t len)
+static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t len)
 {
     dep *d = ctx;
     node *n = d->n;
@@ -592,7 +618,7 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const
     unsigned char h[36];
     be64_put(h, qid);
     be32_put(h + 8, CHAN(op, side, task));
-    be64_put(h + 12, 0);
+    be64_put(h + 12, tag); /* the epoch field carries the source record's tag */
     be64_put(h + 20, ++n->out_batches);
     be32_put(h + 28, (uint32_t)(rows < 0 ? 0 : rows));
     sbuf b;
@@ -610,15 +636,16 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, const
 }
 
 /* An upstream task's watermark: every other node running a task of op hears it. */
-static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm)
+static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag)
 {
     dep *d = ctx;
     node *n = d->n;
     if (op < 0 || op >= d->nops) return XE_INVAL;
-    unsigned char h[20];
+    unsigned char h[28];
     be64_put(h, qid);
     be32_put(h + 8, CHAN(op, side, from_task));
     be64_put(h + 12, (uint64_t)wm);
+    be64_put(h + 20, tag);
     for (int t = 0; t < d->par[op]; t++) {
         int ni = d->assign[d->base[op] + t], seen = 0;
         for (int u = 0; u < t; u++)
@@ -638,20 +665,105 @@ static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int
 
 static void release_held(node *n);
 
-/* A query's first deployment records where its sources start in the logs
- * here; a redeployment after a failure (origin != qid) replays from there,
- * so the fresh tasks recompute the whole state (the sink drops what it had
- * already delivered).  Only a stream's home node has log records. */
-static void ft_after_deploy(node *n, uint32_t qid, uint32_t origin)
+/* A task's state changes, after the epoch that made them committed here: to
+ * its replicas (all of them with ft = replica, the first with checkpoint).
+ * A replica that cannot be reached misses them; the next failure event
+ * re-places it and it starts again from a snapshot. */
+static int hook_state(void *ctx, uint32_t qid, int task, uint32_t tid, uint64_t epoch, const void *p, size_t len)
+{
+    dep *d = ctx;
+    node *n = d->n;
+    if (task < 0 || task >= d->ntasks) return XE_INVAL;
+    int nr = d->ft.ft == ENGINE_FT_CHECKPOINT && d->R ? 1 : d->R;
+    wire_msg m = {.type = WIRE_STATE_DELTA};
+    m.u.state.query_id = qid;
+    m.u.state.task_id = tid;
+    m.u.state.epoch = epoch;
+    m.u.state.chunk = (uint32_t)task;
+    m.u.state.data = (wire_str){(const char *)p, len};
+    for (int r = 0; r < nr; r++) {
+        int ni = d->rassign[task * d->R + r];
+        if (ni < 0 || !d->nodes[ni]) continue; /* none, or this node: useless */
+        cs *l = node_link(n, d->nodes[ni]);
+        if (!l || l->closing) continue;
+        if (cs_send_msg(l, &m) == 0) {
+            n->out_state_bytes += len;
+            n->out_state_msgs++;
+        }
+    }
+    return 0;
+}
+
+static void release_held(node *n);
+
+/* Where the sources of q start in the logs here (its first deployment). */
+static struct ftorigin *origin_of(node *n, uint32_t origin)
+{
+    struct ftorigin *o = n->origins;
+    while (o && o->origin != origin) o = o->next;
+    return o;
+}
+
+/* At a source's home: every node running a task of the redeployed query has
+ * said where its tasks need the replay to start (or time ran out: a silent
+ * node's tasks get everything since the query's start).  Replay from the
+ * minimum. */
+static void resume_replay(node *n, dep *d)
 {
     xerr err;
     xerr_clear(&err);
-    struct ftorigin *o = n->origins;
-    while (o && o->origin != origin) o = o->next;
-    if (origin == qid) {
+    d->rs_on = 0;
+    uint64_t from[2], origin[2] = {0, 0};
+    int nsrc = 0, src_task[2];
+    if (engine_ft_resume(n->eng, d->qid, from, src_task, &nsrc, &err)) return;
+    struct ftorigin *o = origin_of(n, d->origin);
+    for (int k = 0; k < nsrc; k++) {
+        if (d->nodes[d->assign[src_task[k]]]) {
+            from[k] = UINT64_MAX; /* not a source here */
+            continue;
+        }
+        from[k] = d->rs_got < d->rs_expect ? 0 : d->rs_from[k];
+        origin[k] = o ? o->off[k] : 0;
+        if (from[k] != UINT64_MAX && from[k] < origin[k]) from[k] = origin[k];
+    }
+    uint64_t t0 = clock_mono_ns();
+    int64_t rows = 0;
+    if (d->rs_got < d->rs_expect)
+        node_log(n, NET_LOG_WARN, "query %u: %d of %d nodes said where to resume within %d ms; the others get the "
+                 "whole log", d->qid, d->rs_got, d->rs_expect, NODE_RESUME_MS);
+    if (engine_replay(n->eng, d->qid, from, nsrc, &rows, &err))
+        node_log(n, NET_LOG_ERROR, "query %u: replay for recovery failed: %s", d->qid, err.msg);
+    else
+        node_log(n, NET_LOG_WARN,
+                 "query %u (first deployed as %u): replayed %lld logged rows from offset %lld (query start %llu) in "
+                 "%.1f ms, %.1f ms after the redeployment",
+                 d->qid, d->origin, (long long)rows, from[0] == UINT64_MAX ? -1ll : (long long)from[0],
+                 (unsigned long long)origin[0], (double)(clock_mono_ns() - t0) / 1e6,
+                 (double)(clock_mono_ns() - d->rs_t0) / 1e6);
+}
+
+/* A node's RESUME (node index ni of the plan) for d, at a source's home. */
+static void resume_heard(node *n, dep *d, int ni, const uint64_t from[2], int nsrc)
+{
+    if (!d->rs_on || ni < 0 || ni >= d->nnodes || d->rs_seen[ni]) return;
+    d->rs_seen[ni] = 1;
+    d->rs_got++;
+    for (int k = 0; k < nsrc && k < 2; k++)
+        if (from[k] < d->rs_from[k]) d->rs_from[k] = from[k];
+    if (d->rs_got >= d->rs_expect) resume_replay(n, d);
+}
+
+/* After a deployment: a first one records where the sources start here; a
+ * redeployment tells each source's home where its tasks need the replay. */
+static void ft_after_deploy(node *n, dep *d)
+{
+    xerr err;
+    xerr_clear(&err);
+    if (!d->ft.prev) {
+        struct ftorigin *o = origin_of(n, d->qid);
         if (o || !(o = calloc(1, sizeof *o))) return;
-        o->origin = origin;
-        if (engine_source_offsets(n->eng, qid, o->off, &o->nsrc, &err)) {
+        o->origin = d->qid;
+        if (engine_source_offsets(n->eng, d->qid, o->off, &o->nsrc, &err)) {
             free(o);
             return;
         }
@@ -659,17 +771,41 @@ static void ft_after_deploy(node *n, uint32_t qid, uint32_t origin)
         n->origins = o;
         return;
     }
-    if (!o) {
-        node_log(n, NET_LOG_WARN, "query %u (first deployed as %u): no start offsets here, nothing replayed", qid, origin);
-        return;
+    if (d->ft.ft == ENGINE_FT_NONE) return;
+    uint64_t from[2];
+    int nsrc = 0, src_task[2];
+    if (engine_ft_resume(n->eng, d->qid, from, src_task, &nsrc, &err)) return;
+    int me = -1;
+    for (int i = 0; i < d->nnodes; i++)
+        if (!d->nodes[i]) me = i;
+    /* the homes: collect; then tell each home */
+    for (int k = 0; k < nsrc; k++) {
+        if (d->nodes[d->assign[src_task[k]]] || d->rs_on) continue;
+        d->rs_on = 1;
+        d->rs_from[0] = d->rs_from[1] = UINT64_MAX;
+        d->rs_deadline = clock_wall_ms() + NODE_RESUME_MS;
+        d->rs_t0 = clock_mono_ns();
+        for (int i = 0; i < d->nnodes; i++) {
+            int runs = 0;
+            for (int t = 0; t < d->ntasks && !runs; t++) runs = d->assign[t] == i;
+            d->rs_expect += runs;
+        }
     }
-    uint64_t t0 = clock_mono_ns();
-    int64_t rows = 0;
-    if (engine_replay(n->eng, qid, o->off, o->nsrc, &rows, &err))
-        node_log(n, NET_LOG_ERROR, "query %u: replay for recovery failed: %s", qid, err.msg);
-    else if (rows)
-        node_log(n, NET_LOG_WARN, "query %u (first deployed as %u): replayed %lld logged rows in %.1f ms", qid, origin,
-                 (long long)rows, (double)(clock_mono_ns() - t0) / 1e6);
+    for (int k = 0; k < nsrc; k++) {
+        peer *home = d->nodes[d->assign[src_task[k]]];
+        if (k == 1 && d->assign[src_task[1]] == d->assign[src_task[0]]) continue; /* told already */
+        if (!home) {
+            resume_heard(n, d, me, from, nsrc);
+            continue;
+        }
+        cs *l = node_link(n, home);
+        wire_msg m = {.type = WIRE_RESUME};
+        m.u.resume.query_id = d->qid;
+        m.u.resume.nsrc = (uint8_t)nsrc;
+        m.u.resume.from[0] = from[0];
+        m.u.resume.from[1] = from[1];
+        if (l && !l->closing) cs_send_msg(l, &m);
+    }
 }
 
 int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_out *out, xerr *err)
@@ -689,6 +825,15 @@ int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_
     }
     d->n = n;
     d->qid = qid;
+    d->origin = dp.origin ? dp.origin : qid;
+    d->ft = (engine_deploy_opts){(engine_ft)dp.ft, dp.checkpoint_ms, dp.prev};
+    d->R = dp.R;
+    if (!(d->rs_seen = calloc((size_t)dp.nnodes, 1)) ||
+        (dp.R && !(d->rassign = calloc((size_t)dp.ntasks * (size_t)dp.R, sizeof(int))))) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < dp.ntasks * dp.R; i++) d->rassign[i] = dp.rassign[i] == 0xffff ? -1 : dp.rassign[i];
     d->nops = dp.nops;
     d->ntasks = dp.ntasks;
     d->nnodes = dp.nnodes;
@@ -719,18 +864,19 @@ int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_
     }
     memcpy(sql, dp.sql.p, dp.sql.n);
     sql[dp.sql.n] = 0;
-    d->hooks = (engine_remote){d, hook_batch, hook_wm};
-    if ((rc = engine_deploy(n->eng, qid, sql, own, dp.ntasks, &d->hooks, out, err))) goto fail;
+    d->hooks = (engine_remote){d, hook_batch, hook_wm, hook_state};
+    if ((rc = engine_deploy(n->eng, qid, sql, own, dp.ntasks, &d->hooks, out, &d->ft, err))) goto fail;
     d->next = n->deps;
     n->deps = d;
     if (qid > n->max_qid) n->max_qid = qid;
     int mine = 0;
     for (int t = 0; t < dp.ntasks; t++) mine += own[t];
     node_log(n, NET_LOG_INFO, "query %u deployed: %d of its %d tasks run here", qid, mine, dp.ntasks);
-    ft_after_deploy(n, qid, dp.origin ? dp.origin : qid);
+    ft_after_deploy(n, d);
     free(own);
     free(sql);
     free(dp.assign);
+    free(dp.rassign);
     release_held(n);
     return 0;
 fail:
@@ -738,17 +884,18 @@ fail:
     free(own);
     free(sql);
     free(dp.assign);
+    free(dp.rassign);
     return rc;
 }
 
-int node_undeploy(node *n, uint32_t qid, xerr *err)
+int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err)
 {
     if (qid > n->max_qid) n->max_qid = qid;
     dep **pp = &n->deps;
     while (*pp && (*pp)->qid != qid) pp = &(*pp)->next;
     if (!*pp) return 0;
     dep *d = *pp;
-    int rc = engine_undeploy(n->eng, qid, err);
+    int rc = engine_undeploy(n->eng, qid, keep_state, err);
     *pp = d->next;
     dep_free(d);
     node_log(n, NET_LOG_INFO, "query %u undeployed", qid);
@@ -762,8 +909,12 @@ int node_undeploy(node *n, uint32_t qid, xerr *err)
  * its query's DEPLOY. */
 static int data_frame(node *n, cs *s, const wire_msg *m)
 {
-    uint32_t qid = (uint32_t)(m->type == WIRE_BATCH ? m->u.batch.query_id : m->u.watermark.query_id);
-    if (!dep_find(n, qid)) {
+    uint32_t qid = (uint32_t)(m->type == WIRE_BATCH       ? m->u.batch.query_id
+                              : m->type == WIRE_WATERMARK ? m->u.watermark.query_id
+                              : m->type == WIRE_RESUME    ? m->u.resume.query_id
+                                                          : m->u.state.query_id);
+    dep *d = dep_find(n, qid);
+    if (!d) {
         if (qid > n->max_qid) return 1;
         node_log(n, NET_LOG_DEBUG, "a %s for query %u, which is no longer deployed here, is dropped",
                  wire_type_name(m->type), qid);
@@ -778,11 +929,22 @@ static int data_frame(node *n, cs *s, const wire_msg *m)
     if (m->type == WIRE_BATCH) {
         uint32_t ch = m->u.batch.channel;
         n->in_batches++;
-        rc = engine_remote_batch(n->eng, qid, CHAN_OP(ch), CHAN_TASK(ch), CHAN_SIDE(ch), m->u.batch.rows.p,
-                                 m->u.batch.rows.n, &err);
-    } else {
+        rc = engine_remote_batch(n->eng, qid, CHAN_OP(ch), CHAN_TASK(ch), CHAN_SIDE(ch), m->u.batch.epoch,
+                                 m->u.batch.rows.p, m->u.batch.rows.n, &err);
+    } else if (m->type == WIRE_WATERMARK) {
         uint32_t ch = m->u.watermark.channel;
-        rc = engine_remote_watermark(n->eng, qid, CHAN_OP(ch), CHAN_SIDE(ch), CHAN_TASK(ch), m->u.watermark.wm, &err);
+        rc = engine_remote_watermark(n->eng, qid, CHAN_OP(ch), CHAN_SIDE(ch), CHAN_TASK(ch), m->u.watermark.wm,
+                                     m->u.watermark.tag, &err);
+    } else if (m->type == WIRE_STATE_DELTA) {
+        n->in_state_bytes += m->u.state.data.n;
+        rc = engine_replica_apply(n->eng, m->u.state.task_id, m->u.state.epoch, m->u.state.data.p, m->u.state.data.n,
+                                  &err);
+    } else {
+        int ni = -1;
+        for (int i = 0; i < d->nnodes; i++)
+            if (d->nodes[i] && d->nodes[i] == s->peer) ni = i;
+        resume_heard(n, d, ni, m->u.resume.from, m->u.resume.nsrc);
+        rc = 0;
     }
     n->cur_in = saved;
     if (rc) node_log(n, NET_LOG_ERROR, "query %u: %s from %s: %s", qid, wire_type_name(m->type),
@@ -1037,6 +1199,8 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
     switch (m.type) {
     case WIRE_BATCH:
     case WIRE_WATERMARK:
+    case WIRE_STATE_DELTA:
+    case WIRE_RESUME:
         if (s->kind != CS_NODE) break;
         if (data_frame(n, s, &m) == 1) hold(s, f);
         return;
@@ -1051,7 +1215,7 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
         uint64_t req = m.type == WIRE_DEPLOY ? m.u.deploy.epoch : m.u.undeploy.epoch;
         uint32_t qid = (uint32_t)(m.type == WIRE_DEPLOY ? m.u.deploy.query_id : m.u.undeploy.query_id);
         int rc = m.type == WIRE_DEPLOY ? node_deploy(n, qid, m.u.deploy.plan.p, m.u.deploy.plan.n, NULL, &err)
-                                       : node_undeploy(n, qid, &err);
+                                       : node_undeploy(n, qid, (m.flags & WIRE_F_KEEP) != 0, &err);
         if (rc) {
             node_log(n, NET_LOG_ERROR, "%s of query %u: %s", wire_type_name(m.type), qid, err.msg);
             cs_error(s, req, rc, err.msg);
@@ -1100,6 +1264,8 @@ static void on_tick(uv_timer_t *t)
     static int ticks;
     if (!n->co && !n->coord_link && clock_wall_ms() >= n->coord_retry_at) connect_coordinator(n);
     held_timeouts(n);
+    for (dep *d = n->deps; d; d = d->next)
+        if (d->rs_on && clock_wall_ms() >= d->rs_deadline) resume_replay(n, d);
     if (n->co) coord_tick(n);
     if (++ticks % 10 == 0) {
         xerr err;
@@ -1153,6 +1319,8 @@ int node_run(const node_config *cfg, xerr *err)
     nc.role = n->cfg.coordinator ? WIRE_ROLE_COORDINATOR : WIRE_ROLE_NODE;
     nc.secret = &n->secret;
     nc.max_frame = 4u * 1024 * 1024;
+    nc.heartbeat_ms = n->cfg.heartbeat_ms;
+    nc.dead_ms = n->cfg.dead_ms;
     nc.log = node_net_log;
     nc.log_ud = n;
     nc.log_level = n->cfg.verbose ? NET_LOG_DEBUG : NET_LOG_INFO;

@@ -48,9 +48,11 @@ enum res_part {
 
 #define NODE_DEFAULT_SLOTS 16
 #define NODE_HOLD_MS 10000  /* a frame for a query not deployed yet waits this long */
+#define NODE_RESUME_MS 3000 /* a source's home waits this long for every RESUME */
 #define NODE_TICK_MS 100
 #define NODE_RETRY_MS 1000  /* reconnect to a peer or the coordinator */
-#define NODE_SUSPECT_MS 3000
+/* The coordinator shows a node SUSPECT after half the dead-peer limit of silence. */
+#define NODE_SUSPECT_MS(n) ((uint64_t)net_ctx_dead_ms((n)->net) / 2)
 
 typedef struct node node;
 typedef struct cs cs;
@@ -112,6 +114,16 @@ struct dep {
     int *assign;         /* per task: index into nodes */
     peer **nodes;        /* NULL entry = this node */
     engine_remote hooks;
+    engine_deploy_opts ft;
+    uint32_t origin;     /* the query's first id */
+    int R;               /* replicas per task */
+    int *rassign;        /* ntasks x R: index into nodes, -1 = none */
+    /* a redeployment, at a source's home: the RESUMEs heard so far */
+    int rs_on, rs_expect, rs_got;
+    unsigned char *rs_seen; /* per node index */
+    uint64_t rs_from[2];
+    int64_t rs_deadline;
+    uint64_t rs_t0;
     dep *next;
 };
 
@@ -148,6 +160,7 @@ struct node {
     ingsess *ings;
     uint64_t out_batches, out_rows, out_batch_bytes; /* BATCH frames sent */
     uint64_t in_batches;
+    uint64_t out_state_bytes, out_state_msgs, in_state_bytes; /* replication */
     coord *co;           /* the coordinator's state, NULL elsewhere */
     /* fault tolerance: where each query first started reading its streams'
      * logs here, by its first id, so that a redeployment replays from there */
@@ -170,7 +183,7 @@ int cs_result(cs *d, uint64_t req, uint16_t flags, int part, uint32_t nrows, con
 int cs_error(cs *d, uint64_t req, int code, const char *msg);
 /* Deploy / undeploy on this node (the coordinator calls these for itself). */
 int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_out *out, xerr *err);
-int node_undeploy(node *n, uint32_t qid, xerr *err);
+int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err);
 /* Feed an INGEST frame at this node (the stream's home). */
 void node_ingest(node *n, cs *from, const wire_msg *m);
 /* Run the statements of a QUERY frame from the coordinator and answer it. */
@@ -249,6 +262,12 @@ typedef struct deploy_plan {
     wire_str sql;
     uint32_t origin;     /* version 2: the query's first id; != the DEPLOY's id for a
                             redeployment after a failure (0 in version 1) */
+    /* version 3 */
+    uint8_t ft;          /* engine_ft */
+    uint32_t checkpoint_ms;
+    uint32_t prev;       /* the id it ran under before (0: a first deployment) */
+    int R;               /* replicas per task */
+    uint16_t *rassign;   /* ntasks x R node indexes, 0xffff = none (caller frees) */
 } deploy_plan;
 
 int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err);

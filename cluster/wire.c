@@ -39,6 +39,7 @@ static const char *const type_names[] = {
     [WIRE_BYE] = "BYE",
     [WIRE_WATERMARK] = "WATERMARK",
     [WIRE_INGEST] = "INGEST",
+    [WIRE_RESUME] = "RESUME",
 };
 
 const char *wire_type_name(int type)
@@ -585,6 +586,13 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u64(w, m->u.watermark.query_id);
         wire_put_u32(w, m->u.watermark.channel);
         wire_put_i64(w, m->u.watermark.wm);
+        wire_put_u64(w, m->u.watermark.tag);
+        break;
+    case WIRE_RESUME:
+        wire_put_u64(w, m->u.resume.query_id);
+        wire_put_u8(w, m->u.resume.nsrc);
+        wire_put_u64(w, m->u.resume.from[0]);
+        wire_put_u64(w, m->u.resume.from[1]);
         break;
     case WIRE_INGEST:
         wire_put_u64(w, m->u.ingest.req_id);
@@ -701,6 +709,14 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_u64(&r, &m->u.watermark.query_id);
         wire_get_u32(&r, &m->u.watermark.channel);
         wire_get_i64(&r, &m->u.watermark.wm);
+        wire_get_u64(&r, &m->u.watermark.tag);
+        break;
+    case WIRE_RESUME:
+        wire_get_u64(&r, &m->u.resume.query_id);
+        wire_get_u8(&r, &m->u.resume.nsrc);
+        wire_get_u64(&r, &m->u.resume.from[0]);
+        wire_get_u64(&r, &m->u.resume.from[1]);
+        if (!r.err && m->u.resume.nsrc > 2) return xerr_set(e, XE_PROTO, "RESUME names %u sources", m->u.resume.nsrc);
         break;
     case WIRE_INGEST:
         wire_get_u64(&r, &m->u.ingest.req_id);

@@ -48,6 +48,8 @@
 /* Frame flags.  Only WIRE_F_LAST has a meaning today (last chunk of a
  * RESULT or SNAPSHOT sequence); the decoder passes flags through unchecked. */
 #define WIRE_F_LAST 0x0001u
+/* UNDEPLOY: keep the tasks' state for the redeployment that follows. */
+#define WIRE_F_KEEP 0x0002u
 
 enum wire_type {
     WIRE_HELLO = 1,          /* version range, role, name */
@@ -70,7 +72,8 @@ enum wire_type {
     WIRE_BYE = 18,           /* orderly goodbye */
     WIRE_WATERMARK = 19,     /* task -> tasks: an upstream task's event-time watermark */
     WIRE_INGEST = 20,        /* client -> coordinator -> home node: input bytes of a stream */
-    WIRE_TYPE_MAX = WIRE_INGEST
+    WIRE_RESUME = 21,        /* node -> a source's home: where a redeployed query's replay must start */
+    WIRE_TYPE_MAX = WIRE_RESUME
 };
 
 /* Roles announced in HELLO. */
@@ -269,7 +272,11 @@ typedef struct wire_msg {
         struct { uint64_t req_id; uint32_t nrows; wire_str rows; } result;
         struct { uint64_t req_id; int32_t code; wire_str msg; } error; /* req_id 0: connection */
         struct { wire_str reason; } bye;
-        struct { uint64_t query_id; uint32_t channel; int64_t wm; } watermark;
+        /* tag: log offset + 1 of the source record the watermark follows */
+        struct { uint64_t query_id; uint32_t channel; int64_t wm; uint64_t tag; } watermark;
+        /* from[k]: the first log offset of source k the sender's tasks need
+         * (0: the query's start, UINT64_MAX: nothing) */
+        struct { uint64_t query_id; uint8_t nsrc; uint64_t from[2]; } resume;
         /* flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there */
         struct {
             uint64_t req_id;

@@ -32,7 +32,11 @@
 
 /* ------------------------------------------------------------------ small helpers */
 
-#define LOG_HDR 8                          /* log record prefix: be64 largest event time */
+/* Log record prefix: be64 the stream's largest event time so far, be64
+ * flags (LOG_WM_STEP: the watermark advanced after this record, so that a
+ * replay moves it at the same points). */
+#define LOG_HDR 16
+#define LOG_WM_STEP 1u
 #define DEFAULT_RETAIN_BYTES (256ull << 20) /* per stream */
 
 static void notice(const exec_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -168,14 +172,16 @@ int engine_commit(engine *e, xerr *err)
     rc = store_commit(e->txn, err);
     e->txn = NULL;
     if (rc) return rc;
-    return store_sync(e->st, err);
+    rc = store_sync(e->st, err);
+    if (!rc) ft_send(e);
+    return rc;
 fail:
     store_abort(e->txn);
     e->txn = NULL;
     return rc;
 }
 
-static int maybe_commit(engine *e, xerr *err)
+int eng_maybe_commit(engine *e, xerr *err)
 {
     if (!e->txn) return 0;
     if (e->epoch_slices >= EXEC_EPOCH_SLICES ||
@@ -286,7 +292,10 @@ static int process_rows(engine *e, int si, const batch *b, xerr *err)
     if (rec_ts > s->max_ts) s->max_ts = rec_ts;
     sbuf_reset(&e->tmp);
     unsigned char hdr[LOG_HDR];
-    be64_put(hdr, (uint64_t)rec_ts);
+    int step = (s->rows_total + (uint64_t)b->nrows) % EXEC_SLICE_ROWS == 0;
+    be64_put(hdr, (uint64_t)s->max_ts);
+    be64_put(hdr + 8, step ? LOG_WM_STEP : 0);
+    s->open_slice = !step;
     if (sbuf_add(&e->tmp, hdr, sizeof hdr) || batch_encode(b, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
     uint64_t off;
     if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
@@ -294,8 +303,8 @@ static int process_rows(engine *e, int si, const batch *b, xerr *err)
     for (int i = 0; i < e->nqueries; i++) {
         query *q = e->queries[i];
         for (int k = 0; k < q->nsrc; k++)
-            if (q->src_stream[k] == si) {
-                if ((rc = query_push(q, k, b, err))) return rc;
+            if (q->src_stream[k] == si && !q->hold) {
+                if ((rc = query_push(q, k, b, off + 1, err))) return rc;
                 q->offset[k] = off + 1;
             }
     }
@@ -310,7 +319,7 @@ static int advance_wm(engine *e, int si, xerr *err)
     for (int i = 0; i < e->nqueries; i++) {
         query *q = e->queries[i];
         for (int k = 0; k < q->nsrc; k++)
-            if (q->src_stream[k] == si && (rc = query_watermark(q, k, wm, err))) return rc;
+            if (q->src_stream[k] == si && !q->hold && (rc = query_watermark(q, k, wm, err))) return rc;
     }
     return 0;
 }
@@ -340,10 +349,28 @@ static int stream_rows(engine *e, int si, const batch *b, xerr *err)
 
 static int end_partial_slice(engine *e, int si, xerr *err)
 {
-    if (e->streams[si]->rows_total % EXEC_SLICE_ROWS == 0) return 0;
+    stream_rt *s = e->streams[si];
+    if (s->rows_total % EXEC_SLICE_ROWS == 0) return 0;
     /* closing windows changes state and sinks: that belongs to an epoch */
     int rc = eng_txn(e, err);
     if (rc) return rc;
+    if (s->open_slice) {
+        /* an empty record marks the step for replays */
+        unsigned char rec[LOG_HDR + 64];
+        sbuf_reset(&e->tmp);
+        be64_put(rec, (uint64_t)s->max_ts);
+        be64_put(rec + 8, LOG_WM_STEP);
+        batch empty = {0};
+        empty.ncols = s->ps->schema.ncols;
+        uint64_t off;
+        if (sbuf_add(&e->tmp, rec, LOG_HDR) || batch_encode(&empty, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
+        s->log_bytes += e->tmp.len;
+        s->open_slice = 0;
+        for (int i = 0; i < e->nqueries; i++)
+            for (int k = 0; k < e->queries[i]->nsrc; k++)
+                if (e->queries[i]->src_stream[k] == si && !e->queries[i]->hold) e->queries[i]->offset[k] = off + 1;
+    }
     e->epoch_slices++;
     return advance_wm(e, si, err);
 }
@@ -360,7 +387,7 @@ int io_tick(engine *e, xerr *err)
     int rc;
     for (int i = 0; i < e->nstreams; i++)
         if ((rc = end_partial_slice(e, i, err))) return rc;
-    return maybe_commit(e, err);
+    return eng_maybe_commit(e, err);
 }
 
 /* A push query ends when all its sources have ended. */
@@ -473,7 +500,7 @@ int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err)
         c += k;
         n -= k;
     }
-    return maybe_commit(in->e, err);
+    return eng_maybe_commit(in->e, err);
 }
 
 int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st, xerr *err)
@@ -504,7 +531,7 @@ int engine_push_rows(engine *e, const char *stream, const batch *b, xerr *err)
         return xerr_set(err, XE_INVAL, "stream '%s' has %d columns, the batch %d", stream,
                         e->streams[si]->ps->schema.ncols, b->ncols);
     int rc = stream_rows(e, si, b, err);
-    return rc ? rc : maybe_commit(e, err);
+    return rc ? rc : eng_maybe_commit(e, err);
 }
 
 int engine_end_stream(engine *e, const char *stream, xerr *err)
@@ -577,7 +604,7 @@ static int run_file_source(engine *e, int si, int64_t *rows, xerr *err)
         s->src_pos += upto;
         memmove(buf, buf + upto, have - upto);
         have -= upto;
-        if ((rc = maybe_commit(e, err))) goto out;
+        if ((rc = eng_maybe_commit(e, err))) goto out;
         if (got == 0 && have == 0) break;
         if (got == 0) {
             /* a last line without a newline */
@@ -733,7 +760,8 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
 }
 
 static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention", NULL};
-static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas", NULL};
+static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
+                                            "checkpoint_interval", NULL};
 
 static int check_options(const ast_options *w, const char **known, const char *what, xerr *err)
 {
@@ -860,12 +888,16 @@ static int create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr
         return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
     }
     if ((rc = check_options(st->with, known_query_options, "query", err))) return rc;
-    const ast_option *fto = ast_option_get(st->with, "ft");
-    if (fto && strcmp(fto->value, "upstream"))
+    const ast_option *fto = ast_option_get(st->with, "ft"), *cio = ast_option_get(st->with, "checkpoint_interval");
+    engine_ft ft;
+    int64_t ms;
+    xerr e2;
+    if (fto && engine_ft_parse(fto->value, &ft))
         return xerr_at(err, XE_INVAL, st->line, st->col,
-                       "ft = '%s' is not available yet: after a failure Ares redeploys the lost tasks and replays their "
-                       "input from the stream log ('upstream')",
-                       fto->value);
+                       "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'", fto->value);
+    if (cio && (plan_parse_interval(cio->value, &ms, &e2) || ms <= 0))
+        return xerr_at(err, XE_INVAL, st->line, st->col,
+                       "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", cio->value);
     query *q;
     if ((rc = engine_commit(e, err))) return rc;
     if ((rc = query_new(e, st->select, st->with, st->name, st->text ? st->text : "", e->next_query_id, &q, err)))
@@ -1350,14 +1382,20 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
                            "'random'");
         snprintf(e->placement, sizeof e->placement, "%.31s", val_text);
     } else if (!strcmp(k, "ft")) {
-        /* what recovery does today: redeploy and replay the stream log */
-        if (strcmp(val_text, "upstream"))
+        /* used by a cluster (cluster/coord.c); an embedded engine has no failures to survive */
+        engine_ft ft;
+        if (engine_ft_parse(val_text, &ft))
             return xerr_at(err, XE_INVAL, st->line, st->col,
-                           "ft = '%s' is not available yet: after a failure Ares redeploys the lost tasks and replays "
-                           "their input from the stream log ('upstream'); replica and checkpoint come later",
-                           val_text);
+                           "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'", val_text);
+    } else if (!strcmp(k, "checkpoint_interval")) {
+        int64_t ms;
+        xerr e2;
+        if (plan_parse_interval(val_text, &ms, &e2) || ms <= 0)
+            return xerr_at(err, XE_INVAL, st->line, st->col,
+                           "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", val_text);
     } else if (strcmp(k, "replicas"))
-        return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s' (known: parallelism, placement, replicas, ft)", k);
+        return xerr_at(err, XE_INVAL, st->line, st->col,
+                       "unknown setting '%s' (known: parallelism, placement, replicas, ft, checkpoint_interval)", k);
     char key[160];
     snprintf(key, sizeof key, "setting/%s", k);
     int rc;
@@ -1395,7 +1433,7 @@ int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err)
 }
 
 int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigned char *own, int nown,
-                  const engine_remote *remote, const exec_out *out, xerr *err)
+                  const engine_remote *remote, const exec_out *out, const engine_deploy_opts *fo, xerr *err)
 {
     if (find_query_id(e, qid)) return xerr_set(err, XE_EXISTS, "query %u is already deployed here", qid);
     ast_stmt *st;
@@ -1420,7 +1458,10 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
     }
     if (remote) q->remote = *remote;
     if (out) q->out = *out;
-    if ((rc = eng_txn(e, err)) || (rc = query_load_state(q, e->txn, err)) || (rc = add_query(e, q, err))) {
+    if (fo) q->ft = *fo;
+    q->ckpt_ns = clock_mono_ns();
+    if ((rc = eng_txn(e, err)) || (rc = ft_restore(q, e->txn, err)) || (rc = query_load_state(q, e->txn, err)) ||
+        (rc = add_query(e, q, err))) {
         query_free(q);
         return rc;
     }
@@ -1430,33 +1471,39 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
     return engine_commit(e, err);
 }
 
-int engine_undeploy(engine *e, uint32_t qid, xerr *err)
+int engine_undeploy(engine *e, uint32_t qid, int keep_state, xerr *err)
 {
     query *q = find_query_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
     int rc = eng_txn(e, err);
-    if (!rc) rc = query_drop_state(q, e->txn, err);
+    /* kept: as of now, with its positions, for the redeployment to take over */
+    if (!rc && keep_state) rc = query_flush_state(q, e->txn, err);
+    if (!rc && !keep_state) rc = query_drop_state(q, e->txn, err);
+    if (!rc && !keep_state) rc = ft_drop_replicas(e, qid, err);
+    sbuf_reset(&q->deltas);
     if (rc) return rc;
     remove_query(e, q);
     return engine_commit(e, err);
 }
 
-int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, const void *p, size_t n, xerr *err)
+int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n,
+                        xerr *err)
 {
     query *q = find_query_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
     int rc = eng_txn(e, err);
-    if (!rc) rc = query_remote_batch(q, op, task, side, p, n, err);
-    return rc ? rc : maybe_commit(e, err);
+    if (!rc) rc = query_remote_batch(q, op, task, side, tag, p, n, err);
+    return rc ? rc : eng_maybe_commit(e, err);
 }
 
-int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, xerr *err)
+int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag,
+                            xerr *err)
 {
     query *q = find_query_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
     int rc = eng_txn(e, err);
-    if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, err);
-    return rc ? rc : maybe_commit(e, err);
+    if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, tag, err);
+    return rc ? rc : eng_maybe_commit(e, err);
 }
 
 int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)
@@ -1673,8 +1720,15 @@ static int replay_one(void *ctx, uint64_t off, const void *rec, size_t n)
         return 1;
     }
     if ((c->rc = batch_decode((const char *)rec + LOG_HDR, n - LOG_HDR, &c->b, c->err))) return 1;
-    if ((c->rc = query_push(c->q, c->src, &c->b, c->err))) return 1;
+    if (c->b.nrows && (c->rc = query_push(c->q, c->src, &c->b, off + 1, c->err))) return 1;
     c->q->offset[c->src] = off + 1;
+    /* the watermark moves where it moved the first time */
+    const unsigned char *h = rec;
+    const plan_stream *ps = c->e->streams[c->q->src_stream[c->src]]->ps;
+    int64_t maxts = (int64_t)be64_get(h);
+    if ((be64_get(h + 8) & LOG_WM_STEP) && maxts != WM_MIN && ps->ts_col >= 0 &&
+        (c->rc = query_watermark(c->q, c->src, maxts - ps->watermark_ms, c->err)))
+        return 1;
     return 0;
 }
 
@@ -1784,7 +1838,9 @@ void engine_close(engine *e)
 {
     if (!e) return;
     xerr err;
-    if (e->txn && engine_commit(e, &err)) fprintf(stderr, "ares: committing the last epoch failed: %s\n", err.msg);
+    /* a host's replication hook may open the next epoch: commit that too */
+    for (int i = 0; e->txn && i < 4; i++)
+        if (engine_commit(e, &err)) fprintf(stderr, "ares: committing the last epoch failed: %s\n", err.msg);
     engine_cancel_push(e);
     for (int i = 0; i < e->nqueries; i++) detach_query_io(e, e->queries[i]);
     io_stop(e);

@@ -126,22 +126,56 @@ int engine_run_file_sources(engine *e, int64_t *rows, xerr *err);
  * node that owns the destination. */
 typedef struct engine_remote {
     void *ctx;
-    /* rows for task `task` of operator `op` (input side `side`), encoded with batch_encode */
-    int (*batch)(void *ctx, uint32_t qid, int op, int task, int side, const void *p, size_t n);
-    /* upstream task `from_task` (global index) of op's input `side` reached watermark wm;
-     * deliver to every node running a task of op */
-    int (*watermark)(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm);
+    /* rows for task `task` of operator `op` (input side `side`), encoded with
+     * batch_encode; tag = log offset + 1 of the source record they come from
+     * (0: not from a source record).  The receiver passes it back to
+     * engine_remote_batch. */
+    int (*batch)(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n);
+    /* upstream task `from_task` (global index) of op's input `side` reached watermark wm
+     * (after the source record tagged tag); deliver to every node running a task of op */
+    int (*watermark)(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag);
+    /* Replication (ft = replica or checkpoint): changes to the state of local
+     * task `task` (global index; LMDB task id tid) that the epoch `epoch` just
+     * committed, for that task's replicas: engine_replica_apply there.  One
+     * call may carry a whole snapshot (a new replica catching up, or a
+     * checkpoint).  Called after the commit, so the state is durable here. */
+    int (*state)(void *ctx, uint32_t qid, int task, uint32_t tid, uint64_t epoch, const void *p, size_t n);
 } engine_remote;
+
+/* How a deployed query survives the loss of its tasks (SET ft). */
+typedef enum engine_ft {
+    ENGINE_FT_REPLICA,    /* each epoch's state changes go to replicas in other domains */
+    ENGINE_FT_CHECKPOINT, /* whole snapshots every checkpoint_ms to one replica */
+    ENGINE_FT_UPSTREAM,   /* no copies: lost state is recomputed from the stream log */
+    ENGINE_FT_NONE,       /* lost state is lost: the reference for the overhead */
+} engine_ft;
+int engine_ft_parse(const char *s, engine_ft *out); /* 'replica' ... ; -1 when unknown */
+const char *engine_ft_name(engine_ft f);
+
+typedef struct engine_deploy_opts {
+    engine_ft ft;
+    int64_t checkpoint_ms; /* ENGINE_FT_CHECKPOINT: the snapshot interval */
+    /* A redeployment after a failure: the id this query ran under before.
+     * Each local stateful task takes over its state from there: this node's
+     * own (a survivor) or a replica held here (a promotion).  The sources
+     * then hold their input until engine_replay. */
+    uint32_t prev;
+} engine_deploy_opts;
 
 /* Run query `name` with id qid from its CREATE QUERY text, but only the tasks
  * with own[global task] != 0 (own has plan_task_count entries; NULL = all).
  * out receives the sink's rows when the sink task is local.  The query is
- * not written to this engine's catalog: the coordinator owns it. */
+ * not written to this engine's catalog: the coordinator owns it.  fo may be
+ * NULL (ft = replica, a first deployment). */
 int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigned char *own, int nown,
-                  const engine_remote *remote, const exec_out *out, xerr *err);
-int engine_undeploy(engine *e, uint32_t qid, xerr *err);
-int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, const void *p, size_t n, xerr *err);
-int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, xerr *err);
+                  const engine_remote *remote, const exec_out *out, const engine_deploy_opts *fo, xerr *err);
+/* keep_state: leave the local tasks' state in LMDB for a redeployment
+ * (engine_deploy_opts.prev) instead of deleting it with the replicas. */
+int engine_undeploy(engine *e, uint32_t qid, int keep_state, xerr *err);
+int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n,
+                        xerr *err);
+int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag,
+                            xerr *err);
 /* Plan a SELECT (or the SELECT of a CREATE QUERY) against this engine's
  * catalog, for the coordinator's placement.  Caller frees with plan_free. */
 int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
@@ -151,15 +185,25 @@ int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
  * here or its sink task runs elsewhere. */
 int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
 
-/* Fault tolerance (exec/ft.c).  A query redeployed after a failure starts
- * with empty state everywhere and is recomputed from its streams' logs on
- * their home node: engine_source_offsets gives the log offsets a deployed
- * query's sources will read next (recorded by the host when the query is
- * first deployed), and engine_replay pushes the log from `from` (one offset
- * per source, in plan order) through the query's local source tasks, then
- * its current watermarks.  Sources that do not run here are skipped. */
+/* Fault tolerance (exec/ft.c).  engine_source_offsets gives the log offsets
+ * a deployed query's local sources will read next (a host records them when
+ * the query is first deployed).  After a redeployment (prev != 0),
+ * engine_ft_resume says where the local stateful tasks need the replay to
+ * start, per source: the log offset after the last record their restored
+ * state includes, 0 when a task has no state (replay from the query's
+ * start), UINT64_MAX when nothing here needs that source.  The source's home
+ * takes the minimum over all nodes and calls engine_replay: the log from
+ * `from` (one offset per source, in plan order) goes through the query's
+ * local source tasks with the watermarks it had, then the input that waited
+ * meanwhile.  Tasks skip records their state already includes, so every row
+ * counts once.  Sources that do not run here are skipped. */
 int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err);
+/* src_task[k]: the global task index of source k (where its home runs it). */
+int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2], int *nsrc, xerr *err);
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err);
+/* A replica: apply the state changes of task tid sent by its primary
+ * (engine_remote.state), to be taken over if the primary is lost. */
+int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err);
 
 /* Records of the engine's host, kept in this engine's LMDB catalog under
  * "host/<key>" (the engine itself never reads them).  The cluster

@@ -1,20 +1,359 @@
 /*
- * ft.c: the engine's side of fault tolerance.  After a failure domain dies,
- * the cluster redeploys every query that lost tasks under a new id, with
- * empty state, and recomputes it from the stream logs kept on the streams'
- * home nodes (replay from the offsets the query started at).  The sink's
- * host drops the rows it had already delivered (cluster/coord.c), so the
- * output equals a run without the failure.  Runs on the engine's thread.
+ * ft.c: the engine's side of fault tolerance in a cluster.
+ *
+ * Positions.  Every row a query reads comes from a record of a stream log,
+ * and travels tagged with that record's offset + 1 (query.tag, and the tag
+ * of BATCH and WATERMARK frames).  A stateful task fed by a source through
+ * stateless operators keeps, per input side, inc: the tag of the last record
+ * its state includes (ops.c).  inc is written with the state in the epoch's
+ * transaction ("inc/<task>"), so state and position always agree.
+ *
+ * Replicas.  With ft = replica the epoch's changes to a task's state are
+ * recorded as they are written (store_txn_record) and handed to the host
+ * after the commit (engine_remote.state), with inc and how far windows are
+ * closed; the first epoch after a deployment sends a whole snapshot, so a
+ * new replica catches up without stopping the query.  With ft = checkpoint
+ * only a whole snapshot goes, every checkpoint_ms.  A replica applies them
+ * to its STORE_REPLICA ("rft/<task>" keeps inc, closed and the epoch).
+ *
+ * Recovery.  A query redeployed after a failure (engine_deploy_opts.prev)
+ * takes each local task's state from the previous deployment: this node's
+ * own (a survivor, kept by engine_undeploy) or a replica held here (a
+ * promotion); with ft = upstream only survivors keep theirs.  Its sources
+ * hold their input until engine_replay, which starts at the minimum position
+ * any task needs (engine_ft_resume on every node).  Tasks skip what their
+ * state has, and the watermarks replay exactly as they were (each log record
+ * says whether the watermark advanced after it), so the recomputed windows
+ * equal the lost ones.  The sink's host drops rows it had already delivered.
+ * Runs on the engine's thread.
  */
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "exec/internal.h"
+
+#define DELTA_VERSION 1
+#define DELTA_HDR 26 /* version, flags, inc[2], closed */
+#define DELTA_FULL 1
+/* a snapshot is sent in pieces of about this size (a frame holds 16 MiB) */
+#define DELTA_PIECE (4u << 20)
+
+static const char *const ft_names[] = {"replica", "checkpoint", "upstream", "none"};
+
+int engine_ft_parse(const char *s, engine_ft *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(s, ft_names[i])) {
+            *out = (engine_ft)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *engine_ft_name(engine_ft f)
+{
+    return (unsigned)f < 4 ? ft_names[f] : "?";
+}
 
 static query *find_id(const engine *e, uint32_t qid)
 {
     for (int i = 0; i < e->nqueries; i++)
         if (e->queries[i]->deployed && e->queries[i]->id == qid) return e->queries[i];
     return NULL;
+}
+
+static int stateful(const opinst *o) { return o->agg || o->join; }
+
+/* Every stateful op reads its sources directly (no aggregate over a join):
+ * positions then say exactly what each state includes. */
+static int trackable(const query *q)
+{
+    for (int i = 0; i < q->dag->nops; i++) {
+        const opinst *o = &q->ops[i];
+        for (int s = 0; stateful(o) && s < o->op->ninputs; s++)
+            if (o->tsrc[s] < 0) return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ positions */
+
+int ft_save_inc(query *q, store_txn *t, xerr *err)
+{
+    for (int i = 0; i < q->dag->nops; i++) {
+        opinst *o = &q->ops[i];
+        if (!o->inc) continue;
+        for (int k = 0; k < o->ntasks; k++) {
+            if (!task_local(q, o, k) || !memcmp(&o->inc[k * 2], &o->inc_saved[k * 2], 2 * sizeof *o->inc)) continue;
+            char key[32];
+            unsigned char v[16];
+            snprintf(key, sizeof key, "inc/%u", query_task_id(q, i, k));
+            be64_put(v, o->inc[k * 2]);
+            be64_put(v + 8, o->inc[k * 2 + 1]);
+            int rc = store_kv_put(t, STORE_META, key, v, sizeof v, err);
+            if (rc) return rc;
+            o->inc_saved[k * 2] = o->inc[k * 2];
+            o->inc_saved[k * 2 + 1] = o->inc[k * 2 + 1];
+        }
+    }
+    return 0;
+}
+
+/* 0 and v filled, XE_NOTFOUND, or an error. */
+static int get_meta(store_txn *t, const char *fmt, uint32_t tid, sbuf *v, size_t want, xerr *err)
+{
+    char key[32];
+    snprintf(key, sizeof key, fmt, tid);
+    int rc = store_kv_get(t, STORE_META, key, v, err);
+    if (rc == XE_NOTFOUND) xerr_clear(err);
+    if (!rc && v->len != want) return xerr_set(err, XE_CORRUPT, "meta %s has %zu bytes, not %zu", key, v->len, want);
+    return rc;
+}
+
+int ft_load_inc(query *q, store_txn *t, xerr *err)
+{
+    sbuf v;
+    sbuf_init(&v);
+    int rc = 0;
+    for (int i = 0; i < q->dag->nops && !rc; i++) {
+        opinst *o = &q->ops[i];
+        for (int k = 0; o->inc && k < o->ntasks && !rc; k++) {
+            if (!task_local(q, o, k)) continue;
+            rc = get_meta(t, "inc/%u", query_task_id(q, i, k), &v, 16, err);
+            if (rc == XE_NOTFOUND) {
+                rc = 0;
+                continue;
+            }
+            if (rc) break;
+            o->inc[k * 2] = o->inc_saved[k * 2] = be64_get((unsigned char *)v.p);
+            o->inc[k * 2 + 1] = o->inc_saved[k * 2 + 1] = be64_get((unsigned char *)v.p + 8);
+        }
+    }
+    sbuf_fini(&v);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ the primary's side */
+
+/* Queue one message for task k of o: header, then the records. */
+static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, const char *rec, size_t n, xerr *err)
+{
+    uint32_t tid = query_task_id(q, o->op->id, k);
+    int64_t closed = WM_MIN;
+    if (o->agg) {
+        sbuf v;
+        sbuf_init(&v);
+        int rc = get_meta(t, "closed/%u", tid, &v, 8, err);
+        if (!rc) closed = (int64_t)be64_get((unsigned char *)v.p);
+        sbuf_fini(&v);
+        if (rc && rc != XE_NOTFOUND) return rc;
+    }
+    unsigned char h[12 + DELTA_HDR];
+    be32_put(h, tid);
+    be32_put(h + 4, (uint32_t)(o->task_base + k));
+    be32_put(h + 8, (uint32_t)(DELTA_HDR + n));
+    h[12] = DELTA_VERSION;
+    h[13] = (unsigned char)flags;
+    be64_put(h + 14, o->inc[k * 2]);
+    be64_put(h + 22, o->inc[k * 2 + 1]);
+    be64_put(h + 30, (uint64_t)closed);
+    if (sbuf_add(&q->deltas, h, sizeof h) || sbuf_add(&q->deltas, rec, n)) return xerr_set(err, XE_NOMEM, "out of memory");
+    return 0;
+}
+
+int ft_collect(query *q, store_txn *t, xerr *err)
+{
+    int ckpt = q->ft.ft == ENGINE_FT_CHECKPOINT;
+    uint64_t now = clock_mono_ns();
+    int full = q->full_next || (ckpt && now - q->ckpt_ns >= (uint64_t)q->ft.checkpoint_ms * 1000000u);
+    sbuf rec;
+    sbuf_init(&rec);
+    int rc = 0;
+    for (int i = 0; i < q->dag->nops && !rc; i++) {
+        opinst *o = &q->ops[i];
+        for (int k = 0; stateful(o) && k < o->ntasks && !rc; k++) {
+            if (!task_local(q, o, k)) continue;
+            sbuf_reset(&rec);
+            if (!full && !ckpt) store_txn_record(t, &rec);
+            rc = task_flush(o, k, t, err);
+            store_txn_record(t, NULL);
+            if (rc || (ckpt && !full)) continue;
+            if (full) {
+                rc = store_state_snapshot(t, STORE_STATE, query_task_id(q, i, k), &rec, err);
+                /* in pieces: the first one replaces what the replica had */
+                for (size_t off = 0; !rc && (off < rec.len || off == 0);) {
+                    size_t end = off;
+                    while (end < rec.len && end - off < DELTA_PIECE) end += store_rec_size(rec.p + end, rec.len - end);
+                    rc = queue_delta(q, o, k, t, off == 0 ? DELTA_FULL : 0, rec.p + off, end - off, err);
+                    if (end == off) break;
+                    off = end;
+                }
+                continue;
+            }
+            if (!rec.len && !memcmp(&o->inc[k * 2], &o->inc_saved[k * 2], 2 * sizeof *o->inc)) continue;
+            rc = queue_delta(q, o, k, t, 0, rec.p, rec.len, err);
+        }
+    }
+    sbuf_fini(&rec);
+    if (!rc && full) {
+        q->full_next = 0;
+        q->ckpt_ns = now;
+    }
+    return rc;
+}
+
+void ft_send(engine *e)
+{
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        const unsigned char *p = (const unsigned char *)q->deltas.p;
+        for (size_t off = 0; off + 12 <= q->deltas.len;) {
+            uint32_t tid = be32_get(p + off), task = be32_get(p + off + 4), n = be32_get(p + off + 8);
+            if (q->remote.state) q->remote.state(q->remote.ctx, q->id, (int)task, tid, e->epoch, p + off + 12, n);
+            off += 12 + n;
+        }
+        sbuf_reset(&q->deltas);
+    }
+}
+
+/* ------------------------------------------------------------------ the replica's side */
+
+int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err)
+{
+    const unsigned char *b = p;
+    if (n < DELTA_HDR || b[0] != DELTA_VERSION)
+        return xerr_set(err, XE_PROTO, "state change for task %u: bad header (%zu bytes, version %u)", tid, n,
+                        n ? b[0] : 0);
+    int rc = eng_txn(e, err);
+    if (rc) return rc;
+    if ((rc = store_state_apply(e->txn, STORE_REPLICA, b + DELTA_HDR, n - DELTA_HDR, err))) return rc;
+    char key[32];
+    unsigned char v[32];
+    memcpy(v, b + 2, 24);
+    be64_put(v + 24, epoch);
+    snprintf(key, sizeof key, "rft/%u", tid);
+    if ((rc = store_kv_put(e->txn, STORE_META, key, v, sizeof v, err))) return rc;
+    return eng_maybe_commit(e, err);
+}
+
+typedef struct rft_scan {
+    uint32_t qid;
+    int n, cap;
+    uint32_t *tids;
+} rft_scan;
+
+static int rft_one(void *ctx, const char *key, const void *v, size_t n)
+{
+    rft_scan *s = ctx;
+    (void)v;
+    (void)n;
+    uint32_t tid = (uint32_t)strtoul(key + 4, NULL, 10);
+    if (tid / 4096u != s->qid) return 0;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        uint32_t *x = realloc(s->tids, (size_t)cap * sizeof *x);
+        if (!x) return XE_NOMEM;
+        s->tids = x;
+        s->cap = cap;
+    }
+    s->tids[s->n++] = tid;
+    return 0;
+}
+
+int ft_drop_replicas(engine *e, uint32_t qid, xerr *err)
+{
+    rft_scan s = {qid, 0, 0, NULL};
+    int rc = eng_txn(e, err);
+    if (!rc) rc = store_kv_scan(e->txn, STORE_META, "rft/", rft_one, &s, err);
+    if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
+    for (int i = 0; !rc && i < s.n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "rft/%u", s.tids[i]);
+        if (!(rc = store_state_drop_task(e->txn, STORE_REPLICA, s.tids[i], err)))
+            rc = store_kv_del(e->txn, STORE_META, key, err);
+    }
+    free(s.tids);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ recovery */
+
+static int put_meta(store_txn *t, const char *fmt, uint32_t tid, const void *v, size_t n, xerr *err)
+{
+    char key[32];
+    snprintf(key, sizeof key, fmt, tid);
+    return store_kv_put(t, STORE_META, key, v, n, err);
+}
+
+/* Take over one task's state from the previous deployment: own, or a replica. */
+static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int *promoted, xerr *err)
+{
+    uint32_t old = q->ft.prev * 4096u + (uint32_t)o->op->id * 64u + (uint32_t)k;
+    uint32_t tid = query_task_id(q, o->op->id, k);
+    sbuf v;
+    sbuf_init(&v);
+    int rc = get_meta(t, "inc/%u", old, &v, 16, err);
+    if (!rc) {
+        /* a survivor: its own state, as of its last commit */
+        if (!(rc = store_state_copy(t, STORE_STATE, old, STORE_STATE, tid, err)) &&
+            !(rc = put_meta(t, "inc/%u", tid, v.p, 16, err)) && o->agg) {
+            rc = get_meta(t, "closed/%u", old, &v, 8, err);
+            if (!rc) rc = put_meta(t, "closed/%u", tid, v.p, 8, err);
+            else if (rc == XE_NOTFOUND) rc = 0;
+        }
+        if (!rc) (*own)++;
+    } else if (rc == XE_NOTFOUND && (q->ft.ft == ENGINE_FT_REPLICA || q->ft.ft == ENGINE_FT_CHECKPOINT)) {
+        rc = get_meta(t, "rft/%u", old, &v, 32, err);
+        if (!rc) {
+            /* a promotion: the replica held here becomes the state */
+            const unsigned char *r = (const unsigned char *)v.p;
+            if (!(rc = store_state_copy(t, STORE_REPLICA, old, STORE_STATE, tid, err)) &&
+                !(rc = put_meta(t, "inc/%u", tid, r, 16, err)) && o->agg && (int64_t)be64_get(r + 16) != WM_MIN)
+                rc = put_meta(t, "closed/%u", tid, r + 16, 8, err);
+            if (!rc) (*promoted)++;
+        }
+    }
+    if (rc == XE_NOTFOUND) rc = 0; /* nothing to take over: the task starts empty */
+    sbuf_fini(&v);
+    return rc;
+}
+
+int ft_restore(query *q, store_txn *t, xerr *err)
+{
+    if (!q->ft.prev) {
+        q->full_next = 1;
+        return 0;
+    }
+    int own = 0, promoted = 0, rc = 0;
+    /* otherwise every task starts empty and the replay starts at the query's start */
+    if (q->ft.ft != ENGINE_FT_NONE && trackable(q))
+        for (int i = 0; i < q->dag->nops && !rc; i++)
+            for (int k = 0; stateful(&q->ops[i]) && k < q->ops[i].ntasks && !rc; k++)
+                if (task_local(q, &q->ops[i], k)) rc = restore_task(q, &q->ops[i], k, t, &own, &promoted, err);
+    /* what the previous deployment left here goes */
+    for (int i = 0; i < q->dag->nops && !rc; i++)
+        for (int k = 0; k < q->ops[i].ntasks && !rc; k++) {
+            uint32_t old = q->ft.prev * 4096u + (uint32_t)i * 64u + (uint32_t)k;
+            char key[32];
+            if (!(rc = store_state_drop_task(t, STORE_STATE, old, err))) {
+                snprintf(key, sizeof key, "inc/%u", old);
+                if (!(rc = store_kv_del(t, STORE_META, key, err))) {
+                    snprintf(key, sizeof key, "closed/%u", old);
+                    rc = store_kv_del(t, STORE_META, key, err);
+                }
+            }
+        }
+    if (!rc) rc = ft_drop_replicas(q->eng, q->ft.prev, err);
+    q->hold = q->ft.ft != ENGINE_FT_NONE;
+    q->full_next = 1;
+    if (!rc && (own || promoted) && q->eng->log) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "query %u: took over the state of %d tasks here (%d kept, %d promoted replicas)",
+                 q->id, own + promoted, own, promoted);
+        q->eng->log(q->eng->log_ctx, msg);
+    }
+    return rc;
 }
 
 int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err)
@@ -26,6 +365,25 @@ int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, 
     return 0;
 }
 
+int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2], int *nsrc, xerr *err)
+{
+    query *q = find_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    from[0] = from[1] = UINT64_MAX;
+    *nsrc = q->nsrc;
+    for (int k = 0; k < 2; k++) src_task[k] = k < q->nsrc ? q->ops[q->src_op[k]].task_base : 0;
+    if (q->ft.ft == ENGINE_FT_NONE) return 0;
+    for (int i = 0; i < q->dag->nops; i++) {
+        const opinst *o = &q->ops[i];
+        for (int s = 0; o->inc && s < 2; s++) {
+            if (o->tsrc[s] < 0) continue;
+            for (int k = 0; k < o->ntasks; k++)
+                if (task_local(q, o, k) && o->inc[k * 2 + s] < from[o->tsrc[s]]) from[o->tsrc[s]] = o->inc[k * 2 + s];
+        }
+    }
+    return 0;
+}
+
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err)
 {
     query *q = find_id(e, qid);
@@ -34,6 +392,7 @@ int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int
     int64_t before = q->rows_in;
     for (int k = 0; k < q->nsrc; k++)
         if (from[k] < q->offset[k]) q->offset[k] = from[k];
+    q->hold = 0;
     int rc = eng_txn(e, err);
     if (!rc) rc = eng_catch_up(e, q, err);
     if (!rc) rc = engine_commit(e, err);

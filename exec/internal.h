@@ -67,6 +67,14 @@ struct opinst {
     int nup[2];
     int64_t out_wm;         /* watermark already passed downstream */
     int task_base;          /* global index of this op's task 0 */
+    /* Fault tolerance (ft.c): a stateful op whose input side s comes straight
+     * from source tsrc[s] (through stateless ops only) knows, per task and
+     * side, inc = the log offset after the last record of that source its
+     * state includes (0: none yet).  Replayed records at or below it are
+     * skipped, so a restored state counts each row once. */
+    int tsrc[2];            /* source index feeding each side, -1 = not tracked */
+    uint64_t *inc;          /* ntasks x 2 */
+    uint64_t *inc_saved;    /* inc as last written to LMDB */
 };
 
 typedef struct sink_file {
@@ -107,6 +115,14 @@ struct query {
     int64_t rows_in, rows_out, late;
     uint64_t t_start_ns;
     batch scratch;
+    /* fault tolerance in a cluster (ft.c) */
+    uint64_t tag;           /* log offset + 1 of the source record being pushed (0: none) */
+    engine_deploy_opts ft;
+    int hold;               /* sources wait for engine_replay */
+    int full_next;          /* the next replication is a whole snapshot */
+    uint64_t ckpt_ns;       /* the last checkpoint's time */
+    sbuf deltas;            /* committed-with-the-epoch changes for the replicas: (tid, len, bytes)... */
+    int64_t skipped;        /* replayed rows already in a restored state */
 };
 
 typedef struct stream_rt {
@@ -121,6 +137,7 @@ typedef struct stream_rt {
     int64_t rejected;
     uint64_t src_pos;       /* file source: bytes consumed and committed */
     uint64_t log_bytes;     /* bytes held in the stream log */
+    int open_slice;         /* rows logged since the last watermark step (a marker record ends it) */
     uint64_t retain_bytes;  /* retention: keep at most this many log bytes */
     int64_t retain_ms;      /* retention: drop records older than this behind the watermark (0 = no limit) */
     const char **names;
@@ -166,6 +183,7 @@ struct engine {
 
 /* engine.c */
 int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */
+int eng_maybe_commit(engine *e, xerr *err); /* commit when the epoch is due */
 int io_stream_rows(engine *e, int si, const batch *b, xerr *err); /* rows from a socket producer */
 int io_tick(engine *e, xerr *err);  /* live streams: end partial slices, commit */
 int eng_catch_up(engine *e, query *q, xerr *err); /* replay q's logs from q->offset, then its watermarks */
@@ -183,12 +201,13 @@ int eng_stream_index(const engine *e, const char *name);
 /* ops.c */
 int query_start(engine *e, query *q, xerr *err);     /* build operator instances */
 void query_free(query *q);
-int query_push(query *q, int src, const batch *b, xerr *err); /* one slice of a source stream */
+int query_push(query *q, int src, const batch *b, uint64_t tag, xerr *err); /* one log record of a source stream */
 int query_watermark(query *q, int src, int64_t wm, xerr *err);
-int query_remote_batch(query *q, int op, int task, int side, const void *p, size_t n, xerr *err);
-int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, xerr *err);
+int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const void *p, size_t n, xerr *err);
+int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, uint64_t tag, xerr *err);
 static inline int task_local(const query *q, const opinst *o, int t) { return !q->own || q->own[o->task_base + t]; }
 int query_flush_state(query *q, store_txn *t, xerr *err); /* epoch: dirty state to LMDB */
+int task_flush(opinst *o, int task, store_txn *t, xerr *err); /* one local stateful task */
 int query_load_state(query *q, store_txn *t, xerr *err);  /* restart: LMDB to memory */
 int query_drop_state(query *q, store_txn *t, xerr *err);
 uint32_t query_task_id(const query *q, int op, int task);
@@ -211,6 +230,14 @@ int join_push(opinst *o, int task, int side, const batch *in, xerr *err);
 int join_expire(opinst *o, int task, int64_t wm, xerr *err);
 int join_flush(opinst *o, int task, store_txn *t, xerr *err);
 int join_load(opinst *o, int task, store_txn *t, xerr *err);
+
+/* ft.c */
+int ft_restore(query *q, store_txn *t, xerr *err);   /* deploy: state of the previous deployment */
+int ft_collect(query *q, store_txn *t, xerr *err);   /* epoch: changes and snapshots for the replicas */
+void ft_send(engine *e);                             /* after the commit: hand them to the host */
+int ft_drop_replicas(engine *e, uint32_t qid, xerr *err);
+int ft_load_inc(query *q, store_txn *t, xerr *err);
+int ft_save_inc(query *q, store_txn *t, xerr *err);
 
 /* ops.c: hand a batch to the next operator (through an exchange if needed). */
 int op_emit(opinst *o, int task, const batch *b, xerr *err);

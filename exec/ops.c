@@ -87,6 +87,8 @@ static void op_fini(opinst *o)
     free(o->keyprogs);
     free(o->upwm[0]);
     free(o->upwm[1]);
+    free(o->inc);
+    free(o->inc_saved);
     batch_fini(&o->out);
     if (o->part && o->down)
         for (int i = 0; i < o->down->ntasks; i++) batch_fini(&o->part[i]);
@@ -146,6 +148,22 @@ int query_start(engine *e, query *q, xerr *err)
             q->nsrc++;
         }
     }
+    /* which stateful sides read a source through stateless operators only */
+    for (int i = 0; i < d->nops; i++) {
+        opinst *o = &q->ops[i];
+        o->tsrc[0] = o->tsrc[1] = -1;
+        if (!o->agg && !o->join) continue;
+        for (int k = 0; k < d->ops[i].ninputs; k++) {
+            int u = d->ops[i].inputs[k];
+            while (d->ops[u].kind == PO_FILTER || d->ops[u].kind == PO_PROJECT || d->ops[u].kind == PO_WINDOW)
+                u = d->ops[u].inputs[0];
+            for (int j = 0; j < q->nsrc; j++)
+                if (d->ops[u].kind == PO_SOURCE && q->src_op[j] == u) o->tsrc[k] = j;
+        }
+        if (!(o->inc = calloc((size_t)o->ntasks * 2, sizeof *o->inc)) ||
+            !(o->inc_saved = calloc((size_t)o->ntasks * 2, sizeof *o->inc_saved)))
+            return xerr_set(err, XE_NOMEM, "out of memory");
+    }
     const plan_schema *os = &d->ops[d->sink].out;
     q->out_names = calloc((size_t)os->ncols + 1, sizeof *q->out_names);
     q->out_types = calloc((size_t)os->ncols + 1, sizeof *q->out_types);
@@ -174,6 +192,7 @@ void query_free(query *q)
         free(q->sink);
     }
     batch_fini(&q->scratch);
+    sbuf_fini(&q->deltas);
     free(q->own);
     plan_free(q->dag);
     free(q->out_names);
@@ -197,7 +216,7 @@ static int deliver(opinst *o, int t, const batch *b, xerr *err)
     sbuf *buf = &q->eng->tmp2;
     sbuf_reset(buf);
     if (batch_encode(b, buf)) return xerr_set(err, XE_NOMEM, "out of memory");
-    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, buf->p, buf->len))
+    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, q->tag, buf->p, buf->len))
         return xerr_set(err, XE_IO, "query %u: cannot send rows to task %d of operator %d", q->id, t, d->op->id);
     return 0;
 }
@@ -282,9 +301,16 @@ static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
         /* window assignment is fused into the aggregate */
         return op_emit(o, task, in, err);
     case PO_AGGREGATE:
-        return agg_push(o, task, in, err);
     case PO_JOIN:
-        return join_push(o, task, side, in, err);
+        if (o->tsrc[side] >= 0 && o->q->tag) {
+            uint64_t *inc = &o->inc[task * 2 + side];
+            if (o->q->tag <= *inc) { /* a replayed record the restored state has */
+                o->q->skipped += in->nrows;
+                return 0;
+            }
+            *inc = o->q->tag;
+        }
+        return op->kind == PO_AGGREGATE ? agg_push(o, task, in, err) : join_push(o, task, side, in, err);
     case PO_SINK: {
         query *q = o->q;
         if (q->finished) return 0;
@@ -300,10 +326,11 @@ static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
     return 0;
 }
 
-int query_push(query *q, int src, const batch *b, xerr *err)
+int query_push(query *q, int src, const batch *b, uint64_t tag, xerr *err)
 {
     if (q->finished) return 0;
     if (!task_local(q, &q->ops[q->src_op[src]], 0)) return 0;
+    q->tag = tag;
     q->rows_in += b->nrows;
     return op_push(&q->ops[q->src_op[src]], 0, 0, b, err);
 }
@@ -322,7 +349,7 @@ static int pass_down(opinst *o, int64_t pass, xerr *err)
     for (int a = 0; a < o->ntasks; a++) {
         if (!task_local(q, o, a)) continue;
         if (remote && q->remote.watermark &&
-            q->remote.watermark(q->remote.ctx, q->id, d->op->id, o->down_side, a, pass))
+            q->remote.watermark(q->remote.ctx, q->id, d->op->id, o->down_side, a, pass, q->tag))
             return xerr_set(err, XE_IO, "query %u: cannot send a watermark", q->id);
         int rc = op_watermark_from(d, o->down_side, a, pass, err);
         if (rc) return rc;
@@ -343,6 +370,10 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
         wm = m;
     }
     o->wm[side] = wm;
+    /* every record up to the tag has reached this op's tasks (links are FIFO) */
+    if (o->tsrc[side] >= 0 && o->q->tag)
+        for (int t = 0; t < o->ntasks; t++)
+            if (task_local(o->q, o, t) && o->inc[t * 2 + side] < o->q->tag) o->inc[t * 2 + side] = o->q->tag;
     int64_t eff = o->wm[0];
     if (o->op->ninputs == 2 && o->wm[1] < eff) eff = o->wm[1];
     if (eff <= o->out_wm) return 0;
@@ -382,19 +413,22 @@ int query_watermark(query *q, int src, int64_t wm, xerr *err)
     if (q->finished) return 0;
     opinst *o = &q->ops[q->src_op[src]];
     if (!task_local(q, o, 0)) return 0;
+    q->tag = q->offset[src]; /* the records before it have all been pushed */
     return op_watermark_from(o, 0, -1, wm, err);
 }
 
-int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, xerr *err)
+int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, uint64_t tag, xerr *err)
 {
+    q->tag = tag;
     if (op < 0 || op >= q->dag->nops || side < 0 || side > 1) return xerr_set(err, XE_PROTO, "bad watermark address");
     opinst *o = &q->ops[op];
     if (from_task < 0 || from_task >= o->nup[side]) return xerr_set(err, XE_PROTO, "bad watermark sender");
     return op_watermark_from(o, side, from_task, wm, err);
 }
 
-int query_remote_batch(query *q, int op, int task, int side, const void *p, size_t n, xerr *err)
+int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const void *p, size_t n, xerr *err)
 {
+    q->tag = tag;
     if (op < 0 || op >= q->dag->nops || side < 0 || side >= (q->ops[op].op->ninputs > 1 ? 2 : 1) ||
         task < 0 || task >= q->ops[op].ntasks || !task_local(q, &q->ops[op], task))
         return xerr_set(err, XE_PROTO, "rows for a task that does not run here");
@@ -408,18 +442,26 @@ int query_remote_batch(query *q, int op, int task, int side, const void *p, size
     return op_push(&q->ops[op], task, side, b, err);
 }
 
+/* Write one local stateful task's dirty state (both kinds). */
+int task_flush(opinst *o, int k, store_txn *t, xerr *err)
+{
+    if (o->agg) return agg_flush(o, k, t, err);
+    if (o->join) return join_flush(o, k, t, err);
+    return 0;
+}
+
 int query_flush_state(query *q, store_txn *t, xerr *err)
 {
     int rc;
-    for (int i = 0; i < q->dag->nops; i++) {
-        opinst *o = &q->ops[i];
-        for (int k = 0; k < o->ntasks; k++) {
-            if (!task_local(q, o, k)) continue;
-            if (o->agg && (rc = agg_flush(o, k, t, err))) return rc;
-            if (o->join && (rc = join_flush(o, k, t, err))) return rc;
-        }
+    if (q->deployed && q->remote.state && (q->ft.ft == ENGINE_FT_REPLICA || q->ft.ft == ENGINE_FT_CHECKPOINT))
+        rc = ft_collect(q, t, err);
+    else {
+        rc = 0;
+        for (int i = 0; i < q->dag->nops && !rc; i++)
+            for (int k = 0; k < q->ops[i].ntasks && !rc; k++)
+                if (task_local(q, &q->ops[i], k)) rc = task_flush(&q->ops[i], k, t, err);
     }
-    return 0;
+    return rc ? rc : ft_save_inc(q, t, err);
 }
 
 int query_load_state(query *q, store_txn *t, xerr *err)
@@ -433,7 +475,7 @@ int query_load_state(query *q, store_txn *t, xerr *err)
             if (o->join && (rc = join_load(o, k, t, err))) return rc;
         }
     }
-    return 0;
+    return ft_load_inc(q, t, err);
 }
 
 int query_drop_state(query *q, store_txn *t, xerr *err)
@@ -442,11 +484,13 @@ int query_drop_state(query *q, store_txn *t, xerr *err)
     for (int i = 0; i < q->dag->nops; i++)
         for (int k = 0; k < q->ops[i].ntasks; k++) {
             if ((rc = store_state_drop_task(t, STORE_STATE, query_task_id(q, i, k), err))) return rc;
+            char key[48];
             if (q->ops[i].agg) {
-                char key[48];
                 snprintf(key, sizeof key, "closed/%u", query_task_id(q, i, k));
                 if ((rc = store_kv_del(t, STORE_META, key, err))) return rc;
             }
+            snprintf(key, sizeof key, "inc/%u", query_task_id(q, i, k));
+            if ((rc = store_kv_del(t, STORE_META, key, err))) return rc;
         }
     return 0;
 }

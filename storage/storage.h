@@ -61,7 +61,7 @@
 
 #include "base/base.h"
 
-#define STORE_FORMAT_VERSION 1
+#define STORE_FORMAT_VERSION 2
 
 typedef struct store store;
 typedef struct store_txn store_txn;
@@ -179,6 +179,24 @@ int store_state_scan(store_txn *t, store_state_db db, uint32_t task, int64_t lo,
 int store_state_delete_range(store_txn *t, store_state_db db, uint32_t task, int64_t lo, int64_t hi, xerr *err);
 /* Delete every entry of one task (DROP QUERY). */
 int store_state_drop_task(store_txn *t, store_state_db db, uint32_t task, xerr *err);
+
+/* Replication (exec/ft.c).  While a recorder is set on a write txn, every
+ * change made through it to STORE_STATE (put, delete, range delete, drop) is
+ * also appended to rec, in order, as a self-describing record; NULL stops.
+ * store_state_apply makes the same changes, in the same order, to db of
+ * another environment (a replica).  Records name their task. */
+void store_txn_record(store_txn *t, sbuf *rec);
+int store_state_apply(store_txn *t, store_state_db db, const void *rec, size_t n, xerr *err);
+/* Bytes of the first record at p (n bytes there), or n when it is malformed:
+ * to cut a long run of records into pieces at record boundaries. */
+size_t store_rec_size(const void *p, size_t n);
+/* Records that rebuild one task's entries from nothing: a drop, then a put
+ * for each entry (a snapshot, for a new replica or a checkpoint). */
+int store_state_snapshot(store_txn *t, store_state_db db, uint32_t task, sbuf *out, xerr *err);
+/* Copy one task's entries under another task id (and db): a promoted replica
+ * or a survivor's state taken over by a redeployed query. */
+int store_state_copy(store_txn *t, store_state_db from, uint32_t from_task, store_state_db to, uint32_t to_task,
+                     xerr *err);
 
 /* ------------------------------------------------------------------ introspection */
 
