@@ -38,6 +38,8 @@ typedef struct node_config {
     double speed;            /* relative speed; < 1 sleeps in the batch path (default 1) */
     const char *secret_file; /* the cluster secret (required) */
     unsigned link_delay_ms;  /* test only: delay frames to nodes of other domains */
+    unsigned heartbeat_ms;   /* heartbeat period on idle connections; 0 = 100 */
+    unsigned dead_ms;        /* a node silent this long is dead; 0 = 800; > 2 * heartbeat_ms */
     int verbose;             /* log debug lines too */
 } node_config;
 

@@ -12,6 +12,16 @@
  * UV_ECANCELED for writes still pending when the stream closes, before the
  * stream's close callback).
  *
+ * Failure detection: the context owns a prepare and a check handle around
+ * the loop's poll.  The check handle notes when the sockets were last
+ * polled (`looked_at`, the loop time the poll returned), and a peer's
+ * silence is measured up to that moment, never up to "now": a heartbeat
+ * timer that fires right after our own loop was blocked must not declare
+ * dead a peer whose bytes are waiting unread in the socket.  The prepare
+ * handle measures how long the loop went without polling and warns.
+ * Both are unreferenced (they never keep the loop alive) and are closed by
+ * net_ctx_free like the connections.
+ *
  * Reading: invariant "reading => the read buffer is empty".  A read fills
  * rbuf, the decoder hands frames out (without copying when a frame lies
  * whole in rbuf), and if the owner pauses mid-buffer the rest waits in rbuf
@@ -57,8 +67,13 @@ struct net_ctx {
     char name[WIRE_NAME_MAX + 1];
     uint8_t role;
     auth_secret secret;
-    unsigned heartbeat_ms, dead_ms, handshake_ms, max_conns, send_delay_ms;
+    unsigned heartbeat_ms, dead_ms, client_dead_ms, handshake_ms, max_conns, send_delay_ms;
     int sock_buf;
+    uv_prepare_t before_poll;
+    uv_check_t after_poll;
+    int loop_handles;     /* of before_poll and after_poll, not closed yet */
+    uint64_t looked_at;   /* loop time the last poll of the sockets returned */
+    uint64_t warned_at;   /* the last warning about a blocked loop (hrtime ms) */
     size_t hwm;
     uint32_t max_frame;
     net_log_fn log;
@@ -98,6 +113,7 @@ struct net_conn {
     unsigned char *rbuf;
     size_t roff, rlen;
     uint64_t last_recv;
+    unsigned dead_ms;    /* silence limit for this peer (its role's), once ready */
 
     wreq *dhead, *dtail; /* frames held by the send delay */
     unsigned delay_ms;
@@ -186,7 +202,7 @@ static void printable(wire_str v, char *out, size_t n)
 
 static void ctx_maybe_free(net_ctx *ctx)
 {
-    if (!ctx->dying || ctx->nconns || ctx->nlisteners) return;
+    if (!ctx->dying || ctx->nconns || ctx->nlisteners || ctx->loop_handles) return;
     auth_secret_fini(&ctx->secret);
     free(ctx);
 }
@@ -351,7 +367,7 @@ static int conn_write_now(net_conn *c, wreq *w)
 static void on_delay(uv_timer_t *t)
 {
     net_conn *c = t->data;
-    uint64_t now = uv_now(c->ctx->loop);
+    uint64_t now = uv_hrtime() / 1000000;
     while (c->dhead && c->dhead->due <= now && c->state < ST_FLUSHING) {
         wreq *w = c->dhead;
         c->dhead = w->next;
@@ -380,8 +396,9 @@ static int conn_send_internal(net_conn *c, uint8_t type, uint16_t flags, const v
     c->frames_out++;
     c->bytes_out += w->len;
     if (c->delay_ms || c->dhead) {
-        uv_update_time(c->ctx->loop); /* uv_now is cached per iteration */
-        uint64_t now = uv_now(c->ctx->loop);
+        /* not uv_now: it is cached per iteration, and updating it would
+         * move `looked_at` past bytes not yet read */
+        uint64_t now = uv_hrtime() / 1000000;
         w->due = now + c->delay_ms;
         if (c->dtail) c->dtail->next = w;
         else c->dhead = w;
@@ -459,6 +476,7 @@ static void conn_ready(net_conn *c)
     wire_dec_set_versions(&c->dec, c->version, c->version);
     wire_dec_set_max(&c->dec, c->ctx->max_frame);
     c->last_recv = uv_now(c->ctx->loop);
+    c->dead_ms = c->peer_role == WIRE_ROLE_CLIENT ? c->ctx->client_dead_ms : c->ctx->dead_ms;
     uv_timer_stop(&c->clock);
     uv_timer_start(&c->clock, on_clock_heartbeat, c->ctx->heartbeat_ms, c->ctx->heartbeat_ms);
     c->notify = 1;
@@ -740,16 +758,22 @@ void net_resume(net_conn *c)
 
 int net_paused(const net_conn *c) { return c->paused; }
 
+uint64_t net_silent_ms(const net_conn *c)
+{
+    uint64_t seen = c->ctx->looked_at;
+    return !c->paused && seen > c->last_recv ? seen - c->last_recv : 0;
+}
+
 /* ------------------------------------------------------------------ timers */
 
 static void on_clock_heartbeat(uv_timer_t *t)
 {
     net_conn *c = t->data;
     if (c->state != ST_READY) return;
-    uint64_t now = uv_now(c->ctx->loop);
-    if (!c->paused && now - c->last_recv >= c->ctx->dead_ms) {
+    uint64_t silent = net_silent_ms(c);
+    if (silent >= c->dead_ms) {
         conn_fail(c, NET_CLOSE_DEAD, 0, NET_LOG_WARN, "nothing received for %llu ms (limit %u)",
-                  (unsigned long long)(now - c->last_recv), c->ctx->dead_ms);
+                  (unsigned long long)silent, c->dead_ms);
         return;
     }
     /* Bytes already queued reach the peer first and prove we live. */
@@ -1033,6 +1057,32 @@ void net_listener_close(net_listener *l)
 
 /* ------------------------------------------------------------------ context */
 
+static void on_after_poll(uv_check_t *h)
+{
+    net_ctx *ctx = h->data;
+    ctx->looked_at = uv_now(ctx->loop); /* cached: when the poll returned */
+}
+
+static void on_before_poll(uv_prepare_t *h)
+{
+    net_ctx *ctx = h->data;
+    uint64_t now = uv_hrtime() / 1000000;
+    uint64_t gap = now > ctx->looked_at ? now - ctx->looked_at : 0;
+    if (gap < ctx->dead_ms / 2 || !ctx->nconns || now - ctx->warned_at < 1000) return;
+    ctx->warned_at = now;
+    net_log(ctx, NULL, NET_LOG_WARN,
+            "the event loop went %llu ms without polling its sockets: heartbeats were late "
+            "(peers declare a node dead after %u ms of silence)",
+            (unsigned long long)gap, ctx->dead_ms);
+}
+
+static void on_loop_handle_closed(uv_handle_t *h)
+{
+    net_ctx *ctx = h->data;
+    ctx->loop_handles--;
+    ctx_maybe_free(ctx);
+}
+
 int net_ctx_new(uv_loop_t *loop, const net_config *cfg, net_ctx **out, xerr *e)
 {
     *out = NULL;
@@ -1046,14 +1096,23 @@ int net_ctx_new(uv_loop_t *loop, const net_config *cfg, net_ctx **out, xerr *e)
     if (cfg->max_frame > WIRE_MAX_PAYLOAD)
         return xerr_set(e, XE_INVAL, "max_frame %u is above the wire limit %u", cfg->max_frame,
                         WIRE_MAX_PAYLOAD);
+    unsigned hb = cfg->heartbeat_ms ? cfg->heartbeat_ms : NET_DEFAULT_HEARTBEAT_MS;
+    unsigned dead = cfg->dead_ms ? cfg->dead_ms : NET_DEFAULT_DEAD_MS;
+    unsigned cdead = cfg->client_dead_ms ? cfg->client_dead_ms : NET_DEFAULT_CLIENT_DEAD_MS;
+    if ((uint64_t)dead <= 2ull * hb || (uint64_t)cdead <= 2ull * hb)
+        return xerr_set(e, XE_INVAL,
+                        "the dead-peer limit (%u ms, %u ms for clients) must be more than twice "
+                        "the heartbeat period (%u ms)",
+                        dead, cdead, hb);
     net_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return xerr_set(e, XE_NOMEM, "out of memory");
     ctx->loop = loop;
     snprintf(ctx->name, sizeof ctx->name, "%s", cfg->name);
     ctx->role = cfg->role;
     ctx->secret = *cfg->secret;
-    ctx->heartbeat_ms = cfg->heartbeat_ms ? cfg->heartbeat_ms : NET_DEFAULT_HEARTBEAT_MS;
-    ctx->dead_ms = cfg->dead_ms ? cfg->dead_ms : NET_DEFAULT_DEAD_MS;
+    ctx->heartbeat_ms = hb;
+    ctx->dead_ms = dead;
+    ctx->client_dead_ms = cdead;
     ctx->handshake_ms = cfg->handshake_ms ? cfg->handshake_ms : NET_DEFAULT_HANDSHAKE_MS;
     ctx->hwm = cfg->send_hwm ? cfg->send_hwm : NET_DEFAULT_HWM;
     ctx->max_frame = cfg->max_frame ? cfg->max_frame : NET_DEFAULT_MAX_FRAME;
@@ -1063,6 +1122,15 @@ int net_ctx_new(uv_loop_t *loop, const net_config *cfg, net_ctx **out, xerr *e)
     ctx->log = cfg->log ? cfg->log : net_log_stderr;
     ctx->log_ud = cfg->log_ud;
     ctx->log_level = cfg->log_level;
+    ctx->looked_at = uv_now(loop);
+    uv_prepare_init(loop, &ctx->before_poll);
+    uv_check_init(loop, &ctx->after_poll);
+    ctx->before_poll.data = ctx->after_poll.data = ctx;
+    uv_prepare_start(&ctx->before_poll, on_before_poll);
+    uv_check_start(&ctx->after_poll, on_after_poll);
+    uv_unref((uv_handle_t *)&ctx->before_poll);
+    uv_unref((uv_handle_t *)&ctx->after_poll);
+    ctx->loop_handles = 2;
     *out = ctx;
     return 0;
 }
@@ -1071,6 +1139,8 @@ void net_ctx_free(net_ctx *ctx)
 {
     if (!ctx || ctx->dying) return;
     ctx->dying = 1;
+    uv_close((uv_handle_t *)&ctx->before_poll, on_loop_handle_closed);
+    uv_close((uv_handle_t *)&ctx->after_poll, on_loop_handle_closed);
     for (net_listener *l = ctx->listeners; l; l = l->next) net_listener_close(l);
     for (net_conn *c = ctx->conns; c; c = c->next) {
         if (c->state == ST_CLOSING) continue;
@@ -1084,4 +1154,6 @@ void net_ctx_free(net_ctx *ctx)
 }
 
 size_t net_ctx_nconns(const net_ctx *ctx) { return ctx->nconns; }
+unsigned net_ctx_heartbeat_ms(const net_ctx *ctx) { return ctx->heartbeat_ms; }
+unsigned net_ctx_dead_ms(const net_ctx *ctx) { return ctx->dead_ms; }
 uv_loop_t *net_ctx_loop(const net_ctx *ctx) { return ctx->loop; }

@@ -36,6 +36,17 @@
  * sender; net_resume starts again, first delivering frames that were already
  * read.  While paused the dead-peer timer is suspended.
  *
+ * Failure detection: each ready connection sends a HEARTBEAT every
+ * heartbeat_ms unless bytes are already queued (they prove we live), and
+ * closes with NET_CLOSE_DEAD once nothing has come from the peer for dead_ms
+ * (client_dead_ms for a client peer).  Silence counts only up to the last
+ * time the loop polled the sockets: after our own loop was blocked (a long
+ * batch, a replay, a commit), the bytes that arrived meanwhile are read
+ * before anyone is declared dead.  A loop that goes more than dead_ms/2
+ * without polling logs a warning, because its own heartbeats were late too:
+ * a peer's heartbeats cannot be sent while its loop is blocked, so a node
+ * busy for longer than dead_ms looks dead to the others.
+ *
  * Memory bound per connection (both directions together):
  *   NET_READ_CHUNK read buffer (64 KiB)
  *   + decoder reassembly <= max_frame (<= WIRE_MAX_PREAUTH before auth)
@@ -57,8 +68,13 @@
 #define NET_READ_CHUNK (64u * 1024)
 #define NET_DEFAULT_HWM (4u * 1024 * 1024)
 #define NET_DEFAULT_MAX_FRAME (1u * 1024 * 1024) /* payload bytes; up to WIRE_MAX_PAYLOAD */
-#define NET_DEFAULT_HEARTBEAT_MS 1000
-#define NET_DEFAULT_DEAD_MS 5000
+/* Failure detection (docs/operations.md, "Failure detection"): a heartbeat
+ * every 100 ms on a connection that sends nothing else, a node peer silent
+ * for 800 ms is dead.  A client may sit in a slow write to its terminal, so
+ * a client peer gets the longer limit. */
+#define NET_DEFAULT_HEARTBEAT_MS 100
+#define NET_DEFAULT_DEAD_MS 800
+#define NET_DEFAULT_CLIENT_DEAD_MS 5000
 #define NET_DEFAULT_HANDSHAKE_MS 5000
 #define NET_DEFAULT_MAX_CONNS 1024
 /* net_send_ctl may go this far past send_hwm, for small control frames. */
@@ -99,7 +115,10 @@ typedef struct net_config {
     const auth_secret *secret; /* required; copied */
     unsigned heartbeat_ms;     /* heartbeat period; 0 = default */
     unsigned dead_ms;          /* peer declared dead after this silence; 0 = default.
-                                  Detection lands within [dead_ms, dead_ms + heartbeat_ms). */
+                                  Must exceed 2 * heartbeat_ms.  Detection lands within
+                                  [dead_ms, dead_ms + 2 * heartbeat_ms) on a loop that is
+                                  not blocked. */
+    unsigned client_dead_ms;   /* the same for a peer whose role is client; 0 = default */
     unsigned handshake_ms;     /* accepted connections must authenticate within; 0 = default */
     size_t send_hwm;           /* send-queue high-water mark in bytes; 0 = default */
     uint32_t max_frame;        /* largest payload after auth; 0 = default */
@@ -126,7 +145,8 @@ typedef struct net_handlers {
     void (*on_close)(net_conn *c, int why, const char *msg, void *ud);
 } net_handlers;
 
-/* A context on loop.  cfg and the strings it points at are copied. */
+/* A context on loop.  cfg and the strings it points at are copied.
+ * XE_INVAL for a bad name, role, secret or limit (dead_ms <= 2 * heartbeat_ms). */
 int net_ctx_new(uv_loop_t *loop, const net_config *cfg, net_ctx **out, xerr *e);
 /* Close every listener and connection (on_close runs for each, why LOCAL)
  * and free ctx once the last handle has closed: keep running the loop until
@@ -134,6 +154,8 @@ int net_ctx_new(uv_loop_t *loop, const net_config *cfg, net_ctx **out, xerr *e);
  * it returns); ctx must not be used afterwards. */
 void net_ctx_free(net_ctx *ctx);
 size_t net_ctx_nconns(const net_ctx *ctx); /* open connections, all states */
+unsigned net_ctx_heartbeat_ms(const net_ctx *ctx); /* in effect (defaults applied) */
+unsigned net_ctx_dead_ms(const net_ctx *ctx);      /* in effect, for node peers */
 uv_loop_t *net_ctx_loop(const net_ctx *ctx);
 /* Log through ctx's sink (for the owner's own lines); c may be NULL. */
 void net_log(net_ctx *ctx, net_conn *c, int level, const char *fmt, ...)
@@ -173,6 +195,9 @@ size_t net_queued(const net_conn *c); /* bytes queued, see above */
 void net_pause(net_conn *c);
 void net_resume(net_conn *c);
 int net_paused(const net_conn *c);
+/* How long the peer has been silent as far as we know (ms): from its last
+ * byte to the last time the loop polled the sockets.  0 while paused. */
+uint64_t net_silent_ms(const net_conn *c);
 
 /* Orderly close: send BYE(reason), flush (at most NET_FLUSH_MS), close.
  * on_close gets NET_CLOSE_LOCAL.  Idempotent; a no-op once closing. */

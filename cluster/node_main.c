@@ -3,7 +3,8 @@
  *
  *   ares-node --name NAME --domain DOMAIN --listen HOST:PORT --data DIR
  *             [--join HOST:PORT] [--coordinator] [--slots N] [--speed X]
- *             [--secret-file FILE] [--link-delay-ms N] [-v]
+ *             [--secret-file FILE] [--heartbeat-ms N] [--dead-ms N]
+ *             [--link-delay-ms N] [-v]
  *
  * Everything it does is in node.c and coord.c; this file reads options and
  * maps the outcome to an exit status: 0 after SIGINT/SIGTERM, 1 when the node
@@ -16,12 +17,14 @@
 #include <string.h>
 
 #include "cluster/cluster.h"
+#include "cluster/net.h"
 
 static void usage(FILE *f)
 {
     fputs("Usage: ares-node --name NAME --domain DOMAIN --listen HOST:PORT --data DIR\n"
           "                 [--join HOST:PORT | --coordinator] [--slots N] [--speed X]\n"
-          "                 [--secret-file FILE] [--link-delay-ms N] [-v]\n"
+          "                 [--secret-file FILE] [--heartbeat-ms N] [--dead-ms N]\n"
+          "                 [--link-delay-ms N] [-v]\n"
           "One member of an Ares cluster (see docs/operations.md).\n"
           "\n"
           "  --name NAME          this node's name, unique in the cluster\n"
@@ -37,6 +40,11 @@ static void usage(FILE *f)
           "                       (1/X - 1) times the time each batch took, so it runs\n"
           "                       X times as fast: a slowed node for experiments\n"
           "  --secret-file FILE   the shared cluster secret (required; mode 0600)\n"
+          "  --heartbeat-ms N     heartbeat period on an idle connection (default 100)\n"
+          "  --dead-ms N          a node silent this long is declared dead and its\n"
+          "                       connections closed (default 800; more than twice\n"
+          "                       --heartbeat-ms); the coordinator shows it SUSPECT\n"
+          "                       after half as long.  Use the same values on every node\n"
           "  --link-delay-ms N    tests: hold frames to nodes of other domains N ms\n"
           "  -v, --verbose        debug log lines too\n",
           f);
@@ -44,7 +52,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    enum { O_NAME = 256, O_DOMAIN, O_LISTEN, O_DATA, O_JOIN, O_COORD, O_SLOTS, O_SPEED, O_SECRET, O_DELAY };
+    enum { O_NAME = 256, O_DOMAIN, O_LISTEN, O_DATA, O_JOIN, O_COORD, O_SLOTS, O_SPEED, O_SECRET, O_DELAY,
+           O_HEARTBEAT, O_DEAD };
     static const struct option longs[] = {
         {"name", required_argument, NULL, O_NAME},     {"domain", required_argument, NULL, O_DOMAIN},
         {"listen", required_argument, NULL, O_LISTEN}, {"data", required_argument, NULL, O_DATA},
@@ -52,16 +61,18 @@ int main(int argc, char **argv)
         {"slots", required_argument, NULL, O_SLOTS},   {"speed", required_argument, NULL, O_SPEED},
         {"secret-file", required_argument, NULL, O_SECRET},
         {"link-delay-ms", required_argument, NULL, O_DELAY},
+        {"heartbeat-ms", required_argument, NULL, O_HEARTBEAT},
+        {"dead-ms", required_argument, NULL, O_DEAD},
         {"verbose", no_argument, NULL, 'v'},           {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     node_config c;
     memset(&c, 0, sizeof c);
     c.speed = 1.0;
-    int opt;
+    int opt, li = 0;
     char *end;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":vh", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":vh", longs, &li)) != -1) {
         switch (opt) {
         case O_NAME: c.name = optarg; break;
         case O_DOMAIN: c.domain = optarg; break;
@@ -84,6 +95,17 @@ int main(int argc, char **argv)
             c.link_delay_ms = (unsigned)v;
             break;
         }
+        case O_HEARTBEAT:
+        case O_DEAD: {
+            long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 10 || v > 600000) {
+                fprintf(stderr, "ares-node: --%s needs milliseconds from 10 to 600000, not '%s'\n",
+                        longs[li].name, optarg);
+                return 2;
+            }
+            *(opt == O_HEARTBEAT ? &c.heartbeat_ms : &c.dead_ms) = (unsigned)v;
+            break;
+        }
         case 'v': c.verbose = 1; break;
         case 'h': usage(stdout); return 0;
         case ':': fprintf(stderr, "ares-node: %s needs an argument\n", argv[optind - 1]); return 2;
@@ -91,7 +113,7 @@ int main(int argc, char **argv)
         }
         continue;
     bad_value:
-        fprintf(stderr, "ares-node: bad value '%s' for %s\n", optarg, argv[optind - 1]);
+        fprintf(stderr, "ares-node: bad value '%s' for --%s\n", optarg, longs[li].name);
         return 2;
     }
     if (optind < argc) {
@@ -105,6 +127,15 @@ int main(int argc, char **argv)
     }
     if (c.coordinator && c.join) {
         fprintf(stderr, "ares-node: --coordinator and --join exclude each other\n");
+        return 2;
+    }
+    unsigned hb = c.heartbeat_ms ? c.heartbeat_ms : NET_DEFAULT_HEARTBEAT_MS;
+    unsigned dead = c.dead_ms ? c.dead_ms : NET_DEFAULT_DEAD_MS;
+    if (dead <= 2 * hb) {
+        fprintf(stderr,
+                "ares-node: --dead-ms (%u) must be more than twice --heartbeat-ms (%u): a peer\n"
+                "           must be able to miss a heartbeat without being declared dead\n",
+                dead, hb);
         return 2;
     }
     xerr err;
