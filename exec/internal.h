@@ -73,6 +73,8 @@ struct opinst {
      * state includes (0: none yet).  Replayed records at or below it are
      * skipped, so a restored state counts each row once. */
     int tsrc[2];            /* source index feeding each side, -1 = not tracked */
+    int csrc;               /* a stateless op on the chain from source csrc (-1: not) */
+    uint64_t *uptag[2];     /* per upstream task of a tracked side: the tag of its last watermark */
     uint64_t *inc;          /* ntasks x 2 */
     uint64_t *inc_saved;    /* inc as last written to LMDB */
 };
@@ -116,7 +118,7 @@ struct query {
     uint64_t t_start_ns;
     batch scratch;
     /* fault tolerance in a cluster (ft.c) */
-    uint64_t tag;           /* log offset + 1 of the source record being pushed (0: none) */
+    uint64_t tag[2];        /* per source: log offset + 1 of the record being pushed (0: none) */
     engine_deploy_opts ft;
     int hold;               /* sources wait for engine_replay */
     int full_next;          /* the next replication is a whole snapshot */

@@ -89,6 +89,8 @@ static void op_fini(opinst *o)
     free(o->upwm[1]);
     free(o->inc);
     free(o->inc_saved);
+    free(o->uptag[0]);
+    free(o->uptag[1]);
     batch_fini(&o->out);
     if (o->part && o->down)
         for (int i = 0; i < o->down->ntasks; i++) batch_fini(&o->part[i]);
@@ -148,7 +150,16 @@ int query_start(engine *e, query *q, xerr *err)
             q->nsrc++;
         }
     }
-    /* which stateful sides read a source through stateless operators only */
+    /* which stateful sides read a source through stateless operators only,
+     * and which stateless operators lie on such a chain */
+    for (int i = 0; i < d->nops; i++) {
+        opinst *o = &q->ops[i];
+        o->csrc = -1;
+        for (int j = 0; j < q->nsrc; j++)
+            if (q->src_op[j] == i) o->csrc = j;
+        if (o->csrc < 0 && (d->ops[i].kind == PO_FILTER || d->ops[i].kind == PO_PROJECT || d->ops[i].kind == PO_WINDOW))
+            o->csrc = q->ops[d->ops[i].inputs[0]].csrc;
+    }
     for (int i = 0; i < d->nops; i++) {
         opinst *o = &q->ops[i];
         o->tsrc[0] = o->tsrc[1] = -1;
@@ -163,6 +174,8 @@ int query_start(engine *e, query *q, xerr *err)
         if (!(o->inc = calloc((size_t)o->ntasks * 2, sizeof *o->inc)) ||
             !(o->inc_saved = calloc((size_t)o->ntasks * 2, sizeof *o->inc_saved)))
             return xerr_set(err, XE_NOMEM, "out of memory");
+        for (int k = 0; k < d->ops[i].ninputs; k++)
+            if (!(o->uptag[k] = calloc((size_t)o->nup[k], sizeof *o->uptag[k]))) return xerr_set(err, XE_NOMEM, "out of memory");
     }
     const plan_schema *os = &d->ops[d->sink].out;
     q->out_names = calloc((size_t)os->ncols + 1, sizeof *q->out_names);
@@ -206,6 +219,20 @@ void query_free(query *q)
 
 static int op_push(opinst *o, int task, int side, const batch *in, xerr *err);
 
+/* The position rows and watermarks leaving o carry: the current record of
+ * o's source when o sits between a source and the first stateful op. */
+static uint64_t op_tag(const opinst *o)
+{
+    return o->csrc >= 0 ? o->q->tag[o->csrc] : 0;
+}
+
+/* Rows or a watermark for input `side` of o came from elsewhere with tag. */
+static void set_tag(opinst *o, int side, uint64_t tag)
+{
+    int k = o->agg || o->join ? o->tsrc[side] : o->csrc;
+    if (k >= 0) o->q->tag[k] = tag;
+}
+
 /* Deliver to task t of the downstream op: here, or through the remote hook. */
 static int deliver(opinst *o, int t, const batch *b, xerr *err)
 {
@@ -216,7 +243,7 @@ static int deliver(opinst *o, int t, const batch *b, xerr *err)
     sbuf *buf = &q->eng->tmp2;
     sbuf_reset(buf);
     if (batch_encode(b, buf)) return xerr_set(err, XE_NOMEM, "out of memory");
-    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, q->tag, buf->p, buf->len))
+    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, op_tag(o), buf->p, buf->len))
         return xerr_set(err, XE_IO, "query %u: cannot send rows to task %d of operator %d", q->id, t, d->op->id);
     return 0;
 }
@@ -302,13 +329,13 @@ static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
         return op_emit(o, task, in, err);
     case PO_AGGREGATE:
     case PO_JOIN:
-        if (o->tsrc[side] >= 0 && o->q->tag) {
-            uint64_t *inc = &o->inc[task * 2 + side];
-            if (o->q->tag <= *inc) { /* a replayed record the restored state has */
+        if (o->tsrc[side] >= 0 && o->q->tag[o->tsrc[side]]) {
+            uint64_t tag = o->q->tag[o->tsrc[side]], *inc = &o->inc[task * 2 + side];
+            if (tag <= *inc) { /* a replayed record the restored state has */
                 o->q->skipped += in->nrows;
                 return 0;
             }
-            *inc = o->q->tag;
+            *inc = tag;
         }
         return op->kind == PO_AGGREGATE ? agg_push(o, task, in, err) : join_push(o, task, side, in, err);
     case PO_SINK: {
@@ -330,7 +357,7 @@ int query_push(query *q, int src, const batch *b, uint64_t tag, xerr *err)
 {
     if (q->finished) return 0;
     if (!task_local(q, &q->ops[q->src_op[src]], 0)) return 0;
-    q->tag = tag;
+    q->tag[src] = tag;
     q->rows_in += b->nrows;
     return op_push(&q->ops[q->src_op[src]], 0, 0, b, err);
 }
@@ -349,7 +376,7 @@ static int pass_down(opinst *o, int64_t pass, xerr *err)
     for (int a = 0; a < o->ntasks; a++) {
         if (!task_local(q, o, a)) continue;
         if (remote && q->remote.watermark &&
-            q->remote.watermark(q->remote.ctx, q->id, d->op->id, o->down_side, a, pass, q->tag))
+            q->remote.watermark(q->remote.ctx, q->id, d->op->id, o->down_side, a, pass, op_tag(o)))
             return xerr_set(err, XE_IO, "query %u: cannot send a watermark", q->id);
         int rc = op_watermark_from(d, o->down_side, a, pass, err);
         if (rc) return rc;
@@ -361,6 +388,22 @@ static int pass_down(opinst *o, int64_t pass, xerr *err)
 static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *err)
 {
     int rc;
+    if (from >= 0 && from < o->nup[side] && o->tsrc[side] >= 0 && o->uptag[side]) {
+        /* Every record before the tag has reached the tasks that upstream
+         * task feeds (links are FIFO): a task's state includes them once
+         * each upstream task that can send to it has said so. */
+        uint64_t tag = o->q->tag[o->tsrc[side]];
+        if (tag > o->uptag[side][from]) {
+            o->uptag[side][from] = tag;
+            uint64_t all = UINT64_MAX;
+            for (int a = 0; a < o->nup[side]; a++)
+                if (o->uptag[side][a] < all) all = o->uptag[side][a];
+            for (int t = 0; t < o->ntasks; t++) {
+                uint64_t c = o->op->in_edge[side] == EDGE_FORWARD && o->nup[side] == o->ntasks ? o->uptag[side][t] : all;
+                if (task_local(o->q, o, t) && o->inc[t * 2 + side] < c) o->inc[t * 2 + side] = c;
+            }
+        }
+    }
     if (from >= 0 && from < o->nup[side]) {
         if (wm <= o->upwm[side][from]) return 0;
         o->upwm[side][from] = wm;
@@ -370,10 +413,6 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
         wm = m;
     }
     o->wm[side] = wm;
-    /* every record up to the tag has reached this op's tasks (links are FIFO) */
-    if (o->tsrc[side] >= 0 && o->q->tag)
-        for (int t = 0; t < o->ntasks; t++)
-            if (task_local(o->q, o, t) && o->inc[t * 2 + side] < o->q->tag) o->inc[t * 2 + side] = o->q->tag;
     int64_t eff = o->wm[0];
     if (o->op->ninputs == 2 && o->wm[1] < eff) eff = o->wm[1];
     if (eff <= o->out_wm) return 0;
@@ -413,13 +452,13 @@ int query_watermark(query *q, int src, int64_t wm, xerr *err)
     if (q->finished) return 0;
     opinst *o = &q->ops[q->src_op[src]];
     if (!task_local(q, o, 0)) return 0;
-    q->tag = q->offset[src]; /* the records before it have all been pushed */
+    q->tag[src] = q->offset[src]; /* the records before it have all been pushed */
     return op_watermark_from(o, 0, -1, wm, err);
 }
 
 int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, uint64_t tag, xerr *err)
 {
-    q->tag = tag;
+    if (op >= 0 && op < q->dag->nops && side >= 0 && side < 2) set_tag(&q->ops[op], side, tag);
     if (op < 0 || op >= q->dag->nops || side < 0 || side > 1) return xerr_set(err, XE_PROTO, "bad watermark address");
     opinst *o = &q->ops[op];
     if (from_task < 0 || from_task >= o->nup[side]) return xerr_set(err, XE_PROTO, "bad watermark sender");
@@ -428,7 +467,7 @@ int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm
 
 int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const void *p, size_t n, xerr *err)
 {
-    q->tag = tag;
+    if (op >= 0 && op < q->dag->nops && side >= 0 && side < 2) set_tag(&q->ops[op], side, tag);
     if (op < 0 || op >= q->dag->nops || side < 0 || side >= (q->ops[op].op->ninputs > 1 ? 2 : 1) ||
         task < 0 || task >= q->ops[op].ntasks || !task_local(q, &q->ops[op], task))
         return xerr_set(err, XE_PROTO, "rows for a task that does not run here");

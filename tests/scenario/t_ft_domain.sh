@@ -3,9 +3,11 @@
 # windowed aggregation runs under steady input (issue 7).  9 ares-node
 # processes in 3 domains; the subscriber's output after the failure must
 # equal the embedded (no-failure) run, row for row.  Prints the recovery
-# time: detection, redeployment, replay.
+# time: detection, redeployment, replay.  FT picks the mode (default
+# replica; t_ft_modes.sh runs checkpoint and upstream through this script).
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
+FT=${FT:-replica}
 # (A redeployed query gets no watermark until its replay has run: one sent
 # at deploy time made every replayed row late, which lost the windows between
 # the kill and the end of the replay.)
@@ -30,7 +32,8 @@ awk 'BEGIN { srand(7); for (i = 0; i < 40000; i++) printf "%d,%d,%d\n", i * 5, i
 Q="SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k"
 DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 embedded "$DDL" "$Q;" s <data.csv >ref.csv || fail "embedded run"
-sqlc -e "$DDL SET parallelism = 3; SET replicas = 1; CREATE QUERY q AS $Q;" || fail "CREATE QUERY"
+sqlc -e "$DDL SET parallelism = 3; SET replicas = 1; SET ft = '$FT'; SET checkpoint_interval = '500 milliseconds';
+         CREATE QUERY q AS $Q;" || fail "CREATE QUERY"
 home=$(grep -o "stream s: home node [a-z0-9]*" c0.log | awk '{print $NF}')
 case "$home" in n[345]) victim=rack-c; VN="n6 n7 n8" ;; *) victim=rack-b; VN="n3 n4 n5" ;; esac
 sqlc -e "EXPLAIN PLACEMENT q;" >place.csv || fail "EXPLAIN PLACEMENT"
@@ -62,10 +65,16 @@ same_rows sub.csv ref.csv
 # figures from the logs
 det=$(sed -n 's/.*failure event: .* dead (detected \([0-9.]*\) ms ago).*/\1/p' c0.log | head -n 1)
 red=$(sed -n 's/.*redeployed \([0-9.]*\) ms after the failure was detected.*/\1/p' c0.log | head -n 1)
-rep=$(cat "$home.log" | sed -n 's/.*replayed \([0-9]*\) logged rows in \([0-9.]*\) ms.*/\1 rows in \2 ms/p' | head -n 1)
+rep=$(cat "$home.log" | sed -n 's/.*replayed \([0-9]*\) logged rows from offset \([-0-9]*\).* in \([0-9.]*\) ms,.*/\1 rows from offset \2 in \3 ms/p' | head -n 1)
+prom=$(cat *.log | grep -o "took over the state of [0-9]* tasks here ([0-9]* kept, [0-9]* promoted replicas)" | tr -d '(' | awk '{k += $9; p += $11} END {print k " kept, " p " promoted"}')
 first=$(grep "is DEAD" c0.log | head -n 1)
 echo "killed $VN at kill; coordinator: $first"
 echo "figure: ft_detect_to_event_ms ${det:-?} (a SIGKILLed process's connections close at once; the event waits 150 ms for the rest of the domain)"
 echo "figure: ft_redeploy_ms ${red:-?} (from the first death to the redeployment)"
 echo "figure: ft_replay ${rep:-?} (home node $home)"
-echo "ok: output after losing $victim equals the no-failure run ($(($(wc -l <ref.csv) - 1)) rows)"
+echo "figure: ft_state_taken_over ${prom:-?} (stateful tasks)"
+case "$FT" in
+replica | checkpoint) case "$prom" in *" 0 promoted"*) fail "ft = $FT: no replica was promoted ($prom)" ;; esac ;;
+upstream) case "$prom" in *" 0 promoted"*) ;; *) fail "ft = upstream promoted a replica ($prom)" ;; esac ;;
+esac
+echo "ok: ft = $FT: output after losing $victim equals the no-failure run ($(($(wc -l <ref.csv) - 1)) rows)"
