@@ -4,10 +4,23 @@
  * State: every open (window, group) has one entry in an in-memory hash table:
  * the group's values, one slot per aggregate, and bookkeeping for LMDB.  The
  * table is the working set; LMDB (the `state` database) is its durable copy,
- * written behind once per epoch: dirty entries are put, closed ones deleted,
- * in the same transaction that records the input offsets.  Keys are
- * (task, window end, group key || window start), so a task's state is one
- * contiguous key range and a restart reloads it with one cursor scan.
+ * written behind once per epoch in the same transaction that records the
+ * input offsets.  Keys are (task, window end, tail), so a task's state is one
+ * contiguous key range, a restart reloads it with one cursor scan and closing
+ * windows deletes one range.
+ *
+ * Two record shapes share that key space:
+ *   - fixed windows (tumbling, hopping, the single global window) write per
+ *     epoch and window one record per megabyte of the entries that changed:
+ *     tail ff ff ff ff || be64(sequence), value u32 0xffffffff then the
+ *     entries (see entry_put).  A later record of a window supersedes what an
+ *     earlier one said of the same group; when a long-lived window has
+ *     written four times what it holds, its records are rewritten as one
+ *     (compaction).  A closed window's records go with one range delete.
+ *   - sessions, whose entries move between window ends as they grow or
+ *     merge, keep one record per entry: tail group key || be64(window
+ *     start), value in the per-entry format of load_one.  Fixed windows
+ *     written by an older version also load from this shape.
  *
  * Windows: TUMBLING and HOPPING assign a row to every window [s, s+size)
  * with s a multiple of the advance and s <= ts < s+size; SESSION keeps, per
@@ -16,10 +29,19 @@
  * input.  A window closes when the watermark reaches its end plus GRACE; a
  * row whose every window has closed is late: counted and dropped.
  *
- * Memory: one allocation per new entry (per window and group), none per row.
+ * The push path works on a whole batch: first every row's group key, its
+ * hash and its window; then, for one window per row (tumbling, global), the
+ * table slots and entries of the rows ahead are prefetched, so that the
+ * cache misses of a table larger than the cache overlap; then the updates.
+ * A group key or aggregate argument that is a bare column is read without
+ * the expression interpreter.
+ *
+ * Memory: one allocation per new entry (per window and group), recycled when
+ * windows close; none per row.
  */
 #include "exec/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,55 +53,122 @@ typedef struct dset { /* COUNT(DISTINCT): a set of encoded values */
     sbuf bytes;       /* u32 length + encoded value, one after the other */
 } dset;
 
-typedef struct agg_slot {
-    int64_t n;      /* non-NULL inputs */
-    int64_t i;      /* integer SUM */
-    double d;       /* double SUM */
-    val m;          /* MIN / MAX so far */
+/* What a slot needs beyond numbers: only in tasks with a TEXT MIN/MAX or a
+ * COUNT(DISTINCT), so that the common slot stays 24 bytes. */
+typedef struct agg_ext {
     char *mtext;    /* owned copy of a TEXT m */
     uint32_t mcap;
     dset *ds;
+} agg_ext;
+
+typedef struct agg_slot {
+    int64_t n; /* non-NULL inputs */
+    union {
+        struct {
+            int64_t i; /* integer SUM */
+            double d;  /* double SUM */
+        };
+        val m; /* MIN / MAX so far */
+    };
 } agg_slot;
 
+enum { KIN = 10 }; /* key bytes kept in the entry's first cache line */
+
 typedef struct agg_entry {
-    struct agg_entry *next;   /* hash chain */
-    struct agg_entry *wnext, *wprev; /* entries with the same window end */
+    /* what a probe compares, in the first 32 bytes */
     uint64_t hash;            /* of the group key (and window for fixed windows) */
-    int64_t wstart, wend;
-    int64_t pwend, pwstart;   /* where it is persisted; pwend == WM_MIN when not */
-    uint8_t dirty, pooled;
+    int64_t wstart;
     uint32_t klen;
+    uint8_t dirty, pooled;
+    unsigned char kin[KIN];   /* the key's first KIN bytes */
+    int64_t wend;
+    int64_t pwend, pwstart;   /* sessions: where it is persisted; pwend == WM_MIN when not */
+    int64_t dpos;             /* index in the dirty list while dirty */
+    struct agg_entry *next;   /* pool free list */
+    struct agg_entry *wnext, *wprev; /* entries with the same window end */
     unsigned char *key;       /* encoded group values */
     val *gv;                  /* group values (text in this allocation) */
+    agg_ext *ext;             /* naggs of them, or NULL */
     agg_slot slots[];
 } agg_entry;
 
+typedef struct tslot {
+    uint64_t tag; /* the entry's hash (1 for a hash of 0); 0 = empty */
+    agg_entry *e;
+} tslot;
+
+/* An aggregate argument or group value: a bare column is read directly. */
+typedef struct agg_arg {
+    int prog;      /* index into the op's programs, -1 for none (COUNT(*)) */
+    int col;       /* a bare column of the input, or -1 */
+    int to_double; /* DOUBLE-typed: integers convert, as xprog_eval does */
+} agg_arg;
+
+typedef struct dirty_ref {
+    int64_t wend;
+    agg_entry *e;
+} dirty_ref;
+
+typedef struct csort { /* an entry that closes, with its sort key inline */
+    int64_t wend, wstart;
+    uint64_t hash;
+    agg_entry *e;
+} csort;
+
+typedef struct pwin { /* a fixed window with records in LMDB */
+    int64_t wend;
+    int64_t nwritten; /* entries in its records since the last compaction */
+    int64_t pos;      /* scratch of the flush's counting sort */
+} pwin;
+
 struct agg_task {
     int naggs, ngroups;
-    /* Open addressing with linear probing: hs[i] is the entry's hash (1 for
-     * a hash of 0; 0 = empty) so that most probes never touch an entry. */
+    int has_ext;
+    int uses_progs;           /* some group or argument goes through the interpreter */
+    agg_arg *args;            /* naggs */
+    agg_arg *gargs;           /* ngroups */
+    /* Open addressing with linear probing; the tag is beside the pointer so
+     * that a probe reads one cache line of the table. */
     uint32_t cap;
-    uint64_t *hs;
-    agg_entry **es;
+    tslot *tab;
     agg_entry **cands;        /* scratch: the sessions of one key */
     int64_t ncands, capcands;
     int64_t nentries;
-    int64_t ndirty;
     int64_t closed_wm;        /* windows ending (+grace) at or before this are closed */
     int64_t max_closed;       /* largest end + grace of a window closed so far */
     int64_t persisted_closed; /* what meta holds */
     /* Window-end index: the distinct window ends, ascending, each with the
-     * list of its entries, so closing touches only what closes. */
+     * list of its entries and their count, so closing touches only what
+     * closes. */
     int nw, capw, widx_broken; /* broken: out of memory once, close by scanning */
     int64_t *wends;
     agg_entry **wheads;
-    sbuf key;                 /* scratch key encoding */
-    sbuf pkey;                /* scratch LMDB key */
+    int64_t *wcount;
+    /* per batch: each row's key (in keys), hash, window, candidate entry */
+    int rcap;
+    uint32_t *rkoff, *rklen;
+    uint64_t *rkh, *rh;
+    int64_t *rts;
+    uint8_t *rskip;
+    agg_entry **rcand;
+    sbuf keys;
     sbuf vbuf;                /* scratch value */
+    sbuf pkey;                /* scratch LMDB key */
     val *gtmp;                /* scratch group values */
-    agg_entry **closing;
+    csort *closing;
     int64_t nclosing, capclosing;
-    /* deletions to persist: (wend, key bytes) */
+    /* dirty entries, for the epoch's flush */
+    dirty_ref *dirty;
+    int64_t ndirty, capdirty;
+    dirty_ref *dsorted;
+    int64_t capdsorted;
+    /* fixed windows: records written per window, the sequence of the next
+     * record, and the largest closed window end whose records must go */
+    pwin *pw;
+    int64_t npw, cappw;
+    uint64_t seq;
+    int64_t del_to;
+    /* sessions: deletions to persist, (wend, wstart, key bytes) */
     sbuf dels;
     int64_t ndels;
     /* closed entries are recycled: new windows reuse their memory */
@@ -87,26 +176,50 @@ struct agg_task {
     agg_entry *pool;      /* free list through next */
 };
 
+static int is_session(const opinst *o) { return o->op->window.kind == WIN_SESSION; }
+
+static void arg_init(agg_arg *g, const plan_expr *e, int prog)
+{
+    g->prog = prog;
+    g->col = e && e->kind == PE_COL ? e->col : -1;
+    g->to_double = e && e->type == TY_DOUBLE;
+}
+
 agg_task *agg_new(opinst *o, int task)
 {
     (void)task;
+    const plan_op *op = o->op;
     agg_task *a = calloc(1, sizeof *a);
     if (!a) return NULL;
-    a->naggs = o->op->naggs;
-    a->ngroups = o->op->ngroups;
+    a->naggs = op->naggs;
+    a->ngroups = op->ngroups;
     a->cap = 1024;
-    a->hs = calloc(a->cap, sizeof *a->hs);
-    a->es = calloc(a->cap, sizeof *a->es);
+    a->tab = calloc(a->cap, sizeof *a->tab);
     a->gtmp = calloc((size_t)a->ngroups + 1, sizeof *a->gtmp);
+    a->args = calloc((size_t)a->naggs + 1, sizeof *a->args);
+    a->gargs = calloc((size_t)a->ngroups + 1, sizeof *a->gargs);
     a->closed_wm = WM_MIN;
     a->max_closed = WM_MIN;
     a->persisted_closed = WM_MIN;
-    if (!a->hs || !a->es || !a->gtmp) {
-        free(a->hs);
-        free(a->es);
-        free(a->gtmp);
-        free(a);
+    a->del_to = WM_MIN;
+    if (!a->tab || !a->gtmp || !a->args || !a->gargs) {
+        agg_free(a);
         return NULL;
+    }
+    /* programs: the groups, then one per aggregate with an argument (ops.c) */
+    int pi = 0;
+    for (int g = 0; g < a->ngroups; g++) {
+        arg_init(&a->gargs[g], op->groups[g], pi++);
+        if (a->gargs[g].col < 0) a->uses_progs = 1;
+    }
+    for (int k = 0; k < a->naggs; k++) {
+        const plan_agg *ag = &op->aggs[k];
+        arg_init(&a->args[k], ag->arg, ag->arg ? pi++ : -1);
+        if (ag->arg && a->args[k].col < 0) a->uses_progs = 1;
+        if (ag->fn == FN_COUNT_DISTINCT) a->has_ext = 1;
+        if ((ag->fn == FN_MIN || ag->fn == FN_MAX) && ag->arg &&
+            (ag->arg->type == TY_TEXT || ag->arg->type == TY_NULL))
+            a->has_ext = 1;
     }
     return a;
 }
@@ -120,13 +233,28 @@ static void dset_free(dset *s)
     free(s);
 }
 
+static void ext_clear(agg_task *a, agg_entry *e)
+{
+    for (int i = 0; e->ext && i < a->naggs; i++) {
+        free(e->ext[i].mtext);
+        dset_free(e->ext[i].ds);
+        memset(&e->ext[i], 0, sizeof e->ext[i]);
+    }
+}
+
+static void dirty_drop(agg_task *a, agg_entry *e)
+{
+    if (!e->dirty) return;
+    dirty_ref *last = &a->dirty[--a->ndirty];
+    a->dirty[e->dpos] = *last;
+    last->e->dpos = e->dpos;
+    e->dirty = 0;
+}
+
 static void entry_free(agg_task *a, agg_entry *e)
 {
-    if (e->dirty) a->ndirty--;
-    for (int i = 0; i < a->naggs; i++) {
-        free(e->slots[i].mtext);
-        dset_free(e->slots[i].ds);
-    }
+    dirty_drop(a, e);
+    ext_clear(a, e);
     if (e->pooled) {
         e->next = a->pool;
         a->pool = e;
@@ -137,23 +265,35 @@ static void entry_free(agg_task *a, agg_entry *e)
 void agg_free(agg_task *a)
 {
     if (!a) return;
-    for (uint32_t i = 0; i < a->cap; i++)
-        if (a->hs[i]) entry_free(a, a->es[i]);
+    for (uint32_t i = 0; a->tab && i < a->cap; i++)
+        if (a->tab[i].tag) entry_free(a, a->tab[i].e);
     while (a->pool) {
         agg_entry *n = a->pool->next;
         free(a->pool);
         a->pool = n;
     }
-    free(a->hs);
-    free(a->es);
+    free(a->tab);
     free(a->cands);
     free(a->gtmp);
+    free(a->args);
+    free(a->gargs);
     free(a->closing);
     free(a->wends);
     free(a->wheads);
-    sbuf_fini(&a->key);
-    sbuf_fini(&a->pkey);
+    free(a->wcount);
+    free(a->rkoff);
+    free(a->rklen);
+    free(a->rkh);
+    free(a->rh);
+    free(a->rts);
+    free(a->rskip);
+    free(a->rcand);
+    free(a->dirty);
+    free(a->dsorted);
+    free(a->pw);
+    sbuf_fini(&a->keys);
     sbuf_fini(&a->vbuf);
+    sbuf_fini(&a->pkey);
     sbuf_fini(&a->dels);
     free(a);
 }
@@ -164,7 +304,7 @@ int64_t agg_min_open_start(const agg_task *a)
 {
     int64_t m = WM_END;
     for (uint32_t i = 0; a && a->nentries && i < a->cap; i++)
-        if (a->hs[i] && a->es[i]->wstart < m) m = a->es[i]->wstart;
+        if (a->tab[i].tag && a->tab[i].e->wstart < m) m = a->tab[i].e->wstart;
     return m;
 }
 
@@ -208,29 +348,54 @@ static int dset_add(dset *s, const unsigned char *p, uint32_t n, uint64_t h)
     return 0;
 }
 
-/* ------------------------------------------------------------------ slots */
-
-static int set_m(agg_slot *s, const val *v)
+/* Add the encoded values of bytes[0..n) (u32 length + value, repeated) to x's set. */
+static int dset_add_all(agg_ext *x, const unsigned char *p, size_t n)
 {
-    s->m = *v;
-    if (v->type == TY_TEXT) {
-        if (v->len + 1 > s->mcap) {
-            char *t = realloc(s->mtext, v->len + 1);
-            if (!t) return XE_NOMEM;
-            s->mtext = t;
-            s->mcap = v->len + 1;
-        }
-        memcpy(s->mtext, v->s, v->len);
-        s->m.s = s->mtext;
+    if (!x->ds && !(x->ds = calloc(1, sizeof *x->ds))) return XE_NOMEM;
+    for (size_t at = 0; at + 4 <= n;) {
+        uint32_t len;
+        memcpy(&len, p + at, 4);
+        if (len > n - at - 4) return XE_CORRUPT;
+        if (dset_add(x->ds, p + at + 4, len, hash64(p + at + 4, len, 7))) return XE_NOMEM;
+        at += 4 + len;
     }
     return 0;
 }
 
-static int slot_update(agg_task *a, const plan_agg *ag, agg_slot *s, const val *v)
+/* ------------------------------------------------------------------ slots */
+
+static int set_m(agg_slot *s, agg_ext *x, const val *v)
 {
-    if (ag->fn == FN_COUNT_STAR) { s->n++; return 0; }
+    s->m = *v;
+    if (v->type == TY_TEXT) {
+        if (!x) return XE_INVAL; /* the planner typed this argument as not TEXT */
+        if (v->len + 1 > x->mcap) {
+            char *t = realloc(x->mtext, v->len + 1);
+            if (!t) return XE_NOMEM;
+            x->mtext = t;
+            x->mcap = v->len + 1;
+        }
+        memcpy(x->mtext, v->s, v->len);
+        s->m.s = x->mtext;
+    }
+    return 0;
+}
+
+/* val_compare, with the common numeric cases inline. */
+static inline int m_compare(const val *v, const val *m)
+{
+    if (v->type == TY_DOUBLE && m->type == TY_DOUBLE && !isnan(v->d) && !isnan(m->d))
+        return (v->d > m->d) - (v->d < m->d);
+    if (v->type == m->type && (v->type == TY_BIGINT || v->type == TY_INT || v->type == TY_TIMESTAMP))
+        return (v->i > m->i) - (v->i < m->i);
+    return val_compare(v, m);
+}
+
+static inline int slot_update(agg_task *a, plan_fn fn, agg_slot *s, agg_ext *x, const val *v)
+{
+    if (fn == FN_COUNT_STAR) { s->n++; return 0; }
     if (v->type == TY_NULL) return 0;
-    switch (ag->fn) {
+    switch (fn) {
     case FN_COUNT: s->n++; break;
     case FN_SUM: case FN_AVG:
         s->n++;
@@ -238,19 +403,19 @@ static int slot_update(agg_task *a, const plan_agg *ag, agg_slot *s, const val *
         else s->i += v->i;
         break;
     case FN_MIN: case FN_MAX: {
-        if (s->n++ == 0) return set_m(s, v);
-        int c = val_compare(v, &s->m);
-        if (ag->fn == FN_MIN ? c < 0 : c > 0) return set_m(s, v);
+        if (s->n++ == 0) return set_m(s, x, v);
+        int c = m_compare(v, &s->m);
+        if (fn == FN_MIN ? c < 0 : c > 0) return set_m(s, x, v);
         break;
     }
     case FN_COUNT_DISTINCT: {
-        if (!s->ds && !(s->ds = calloc(1, sizeof *s->ds))) return XE_NOMEM;
+        if (!x->ds && !(x->ds = calloc(1, sizeof *x->ds))) return XE_NOMEM;
         sbuf_reset(&a->vbuf);
         if (val_key_encode(v, 1, &a->vbuf)) return XE_NOMEM;
-        int rc = dset_add(s->ds, (unsigned char *)a->vbuf.p, (uint32_t)a->vbuf.len,
+        int rc = dset_add(x->ds, (unsigned char *)a->vbuf.p, (uint32_t)a->vbuf.len,
                           hash64(a->vbuf.p, a->vbuf.len, 7));
         if (rc) return rc;
-        s->n = s->ds->n;
+        s->n = x->ds->n;
         break;
     }
     default: break;
@@ -259,31 +424,31 @@ static int slot_update(agg_task *a, const plan_agg *ag, agg_slot *s, const val *
 }
 
 /* Merge slot b into a (session windows). */
-static int slot_merge(const plan_agg *ag, agg_slot *a, const agg_slot *b)
+static int slot_merge(const plan_agg *ag, agg_slot *a, agg_ext *ax, const agg_slot *b, const agg_ext *bx)
 {
     switch (ag->fn) {
     case FN_COUNT_STAR: case FN_COUNT: a->n += b->n; break;
     case FN_SUM: case FN_AVG: a->n += b->n; a->i += b->i; a->d += b->d; break;
     case FN_MIN: case FN_MAX:
         if (b->n == 0) break;
-        if (a->n == 0) { a->n = b->n; return set_m(a, &b->m); }
+        if (a->n == 0) { a->n = b->n; return set_m(a, ax, &b->m); }
         a->n += b->n;
         {
             int c = val_compare(&b->m, &a->m);
-            if (ag->fn == FN_MIN ? c < 0 : c > 0) return set_m(a, &b->m);
+            if (ag->fn == FN_MIN ? c < 0 : c > 0) return set_m(a, ax, &b->m);
         }
         break;
     case FN_COUNT_DISTINCT:
-        if (!b->ds) break;
-        if (!a->ds && !(a->ds = calloc(1, sizeof *a->ds))) return XE_NOMEM;
-        for (uint32_t i = 0; i < b->ds->cap; i++) {
-            if (!b->ds->h[i]) continue;
+        if (!bx->ds) break;
+        if (!ax->ds && !(ax->ds = calloc(1, sizeof *ax->ds))) return XE_NOMEM;
+        for (uint32_t i = 0; i < bx->ds->cap; i++) {
+            if (!bx->ds->h[i]) continue;
             uint32_t len;
-            memcpy(&len, b->ds->bytes.p + b->ds->off[i], 4);
-            if (dset_add(a->ds, (unsigned char *)b->ds->bytes.p + b->ds->off[i] + 4, len, b->ds->h[i]))
+            memcpy(&len, bx->ds->bytes.p + bx->ds->off[i], 4);
+            if (dset_add(ax->ds, (unsigned char *)bx->ds->bytes.p + bx->ds->off[i] + 4, len, bx->ds->h[i]))
                 return XE_NOMEM;
         }
-        a->n = a->ds->n;
+        a->n = ax->ds->n;
         break;
     default: break;
     }
@@ -303,6 +468,15 @@ static val slot_result(const plan_agg *ag, const agg_slot *s)
     }
 }
 
+static void slots_clear(agg_task *a, agg_entry *e)
+{
+    ext_clear(a, e);
+    for (int k = 0; k < a->naggs; k++) {
+        e->slots[k].n = 0;
+        e->slots[k].m = val_null(); /* also i = d = 0 */
+    }
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key, uint32_t klen)
@@ -310,23 +484,33 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
     size_t text = 0;
     for (int i = 0; i < a->ngroups; i++)
         if (gv[i].type == TY_TEXT) text += gv[i].len;
-    size_t sz = sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot) + (size_t)a->ngroups * sizeof(val) + klen + text;
-    if (!a->pool_size) a->pool_size = sz + 64;
+    size_t ext = a->has_ext ? (size_t)a->naggs * sizeof(agg_ext) : 0;
+    size_t sz = sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot) + ext + (size_t)a->ngroups * sizeof(val) +
+                klen + text;
+    /* pooled entries are whole cache lines, so that an entry's first bytes
+     * and its slots take as few lines as they can */
+    if (!a->pool_size) a->pool_size = (sz + 64 + 63) & ~(size_t)63;
     agg_entry *e;
     if (sz <= a->pool_size) {
         if (a->pool) {
             e = a->pool;
             a->pool = e->next;
-        } else if (!(e = malloc(a->pool_size)))
+        } else if (!(e = aligned_alloc(64, a->pool_size)))
             return NULL;
         memset(e, 0, sz);
         e->pooled = 1;
     } else if (!(e = calloc(1, sz)))
         return NULL;
-    e->gv = (val *)((char *)e + sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot));
+    char *p = (char *)e + sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot);
+    if (ext) {
+        e->ext = (agg_ext *)p;
+        p += ext;
+    }
+    e->gv = (val *)p;
     e->key = (unsigned char *)(e->gv + a->ngroups);
     char *tp = (char *)e->key + klen;
     memcpy(e->key, key, klen);
+    memcpy(e->kin, key, klen < KIN ? klen : KIN);
     e->klen = klen;
     for (int i = 0; i < a->ngroups; i++) {
         e->gv[i] = gv[i];
@@ -345,30 +529,22 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
 static void table_place(agg_task *a, agg_entry *e)
 {
     uint32_t m = a->cap - 1, i = (uint32_t)e->hash & m;
-    while (a->hs[i]) i = (i + 1) & m;
-    a->hs[i] = HTAG(e->hash);
-    a->es[i] = e;
+    while (a->tab[i].tag) i = (i + 1) & m;
+    a->tab[i].tag = HTAG(e->hash);
+    a->tab[i].e = e;
 }
 
 static int table_grow(agg_task *a)
 {
     uint32_t oc = a->cap;
-    uint64_t *oh = a->hs;
-    agg_entry **oe = a->es;
-    uint64_t *nh = calloc((size_t)oc * 2, sizeof *nh);
-    agg_entry **ne = calloc((size_t)oc * 2, sizeof *ne);
-    if (!nh || !ne) {
-        free(nh);
-        free(ne);
-        return XE_NOMEM;
-    }
-    a->hs = nh;
-    a->es = ne;
+    tslot *ot = a->tab;
+    tslot *nt = calloc((size_t)oc * 2, sizeof *nt);
+    if (!nt) return XE_NOMEM;
+    a->tab = nt;
     a->cap = oc * 2;
     for (uint32_t i = 0; i < oc; i++)
-        if (oh[i]) table_place(a, oe[i]);
-    free(oh);
-    free(oe);
+        if (ot[i].tag) table_place(a, ot[i].e);
+    free(ot);
     return 0;
 }
 
@@ -395,37 +571,44 @@ static int widx_add(agg_task *a, agg_entry *e)
             if (w) a->wends = w;
             agg_entry **h = realloc(a->wheads, (size_t)cap * sizeof *h);
             if (h) a->wheads = h;
-            if (!w || !h) return XE_NOMEM;
+            int64_t *c = realloc(a->wcount, (size_t)cap * sizeof *c);
+            if (c) a->wcount = c;
+            if (!w || !h || !c) return XE_NOMEM;
             a->capw = cap;
         }
         memmove(&a->wends[i + 1], &a->wends[i], (size_t)(a->nw - i) * sizeof *a->wends);
         memmove(&a->wheads[i + 1], &a->wheads[i], (size_t)(a->nw - i) * sizeof *a->wheads);
+        memmove(&a->wcount[i + 1], &a->wcount[i], (size_t)(a->nw - i) * sizeof *a->wcount);
         a->wends[i] = e->wend;
         a->wheads[i] = NULL;
+        a->wcount[i] = 0;
         a->nw++;
     }
     e->wprev = NULL;
     e->wnext = a->wheads[i];
     if (e->wnext) e->wnext->wprev = e;
     a->wheads[i] = e;
+    a->wcount[i]++;
     return 0;
 }
 
 static void widx_del(agg_task *a, agg_entry *e)
 {
     if (a->widx_broken) return;
-    if (e->wprev) e->wprev->wnext = e->wnext;
-    else {
-        int i = widx_find(a, e->wend);
-        if (i < a->nw && a->wends[i] == e->wend) {
+    int i = widx_find(a, e->wend);
+    if (i < a->nw && a->wends[i] == e->wend) {
+        a->wcount[i]--;
+        if (!e->wprev) {
             a->wheads[i] = e->wnext;
             if (!e->wnext) {
                 memmove(&a->wends[i], &a->wends[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wends);
                 memmove(&a->wheads[i], &a->wheads[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wheads);
+                memmove(&a->wcount[i], &a->wcount[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wcount);
                 a->nw--;
             }
         }
     }
+    if (e->wprev) e->wprev->wnext = e->wnext;
     if (e->wnext) e->wnext->wprev = e->wprev;
     e->wnext = e->wprev = NULL;
 }
@@ -461,35 +644,49 @@ static int table_insert(agg_task *a, agg_entry *e)
 static void table_unlink(agg_task *a, agg_entry *e)
 {
     uint32_t m = a->cap - 1, i = (uint32_t)e->hash & m;
-    while (a->hs[i] && a->es[i] != e) i = (i + 1) & m;
-    if (!a->hs[i]) return;
+    while (a->tab[i].tag && a->tab[i].e != e) i = (i + 1) & m;
+    if (!a->tab[i].tag) return;
     uint32_t j = i;
     for (;;) {
         j = (j + 1) & m;
-        if (!a->hs[j]) break;
-        uint32_t home = (uint32_t)a->es[j]->hash & m;
+        if (!a->tab[j].tag) break;
+        uint32_t home = (uint32_t)a->tab[j].e->hash & m;
         /* move j into the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (stays) continue;
-        a->hs[i] = a->hs[j];
-        a->es[i] = a->es[j];
+        a->tab[i] = a->tab[j];
         i = j;
     }
-    a->hs[i] = 0;
-    a->es[i] = NULL;
+    a->tab[i].tag = 0;
+    a->tab[i].e = NULL;
     a->nentries--;
     widx_del(a, e);
 }
 
-static void mark_dirty(agg_task *a, agg_entry *e)
+/* Room for one more item in a growable array *pv of n items of elem bytes
+ * (cap allocated); XE_NOMEM. */
+static int room_for_one(void *pv, int64_t n, int64_t *cap, size_t elem)
 {
-    if (!e->dirty) {
-        e->dirty = 1;
-        a->ndirty++;
-    }
+    if (n < *cap) return 0;
+    int64_t c = *cap ? *cap * 2 : 64;
+    void *nv = realloc(*(void **)pv, (size_t)c * elem);
+    if (!nv) return XE_NOMEM;
+    *(void **)pv = nv;
+    *cap = c;
+    return 0;
 }
 
-/* Record that the persisted copy of e must go. */
+static int mark_dirty(agg_task *a, agg_entry *e)
+{
+    if (e->dirty) return 0;
+    if (room_for_one(&a->dirty, a->ndirty, &a->capdirty, sizeof *a->dirty)) return XE_NOMEM;
+    e->dirty = 1;
+    e->dpos = a->ndirty;
+    a->dirty[a->ndirty++] = (dirty_ref){e->wend, e};
+    return 0;
+}
+
+/* Record that the persisted copy of session entry e must go. */
 static int note_delete(agg_task *a, const agg_entry *e)
 {
     if (e->pwend == WM_MIN) return 0;
@@ -514,22 +711,31 @@ static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
     return 0;
 }
 
+/* The value of a group or an argument for row. */
+static inline val arg_val(opinst *o, const agg_arg *g, const val *row)
+{
+    if (g->col < 0) return xprog_eval(&o->progs[g->prog], row, &o->q->scratch);
+    val v = row[g->col];
+    if (g->to_double && v.type != TY_DOUBLE && v.type != TY_NULL) v = val_double((double)v.i);
+    return v;
+}
+
 static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xerr *err)
 {
     const plan_op *op = o->op;
-    int pi = op->ngroups;
     for (int k = 0; k < op->naggs; k++) {
         val v = val_null();
-        if (op->aggs[k].arg) v = xprog_eval(&o->progs[pi++], row, &o->q->scratch);
-        if (slot_update(a, &op->aggs[k], &e->slots[k], &v)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (a->args[k].prog >= 0) v = arg_val(o, &a->args[k], row);
+        if (slot_update(a, op->aggs[k].fn, &e->slots[k], e->ext ? &e->ext[k] : NULL, &v))
+            return xerr_set(err, XE_NOMEM, "out of memory");
     }
-    batch_reset(&o->q->scratch);
-    mark_dirty(a, e);
+    if (a->uses_progs) batch_reset(&o->q->scratch);
+    if (mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
     return 0;
 }
 
 /* A new (window, group) entry with empty slots, in the table; NULL when
- * memory runs out (nothing is left behind). */
+ * memory runs out (nothing is left behind).  Its group values are in gtmp. */
 static agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we)
 {
     agg_entry *e = entry_new(a, a->gtmp, key, klen);
@@ -548,26 +754,41 @@ static agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t kle
 /* Append e to a growable list of entries; XE_NOMEM. */
 static int list_push(agg_entry ***v, int64_t *n, int64_t *cap, agg_entry *e)
 {
-    if (*n == *cap) {
-        int64_t c = *cap ? *cap * 2 : 64;
-        agg_entry **nv = realloc(*v, (size_t)c * sizeof *nv);
-        if (!nv) return XE_NOMEM;
-        *v = nv;
-        *cap = c;
-    }
+    if (room_for_one(v, *n, cap, sizeof **v)) return XE_NOMEM;
     (*v)[(*n)++] = e;
     return 0;
+}
+
+static inline int key_eq(const agg_entry *e, const unsigned char *key, uint32_t klen)
+{
+    if (e->klen != klen) return 0;
+    uint32_t n = klen < KIN ? klen : KIN;
+    for (uint32_t i = 0; i < n; i++)
+        if (e->kin[i] != key[i]) return 0;
+    return klen <= KIN || !memcmp(e->key + KIN, key + KIN, klen - KIN);
+}
+
+static inline int entry_is(const agg_entry *e, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
+{
+    return e->hash == h && e->wstart == ws && key_eq(e, key, klen);
 }
 
 static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
 {
     uint32_t m = a->cap - 1;
     uint64_t tag = HTAG(h);
-    for (uint32_t i = (uint32_t)h & m; a->hs[i]; i = (i + 1) & m) {
-        if (a->hs[i] != tag) continue;
-        agg_entry *e = a->es[i];
-        if (e->hash == h && e->wstart == ws && e->klen == klen && !memcmp(e->key, key, klen)) return e;
-    }
+    for (uint32_t i = (uint32_t)h & m; a->tab[i].tag; i = (i + 1) & m)
+        if (a->tab[i].tag == tag && entry_is(a->tab[i].e, h, ws, key, klen)) return a->tab[i].e;
+    return NULL;
+}
+
+/* The first entry whose tag matches h (not yet checked), for prefetching. */
+static inline agg_entry *probe_tag(const agg_task *a, uint64_t h)
+{
+    uint32_t m = a->cap - 1;
+    uint64_t tag = HTAG(h);
+    for (uint32_t i = (uint32_t)h & m; a->tab[i].tag; i = (i + 1) & m)
+        if (a->tab[i].tag == tag) return a->tab[i].e;
     return NULL;
 }
 
@@ -578,121 +799,245 @@ static int64_t floor_div(int64_t a, int64_t b)
     return q;
 }
 
-int agg_push(opinst *o, int task, const batch *in, xerr *err)
+static uint64_t key_hash(const unsigned char *key, uint32_t klen) { return hash64(key, klen, 0x9e37); }
+static uint64_t fixed_hash(uint64_t kh, int64_t ws) { return hash64_mix(kh ^ (uint64_t)ws); }
+
+/* The group values of row in gtmp. */
+static void group_vals(opinst *o, agg_task *a, const val *row)
 {
-    agg_task *a = o->agg[task];
+    for (int g = 0; g < a->ngroups; g++) a->gtmp[g] = arg_val(o, &a->gargs[g], row);
+}
+
+static int rows_reserve(agg_task *a, int n)
+{
+    if (n <= a->rcap) return 0;
+    int cap = a->rcap ? a->rcap : 256;
+    while (cap < n) cap *= 2;
+#define GROW(p) do { void *np_ = realloc(a->p, (size_t)cap * sizeof *a->p); if (!np_) return XE_NOMEM; a->p = np_; } while (0)
+    GROW(rkoff); GROW(rklen); GROW(rkh); GROW(rh); GROW(rts); GROW(rskip); GROW(rcand);
+#undef GROW
+    a->rcap = cap;
+    return 0;
+}
+
+/* Pass 1 over a batch: each row's group key (into a->keys), its hash and
+ * its event time; rskip[r] = 1 for a row without event time (late). */
+static int batch_keys(opinst *o, agg_task *a, const batch *in)
+{
+    const plan_op *op = o->op;
+    int windowed = op->window.kind != WIN_NONE;
+    sbuf_reset(&a->keys);
+    for (int r = 0; r < in->nrows; r++) {
+        const val *row = batch_row(in, r);
+        group_vals(o, a, row);
+        size_t at = a->keys.len;
+        if (sbuf_reserve(&a->keys, (size_t)a->ngroups * VAL_KEY_MAX)) return XE_NOMEM;
+        for (int g = 0; g < a->ngroups; g++) {
+            size_t n = val_key_put(&a->gtmp[g], (unsigned char *)a->keys.p + a->keys.len);
+            if (n) a->keys.len += n;
+            else if (val_key_encode(&a->gtmp[g], 1, &a->keys) || sbuf_reserve(&a->keys, (size_t)a->ngroups * VAL_KEY_MAX))
+                return XE_NOMEM;
+        }
+        if (a->uses_progs) batch_reset(&o->q->scratch);
+        a->rkoff[r] = (uint32_t)at;
+        a->rklen[r] = (uint32_t)(a->keys.len - at);
+        a->rkh[r] = key_hash((const unsigned char *)a->keys.p + at, a->rklen[r]);
+        a->rskip[r] = 0;
+        a->rts[r] = 0;
+        if (windowed) {
+            const val *tv = &row[op->win_ts_col];
+            if (tv->type == TY_NULL) a->rskip[r] = 1; /* no event time: cannot be windowed */
+            else a->rts[r] = tv->i;
+        }
+    }
+    return 0;
+}
+
+/* The open entry of (window [ws, we), row r's group), made if needed. */
+static agg_entry *fixed_entry(opinst *o, agg_task *a, const val *row, int r, uint64_t h, int64_t ws, int64_t we)
+{
+    const unsigned char *key = (const unsigned char *)a->keys.p + a->rkoff[r];
+    agg_entry *e = find_fixed(a, h, ws, key, a->rklen[r]);
+    if (e) return e;
+    group_vals(o, a, row); /* text from functions lives in scratch until the entry copies it */
+    e = entry_open(a, key, a->rklen[r], h, ws, we);
+    if (a->uses_progs) batch_reset(&o->q->scratch);
+    return e;
+}
+
+static int push_session(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
+{
     const plan_op *op = o->op;
     const ast_window *w = &op->window;
     query *q = o->q;
-    int emit_changes = op->emit == EMIT_CHANGES;
-    batch_reset(&o->out);
     for (int r = 0; r < in->nrows; r++) {
+        if (a->rskip[r]) { q->late++; continue; }
         const val *row = batch_row(in, r);
-        /* group values and their key */
-        for (int g = 0; g < a->ngroups; g++) {
-            val v = xprog_eval(&o->progs[g], row, &q->scratch);
-            /* text from functions lives in scratch until the entry copies it */
-            a->gtmp[g] = v;
+        const unsigned char *key = (const unsigned char *)a->keys.p + a->rkoff[r];
+        uint32_t klen = a->rklen[r];
+        uint64_t kh = a->rkh[r];
+        int64_t ts = a->rts[r], s0 = ts, e0 = ts + w->gap_ms;
+        if (e0 + w->grace_ms <= a->closed_wm) { q->late++; continue; }
+        /* find sessions of this key that overlap [s0, e0) and merge them */
+        agg_entry *target = NULL;
+        /* gather first: merging unlinks entries, which shifts the probe run */
+        a->ncands = 0;
+        uint32_t m = a->cap - 1;
+        for (uint32_t i = (uint32_t)kh & m; a->tab[i].tag; i = (i + 1) & m) {
+            agg_entry *e = a->tab[i].e;
+            if (a->tab[i].tag != HTAG(kh) || e->hash != kh || !key_eq(e, key, klen)) continue;
+            if (!(e->wstart < e0 && s0 < e->wend)) continue;
+            if (list_push(&a->cands, &a->ncands, &a->capcands, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
-        sbuf_reset(&a->key);
-        if (val_key_encode(a->gtmp, a->ngroups, &a->key)) return xerr_set(err, XE_NOMEM, "out of memory");
-        const unsigned char *key = (const unsigned char *)(a->key.p ? a->key.p : "");
-        uint32_t klen = (uint32_t)a->key.len;
-        uint64_t kh = hash64(key, klen, 0x9e37);
-        int64_t ts = 0;
-        if (w->kind != WIN_NONE) {
-            const val *tv = &row[op->win_ts_col];
-            if (tv->type == TY_NULL) { q->late++; continue; } /* no event time: cannot be windowed */
-            ts = tv->i;
-        }
-        int placed = 0;
-        if (w->kind == WIN_SESSION) {
-            int64_t s0 = ts, e0 = ts + w->gap_ms;
-            if (e0 + w->grace_ms <= a->closed_wm) { q->late++; batch_reset(&q->scratch); continue; }
-            /* find sessions of this key that overlap [s0, e0) and merge them */
-            agg_entry *target = NULL;
-            /* gather first: merging unlinks entries, which shifts the probe run */
-            a->ncands = 0;
-            uint32_t m = a->cap - 1;
-            for (uint32_t i = (uint32_t)kh & m; a->hs[i]; i = (i + 1) & m) {
-                agg_entry *e = a->es[i];
-                if (a->hs[i] != HTAG(kh) || e->hash != kh || e->klen != klen || memcmp(e->key, key, klen)) continue;
-                if (!(e->wstart < e0 && s0 < e->wend)) continue;
-                if (list_push(&a->cands, &a->ncands, &a->capcands, e)) return xerr_set(err, XE_NOMEM, "out of memory");
-            }
-            for (int64_t ci = 0; ci < a->ncands; ci++) {
-                agg_entry *e = a->cands[ci];
-                if (!target) {
-                    target = e;
-                    continue;
-                }
-                /* merge e into target */
-                for (int k = 0; k < a->naggs; k++)
-                    if (slot_merge(&op->aggs[k], &target->slots[k], &e->slots[k]))
-                        return xerr_set(err, XE_NOMEM, "out of memory");
-                if (e->wstart < target->wstart) target->wstart = e->wstart;
-                if (e->wend > target->wend) entry_move_end(a, target, e->wend);
-                if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
-                table_unlink(a, e);
-                entry_free(a, e);
-            }
+        for (int64_t ci = 0; ci < a->ncands; ci++) {
+            agg_entry *e = a->cands[ci];
             if (!target) {
-                if (!(target = entry_open(a, key, klen, kh, s0, e0))) return xerr_set(err, XE_NOMEM, "out of memory");
-            } else {
-                if (s0 < target->wstart) target->wstart = s0;
-                if (e0 > target->wend) entry_move_end(a, target, e0);
+                target = e;
+                continue;
             }
-            if (update_entry(o, a, target, row, err)) return err->code;
-            if (emit_changes && emit_entry(o, a, target, err)) return err->code;
+            /* merge e into target */
+            for (int k = 0; k < a->naggs; k++)
+                if (slot_merge(&op->aggs[k], &target->slots[k], target->ext ? &target->ext[k] : NULL, &e->slots[k],
+                               e->ext ? &e->ext[k] : NULL))
+                    return xerr_set(err, XE_NOMEM, "out of memory");
+            if (e->wstart < target->wstart) target->wstart = e->wstart;
+            if (e->wend > target->wend) entry_move_end(a, target, e->wend);
+            if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+            table_unlink(a, e);
+            entry_free(a, e);
+        }
+        if (!target) {
+            group_vals(o, a, row);
+            target = entry_open(a, key, klen, kh, s0, e0);
+            if (a->uses_progs) batch_reset(&q->scratch);
+            if (!target) return xerr_set(err, XE_NOMEM, "out of memory");
+        } else {
+            if (s0 < target->wstart) target->wstart = s0;
+            if (e0 > target->wend) entry_move_end(a, target, e0);
+        }
+        if (update_entry(o, a, target, row, err)) return err->code;
+        if (emit_changes && emit_entry(o, a, target, err)) return err->code;
+    }
+    return 0;
+}
+
+enum { PF_AHEAD = 8 }; /* rows between a prefetch and its use */
+
+/* One window per row (tumbling, or the global window): find every row's
+ * entry with the table slots and entries of later rows prefetched. */
+static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
+{
+    const ast_window *w = &o->op->window;
+    query *q = o->q;
+    int n = in->nrows;
+    int global = w->kind == WIN_NONE;
+    int64_t size = w->size_ms;
+    uint32_t m = a->cap - 1;
+    for (int r = 0; r < n; r++) {
+        if (a->rskip[r]) continue;
+        int64_t ws = global ? WM_MIN : floor_div(a->rts[r], size) * size;
+        int64_t we = global ? WM_END : ws + size;
+        if (we != WM_END && we + w->grace_ms <= a->closed_wm) { /* that window has closed */
+            a->rskip[r] = 1;
             continue;
         }
-        /* fixed windows: tumbling, hopping, or the single global window */
-        int64_t size = w->size_ms, adv = w->kind == WIN_HOPPING ? w->advance_ms : w->size_ms;
-        if (w->kind == WIN_NONE) adv = 1;
-        int64_t first, last;
-        if (w->kind == WIN_NONE) first = last = 0;
-        else {
-            last = floor_div(ts, adv) * adv;           /* latest window start <= ts */
-            first = floor_div(ts - size, adv) * adv + adv; /* earliest start with ts < start+size */
+        a->rts[r] = ws;
+        a->rh[r] = fixed_hash(a->rkh[r], ws);
+        __builtin_prefetch(&a->tab[a->rh[r] & m]);
+    }
+    for (int r = 0; r < n; r++) {
+        if (a->rskip[r]) continue;
+        agg_entry *e = a->rcand[r] = probe_tag(a, a->rh[r]);
+        if (e) {
+            __builtin_prefetch(e);
+            __builtin_prefetch((char *)e + 64);
+            __builtin_prefetch((char *)e + 128);
         }
+    }
+    for (int r = 0; r < n; r++) {
+        if (a->rskip[r]) { q->late++; continue; }
+        const val *row = batch_row(in, r);
+        int64_t ws = a->rts[r];
+        uint64_t h = a->rh[r];
+        agg_entry *e = a->rcand[r];
+        if (!e || !entry_is(e, h, ws, (const unsigned char *)a->keys.p + a->rkoff[r], a->rklen[r]))
+            e = fixed_entry(o, a, row, r, h, ws, global ? WM_END : ws + size);
+        if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (update_entry(o, a, e, row, err)) return err->code;
+        if (emit_changes && emit_entry(o, a, e, err)) return err->code;
+    }
+    return 0;
+}
+
+/* Hopping windows: every window [s, s+size) with s a multiple of the advance
+ * that holds the row. */
+static int push_hopping(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
+{
+    const ast_window *w = &o->op->window;
+    query *q = o->q;
+    int64_t size = w->size_ms, adv = w->advance_ms;
+    for (int r = 0; r < in->nrows; r++) {
+        if (a->rskip[r]) { q->late++; continue; }
+        const val *row = batch_row(in, r);
+        int64_t ts = a->rts[r];
+        int64_t last = floor_div(ts, adv) * adv;               /* latest window start <= ts */
+        int64_t first = floor_div(ts - size, adv) * adv + adv; /* earliest start with ts < start+size */
+        int placed = 0;
         for (int64_t s = first; s <= last; s += adv) {
-            int64_t ws = w->kind == WIN_NONE ? WM_MIN : s, we = w->kind == WIN_NONE ? WM_END : s + size;
-            if (we != WM_END && we + w->grace_ms <= a->closed_wm) continue; /* that window has closed */
+            int64_t we = s + size;
+            if (we + w->grace_ms <= a->closed_wm) continue; /* that window has closed */
             placed = 1;
-            uint64_t h = hash64_mix(kh ^ (uint64_t)ws);
-            agg_entry *e = find_fixed(a, h, ws, key, klen);
-            if (!e && !(e = entry_open(a, key, klen, h, ws, we))) return xerr_set(err, XE_NOMEM, "out of memory");
+            agg_entry *e = fixed_entry(o, a, row, r, fixed_hash(a->rkh[r], s), s, we);
+            if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
             if (update_entry(o, a, e, row, err)) return err->code;
             if (emit_changes && emit_entry(o, a, e, err)) return err->code;
         }
         if (!placed) q->late++;
-        batch_reset(&q->scratch);
     }
+    return 0;
+}
+
+int agg_push(opinst *o, int task, const batch *in, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    const ast_window *w = &o->op->window;
+    int emit_changes = o->op->emit == EMIT_CHANGES;
+    batch_reset(&o->out);
+    if (rows_reserve(a, in->nrows) || batch_keys(o, a, in)) return xerr_set(err, XE_NOMEM, "out of memory");
+    int rc;
+    if (w->kind == WIN_SESSION) rc = push_session(o, a, in, emit_changes, err);
+    else if (w->kind == WIN_HOPPING && w->advance_ms != w->size_ms) rc = push_hopping(o, a, in, emit_changes, err);
+    else rc = push_single(o, a, in, emit_changes, err);
+    if (a->uses_progs) batch_reset(&o->q->scratch);
+    if (rc) return rc;
     if (emit_changes && o->out.nrows) return op_emit(o, task, &o->out, err);
     return 0;
 }
 
-static int cmp_closing(const void *x, const void *y)
+/* ------------------------------------------------------------------ closing windows */
+
+static inline int csort_less(const csort *x, const csort *y)
 {
-    const agg_entry *a = *(agg_entry *const *)x, *b = *(agg_entry *const *)y;
-    if (a->wend != b->wend) return a->wend < b->wend ? -1 : 1;
-    if (a->wstart != b->wstart) return a->wstart < b->wstart ? -1 : 1;
+    if (x->wend != y->wend) return x->wend < y->wend;
+    if (x->wstart != y->wstart) return x->wstart < y->wstart;
     /* within a window: by key hash (deterministic, cheap), bytes on a tie */
-    if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
+    if (x->hash != y->hash) return x->hash < y->hash;
+    const agg_entry *a = x->e, *b = y->e;
     uint32_t n = a->klen < b->klen ? a->klen : b->klen;
     int c = memcmp(a->key, b->key, n);
-    return c ? c : (a->klen > b->klen) - (a->klen < b->klen);
+    return c ? c < 0 : a->klen < b->klen;
 }
 
-/* In-place quicksort of entry pointers (qsort would allocate per call). */
-static void sort_entries(agg_entry **v, int64_t n)
+/* In-place quicksort (qsort would allocate per call and compare through
+ * pointers to the entries). */
+static void sort_closing(csort *v, int64_t n)
 {
     while (n > 16) {
-        agg_entry *pivot = v[n / 2], *t;
+        csort pivot = v[n / 2], t;
         int64_t i = 0, j = n - 1;
         for (;;) {
-            while (cmp_closing(&v[i], &pivot) < 0) i++;
-            while (cmp_closing(&v[j], &pivot) > 0) j--;
+            while (csort_less(&v[i], &pivot)) i++;
+            while (csort_less(&pivot, &v[j])) j--;
             if (i >= j) break;
             t = v[i]; v[i] = v[j]; v[j] = t;
             i++;
@@ -700,21 +1045,31 @@ static void sort_entries(agg_entry **v, int64_t n)
         }
         /* recurse into the smaller half, loop on the larger */
         if (j + 1 < n - j - 1) {
-            sort_entries(v, j + 1);
+            sort_closing(v, j + 1);
             v += j + 1;
             n -= j + 1;
         } else {
-            sort_entries(v + j + 1, n - j - 1);
+            sort_closing(v + j + 1, n - j - 1);
             n = j + 1;
         }
     }
     for (int64_t i = 1; i < n; i++)
-        for (int64_t k = i; k > 0 && cmp_closing(&v[k - 1], &v[k]) > 0; k--) {
-            agg_entry *t = v[k];
+        for (int64_t k = i; k > 0 && csort_less(&v[k], &v[k - 1]); k--) {
+            csort t = v[k];
             v[k] = v[k - 1];
             v[k - 1] = t;
         }
 }
+
+static int closing_push(agg_task *a, agg_entry *e)
+{
+    if (room_for_one(&a->closing, a->nclosing, &a->capclosing, sizeof *a->closing)) return XE_NOMEM;
+    a->closing[a->nclosing++] = (csort){e->wend, e->wstart, e->hash, e};
+    return 0;
+}
+
+/* The global window ends at WM_END, which a [lo, hi) scan cannot reach. */
+static int64_t skey_end(int64_t w) { return w == WM_END ? WM_END - 1 : w; }
 
 int agg_close(opinst *o, int task, int64_t wm, xerr *err)
 {
@@ -728,32 +1083,25 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     a->nclosing = 0;
     /* the closing windows are a prefix of the index (or, after an allocation
      * failure broke the index, found by scanning the table) */
-    int nprefix = 0;
-    for (int wi = 0; wi < a->nw || (a->widx_broken && wi == 0); wi++) {
-        if (!a->widx_broken && wm != WM_END && (a->wends[wi] == WM_END || a->wends[wi] > wm - grace)) break;
-        nprefix = wi + 1;
-        for (agg_entry *e = a->widx_broken ? NULL : a->wheads[wi]; e; e = e->wnext) {
-            if (list_push(&a->closing, &a->nclosing, &a->capclosing, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (a->widx_broken) {
+        for (uint32_t si = 0; si < a->cap; si++) {
+            if (!a->tab[si].tag) continue;
+            agg_entry *e = a->tab[si].e;
+            int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
+            if (closes && closing_push(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
-        if (a->widx_broken) {
-            for (uint32_t si = 0; si < a->cap; si++) {
-                    if (!a->hs[si]) continue;
-                    agg_entry *e = a->es[si];
-                    int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
-                    if (!closes) continue;
-                    if (list_push(&a->closing, &a->nclosing, &a->capclosing, e))
-                        return xerr_set(err, XE_NOMEM, "out of memory");
-                }
-            break;
+    } else
+        for (int wi = 0; wi < a->nw; wi++) {
+            if (wm != WM_END && (a->wends[wi] == WM_END || a->wends[wi] > wm - grace)) break;
+            for (agg_entry *e = a->wheads[wi]; e; e = e->wnext)
+                if (closing_push(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
-    }
-    (void)nprefix;
     if (!a->nclosing) return 0;
-    sort_entries(a->closing, a->nclosing);
+    sort_closing(a->closing, a->nclosing);
     int rc = 0;
     batch_reset(&o->out);
     for (int64_t i = 0; i < a->nclosing; i++) {
-        agg_entry *e = a->closing[i];
+        agg_entry *e = a->closing[i].e;
         if (op->emit != EMIT_CHANGES && (rc = emit_entry(o, a, e, err))) return rc;
         if (o->out.nrows >= EXEC_SLICE_ROWS) {
             if ((rc = op_emit(o, task, &o->out, err))) return rc;
@@ -762,10 +1110,14 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     }
     if (o->out.nrows && (rc = op_emit(o, task, &o->out, err))) return rc;
     batch_reset(&o->out);
+    int session = is_session(o);
     for (int64_t i = 0; i < a->nclosing; i++) {
-        agg_entry *e = a->closing[i];
+        agg_entry *e = a->closing[i].e;
         if (e->wend != WM_END && e->wend + grace > a->max_closed) a->max_closed = e->wend + grace;
-        if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (session) {
+            if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+        } else if (skey_end(e->wend) > a->del_to)
+            a->del_to = skey_end(e->wend); /* its window's records go at the flush */
         table_unlink(a, e);
         entry_free(a, e);
     }
@@ -775,12 +1127,181 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
 
 /* ------------------------------------------------------------------ persistence */
 
-/* The global window ends at WM_END, which a [lo, hi) scan cannot reach. */
-static int64_t skey_end(int64_t w) { return w == WM_END ? WM_END - 1 : w; }
+#define DELTA_MARK 0xffffffffu
+enum { DELTA_TAIL = 12, DELTA_CHUNK = 1 << 20, COMPACT_SLACK = 4096 };
 
-/* LMDB key tail: group key || be64(window start).  Value: per slot
- * n, i, d, MIN/MAX value (key-encoded), distinct values. */
-static int entry_encode(agg_task *a, const agg_entry *e, sbuf *k, sbuf *v)
+/* An entry in a fixed window's record: u32 key length, key, i64 window
+ * start, then per slot n and, for SUM and AVG, i and d (all native-endian,
+ * like the per-entry records); then in slot order the variable parts: a
+ * MIN/MAX value (key-encoded) when n > 0, a COUNT(DISTINCT) set as u32
+ * length + its bytes. */
+static int entry_put(const agg_task *a, const plan_op *op, const agg_entry *e, sbuf *v)
+{
+    if (sbuf_reserve(v, 12 + (size_t)e->klen + (size_t)a->naggs * 24)) return XE_NOMEM;
+    char *p = v->p + v->len;
+    uint32_t kl = e->klen;
+    memcpy(p, &kl, 4);
+    memcpy(p + 4, e->key, kl);
+    p += 4 + kl;
+    memcpy(p, &e->wstart, 8);
+    p += 8;
+    for (int k = 0; k < a->naggs; k++) {
+        const agg_slot *s = &e->slots[k];
+        memcpy(p, &s->n, 8);
+        p += 8;
+        if (op->aggs[k].fn == FN_SUM || op->aggs[k].fn == FN_AVG) {
+            memcpy(p, &s->i, 8);
+            memcpy(p + 8, &s->d, 8);
+            p += 16;
+        }
+    }
+    v->len = (size_t)(p - v->p);
+    for (int k = 0; k < a->naggs; k++) {
+        const agg_slot *s = &e->slots[k];
+        plan_fn fn = op->aggs[k].fn;
+        if ((fn == FN_MIN || fn == FN_MAX) && s->n && val_key_encode(&s->m, 1, v)) return XE_NOMEM;
+        if (fn == FN_COUNT_DISTINCT) {
+            const dset *ds = e->ext ? e->ext[k].ds : NULL;
+            uint32_t bl = ds ? (uint32_t)ds->bytes.len : 0;
+            if (sbuf_add(v, &bl, 4) || (bl && sbuf_add(v, ds->bytes.p, bl))) return XE_NOMEM;
+        }
+    }
+    return 0;
+}
+
+/* The record of a fixed window: entries from vbuf, under the next sequence. */
+static int record_put(agg_task *a, uint32_t tid, int64_t wend, store_txn *t, xerr *err)
+{
+    unsigned char tail[DELTA_TAIL] = {0xff, 0xff, 0xff, 0xff};
+    be64_put(tail + 4, a->seq++);
+    int rc = store_state_put(t, STORE_STATE, tid, skey_end(wend), tail, sizeof tail, a->vbuf.p, a->vbuf.len, err);
+    sbuf_reset(&a->vbuf);
+    return rc;
+}
+
+static int record_start(agg_task *a)
+{
+    uint32_t mark = DELTA_MARK;
+    sbuf_reset(&a->vbuf);
+    return sbuf_add(&a->vbuf, &mark, 4);
+}
+
+/* The index of window wend in pw (added if absent; pw is sorted by window
+ * end), or -1 when memory runs out.  hint: an index to try first. */
+static int pwin_index(agg_task *a, int64_t wend, int hint)
+{
+    if (hint >= 0 && hint < a->npw && a->pw[hint].wend == wend) return hint;
+    int lo = 0, hi = (int)a->npw;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (a->pw[mid].wend < wend) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < a->npw && a->pw[lo].wend == wend) return lo;
+    if (room_for_one(&a->pw, a->npw, &a->cappw, sizeof *a->pw)) return -1;
+    memmove(&a->pw[lo + 1], &a->pw[lo], (size_t)(a->npw - lo) * sizeof *a->pw);
+    a->npw++;
+    a->pw[lo] = (pwin){wend, 0, 0};
+    return lo;
+}
+
+/* The entries of one window from dirty refs v[0..n), or, when the window
+ * has written four times what it holds, all of its entries after deleting
+ * its records (compaction). */
+static int flush_window(opinst *o, agg_task *a, uint32_t tid, const dirty_ref *v, int64_t n, store_txn *t,
+                        xerr *err)
+{
+    int64_t wend = v[0].wend;
+    int pi = pwin_index(a, wend, -1);
+    if (pi < 0) return xerr_set(err, XE_NOMEM, "out of memory");
+    pwin *p = &a->pw[pi];
+    int wi = a->widx_broken ? -1 : widx_find(a, wend);
+    int compact = wi >= 0 && wi < a->nw && a->wends[wi] == wend && p->nwritten + n > 4 * a->wcount[wi] + COMPACT_SLACK;
+    const agg_entry *all = NULL;
+    int rc;
+    if (compact) {
+        if ((rc = store_state_delete_range(t, STORE_STATE, tid, skey_end(wend), skey_end(wend) + 1, err))) return rc;
+        p->nwritten = 0;
+        all = a->wheads[wi];
+    }
+    if (record_start(a)) return xerr_set(err, XE_NOMEM, "out of memory");
+    int64_t in_rec = 0;
+    for (int64_t i = 0;; i++) {
+        const agg_entry *e;
+        if (compact) {
+            if (!all) break;
+            e = all;
+            all = all->wnext;
+        } else {
+            if (i >= n) break;
+            e = v[i].e;
+        }
+        if (entry_put(a, o->op, e, &a->vbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
+        p->nwritten++;
+        in_rec++;
+        if (a->vbuf.len >= DELTA_CHUNK) {
+            if ((rc = record_put(a, tid, wend, t, err))) return rc;
+            in_rec = 0;
+            if (record_start(a)) return xerr_set(err, XE_NOMEM, "out of memory");
+        }
+    }
+    if (in_rec && (rc = record_put(a, tid, wend, t, err))) return rc;
+    return 0;
+}
+
+/* Fixed windows: closed windows' records go in one range delete, then the
+ * dirty entries are grouped by window (a counting sort of the dirty refs,
+ * which carry their window end) and written one record per window. */
+static int flush_fixed(opinst *o, agg_task *a, uint32_t tid, store_txn *t, xerr *err)
+{
+    int rc;
+    if (a->del_to != WM_MIN) {
+        if ((rc = store_state_delete_range(t, STORE_STATE, tid, WM_MIN, a->del_to + 1, err))) return rc;
+        int k = 0;
+        while (k < a->npw && skey_end(a->pw[k].wend) <= a->del_to) k++;
+        memmove(a->pw, a->pw + k, (size_t)(a->npw - k) * sizeof *a->pw);
+        a->npw -= k;
+        a->del_to = WM_MIN;
+    }
+    if (!a->ndirty) return 0;
+    if (a->capdsorted < a->ndirty) {
+        dirty_ref *v = realloc(a->dsorted, (size_t)a->ndirty * sizeof *v);
+        if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+        a->dsorted = v;
+        a->capdsorted = a->ndirty;
+    }
+    for (int i = 0; i < a->npw; i++) a->pw[i].pos = 0;
+    int hint = -1;
+    for (int64_t i = 0; i < a->ndirty; i++) {
+        if ((hint = pwin_index(a, a->dirty[i].wend, hint)) < 0) return xerr_set(err, XE_NOMEM, "out of memory");
+        a->pw[hint].pos++;
+    }
+    int64_t pos = 0;
+    for (int i = 0; i < a->npw; i++) {
+        int64_t c = a->pw[i].pos;
+        a->pw[i].pos = pos;
+        pos += c;
+    }
+    for (int64_t i = 0; i < a->ndirty; i++) {
+        hint = pwin_index(a, a->dirty[i].wend, hint); /* present: cannot fail */
+        a->dsorted[a->pw[hint].pos++] = a->dirty[i];
+        a->dirty[i].e->dirty = 0;
+    }
+    int64_t n = a->ndirty;
+    a->ndirty = 0;
+    rc = 0;
+    for (int64_t i = 0, j; !rc && i < n; i = j) {
+        for (j = i + 1; j < n && a->dsorted[j].wend == a->dsorted[i].wend; j++) {}
+        rc = flush_window(o, a, tid, a->dsorted + i, j - i, t, err);
+    }
+    return rc;
+}
+
+/* A session entry's record.  Key tail: group key || be64(window start).
+ * Value: u32 key length, then per slot n, i, d, u32 length + the MIN/MAX
+ * value (key-encoded), u32 count of distinct values [+ u32 length + their
+ * bytes]. */
+static int entry_encode(agg_task *a, const plan_op *op, const agg_entry *e, sbuf *k, sbuf *v)
 {
     unsigned char b8[8];
     sbuf_reset(k);
@@ -791,29 +1312,32 @@ static int entry_encode(agg_task *a, const agg_entry *e, sbuf *k, sbuf *v)
     if (sbuf_add(v, &kl, 4)) return XE_NOMEM;
     for (int i = 0; i < a->naggs; i++) {
         const agg_slot *s = &e->slots[i];
-        if (sbuf_add(v, &s->n, 8) || sbuf_add(v, &s->i, 8) || sbuf_add(v, &s->d, 8)) return XE_NOMEM;
+        int sum = op->aggs[i].fn == FN_SUM || op->aggs[i].fn == FN_AVG;
+        int64_t si = sum ? s->i : 0;
+        double sd = sum ? s->d : 0;
+        if (sbuf_add(v, &s->n, 8) || sbuf_add(v, &si, 8) || sbuf_add(v, &sd, 8)) return XE_NOMEM;
         size_t at = v->len;
         uint32_t ml = 0;
         if (sbuf_add(v, &ml, 4)) return XE_NOMEM;
-        if (s->n && (s->m.type != TY_NULL)) {
+        if (!sum && s->n && (s->m.type != TY_NULL) && op->aggs[i].fn != FN_COUNT_DISTINCT &&
+            op->aggs[i].fn != FN_COUNT && op->aggs[i].fn != FN_COUNT_STAR) {
             if (val_key_encode(&s->m, 1, v)) return XE_NOMEM;
             ml = (uint32_t)(v->len - at - 4);
             memcpy(v->p + at, &ml, 4);
         }
-        uint32_t dn = s->ds ? s->ds->n : 0;
+        const dset *ds = e->ext ? e->ext[i].ds : NULL;
+        uint32_t dn = ds ? ds->n : 0;
         if (sbuf_add(v, &dn, 4)) return XE_NOMEM;
         if (dn) {
-            uint32_t bl = (uint32_t)s->ds->bytes.len;
-            if (sbuf_add(v, &bl, 4) || sbuf_add(v, s->ds->bytes.p, bl)) return XE_NOMEM;
+            uint32_t bl = (uint32_t)ds->bytes.len;
+            if (sbuf_add(v, &bl, 4) || sbuf_add(v, ds->bytes.p, bl)) return XE_NOMEM;
         }
     }
     return 0;
 }
 
-int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
+static int flush_session(opinst *o, agg_task *a, uint32_t tid, store_txn *t, xerr *err)
 {
-    agg_task *a = o->agg[task];
-    uint32_t tid = query_task_id(o->q, o->op->id, task);
     int rc;
     /* deletions first: a session that moved is deleted at its old end, then put at its new one */
     for (size_t off = 0; off < a->dels.len;) {
@@ -827,12 +1351,9 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
     }
     sbuf_reset(&a->dels);
     a->ndels = 0;
-    for (uint32_t si = 0; a->ndirty && si < a->cap; si++) {
-        if (!a->hs[si]) continue;
-        agg_entry *e = a->es[si];
-        if (!e->dirty) continue;
+    while (a->ndirty) {
+        agg_entry *e = a->dirty[--a->ndirty].e;
         e->dirty = 0;
-        a->ndirty--;
         if (e->pwend != WM_MIN && (e->pwend != e->wend || e->pwstart != e->wstart)) {
             unsigned char b8[8];
             be64_put(b8, (uint64_t)e->pwstart);
@@ -840,13 +1361,21 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
             if (sbuf_add(&a->pkey, e->key, e->klen) || sbuf_add(&a->pkey, b8, 8)) return xerr_set(err, XE_NOMEM, "out of memory");
             if ((rc = store_state_del(t, STORE_STATE, tid, skey_end(e->pwend), a->pkey.p, a->pkey.len, err))) return rc;
         }
-        if (entry_encode(a, e, &a->pkey, &a->vbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (entry_encode(a, o->op, e, &a->pkey, &a->vbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
         if ((rc = store_state_put(t, STORE_STATE, tid, skey_end(e->wend), a->pkey.p, a->pkey.len, a->vbuf.p, a->vbuf.len, err)))
             return rc;
         e->pwend = e->wend;
         e->pwstart = e->wstart;
     }
-    a->ndirty = 0;
+    return 0;
+}
+
+int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    uint32_t tid = query_task_id(o->q, o->op->id, task);
+    int rc = is_session(o) ? flush_session(o, a, tid, t, err) : flush_fixed(o, a, tid, t, err);
+    if (rc) return rc;
     /* How far windows are closed survives a restart.  After the end of input
      * (WM_END) that is the end of the last closed window: rows appended later
      * to a file source then count as late for windows already emitted,
@@ -871,74 +1400,146 @@ typedef struct load_ctx {
     int rc;
 } load_ctx;
 
+/* The entry of (group key k[0..gkl), window start ws) for loading: the one
+ * an earlier record made, emptied, or a new one.  NULL when out of memory
+ * or the key does not decode (c->rc says which). */
+static agg_entry *load_entry(load_ctx *c, const unsigned char *k, uint32_t gkl, int64_t ws, int64_t wend)
+{
+    agg_task *a = c->a;
+    uint64_t kh = key_hash(k, gkl), h = is_session(c->o) ? kh : fixed_hash(kh, ws);
+    agg_entry *e = is_session(c->o) ? NULL : find_fixed(a, h, ws, k, gkl);
+    if (e) {
+        slots_clear(a, e);
+        return e;
+    }
+    batch_reset(&c->tmp);
+    if (val_key_decode(k, gkl, a->gtmp, a->ngroups, &c->tmp, c->err) < 0) {
+        c->rc = XE_CORRUPT;
+        return NULL;
+    }
+    if (!(e = entry_open(a, k, gkl, h, ws, wend))) c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
+    return e;
+}
+
+/* A fixed window's record (see entry_put). */
+static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, const unsigned char *end)
+{
+    agg_task *a = c->a;
+    const plan_op *op = c->o->op;
+    int pi = pwin_index(a, wend, -1);
+    if (pi < 0) return c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
+    while (v < end) {
+        uint32_t kl;
+        int64_t ws;
+        if (end - v < 4) return XE_CORRUPT;
+        memcpy(&kl, v, 4);
+        if ((size_t)(end - v) < 12 + (size_t)kl) return XE_CORRUPT;
+        const unsigned char *k = v + 4;
+        memcpy(&ws, k + kl, 8);
+        v = k + kl + 8;
+        agg_entry *e = load_entry(c, k, kl, ws, wend);
+        if (!e) return c->rc;
+        for (int i = 0; i < a->naggs; i++) {
+            agg_slot *s = &e->slots[i];
+            int sum = op->aggs[i].fn == FN_SUM || op->aggs[i].fn == FN_AVG;
+            if ((size_t)(end - v) < (sum ? 24u : 8u)) return XE_CORRUPT;
+            memcpy(&s->n, v, 8);
+            v += 8;
+            if (sum) {
+                memcpy(&s->i, v, 8);
+                memcpy(&s->d, v + 8, 8);
+                v += 16;
+            }
+        }
+        for (int i = 0; i < a->naggs; i++) {
+            agg_slot *s = &e->slots[i];
+            plan_fn fn = op->aggs[i].fn;
+            if ((fn == FN_MIN || fn == FN_MAX) && s->n) {
+                val m;
+                batch_reset(&c->tmp);
+                int n = val_key_decode(v, (size_t)(end - v), &m, 1, &c->tmp, c->err);
+                if (n < 0 || set_m(s, e->ext ? &e->ext[i] : NULL, &m)) return XE_CORRUPT;
+                v += n;
+            }
+            if (fn == FN_COUNT_DISTINCT) {
+                uint32_t bl;
+                if (end - v < 4) return XE_CORRUPT;
+                memcpy(&bl, v, 4);
+                v += 4;
+                if ((size_t)(end - v) < bl || !e->ext || dset_add_all(&e->ext[i], v, bl)) return XE_CORRUPT;
+                v += bl;
+            }
+        }
+        a->pw[pi].nwritten++;
+    }
+    return 0;
+}
+
+/* A per-entry record (sessions, or fixed windows of an older version). */
+static int load_entry_record(load_ctx *c, int64_t wend, const unsigned char *k, size_t kl, const unsigned char *v,
+                             const unsigned char *end)
+{
+    agg_task *a = c->a;
+    uint32_t gkl;
+    memcpy(&gkl, v, 4);
+    v += 4;
+    if ((size_t)gkl + 8 != kl) return XE_CORRUPT;
+    agg_entry *e = load_entry(c, k, gkl, (int64_t)be64_get(k + gkl), wend);
+    if (!e) return c->rc;
+    e->pwstart = e->wstart;
+    e->pwend = wend;
+    for (int i = 0; i < a->naggs; i++) {
+        agg_slot *s = &e->slots[i];
+        agg_ext *x = e->ext ? &e->ext[i] : NULL;
+        uint32_t ml, dn;
+        if (end - v < 28) return XE_CORRUPT;
+        memcpy(&s->n, v, 8); memcpy(&s->i, v + 8, 8); memcpy(&s->d, v + 16, 8); memcpy(&ml, v + 24, 4);
+        v += 28;
+        if ((size_t)(end - v) < ml) return XE_CORRUPT;
+        if (ml) {
+            val m;
+            batch_reset(&c->tmp);
+            if (val_key_decode(v, ml, &m, 1, &c->tmp, c->err) < 0 || set_m(s, x, &m)) return XE_CORRUPT;
+        } else if (c->o->op->aggs[i].fn == FN_MIN || c->o->op->aggs[i].fn == FN_MAX)
+            s->m = val_null();
+        v += ml;
+        if (end - v < 4) return XE_CORRUPT;
+        memcpy(&dn, v, 4);
+        v += 4;
+        if (dn) {
+            uint32_t bl;
+            if (end - v < 4) return XE_CORRUPT;
+            memcpy(&bl, v, 4);
+            v += 4;
+            if ((size_t)(end - v) < bl || !x || dset_add_all(x, v, bl)) return XE_CORRUPT;
+            v += bl;
+        }
+    }
+    return 0;
+}
+
 static int load_one(void *ctx, int64_t wend, const void *kp, size_t kl, const void *vp, size_t vl)
 {
     load_ctx *c = ctx;
     agg_task *a = c->a;
     if (wend == WM_END - 1) wend = WM_END;
     const unsigned char *k = kp, *v = vp, *end = v + vl;
-    if (kl < 8 || vl < 4) goto corrupt;
-    uint32_t gkl;
-    memcpy(&gkl, v, 4);
-    v += 4;
-    if (gkl + 8 != kl) goto corrupt;
-    batch_reset(&c->tmp);
-    if (val_key_decode(k, gkl, a->gtmp, a->ngroups, &c->tmp, c->err) < 0) goto corrupt;
-    agg_entry *e = entry_new(a, a->gtmp, k, gkl);
-    if (!e) { c->rc = xerr_set(c->err, XE_NOMEM, "out of memory"); return 1; }
-    e->wstart = (int64_t)be64_get(k + gkl);
-    e->wend = wend;
-    e->pwstart = e->wstart;
-    e->pwend = wend;
-    const ast_window *w = &c->o->op->window;
-    if (w->kind == WIN_SESSION) e->hash = hash64(k, gkl, 0x9e37);
-    else e->hash = hash64_mix(hash64(k, gkl, 0x9e37) ^ (uint64_t)e->wstart);
-    for (int i = 0; i < a->naggs; i++) {
-        agg_slot *s = &e->slots[i];
-        s->m = val_null();
-        uint32_t ml, dn;
-        if (end - v < 28) goto bad_entry;
-        memcpy(&s->n, v, 8); memcpy(&s->i, v + 8, 8); memcpy(&s->d, v + 16, 8); memcpy(&ml, v + 24, 4);
-        v += 28;
-        if ((size_t)(end - v) < ml) goto bad_entry;
-        if (ml) {
-            val m;
-            batch_reset(&c->tmp);
-            if (val_key_decode(v, ml, &m, 1, &c->tmp, c->err) < 0 || set_m(s, &m)) goto bad_entry;
-        }
-        v += ml;
-        if (end - v < 4) goto bad_entry;
-        memcpy(&dn, v, 4);
-        v += 4;
-        if (dn) {
-            uint32_t bl;
-            if (end - v < 4) goto bad_entry;
-            memcpy(&bl, v, 4);
-            v += 4;
-            if ((size_t)(end - v) < bl) goto bad_entry;
-            if (!(s->ds = calloc(1, sizeof *s->ds))) goto bad_entry;
-            for (const unsigned char *p = v; p + 4 <= v + bl;) {
-                uint32_t len;
-                memcpy(&len, p, 4);
-                if (p + 4 + len > v + bl) goto bad_entry;
-                if (dset_add(s->ds, p + 4, len, hash64(p + 4, len, 7))) goto bad_entry;
-                p += 4 + len;
-            }
-            v += bl;
-        }
-    }
-    if (table_insert(a, e)) {
-        entry_free(a, e);
-        c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
-        return 1;
-    }
-    return 0;
-bad_entry:
-    entry_free(a, e);
-corrupt:
-    c->rc = xerr_set(c->err, XE_CORRUPT, "window state of query task %u is corrupt",
-                     query_task_id(c->o->q, c->o->op->id, 0));
-    return 1;
+    uint32_t mark = 0;
+    if (vl >= 4) memcpy(&mark, v, 4);
+    int rc;
+    if (mark == DELTA_MARK && kl == DELTA_TAIL && !is_session(c->o)) {
+        uint64_t seq = be64_get(k + 4);
+        if (seq >= a->seq) a->seq = seq + 1;
+        rc = load_record(c, wend, v + 4, end);
+    } else if (kl < 8 || vl < 4)
+        rc = XE_CORRUPT;
+    else
+        rc = load_entry_record(c, wend, k, kl, v, end);
+    if (rc && !c->rc) c->rc = rc;
+    if (c->rc == XE_CORRUPT)
+        c->rc = xerr_set(c->err, XE_CORRUPT, "window state of query task %u is corrupt",
+                         query_task_id(c->o->q, c->o->op->id, 0));
+    return c->rc ? 1 : 0;
 }
 
 int agg_load(opinst *o, int task, store_txn *t, xerr *err)

@@ -533,43 +533,41 @@ static double double_from_key_bits(uint64_t k)
     return d;
 }
 
+size_t val_key_put(const val *v, unsigned char *k)
+{
+    if (v->type > TY_INTERVAL || v->type == TY_TEXT) return 0;
+    k[0] = (unsigned char)(v->type + 1);
+    switch (v->type) {
+    case TY_NULL: return 1;
+    case TY_BOOL: k[1] = v->i != 0; return 2;
+    case TY_DOUBLE: be64_put(k + 1, double_key_bits(v->d)); return 9;
+    default: be64_put(k + 1, (uint64_t)v->i ^ 0x8000000000000000ULL); return 9;
+    }
+}
+
 int val_key_encode(const val *vals, int n, sbuf *out)
 {
     size_t start = out->len;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         const val *v = &vals[i];
-        unsigned char k[9];
+        unsigned char k[VAL_KEY_MAX];
         if (v->type > TY_INTERVAL) { rc = XE_INVAL; break; }
+        if (v->type != TY_TEXT) {
+            rc = sbuf_add(out, k, val_key_put(v, k));
+            continue;
+        }
         k[0] = (unsigned char)(v->type + 1);
-        switch (v->type) {
-        case TY_NULL: rc = sbuf_add(out, k, 1); break;
-        case TY_BOOL:
-            k[1] = v->i != 0;
-            rc = sbuf_add(out, k, 2);
-            break;
-        case TY_DOUBLE:
-            be64_put(k + 1, double_key_bits(v->d));
-            rc = sbuf_add(out, k, 9);
-            break;
-        case TY_TEXT: {
-            rc = sbuf_add(out, k, 1);
-            const char *s = v->s, *e = v->len ? v->s + v->len : v->s;
-            while (rc == 0 && s < e) {
-                const char *z = memchr(s, 0, (size_t)(e - s));
-                size_t run = z ? (size_t)(z - s) : (size_t)(e - s);
-                rc = sbuf_add(out, s, run);
-                if (rc == 0 && z) rc = sbuf_add(out, "\0\xff", 2);
-                s += run + (z != NULL);
-            }
-            if (rc == 0) rc = sbuf_add(out, "\0\x01", 2);
-            break;
+        rc = sbuf_add(out, k, 1);
+        const char *s = v->s, *e = v->len ? v->s + v->len : v->s;
+        while (rc == 0 && s < e) {
+            const char *z = memchr(s, 0, (size_t)(e - s));
+            size_t run = z ? (size_t)(z - s) : (size_t)(e - s);
+            rc = sbuf_add(out, s, run);
+            if (rc == 0 && z) rc = sbuf_add(out, "\0\xff", 2);
+            s += run + (z != NULL);
         }
-        default:
-            be64_put(k + 1, (uint64_t)v->i ^ 0x8000000000000000ULL);
-            rc = sbuf_add(out, k, 9);
-            break;
-        }
+        if (rc == 0) rc = sbuf_add(out, "\0\x01", 2);
     }
     if (rc < 0) {
         out->len = start;

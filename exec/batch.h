@@ -92,6 +92,10 @@ int batch_decode(const void *p, size_t n, batch *b, xerr *err);
 /* Order-preserving key encoding of values (for LMDB keys and hash-table keys):
  * memcmp order of encodings equals val_compare order for values of one type. */
 int val_key_encode(const val *vals, int n, sbuf *out);
+/* The same encoding of one value that is not TEXT, into k (VAL_KEY_MAX
+ * bytes): returns its length, or 0 for TEXT and unknown types. */
+enum { VAL_KEY_MAX = 9 };
+size_t val_key_put(const val *v, unsigned char *k);
 /* Decodes nvals values (TEXT bytes go into arena_owner's arena) and returns the
  * number of bytes they took (>= 0), so a key may carry more after them; or
  * XE_CORRUPT, XE_INVAL (TEXT without an arena), XE_NOMEM. */
