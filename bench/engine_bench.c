@@ -271,13 +271,16 @@ static int run_engine(const bopts *o, int push, result *r, int64_t *late)
     }
     double t0 = now_s();
     for (int64_t i = 0; i < o->tuples;) {
+        /* the rows are written in place: batch_init made room for a slice */
+        int n = o->tuples - i < EXEC_SLICE_ROWS ? (int)(o->tuples - i) : EXEC_SLICE_ROWS;
         batch_reset(&b);
-        for (int n = 0; n < EXEC_SLICE_ROWS && i < o->tuples; n++, i++) {
-            val *row = batch_add_row(&b);
+        for (int j = 0; j < n; j++, i++) {
+            val *row = batch_row(&b, j);
             row[0] = val_int(TY_TIMESTAMP, tuple_ts(o, i));
             row[1] = val_int(TY_BIGINT, tuple_key(i));
             row[2] = val_double(tuple_val(i));
         }
+        b.nrows = n;
         if ((rc = engine_push_rows(e, "s", &b, &err))) goto fail;
     }
     if ((rc = engine_end_stream(e, "s", &err))) goto fail;

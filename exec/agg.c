@@ -75,12 +75,9 @@ typedef struct agg_slot {
 enum { KIN = 10 }; /* key bytes kept in the entry's first cache line */
 
 typedef struct agg_entry {
-    /* what a probe compares, in the first 32 bytes */
-    uint64_t hash;            /* of the group key (and window for fixed windows) */
-    int64_t wstart;
-    uint32_t klen;
-    uint8_t dirty, pooled;
-    unsigned char kin[KIN];   /* the key's first KIN bytes */
+    /* Cold fields first: entries are 64-byte aligned, so the hot fields
+     * (bytes 80-111) and three slots (112-183) share two cache lines, which
+     * is all an update touches. */
     int64_t wend;
     int64_t pwend, pwstart;   /* sessions: where it is persisted; pwend == WM_MIN when not */
     int64_t dpos;             /* index in the dirty list while dirty */
@@ -89,6 +86,12 @@ typedef struct agg_entry {
     unsigned char *key;       /* encoded group values */
     val *gv;                  /* group values (text in this allocation) */
     agg_ext *ext;             /* naggs of them, or NULL */
+    /* what a probe compares */
+    uint64_t hash;            /* of the group key (and window for fixed windows) */
+    int64_t wstart;
+    uint32_t klen;
+    uint8_t dirty, pooled;
+    unsigned char kin[KIN];   /* the key's first KIN bytes */
     agg_slot slots[];
 } agg_entry;
 
@@ -391,6 +394,7 @@ static inline int m_compare(const val *v, const val *m)
     return val_compare(v, m);
 }
 
+/* Add v (NULL for COUNT(*)) to slot s. */
 static inline int slot_update(agg_task *a, plan_fn fn, agg_slot *s, agg_ext *x, const val *v)
 {
     if (fn == FN_COUNT_STAR) { s->n++; return 0; }
@@ -404,6 +408,10 @@ static inline int slot_update(agg_task *a, plan_fn fn, agg_slot *s, agg_ext *x, 
         break;
     case FN_MIN: case FN_MAX: {
         if (s->n++ == 0) return set_m(s, x, v);
+        if (v->type == TY_DOUBLE && s->m.type == TY_DOUBLE && !isnan(v->d) && !isnan(s->m.d)) {
+            if (fn == FN_MIN ? v->d < s->m.d : v->d > s->m.d) s->m.d = v->d;
+            break;
+        }
         int c = m_compare(v, &s->m);
         if (fn == FN_MIN ? c < 0 : c > 0) return set_m(s, x, v);
         break;
@@ -711,22 +719,28 @@ static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
     return 0;
 }
 
-/* The value of a group or an argument for row. */
-static inline val arg_val(opinst *o, const agg_arg *g, const val *row)
+/* The value of a group or an argument for row: a pointer into row for a
+ * bare column (no copy: a val built byte by byte and read back whole stalls
+ * the store buffer), else tmp. */
+static inline const val *arg_ref(opinst *o, const agg_arg *g, const val *row, val *tmp)
 {
-    if (g->col < 0) return xprog_eval(&o->progs[g->prog], row, &o->q->scratch);
-    val v = row[g->col];
-    if (g->to_double && v.type != TY_DOUBLE && v.type != TY_NULL) v = val_double((double)v.i);
-    return v;
+    if (g->col < 0) {
+        *tmp = xprog_eval(&o->progs[g->prog], row, &o->q->scratch);
+        return tmp;
+    }
+    const val *v = &row[g->col];
+    if (!g->to_double || v->type == TY_DOUBLE || v->type == TY_NULL) return v;
+    *tmp = val_double((double)v->i);
+    return tmp;
 }
 
 static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xerr *err)
 {
     const plan_op *op = o->op;
     for (int k = 0; k < op->naggs; k++) {
-        val v = val_null();
-        if (a->args[k].prog >= 0) v = arg_val(o, &a->args[k], row);
-        if (slot_update(a, op->aggs[k].fn, &e->slots[k], e->ext ? &e->ext[k] : NULL, &v))
+        val tmp;
+        const val *v = a->args[k].prog >= 0 ? arg_ref(o, &a->args[k], row, &tmp) : NULL;
+        if (slot_update(a, op->aggs[k].fn, &e->slots[k], e->ext ? &e->ext[k] : NULL, v))
             return xerr_set(err, XE_NOMEM, "out of memory");
     }
     if (a->uses_progs) batch_reset(&o->q->scratch);
@@ -799,13 +813,27 @@ static int64_t floor_div(int64_t a, int64_t b)
     return q;
 }
 
-static uint64_t key_hash(const unsigned char *key, uint32_t klen) { return hash64(key, klen, 0x9e37); }
+/* The hash of an encoded group key (in memory only: a restart recomputes
+ * it).  Keys of up to 16 bytes, one or two fixed-width values, take two
+ * multiplications and one mix instead of hash64's loop. */
+static inline uint64_t key_hash(const unsigned char *key, uint32_t klen)
+{
+    if (klen > 16) return hash64(key, klen, 0x9e37);
+    uint64_t w0 = 0, w1 = 0;
+    memcpy(&w0, key, klen < 8 ? klen : 8);
+    if (klen > 8) memcpy(&w1, key + 8, klen - 8);
+    return hash64_mix((w0 * 0x9e3779b97f4a7c15ULL) ^ (w1 * 0xc2b2ae3d27d4eb4fULL) ^ ((uint64_t)klen << 56));
+}
 static uint64_t fixed_hash(uint64_t kh, int64_t ws) { return hash64_mix(kh ^ (uint64_t)ws); }
 
 /* The group values of row in gtmp. */
 static void group_vals(opinst *o, agg_task *a, const val *row)
 {
-    for (int g = 0; g < a->ngroups; g++) a->gtmp[g] = arg_val(o, &a->gargs[g], row);
+    for (int g = 0; g < a->ngroups; g++) {
+        val tmp;
+        const val *v = arg_ref(o, &a->gargs[g], row, &tmp);
+        a->gtmp[g] = *v;
+    }
 }
 
 static int rows_reserve(agg_task *a, int n)
@@ -943,25 +971,31 @@ static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes
         }
         a->rts[r] = ws;
         a->rh[r] = fixed_hash(a->rkh[r], ws);
-        __builtin_prefetch(&a->tab[a->rh[r] & m]);
     }
-    for (int r = 0; r < n; r++) {
-        if (a->rskip[r]) continue;
-        agg_entry *e = a->rcand[r] = probe_tag(a, a->rh[r]);
-        if (e) {
-            __builtin_prefetch(e);
-            __builtin_prefetch((char *)e + 64);
-            __builtin_prefetch((char *)e + 128);
+    /* a software pipeline: at step r the table slot of row r + PF_AHEAD is
+     * fetched, row r is probed (its slot came in meanwhile) and its entry
+     * fetched, and row r - PF_AHEAD, whose entry is in by now, is updated */
+    for (int r = 0; r < n && r < PF_AHEAD; r++)
+        if (!a->rskip[r]) __builtin_prefetch(&a->tab[a->rh[r] & m]);
+    for (int r = 0; r < n + PF_AHEAD; r++) {
+        int f = r + PF_AHEAD, c = r;
+        if (f < n && !a->rskip[f]) __builtin_prefetch(&a->tab[a->rh[f] & m]);
+        if (c < n && !a->rskip[c]) {
+            agg_entry *e = a->rcand[c] = probe_tag(a, a->rh[c]);
+            if (e) {
+                __builtin_prefetch((char *)e + 64);
+                __builtin_prefetch((char *)e + 128);
+            }
         }
-    }
-    for (int r = 0; r < n; r++) {
-        if (a->rskip[r]) { q->late++; continue; }
-        const val *row = batch_row(in, r);
-        int64_t ws = a->rts[r];
-        uint64_t h = a->rh[r];
-        agg_entry *e = a->rcand[r];
-        if (!e || !entry_is(e, h, ws, (const unsigned char *)a->keys.p + a->rkoff[r], a->rklen[r]))
-            e = fixed_entry(o, a, row, r, h, ws, global ? WM_END : ws + size);
+        int u = r - PF_AHEAD;
+        if (u < 0) continue;
+        if (a->rskip[u]) { q->late++; continue; }
+        const val *row = batch_row(in, u);
+        int64_t ws = a->rts[u];
+        uint64_t h = a->rh[u];
+        agg_entry *e = a->rcand[u];
+        if (!e || !entry_is(e, h, ws, (const unsigned char *)a->keys.p + a->rkoff[u], a->rklen[u]))
+            e = fixed_entry(o, a, row, u, h, ws, global ? WM_END : ws + size);
         if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
         if (update_entry(o, a, e, row, err)) return err->code;
         if (emit_changes && emit_entry(o, a, e, err)) return err->code;

@@ -387,9 +387,11 @@ int batch_encode(const batch *b, sbuf *out)
         p = put_varint_at(p, (uint64_t)b->nrows);
         out->len = (size_t)((char *)p - out->p);
     }
+    /* room for every row up front; TEXT reserves more as it comes */
+    if (rc == 0 && (size_t)b->nrows <= SIZE_MAX / 2 / (row_max + 1)) rc = sbuf_reserve(out, (size_t)b->nrows * row_max);
     for (int r = 0; rc == 0 && r < b->nrows; r++) {
         const val *row = batch_row(b, r);
-        if ((rc = sbuf_reserve(out, row_max)) < 0) break;
+        if (out->cap - out->len <= row_max && (rc = sbuf_reserve(out, row_max)) < 0) break;
         unsigned char *p = (unsigned char *)out->p + out->len;
         for (int c = 0; c < b->ncols; c++) {
             const val *v = &row[c];
