@@ -175,8 +175,9 @@ struct agg_task {
     sbuf dels;
     int64_t ndels;
     /* closed entries are recycled: new windows reuse their memory */
-    size_t pool_size;     /* the size of a pooled entry */
+    size_t pool_size;     /* the size of a pooled entry, whole cache lines */
     agg_entry *pool;      /* free list through next */
+    char *slabs;          /* the allocations pooled entries live in */
 };
 
 static int is_session(const opinst *o) { return o->op->window.kind == WIN_SESSION; }
@@ -270,10 +271,11 @@ void agg_free(agg_task *a)
     if (!a) return;
     for (uint32_t i = 0; a->tab && i < a->cap; i++)
         if (a->tab[i].tag) entry_free(a, a->tab[i].e);
-    while (a->pool) {
-        agg_entry *n = a->pool->next;
-        free(a->pool);
-        a->pool = n;
+    while (a->slabs) {
+        char *next;
+        memcpy(&next, a->slabs, sizeof next);
+        free(a->slabs);
+        a->slabs = next;
     }
     free(a->tab);
     free(a->cands);
@@ -487,6 +489,22 @@ static void slots_clear(agg_task *a, agg_entry *e)
 
 /* ------------------------------------------------------------------ the table */
 
+/* A slab of pooled entries: one allocation for SLAB_ENTRIES of them. */
+enum { SLAB_ENTRIES = 64 };
+static int pool_fill(agg_task *a)
+{
+    char *blk = aligned_alloc(64, 64 + SLAB_ENTRIES * a->pool_size);
+    if (!blk) return XE_NOMEM;
+    memcpy(blk, &a->slabs, sizeof a->slabs); /* slabs are chained through their first bytes */
+    a->slabs = blk;
+    for (int i = SLAB_ENTRIES - 1; i >= 0; i--) {
+        agg_entry *x = (agg_entry *)(blk + 64 + (size_t)i * a->pool_size);
+        x->next = a->pool;
+        a->pool = x;
+    }
+    return 0;
+}
+
 static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key, uint32_t klen)
 {
     size_t text = 0;
@@ -500,11 +518,9 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
     if (!a->pool_size) a->pool_size = (sz + 64 + 63) & ~(size_t)63;
     agg_entry *e;
     if (sz <= a->pool_size) {
-        if (a->pool) {
-            e = a->pool;
-            a->pool = e->next;
-        } else if (!(e = aligned_alloc(64, a->pool_size)))
-            return NULL;
+        if (!a->pool && pool_fill(a)) return NULL;
+        e = a->pool;
+        a->pool = e->next;
         memset(e, 0, sz);
         e->pooled = 1;
     } else if (!(e = calloc(1, sz)))
@@ -819,9 +835,17 @@ static int64_t floor_div(int64_t a, int64_t b)
 static inline uint64_t key_hash(const unsigned char *key, uint32_t klen)
 {
     if (klen > 16) return hash64(key, klen, 0x9e37);
+    /* whole 8-byte loads (a short memcpy into a variable goes through the
+     * stack and stalls the load that follows) */
     uint64_t w0 = 0, w1 = 0;
-    memcpy(&w0, key, klen < 8 ? klen : 8);
-    if (klen > 8) memcpy(&w1, key + 8, klen - 8);
+    if (klen >= 8) {
+        memcpy(&w0, key, 8);
+        if (klen > 8) {
+            memcpy(&w1, key + klen - 8, 8);
+            w1 >>= 8 * (16 - klen);
+        }
+    } else
+        for (uint32_t i = 0; i < klen; i++) w0 |= (uint64_t)key[i] << (8 * i);
     return hash64_mix((w0 * 0x9e3779b97f4a7c15ULL) ^ (w1 * 0xc2b2ae3d27d4eb4fULL) ^ ((uint64_t)klen << 56));
 }
 static uint64_t fixed_hash(uint64_t kh, int64_t ws) { return hash64_mix(kh ^ (uint64_t)ws); }
@@ -949,7 +973,7 @@ static int push_session(opinst *o, agg_task *a, const batch *in, int emit_change
     return 0;
 }
 
-enum { PF_AHEAD = 8 }; /* rows between a prefetch and its use */
+enum { PF_AHEAD = 16 }; /* rows between a prefetch and its use */
 
 /* One window per row (tumbling, or the global window): find every row's
  * entry with the table slots and entries of later rows prefetched. */
@@ -1175,7 +1199,7 @@ static int entry_put(const agg_task *a, const plan_op *op, const agg_entry *e, s
     char *p = v->p + v->len;
     uint32_t kl = e->klen;
     memcpy(p, &kl, 4);
-    memcpy(p + 4, e->key, kl);
+    memcpy(p + 4, kl <= KIN ? e->kin : e->key, kl);
     p += 4 + kl;
     memcpy(p, &e->wstart, 8);
     p += 8;
@@ -1254,6 +1278,7 @@ static int flush_window(opinst *o, agg_task *a, uint32_t tid, const dirty_ref *v
     const agg_entry *all = NULL;
     int rc;
     if (compact) {
+        for (int64_t i = 0; i < n; i++) v[i].e->dirty = 0;
         if ((rc = store_state_delete_range(t, STORE_STATE, tid, skey_end(wend), skey_end(wend) + 1, err))) return rc;
         p->nwritten = 0;
         all = a->wheads[wi];
@@ -1268,6 +1293,12 @@ static int flush_window(opinst *o, agg_task *a, uint32_t tid, const dirty_ref *v
             all = all->wnext;
         } else {
             if (i >= n) break;
+            if (i + PF_AHEAD < n) {
+                const char *f = (const char *)v[i + PF_AHEAD].e;
+                __builtin_prefetch(f + 64);
+                __builtin_prefetch(f + 128);
+            }
+            v[i].e->dirty = 0;
             e = v[i].e;
         }
         if (entry_put(a, o->op, e, &a->vbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -1318,8 +1349,7 @@ static int flush_fixed(opinst *o, agg_task *a, uint32_t tid, store_txn *t, xerr 
     }
     for (int64_t i = 0; i < a->ndirty; i++) {
         hint = pwin_index(a, a->dirty[i].wend, hint); /* present: cannot fail */
-        a->dsorted[a->pw[hint].pos++] = a->dirty[i];
-        a->dirty[i].e->dirty = 0;
+        a->dsorted[a->pw[hint].pos++] = a->dirty[i]; /* flush_window clears e->dirty */
     }
     int64_t n = a->ndirty;
     a->ndirty = 0;
@@ -1328,6 +1358,7 @@ static int flush_fixed(opinst *o, agg_task *a, uint32_t tid, store_txn *t, xerr 
         for (j = i + 1; j < n && a->dsorted[j].wend == a->dsorted[i].wend; j++) {}
         rc = flush_window(o, a, tid, a->dsorted + i, j - i, t, err);
     }
+    for (int64_t i = 0; rc && i < n; i++) a->dsorted[i].e->dirty = 0; /* the epoch fails as a whole */
     return rc;
 }
 
