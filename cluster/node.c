@@ -583,6 +583,7 @@ static void dep_free(dep *d)
     free(d->base);
     free(d->assign);
     free(d->rassign);
+    free(d->racked);
     free(d->rs_seen);
     free(d->nodes);
     free(d);
@@ -742,15 +743,80 @@ static void resume_replay(node *n, dep *d)
                  (double)(clock_mono_ns() - d->rs_t0) / 1e6);
 }
 
+/* 1 if plan node ni runs a task of d. */
+static int runs_tasks(const dep *d, int ni)
+{
+    for (int t = 0; t < d->ntasks; t++)
+        if (d->assign[t] == ni) return 1;
+    return 0;
+}
+
 /* A node's RESUME (node index ni of the plan) for d, at a source's home. */
 static void resume_heard(node *n, dep *d, int ni, const uint64_t from[2], int nsrc)
 {
-    if (!d->rs_on || ni < 0 || ni >= d->nnodes || d->rs_seen[ni]) return;
+    if (!d->rs_on || ni < 0 || ni >= d->nnodes || d->rs_seen[ni] || !runs_tasks(d, ni)) return;
     d->rs_seen[ni] = 1;
     d->rs_got++;
     for (int k = 0; k < nsrc && k < 2; k++)
         if (from[k] < d->rs_from[k]) d->rs_from[k] = from[k];
     if (d->rs_got >= d->rs_expect) resume_replay(n, d);
+}
+
+static void replica_acked(node *n, dep *d, int ni, int task, const uint64_t pos[2]);
+
+/* This node's index in d's plan. */
+static int self_index(const dep *d)
+{
+    for (int i = 0; i < d->nnodes; i++)
+        if (!d->nodes[i]) return i;
+    return -1;
+}
+
+/* A replica applied a task's state: tell the homes of the query's sources
+ * which positions it holds, so that their logs can let go of what is older. */
+static void replica_ack(node *n, dep *d, int task, const uint64_t pos[2])
+{
+    wire_msg m = {.type = WIRE_REPLICA_ACK};
+    m.u.replica_ack.query_id = d->qid;
+    m.u.replica_ack.task = (uint32_t)task;
+    m.u.replica_ack.pos[0] = pos[0];
+    m.u.replica_ack.pos[1] = pos[1];
+    for (int k = 0; k < d->nsrc; k++) {
+        int hi = d->assign[d->src_task[k]];
+        if (k == 1 && hi == d->assign[d->src_task[0]]) continue;
+        peer *home = d->nodes[hi];
+        if (!home) {
+            replica_acked(n, d, self_index(d), task, pos);
+            continue;
+        }
+        cs *l = node_link(n, home);
+        if (l && !l->closing) cs_send_msg(l, &m);
+    }
+}
+
+/* At a source's home: replica (node index ni) of `task` holds pos.  The
+ * engine hears the smallest position over the task's replicas once each has
+ * answered. */
+static void replica_acked(node *n, dep *d, int ni, int task, const uint64_t pos[2])
+{
+    if (task < 0 || task >= d->ntasks || ni < 0 || !d->R) return;
+    if (!d->racked && !(d->racked = calloc((size_t)d->ntasks * (size_t)d->R * 2, sizeof *d->racked))) return;
+    int nr = d->ft.ft == ENGINE_FT_CHECKPOINT ? 1 : d->R, slot = -1;
+    for (int r = 0; r < nr; r++)
+        if (d->rassign[task * d->R + r] == ni) slot = r;
+    if (slot < 0) return;
+    uint64_t *a = &d->racked[((size_t)task * (size_t)d->R + (size_t)slot) * 2];
+    a[0] = pos[0];
+    a[1] = pos[1];
+    uint64_t lo[2] = {UINT64_MAX, UINT64_MAX};
+    for (int r = 0; r < nr; r++) {
+        if (d->rassign[task * d->R + r] < 0) continue;
+        const uint64_t *b = &d->racked[((size_t)task * (size_t)d->R + (size_t)r) * 2];
+        for (int k = 0; k < 2; k++)
+            if (b[k] < lo[k]) lo[k] = b[k];
+    }
+    xerr err;
+    if (lo[0] != UINT64_MAX) engine_ft_acked(n->eng, d->qid, task, lo, &err);
 }
 
 /* After a deployment: a first one records where the sources start here; a
@@ -759,6 +825,8 @@ static void ft_after_deploy(node *n, dep *d)
 {
     xerr err;
     xerr_clear(&err);
+    uint64_t tmp[2];
+    if (engine_ft_resume(n->eng, d->qid, tmp, d->src_task, &d->nsrc, &err)) d->nsrc = 0;
     if (!d->ft.prev) {
         struct ftorigin *o = origin_of(n, d->qid);
         if (o || !(o = calloc(1, sizeof *o))) return;
@@ -773,11 +841,9 @@ static void ft_after_deploy(node *n, dep *d)
     }
     if (d->ft.ft == ENGINE_FT_NONE) return;
     uint64_t from[2];
-    int nsrc = 0, src_task[2];
+    int nsrc = d->nsrc, *src_task = d->src_task;
     if (engine_ft_resume(n->eng, d->qid, from, src_task, &nsrc, &err)) return;
-    int me = -1;
-    for (int i = 0; i < d->nnodes; i++)
-        if (!d->nodes[i]) me = i;
+    int me = self_index(d);
     /* the homes: collect; then tell each home */
     for (int k = 0; k < nsrc; k++) {
         if (d->nodes[d->assign[src_task[k]]] || d->rs_on) continue;
@@ -785,12 +851,9 @@ static void ft_after_deploy(node *n, dep *d)
         d->rs_from[0] = d->rs_from[1] = UINT64_MAX;
         d->rs_deadline = clock_wall_ms() + NODE_RESUME_MS;
         d->rs_t0 = clock_mono_ns();
-        for (int i = 0; i < d->nnodes; i++) {
-            int runs = 0;
-            for (int t = 0; t < d->ntasks && !runs; t++) runs = d->assign[t] == i;
-            d->rs_expect += runs;
-        }
+        for (int i = 0; i < d->nnodes; i++) d->rs_expect += runs_tasks(d, i);
     }
+    if (!runs_tasks(d, me)) return; /* nothing here needs a replay */
     for (int k = 0; k < nsrc; k++) {
         peer *home = d->nodes[d->assign[src_task[k]]];
         if (k == 1 && d->assign[src_task[1]] == d->assign[src_task[0]]) continue; /* told already */
@@ -912,6 +975,7 @@ static int data_frame(node *n, cs *s, const wire_msg *m)
     uint32_t qid = (uint32_t)(m->type == WIRE_BATCH       ? m->u.batch.query_id
                               : m->type == WIRE_WATERMARK ? m->u.watermark.query_id
                               : m->type == WIRE_RESUME    ? m->u.resume.query_id
+                              : m->type == WIRE_REPLICA_ACK ? m->u.replica_ack.query_id
                                                           : m->u.state.query_id);
     dep *d = dep_find(n, qid);
     if (!d) {
@@ -936,9 +1000,17 @@ static int data_frame(node *n, cs *s, const wire_msg *m)
         rc = engine_remote_watermark(n->eng, qid, CHAN_OP(ch), CHAN_SIDE(ch), CHAN_TASK(ch), m->u.watermark.wm,
                                      m->u.watermark.tag, &err);
     } else if (m->type == WIRE_STATE_DELTA) {
+        uint64_t pos[2];
         n->in_state_bytes += m->u.state.data.n;
         rc = engine_replica_apply(n->eng, m->u.state.task_id, m->u.state.epoch, m->u.state.data.p, m->u.state.data.n,
-                                  &err);
+                                  pos, &err);
+        if (!rc) replica_ack(n, d, (int)m->u.state.chunk, pos);
+    } else if (m->type == WIRE_REPLICA_ACK) {
+        int ni = -1;
+        for (int i = 0; i < d->nnodes; i++)
+            if (d->nodes[i] && d->nodes[i] == s->peer) ni = i;
+        replica_acked(n, d, ni, (int)m->u.replica_ack.task, m->u.replica_ack.pos);
+        rc = 0;
     } else {
         int ni = -1;
         for (int i = 0; i < d->nnodes; i++)
@@ -1201,6 +1273,7 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
     case WIRE_WATERMARK:
     case WIRE_STATE_DELTA:
     case WIRE_RESUME:
+    case WIRE_REPLICA_ACK:
         if (s->kind != CS_NODE) break;
         if (data_frame(n, s, &m) == 1) hold(s, f);
         return;

@@ -118,6 +118,8 @@ struct dep {
     uint32_t origin;     /* the query's first id */
     int R;               /* replicas per task */
     int *rassign;        /* ntasks x R: index into nodes, -1 = none */
+    int nsrc, src_task[2]; /* the query's sources: their global task indexes */
+    uint64_t *racked;    /* at a source's home: ntasks x R x 2, what each replica acknowledged */
     /* a redeployment, at a source's home: the RESUMEs heard so far */
     int rs_on, rs_expect, rs_got;
     unsigned char *rs_seen; /* per node index */

@@ -40,6 +40,7 @@ static const char *const type_names[] = {
     [WIRE_WATERMARK] = "WATERMARK",
     [WIRE_INGEST] = "INGEST",
     [WIRE_RESUME] = "RESUME",
+    [WIRE_REPLICA_ACK] = "REPLICA_ACK",
 };
 
 const char *wire_type_name(int type)
@@ -594,6 +595,12 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u64(w, m->u.resume.from[0]);
         wire_put_u64(w, m->u.resume.from[1]);
         break;
+    case WIRE_REPLICA_ACK:
+        wire_put_u64(w, m->u.replica_ack.query_id);
+        wire_put_u32(w, m->u.replica_ack.task);
+        wire_put_u64(w, m->u.replica_ack.pos[0]);
+        wire_put_u64(w, m->u.replica_ack.pos[1]);
+        break;
     case WIRE_INGEST:
         wire_put_u64(w, m->u.ingest.req_id);
         PUT_S(w, m->u.ingest.stream);
@@ -717,6 +724,12 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_u64(&r, &m->u.resume.from[0]);
         wire_get_u64(&r, &m->u.resume.from[1]);
         if (!r.err && m->u.resume.nsrc > 2) return xerr_set(e, XE_PROTO, "RESUME names %u sources", m->u.resume.nsrc);
+        break;
+    case WIRE_REPLICA_ACK:
+        wire_get_u64(&r, &m->u.replica_ack.query_id);
+        wire_get_u32(&r, &m->u.replica_ack.task);
+        wire_get_u64(&r, &m->u.replica_ack.pos[0]);
+        wire_get_u64(&r, &m->u.replica_ack.pos[1]);
         break;
     case WIRE_INGEST:
         wire_get_u64(&r, &m->u.ingest.req_id);

@@ -73,7 +73,8 @@ enum wire_type {
     WIRE_WATERMARK = 19,     /* task -> tasks: an upstream task's event-time watermark */
     WIRE_INGEST = 20,        /* client -> coordinator -> home node: input bytes of a stream */
     WIRE_RESUME = 21,        /* node -> a source's home: where a redeployed query's replay must start */
-    WIRE_TYPE_MAX = WIRE_RESUME
+    WIRE_REPLICA_ACK = 22,   /* replica -> a source's home: a task's state is held here at these positions */
+    WIRE_TYPE_MAX = WIRE_REPLICA_ACK
 };
 
 /* Roles announced in HELLO. */
@@ -277,6 +278,8 @@ typedef struct wire_msg {
         /* from[k]: the first log offset of source k the sender's tasks need
          * (0: the query's start, UINT64_MAX: nothing) */
         struct { uint64_t query_id; uint8_t nsrc; uint64_t from[2]; } resume;
+        /* task: global task index; pos: its positions per input side */
+        struct { uint64_t query_id; uint32_t task; uint64_t pos[2]; } replica_ack;
         /* flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there */
         struct {
             uint64_t req_id;

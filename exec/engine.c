@@ -706,10 +706,11 @@ static int apply_retention(engine *e, int si, xerr *err)
         for (int k = 0; k < e->queries[i]->nsrc; k++) {
             const query *q = e->queries[i];
             if (q->src_stream[k] != si || q->transient) continue;
-            /* a query placed by a cluster may be replayed from its start
-             * after a failure (exec/ft.c): its log stays whole */
-            if (q->deployed) t.keep_from = 0;
-            else if (q->offset[k] < t.keep_from) t.keep_from = q->offset[k];
+            /* a query placed by a cluster may be replayed after a failure
+             * (exec/ft.c): from what its replicas acknowledged, or the start */
+            uint64_t keep = q->offset[k];
+            if (q->deployed && ft_keep_from(q, k) < keep) keep = ft_keep_from(q, k);
+            if (keep < t.keep_from) t.keep_from = keep;
         }
     uint64_t begin;
     int rc = store_log_begin(e->txn, s->ps->name, &begin, err);
@@ -1465,9 +1466,12 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
         query_free(q);
         return rc;
     }
-    /* No watermark yet: the next slice brings one.  A query redeployed after
-     * a failure replays its log first (engine_replay), and a watermark sent
-     * now would make every replayed row late. */
+    /* Results the tasks it took over emitted lately go again (the sink
+     * drops what it has).  No watermark yet: the next slice brings one.  A
+     * query redeployed after a failure replays its log first
+     * (engine_replay), and a watermark sent now would make every replayed
+     * row late. */
+    if ((rc = ft_reemit(q, err))) return rc;
     return engine_commit(e, err);
 }
 

@@ -203,7 +203,14 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2],
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err);
 /* A replica: apply the state changes of task tid sent by its primary
  * (engine_remote.state), to be taken over if the primary is lost. */
-int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err);
+int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[2], xerr *err);
+/* At a source's home: every replica of the stateful task `task` (global
+ * index) of deployed query qid holds its state at positions pos (per input
+ * side, as engine_replica_apply returned them).  Log records below the
+ * smallest such position over all the query's stateful tasks are no longer
+ * needed by any recovery, and retention may trim them; until every task has
+ * been acknowledged the log is kept whole. */
+int engine_ft_acked(engine *e, uint32_t qid, int task, const uint64_t pos[2], xerr *err);
 
 /* Records of the engine's host, kept in this engine's LMDB catalog under
  * "host/<key>" (the engine itself never reads them).  The cluster

@@ -33,8 +33,9 @@
 
 #include "exec/internal.h"
 
-#define DELTA_VERSION 1
-#define DELTA_HDR 26 /* version, flags, inc[2], closed */
+#define DELTA_VERSION 2
+#define DELTA_HDR 30 /* version, flags, inc[2], closed, u32 bytes of emitted rows (then the rows, then the changes) */
+#define KEEP_OUT 16  /* epochs of emitted rows kept for a takeover */
 #define DELTA_FULL 1
 /* a snapshot is sent in pieces of about this size (a frame holds 16 MiB) */
 #define DELTA_PIECE (4u << 20)
@@ -136,9 +137,11 @@ int ft_load_inc(query *q, store_txn *t, xerr *err)
 
 /* ------------------------------------------------------------------ the primary's side */
 
-/* Queue one message for task k of o: header, then the records. */
-static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, const char *rec, size_t n, xerr *err)
+/* Queue one message for task k of o: header, the rows it emitted, then the records. */
+static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, const sbuf *out, const char *rec, size_t n,
+                       xerr *err)
 {
+    size_t no = out ? out->len : 0;
     uint32_t tid = query_task_id(q, o->op->id, k);
     int64_t closed = WM_MIN;
     if (o->agg) {
@@ -152,13 +155,15 @@ static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, cons
     unsigned char h[12 + DELTA_HDR];
     be32_put(h, tid);
     be32_put(h + 4, (uint32_t)(o->task_base + k));
-    be32_put(h + 8, (uint32_t)(DELTA_HDR + n));
+    be32_put(h + 8, (uint32_t)(DELTA_HDR + no + n));
     h[12] = DELTA_VERSION;
     h[13] = (unsigned char)flags;
     be64_put(h + 14, o->inc[k * 2]);
     be64_put(h + 22, o->inc[k * 2 + 1]);
     be64_put(h + 30, (uint64_t)closed);
-    if (sbuf_add(&q->deltas, h, sizeof h) || sbuf_add(&q->deltas, rec, n)) return xerr_set(err, XE_NOMEM, "out of memory");
+    be32_put(h + 38, (uint32_t)no);
+    if (sbuf_add(&q->deltas, h, sizeof h) || (no && sbuf_add(&q->deltas, out->p, no)) || sbuf_add(&q->deltas, rec, n))
+        return xerr_set(err, XE_NOMEM, "out of memory");
     return 0;
 }
 
@@ -185,14 +190,16 @@ int ft_collect(query *q, store_txn *t, xerr *err)
                 for (size_t off = 0; !rc && (off < rec.len || off == 0);) {
                     size_t end = off;
                     while (end < rec.len && end - off < DELTA_PIECE) end += store_rec_size(rec.p + end, rec.len - end);
-                    rc = queue_delta(q, o, k, t, off == 0 ? DELTA_FULL : 0, rec.p + off, end - off, err);
+                    rc = queue_delta(q, o, k, t, off == 0 ? DELTA_FULL : 0, off == 0 ? &o->emitted[k] : NULL, rec.p + off,
+                                     end - off, err);
                     if (end == off) break;
                     off = end;
                 }
                 continue;
             }
-            if (!rec.len && !memcmp(&o->inc[k * 2], &o->inc_saved[k * 2], 2 * sizeof *o->inc)) continue;
-            rc = queue_delta(q, o, k, t, 0, rec.p, rec.len, err);
+            if (!rec.len && !o->emitted[k].len && !memcmp(&o->inc[k * 2], &o->inc_saved[k * 2], 2 * sizeof *o->inc))
+                continue;
+            rc = queue_delta(q, o, k, t, 0, &o->emitted[k], rec.p, rec.len, err);
         }
     }
     sbuf_fini(&rec);
@@ -217,17 +224,153 @@ void ft_send(engine *e)
     }
 }
 
+/* ------------------------------------------------------------------ emitted rows
+
+ * A stateful task's results travel to the next tasks while its state (with
+ * those windows closed) reaches LMDB and its replicas.  If a node dies with
+ * results still in flight, the state says they were emitted, but nobody got
+ * them.  So each task keeps the rows it emitted in its last KEEP_OUT epochs
+ * ("out/<task>/<epoch>"), and its replicas keep them too ("rout/..."); a task
+ * that takes over a state emits them again, and the sink drops the ones it
+ * already had. */
+
+static int put_out(store_txn *t, const char *fmt, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err)
+{
+    char key[64];
+    int l = snprintf(key, sizeof key, fmt, tid);
+    snprintf(key + l, sizeof key - (size_t)l, "%020llu", (unsigned long long)epoch);
+    return store_kv_put(t, STORE_META, key, p, n, err);
+}
+
+typedef struct out_scan {
+    int n, cap;
+    char **keys;
+    sbuf *vals; /* NULL: keys only */
+} out_scan;
+
+static int out_one(void *ctx, const char *key, const void *v, size_t n)
+{
+    out_scan *s = ctx;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        char **k = realloc(s->keys, (size_t)cap * sizeof *k);
+        if (!k) return XE_NOMEM;
+        s->keys = k;
+        s->cap = cap;
+    }
+    if (!(s->keys[s->n] = strdup(key))) return XE_NOMEM;
+    s->n++;
+    if (s->vals) {
+        unsigned char l[4];
+        be32_put(l, (uint32_t)n);
+        if (sbuf_add(s->vals, l, 4) || sbuf_add(s->vals, v, n)) return XE_NOMEM;
+    }
+    return 0;
+}
+
+static void out_scan_fini(out_scan *s)
+{
+    for (int i = 0; i < s->n; i++) free(s->keys[i]);
+    free(s->keys);
+}
+
+int ft_drop_out(store_txn *t, const char *fmt, uint32_t tid, int keep, xerr *err)
+{
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, fmt, tid);
+    out_scan s = {0, 0, NULL, NULL};
+    int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
+    if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
+    for (int i = 0; !rc && i < s.n - keep; i++) rc = store_kv_del(t, STORE_META, s.keys[i], err);
+    out_scan_fini(&s);
+    return rc;
+}
+
+int ft_save_out(query *q, store_txn *t, xerr *err)
+{
+    int rc = 0;
+    for (int i = 0; i < q->dag->nops && !rc; i++) {
+        opinst *o = &q->ops[i];
+        for (int k = 0; o->emitted && k < o->ntasks && !rc; k++) {
+            if (!o->emitted[k].len) continue;
+            uint32_t tid = query_task_id(q, i, k);
+            if (!(rc = put_out(t, "out/%u/", tid, q->eng->epoch, o->emitted[k].p, o->emitted[k].len, err)))
+                rc = ft_drop_out(t, "out/%u/", tid, KEEP_OUT, err);
+            sbuf_reset(&o->emitted[k]);
+        }
+    }
+    return rc;
+}
+
+/* The rows task (op o, index k) of the previous deployment kept: to emit again. */
+static int collect_out(query *q, opinst *o, int k, store_txn *t, const char *fmt, uint32_t old, xerr *err)
+{
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, fmt, old);
+    sbuf v;
+    sbuf_init(&v);
+    out_scan s = {0, 0, NULL, &v};
+    int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
+    if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
+    unsigned char h[8];
+    be32_put(h, (uint32_t)(o->task_base + k));
+    be32_put(h + 4, (uint32_t)v.len);
+    if (!rc && v.len && (sbuf_add(&q->reemit, h, 8) || sbuf_add(&q->reemit, v.p, v.len)))
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+    out_scan_fini(&s);
+    sbuf_fini(&v);
+    return rc;
+}
+
+int ft_reemit(query *q, xerr *err)
+{
+    const unsigned char *p = (const unsigned char *)q->reemit.p, *end = p + q->reemit.len;
+    int rc = 0;
+    batch b = {0};
+    while (!rc && end - p >= 8) {
+        uint32_t task = be32_get(p), n = be32_get(p + 4);
+        const unsigned char *x = p + 8, *xe = x + n;
+        p = xe;
+        opinst *o = NULL;
+        for (int i = 0; i < q->dag->nops && !o; i++)
+            if (q->ops[i].emitted && (int)task >= q->ops[i].task_base && (int)task < q->ops[i].task_base + q->ops[i].ntasks)
+                o = &q->ops[i];
+        if (!o) continue;
+        /* each kept epoch: [u32 len] then rows ([u32 len][batch])... */
+        for (; !rc && xe - x >= 4; x += 4 + be32_get(x)) {
+            const unsigned char *y = x + 4, *ye = y + be32_get(x);
+            if (ye > xe) break;
+            for (; !rc && ye - y >= 4; y += 4 + be32_get(y)) {
+                if (y + 4 + be32_get(y) > ye) break;
+                if (!b.ncols && (rc = batch_init(&b, o->op->out.ncols, 64))) break;
+                batch_reset(&b);
+                if (!(rc = batch_decode(y + 4, be32_get(y), &b, err))) rc = op_emit(o, (int)task - o->task_base, &b, err);
+            }
+        }
+    }
+    if (b.ncols) batch_fini(&b);
+    sbuf_reset(&q->reemit);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ the replica's side */
 
-int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err)
+int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[2], xerr *err)
 {
     const unsigned char *b = p;
     if (n < DELTA_HDR || b[0] != DELTA_VERSION)
         return xerr_set(err, XE_PROTO, "state change for task %u: bad header (%zu bytes, version %u)", tid, n,
                         n ? b[0] : 0);
+    size_t no = be32_get(b + 26);
+    if (no > n - DELTA_HDR) return xerr_set(err, XE_PROTO, "state change for task %u: %zu bytes of rows in %zu", tid, no, n);
     int rc = eng_txn(e, err);
     if (rc) return rc;
-    if ((rc = store_state_apply(e->txn, STORE_REPLICA, b + DELTA_HDR, n - DELTA_HDR, err))) return rc;
+    if ((rc = store_state_apply(e->txn, STORE_REPLICA, b + DELTA_HDR + no, n - DELTA_HDR - no, err))) return rc;
+    if (no && ((rc = put_out(e->txn, "rout/%u/", tid, epoch, b + DELTA_HDR, no, err)) ||
+               (rc = ft_drop_out(e->txn, "rout/%u/", tid, KEEP_OUT, err))))
+        return rc;
+    pos[0] = be64_get(b + 2);
+    pos[1] = be64_get(b + 10);
     char key[32];
     unsigned char v[32];
     memcpy(v, b + 2, 24);
@@ -270,8 +413,9 @@ int ft_drop_replicas(engine *e, uint32_t qid, xerr *err)
     for (int i = 0; !rc && i < s.n; i++) {
         char key[32];
         snprintf(key, sizeof key, "rft/%u", s.tids[i]);
-        if (!(rc = store_state_drop_task(e->txn, STORE_REPLICA, s.tids[i], err)))
-            rc = store_kv_del(e->txn, STORE_META, key, err);
+        if (!(rc = store_state_drop_task(e->txn, STORE_REPLICA, s.tids[i], err)) &&
+            !(rc = store_kv_del(e->txn, STORE_META, key, err)))
+            rc = ft_drop_out(e->txn, "rout/%u/", s.tids[i], 0, err);
     }
     free(s.tids);
     return rc;
@@ -302,6 +446,7 @@ static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int 
             if (!rc) rc = put_meta(t, "closed/%u", tid, v.p, 8, err);
             else if (rc == XE_NOTFOUND) rc = 0;
         }
+        if (!rc) rc = collect_out(q, o, k, t, "out/%u/", old, err);
         if (!rc) (*own)++;
     } else if (rc == XE_NOTFOUND && (q->ft.ft == ENGINE_FT_REPLICA || q->ft.ft == ENGINE_FT_CHECKPOINT)) {
         rc = get_meta(t, "rft/%u", old, &v, 32, err);
@@ -311,6 +456,7 @@ static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int 
             if (!(rc = store_state_copy(t, STORE_REPLICA, old, STORE_STATE, tid, err)) &&
                 !(rc = put_meta(t, "inc/%u", tid, r, 16, err)) && o->agg && (int64_t)be64_get(r + 16) != WM_MIN)
                 rc = put_meta(t, "closed/%u", tid, r + 16, 8, err);
+            if (!rc) rc = collect_out(q, o, k, t, "rout/%u/", old, err);
             if (!rc) (*promoted)++;
         }
     }
@@ -321,6 +467,10 @@ static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int 
 
 int ft_restore(query *q, store_txn *t, xerr *err)
 {
+    /* a deployed query's stateful tasks keep what they emit (see above) */
+    for (int i = 0; i < q->dag->nops; i++)
+        if (stateful(&q->ops[i]) && !(q->ops[i].emitted = calloc((size_t)q->ops[i].ntasks, sizeof(sbuf))))
+            return xerr_set(err, XE_NOMEM, "out of memory");
     if (!q->ft.prev) {
         q->full_next = 1;
         return 0;
@@ -340,7 +490,7 @@ int ft_restore(query *q, store_txn *t, xerr *err)
                 snprintf(key, sizeof key, "inc/%u", old);
                 if (!(rc = store_kv_del(t, STORE_META, key, err))) {
                     snprintf(key, sizeof key, "closed/%u", old);
-                    rc = store_kv_del(t, STORE_META, key, err);
+                    if (!(rc = store_kv_del(t, STORE_META, key, err))) rc = ft_drop_out(t, "out/%u/", old, 0, err);
                 }
             }
         }
@@ -354,6 +504,36 @@ int ft_restore(query *q, store_txn *t, xerr *err)
         q->eng->log(q->eng->log_ctx, msg);
     }
     return rc;
+}
+
+int engine_ft_acked(engine *e, uint32_t qid, int task, const uint64_t pos[2], xerr *err)
+{
+    query *q = find_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    for (int i = 0; i < q->dag->nops; i++) {
+        opinst *o = &q->ops[i];
+        if (!o->acked || task < o->task_base || task >= o->task_base + o->ntasks) continue;
+        int k = task - o->task_base;
+        for (int s = 0; s < 2; s++)
+            if (pos[s] > o->acked[k * 2 + s]) o->acked[k * 2 + s] = pos[s];
+        return 0;
+    }
+    return xerr_set(err, XE_INVAL, "query %u has no stateful task %d", qid, task);
+}
+
+uint64_t ft_keep_from(const query *q, int src)
+{
+    if ((q->ft.ft != ENGINE_FT_REPLICA && q->ft.ft != ENGINE_FT_CHECKPOINT) || !trackable(q)) return 0;
+    uint64_t keep = UINT64_MAX;
+    for (int i = 0; i < q->dag->nops; i++) {
+        const opinst *o = &q->ops[i];
+        for (int s = 0; o->acked && s < o->op->ninputs; s++) {
+            if (o->tsrc[s] != src) continue;
+            for (int k = 0; k < o->ntasks; k++)
+                if (o->acked[k * 2 + s] < keep) keep = o->acked[k * 2 + s];
+        }
+    }
+    return keep == UINT64_MAX ? 0 : keep;
 }
 
 int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err)

@@ -77,6 +77,8 @@ struct opinst {
     uint64_t *uptag[2];     /* per upstream task of a tracked side: the tag of its last watermark */
     uint64_t *inc;          /* ntasks x 2 */
     uint64_t *inc_saved;    /* inc as last written to LMDB */
+    uint64_t *acked;        /* at a source's home: ntasks x 2, the positions all replicas hold (0: unknown) */
+    sbuf *emitted;          /* deployed: per task, the rows it emitted this epoch ([u32 len][batch]...) */
 };
 
 typedef struct sink_file {
@@ -124,6 +126,7 @@ struct query {
     int full_next;          /* the next replication is a whole snapshot */
     uint64_t ckpt_ns;       /* the last checkpoint's time */
     sbuf deltas;            /* committed-with-the-epoch changes for the replicas: (tid, len, bytes)... */
+    sbuf reemit;            /* after a takeover: rows the tasks emitted lately ([u32 task][u32 len][batch]...) */
     int64_t skipped;        /* replayed rows already in a restored state */
 };
 
@@ -240,6 +243,11 @@ void ft_send(engine *e);                             /* after the commit: hand t
 int ft_drop_replicas(engine *e, uint32_t qid, xerr *err);
 int ft_load_inc(query *q, store_txn *t, xerr *err);
 int ft_save_inc(query *q, store_txn *t, xerr *err);
+uint64_t ft_keep_from(const query *q, int src); /* the oldest record of source src a recovery may need */
+int ft_save_out(query *q, store_txn *t, xerr *err); /* epoch: keep the rows emitted lately */
+int ft_reemit(query *q, xerr *err);                 /* after a takeover: emit them again */
+/* delete the kept rows of task tid under prefix fmt ("out/%u/" or "rout/%u/") but the newest `keep` */
+int ft_drop_out(store_txn *t, const char *fmt, uint32_t tid, int keep, xerr *err);
 
 /* ops.c: hand a batch to the next operator (through an exchange if needed). */
 int op_emit(opinst *o, int task, const batch *b, xerr *err);

@@ -89,6 +89,10 @@ static void op_fini(opinst *o)
     free(o->upwm[1]);
     free(o->inc);
     free(o->inc_saved);
+    free(o->acked);
+    if (o->emitted)
+        for (int t = 0; t < o->ntasks; t++) sbuf_fini(&o->emitted[t]);
+    free(o->emitted);
     free(o->uptag[0]);
     free(o->uptag[1]);
     batch_fini(&o->out);
@@ -172,7 +176,8 @@ int query_start(engine *e, query *q, xerr *err)
                 if (d->ops[u].kind == PO_SOURCE && q->src_op[j] == u) o->tsrc[k] = j;
         }
         if (!(o->inc = calloc((size_t)o->ntasks * 2, sizeof *o->inc)) ||
-            !(o->inc_saved = calloc((size_t)o->ntasks * 2, sizeof *o->inc_saved)))
+            !(o->inc_saved = calloc((size_t)o->ntasks * 2, sizeof *o->inc_saved)) ||
+            !(o->acked = calloc((size_t)o->ntasks * 2, sizeof *o->acked)))
             return xerr_set(err, XE_NOMEM, "out of memory");
         for (int k = 0; k < d->ops[i].ninputs; k++)
             if (!(o->uptag[k] = calloc((size_t)o->nup[k], sizeof *o->uptag[k]))) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -206,6 +211,7 @@ void query_free(query *q)
     }
     batch_fini(&q->scratch);
     sbuf_fini(&q->deltas);
+    sbuf_fini(&q->reemit);
     free(q->own);
     plan_free(q->dag);
     free(q->out_names);
@@ -252,6 +258,14 @@ int op_emit(opinst *o, int task, const batch *b, xerr *err)
 {
     opinst *d = o->down;
     if (!d || b->nrows == 0) return 0;
+    if (o->emitted) {
+        /* kept for a takeover: the rows may be lost in flight with a node */
+        sbuf *x = &o->emitted[task];
+        size_t at = x->len;
+        unsigned char l[4] = {0};
+        if (sbuf_add(x, l, 4) || batch_encode(b, x)) return xerr_set(err, XE_NOMEM, "out of memory");
+        be32_put((unsigned char *)x->p + at, (uint32_t)(x->len - at - 4));
+    }
     if (d->ntasks == 1) return deliver(o, 0, b, err);
     if (o->down_edge == EDGE_FORWARD) return deliver(o, task, b, err);
     /* exchange: hash partition by the downstream key */
@@ -500,6 +514,7 @@ int query_flush_state(query *q, store_txn *t, xerr *err)
             for (int k = 0; k < q->ops[i].ntasks && !rc; k++)
                 if (task_local(q, &q->ops[i], k)) rc = task_flush(&q->ops[i], k, t, err);
     }
+    if (!rc && q->deployed) rc = ft_save_out(q, t, err);
     return rc ? rc : ft_save_inc(q, t, err);
 }
 
@@ -530,6 +545,7 @@ int query_drop_state(query *q, store_txn *t, xerr *err)
             }
             snprintf(key, sizeof key, "inc/%u", query_task_id(q, i, k));
             if ((rc = store_kv_del(t, STORE_META, key, err))) return rc;
+            if ((rc = ft_drop_out(t, "out/%u/", query_task_id(q, i, k), 0, err))) return rc;
         }
     return 0;
 }
