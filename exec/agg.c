@@ -76,13 +76,13 @@ enum { KIN = 10 }; /* key bytes kept in the entry's first cache line */
 
 typedef struct agg_entry {
     /* Cold fields first: entries are 64-byte aligned, so the hot fields
-     * (bytes 80-111) and three slots (112-183) share two cache lines, which
+     * (bytes 72-103) and three slots (104-175) share two cache lines, which
      * is all an update touches. */
     int64_t wend;
     int64_t pwend, pwstart;   /* sessions: where it is persisted; pwend == WM_MIN when not */
     int64_t dpos;             /* index in the dirty list while dirty */
     struct agg_entry *next;   /* pool free list */
-    struct agg_entry *wnext, *wprev; /* entries with the same window end */
+    int64_t wpos;             /* position in its window's list of entries */
     unsigned char *key;       /* encoded group values */
     val *gv;                  /* group values (text in this allocation) */
     agg_ext *ext;             /* naggs of them, or NULL */
@@ -145,8 +145,8 @@ struct agg_task {
      * closes. */
     int nw, capw, widx_broken; /* broken: out of memory once, close by scanning */
     int64_t *wends;
-    agg_entry **wheads;
-    int64_t *wcount;
+    struct wlist { agg_entry **v; int64_t n, cap; } *wl; /* per end: its entries (an array, so
+                                                           * that closing can prefetch ahead) */
     /* per batch: each row's key (in keys), hash, window, candidate entry */
     int rcap;
     uint32_t *rkoff, *rklen;
@@ -284,8 +284,8 @@ void agg_free(agg_task *a)
     free(a->gargs);
     free(a->closing);
     free(a->wends);
-    free(a->wheads);
-    free(a->wcount);
+    for (int i = 0; i < a->nw; i++) free(a->wl[i].v);
+    free(a->wl);
     free(a->rkoff);
     free(a->rklen);
     free(a->rkh);
@@ -572,6 +572,19 @@ static int table_grow(agg_task *a)
     return 0;
 }
 
+/* Room for one more item in a growable array *pv of n items of elem bytes
+ * (cap allocated); XE_NOMEM. */
+static int room_for_one(void *pv, int64_t n, int64_t *cap, size_t elem)
+{
+    if (n < *cap) return 0;
+    int64_t c = *cap ? *cap * 2 : 64;
+    void *nv = realloc(*(void **)pv, (size_t)c * elem);
+    if (!nv) return XE_NOMEM;
+    *(void **)pv = nv;
+    *cap = c;
+    return 0;
+}
+
 /* Position of end w in the index (or where it would go). */
 static int widx_find(const agg_task *a, int64_t w)
 {
@@ -593,53 +606,50 @@ static int widx_add(agg_task *a, agg_entry *e)
             int cap = a->capw ? a->capw * 2 : 16;
             int64_t *w = realloc(a->wends, (size_t)cap * sizeof *w);
             if (w) a->wends = w;
-            agg_entry **h = realloc(a->wheads, (size_t)cap * sizeof *h);
-            if (h) a->wheads = h;
-            int64_t *c = realloc(a->wcount, (size_t)cap * sizeof *c);
-            if (c) a->wcount = c;
-            if (!w || !h || !c) return XE_NOMEM;
+            struct wlist *l = realloc(a->wl, (size_t)cap * sizeof *l);
+            if (l) a->wl = l;
+            if (!w || !l) return XE_NOMEM;
             a->capw = cap;
         }
         memmove(&a->wends[i + 1], &a->wends[i], (size_t)(a->nw - i) * sizeof *a->wends);
-        memmove(&a->wheads[i + 1], &a->wheads[i], (size_t)(a->nw - i) * sizeof *a->wheads);
-        memmove(&a->wcount[i + 1], &a->wcount[i], (size_t)(a->nw - i) * sizeof *a->wcount);
+        memmove(&a->wl[i + 1], &a->wl[i], (size_t)(a->nw - i) * sizeof *a->wl);
         a->wends[i] = e->wend;
-        a->wheads[i] = NULL;
-        a->wcount[i] = 0;
+        a->wl[i] = (struct wlist){NULL, 0, 0};
         a->nw++;
     }
-    e->wprev = NULL;
-    e->wnext = a->wheads[i];
-    if (e->wnext) e->wnext->wprev = e;
-    a->wheads[i] = e;
-    a->wcount[i]++;
+    struct wlist *l = &a->wl[i];
+    if (room_for_one(&l->v, l->n, &l->cap, sizeof *l->v)) return XE_NOMEM;
+    e->wpos = l->n;
+    l->v[l->n++] = e;
     return 0;
+}
+
+/* Remove the windows of index positions [i, i + n) (their lists must be
+ * empty or no longer needed). */
+static void widx_drop(agg_task *a, int i, int n)
+{
+    for (int k = i; k < i + n; k++) free(a->wl[k].v);
+    memmove(&a->wends[i], &a->wends[i + n], (size_t)(a->nw - i - n) * sizeof *a->wends);
+    memmove(&a->wl[i], &a->wl[i + n], (size_t)(a->nw - i - n) * sizeof *a->wl);
+    a->nw -= n;
 }
 
 static void widx_del(agg_task *a, agg_entry *e)
 {
     if (a->widx_broken) return;
     int i = widx_find(a, e->wend);
-    if (i < a->nw && a->wends[i] == e->wend) {
-        a->wcount[i]--;
-        if (!e->wprev) {
-            a->wheads[i] = e->wnext;
-            if (!e->wnext) {
-                memmove(&a->wends[i], &a->wends[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wends);
-                memmove(&a->wheads[i], &a->wheads[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wheads);
-                memmove(&a->wcount[i], &a->wcount[i + 1], (size_t)(a->nw - i - 1) * sizeof *a->wcount);
-                a->nw--;
-            }
-        }
-    }
-    if (e->wprev) e->wprev->wnext = e->wnext;
-    if (e->wnext) e->wnext->wprev = e->wprev;
-    e->wnext = e->wprev = NULL;
+    if (i == a->nw || a->wends[i] != e->wend) return;
+    struct wlist *l = &a->wl[i];
+    agg_entry *last = l->v[--l->n];
+    l->v[e->wpos] = last;
+    last->wpos = e->wpos;
+    if (!l->n) widx_drop(a, i, 1);
 }
 
 /* Out of memory for the index: drop it and close windows by scanning. */
 static void widx_break(agg_task *a)
 {
+    for (int i = 0; i < a->nw; i++) free(a->wl[i].v);
     a->widx_broken = 1;
     a->nw = 0;
 }
@@ -664,8 +674,9 @@ static int table_insert(agg_task *a, agg_entry *e)
     return 0;
 }
 
-/* Remove e; later entries of its probe run shift back (no tombstones). */
-static void table_unlink(agg_task *a, agg_entry *e)
+/* Remove e from the table; later entries of its probe run shift back (no
+ * tombstones).  Not from the window index: see table_unlink. */
+static void table_remove(agg_task *a, agg_entry *e)
 {
     uint32_t m = a->cap - 1, i = (uint32_t)e->hash & m;
     while (a->tab[i].tag && a->tab[i].e != e) i = (i + 1) & m;
@@ -684,20 +695,12 @@ static void table_unlink(agg_task *a, agg_entry *e)
     a->tab[i].tag = 0;
     a->tab[i].e = NULL;
     a->nentries--;
-    widx_del(a, e);
 }
 
-/* Room for one more item in a growable array *pv of n items of elem bytes
- * (cap allocated); XE_NOMEM. */
-static int room_for_one(void *pv, int64_t n, int64_t *cap, size_t elem)
+static void table_unlink(agg_task *a, agg_entry *e)
 {
-    if (n < *cap) return 0;
-    int64_t c = *cap ? *cap * 2 : 64;
-    void *nv = realloc(*(void **)pv, (size_t)c * elem);
-    if (!nv) return XE_NOMEM;
-    *(void **)pv = nv;
-    *cap = c;
-    return 0;
+    table_remove(a, e);
+    widx_del(a, e);
 }
 
 static int mark_dirty(agg_task *a, agg_entry *e)
@@ -1139,6 +1142,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     /* nothing can close before the smallest window end */
     if (!a->widx_broken && (!a->nw || (wm != WM_END && a->wends[0] > wm - grace))) return 0;
     a->nclosing = 0;
+    int nclose = 0; /* windows of the index that close */
     /* the closing windows are a prefix of the index (or, after an allocation
      * failure broke the index, found by scanning the table) */
     if (a->widx_broken) {
@@ -1149,10 +1153,16 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             if (closes && closing_push(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
     } else
-        for (int wi = 0; wi < a->nw; wi++) {
-            if (wm != WM_END && (a->wends[wi] == WM_END || a->wends[wi] > wm - grace)) break;
-            for (agg_entry *e = a->wheads[wi]; e; e = e->wnext)
-                if (closing_push(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+        for (; nclose < a->nw; nclose++) {
+            if (wm != WM_END && (a->wends[nclose] == WM_END || a->wends[nclose] > wm - grace)) break;
+            const struct wlist *l = &a->wl[nclose];
+            for (int64_t j = 0; j < l->n; j++) {
+                if (j + PF_AHEAD < l->n) {
+                    __builtin_prefetch(l->v[j + PF_AHEAD]);
+                    __builtin_prefetch((char *)l->v[j + PF_AHEAD] + 64);
+                }
+                if (closing_push(a, l->v[j])) return xerr_set(err, XE_NOMEM, "out of memory");
+            }
         }
     if (!a->nclosing) return 0;
     sort_closing(a->closing, a->nclosing);
@@ -1160,6 +1170,12 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     batch_reset(&o->out);
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i].e;
+        if (i + PF_AHEAD < a->nclosing) {
+            const char *f = (const char *)a->closing[i + PF_AHEAD].e;
+            __builtin_prefetch(f + 64);
+            __builtin_prefetch(f + 128);
+            __builtin_prefetch(f + 192);
+        }
         if (op->emit != EMIT_CHANGES && (rc = emit_entry(o, a, e, err))) return rc;
         if (o->out.nrows >= EXEC_SLICE_ROWS) {
             if ((rc = op_emit(o, task, &o->out, err))) return rc;
@@ -1171,14 +1187,16 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     int session = is_session(o);
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i].e;
+        if (i + PF_AHEAD < a->nclosing) __builtin_prefetch(&a->tab[a->closing[i + PF_AHEAD].hash & (a->cap - 1)]);
         if (e->wend != WM_END && e->wend + grace > a->max_closed) a->max_closed = e->wend + grace;
         if (session) {
             if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         } else if (skey_end(e->wend) > a->del_to)
             a->del_to = skey_end(e->wend); /* its window's records go at the flush */
-        table_unlink(a, e);
+        table_remove(a, e);
         entry_free(a, e);
     }
+    widx_drop(a, 0, nclose); /* the closed windows, whole */
     a->nclosing = 0;
     return 0;
 }
@@ -1274,23 +1292,20 @@ static int flush_window(opinst *o, agg_task *a, uint32_t tid, const dirty_ref *v
     if (pi < 0) return xerr_set(err, XE_NOMEM, "out of memory");
     pwin *p = &a->pw[pi];
     int wi = a->widx_broken ? -1 : widx_find(a, wend);
-    int compact = wi >= 0 && wi < a->nw && a->wends[wi] == wend && p->nwritten + n > 4 * a->wcount[wi] + COMPACT_SLACK;
-    const agg_entry *all = NULL;
+    int compact = wi >= 0 && wi < a->nw && a->wends[wi] == wend && p->nwritten + n > 4 * a->wl[wi].n + COMPACT_SLACK;
     int rc;
     if (compact) {
         for (int64_t i = 0; i < n; i++) v[i].e->dirty = 0;
         if ((rc = store_state_delete_range(t, STORE_STATE, tid, skey_end(wend), skey_end(wend) + 1, err))) return rc;
         p->nwritten = 0;
-        all = a->wheads[wi];
     }
     if (record_start(a)) return xerr_set(err, XE_NOMEM, "out of memory");
     int64_t in_rec = 0;
     for (int64_t i = 0;; i++) {
         const agg_entry *e;
         if (compact) {
-            if (!all) break;
-            e = all;
-            all = all->wnext;
+            if (i >= a->wl[wi].n) break;
+            e = a->wl[wi].v[i];
         } else {
             if (i >= n) break;
             if (i + PF_AHEAD < n) {
