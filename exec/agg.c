@@ -42,6 +42,7 @@
 #include "exec/internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,18 +76,18 @@ typedef struct agg_slot {
 enum { KIN = 10 }; /* key bytes kept in the entry's first cache line */
 
 typedef struct agg_entry {
-    /* Cold fields first: entries are 64-byte aligned, so the hot fields
-     * (bytes 72-103) and three slots (104-175) share two cache lines, which
-     * is all an update touches. */
-    int64_t wend;
+    /* Entries are 64-byte aligned: the first line holds what only closing,
+     * flushing and sessions read; the second and third what an update
+     * touches (the probe's fields, the dirty mark and three slots). */
     int64_t pwend, pwstart;   /* sessions: where it is persisted; pwend == WM_MIN when not */
-    int64_t dpos;             /* index in the dirty list while dirty */
     struct agg_entry *next;   /* pool free list */
     int64_t wpos;             /* position in its window's list of entries */
     unsigned char *key;       /* encoded group values */
     val *gv;                  /* group values (text in this allocation) */
+    int64_t spare[2];         /* (the hot fields start a cache line) */
+    int64_t wend;
+    int64_t dpos;             /* index in the dirty list while dirty */
     agg_ext *ext;             /* naggs of them, or NULL */
-    /* what a probe compares */
     uint64_t hash;            /* of the group key (and window for fixed windows) */
     int64_t wstart;
     uint32_t klen;
@@ -94,6 +95,7 @@ typedef struct agg_entry {
     unsigned char kin[KIN];   /* the key's first KIN bytes */
     agg_slot slots[];
 } agg_entry;
+_Static_assert(offsetof(agg_entry, wend) == 64, "agg_entry: the hot fields start the second cache line");
 
 typedef struct tslot {
     uint64_t tag; /* the entry's hash (1 for a hash of 0); 0 = empty */
@@ -1158,7 +1160,6 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             const struct wlist *l = &a->wl[nclose];
             for (int64_t j = 0; j < l->n; j++) {
                 if (j + PF_AHEAD < l->n) {
-                    __builtin_prefetch(l->v[j + PF_AHEAD]);
                     __builtin_prefetch((char *)l->v[j + PF_AHEAD] + 64);
                 }
                 if (closing_push(a, l->v[j])) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -1172,6 +1173,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         agg_entry *e = a->closing[i].e;
         if (i + PF_AHEAD < a->nclosing) {
             const char *f = (const char *)a->closing[i + PF_AHEAD].e;
+            __builtin_prefetch(f);
             __builtin_prefetch(f + 64);
             __builtin_prefetch(f + 128);
             __builtin_prefetch(f + 192);
