@@ -687,7 +687,7 @@ static void table_remove(agg_task *a, agg_entry *e)
     for (;;) {
         j = (j + 1) & m;
         if (!a->tab[j].tag) break;
-        uint32_t home = (uint32_t)a->tab[j].e->hash & m;
+        uint32_t home = (uint32_t)a->tab[j].tag & m; /* tag == hash: hashes are never 0 */
         /* move j into the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (stays) continue;
@@ -835,11 +835,11 @@ static int64_t floor_div(int64_t a, int64_t b)
 }
 
 /* The hash of an encoded group key (in memory only: a restart recomputes
- * it).  Keys of up to 16 bytes, one or two fixed-width values, take two
+ * it); never 0, so that a table slot's tag is the hash itself.  Keys of up to 16 bytes, one or two fixed-width values, take two
  * multiplications and one mix instead of hash64's loop. */
 static inline uint64_t key_hash(const unsigned char *key, uint32_t klen)
 {
-    if (klen > 16) return hash64(key, klen, 0x9e37);
+    if (klen > 16) return HTAG(hash64(key, klen, 0x9e37));
     /* whole 8-byte loads (a short memcpy into a variable goes through the
      * stack and stalls the load that follows) */
     uint64_t w0 = 0, w1 = 0;
@@ -851,9 +851,9 @@ static inline uint64_t key_hash(const unsigned char *key, uint32_t klen)
         }
     } else
         for (uint32_t i = 0; i < klen; i++) w0 |= (uint64_t)key[i] << (8 * i);
-    return hash64_mix((w0 * 0x9e3779b97f4a7c15ULL) ^ (w1 * 0xc2b2ae3d27d4eb4fULL) ^ ((uint64_t)klen << 56));
+    return HTAG(hash64_mix((w0 * 0x9e3779b97f4a7c15ULL) ^ (w1 * 0xc2b2ae3d27d4eb4fULL) ^ ((uint64_t)klen << 56)));
 }
-static uint64_t fixed_hash(uint64_t kh, int64_t ws) { return hash64_mix(kh ^ (uint64_t)ws); }
+static uint64_t fixed_hash(uint64_t kh, int64_t ws) { return HTAG(hash64_mix(kh ^ (uint64_t)ws)); }
 
 /* The group values of row in gtmp. */
 static void group_vals(opinst *o, agg_task *a, const val *row)

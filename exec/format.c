@@ -280,28 +280,32 @@ static size_t fixed_double(double d, char buf[FMT_DOUBLE_BUF])
 {
     double a = fabs(d);
     if (!(a >= 1e-4 && a < 1e15)) return 0;
-    int bexp;
-    double fr = frexp(a, &bexp); /* a = fr * 2^bexp, 0.5 <= fr < 1 */
-    uint64_t m = (uint64_t)ldexp(fr, 53);
-    int s = 53 - bexp;
-    /* the decimal exponent E of the exact value: 10^E <= a < 10^(E+1) */
-    int E = (int)floor(log10(a));
+    uint64_t bits;
+    memcpy(&bits, &a, 8);
+    int e2 = (int)(bits >> 52); /* a is normal here */
+    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+    int s = 1075 - e2;          /* a = m * 2^-s, 3 <= s <= 66 */
+    /* the decimal exponent E of the exact value: 10^E <= a < 10^(E+1),
+     * first from the binary exponent (log10(2) ~ 0.30103), then exactly */
+    int E = (int)floor((double)(52 - s) * 0.30102999566398120);
     while (!ge_pow10(m, s, E)) E--;
     while (ge_pow10(m, s, E + 1)) E++;
     for (int P = 15; P <= 17; P++) {
         int q = P - 1 - E, X = E;
-        u128 num = (u128)m * pow10_u128(q);
-        u128 half = (u128)1 << (s - 1), rem = num & (((u128)1 << s) - 1);
-        uint64_t N = (uint64_t)(num >> s);
+        u128 y = (u128)m * pow10_u128(q); /* a * 10^q * 2^s */
+        u128 half = (u128)1 << (s - 1), rem = y & (((u128)1 << s) - 1);
+        uint64_t N = (uint64_t)(y >> s);
         if (rem > half || (rem == half && (N & 1))) N++;
         if (N == (uint64_t)pow10_u128(P)) { /* 9.99..95 rounded up: one digit more to the left */
             N /= 10;
             q--;
             X++;
+            if (X >= P) return 0;
+            y = (u128)m * pow10_u128(q);
         }
         if (X >= P || X < -4) return 0; /* printf's exponent notation */
         /* does N * 10^-q read back as m * 2^-s? */
-        u128 x = (u128)N << s, y = (u128)m * pow10_u128(q), diff = x > y ? x - y : y - x;
+        u128 x = (u128)N << s, diff = x > y ? x - y : y - x;
         u128 lim = pow10_u128(q);
         int below = x < y && m == (1ull << 52); /* the double below d is closer */
         u128 twice = below ? diff * 4 : diff * 2;
