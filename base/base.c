@@ -160,6 +160,22 @@ uint64_t hash64(const void *data, size_t n, uint64_t seed)
     return hash64_mix(h ^ hash64_mix(k ^ 0x2545f4914f6cdd1dULL));
 }
 
+int varint_get(const unsigned char *p, size_t n, size_t *at, uint64_t *out)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*at >= n) return -1;
+        unsigned char c = p[(*at)++];
+        if (shift == 63 && c > 1) return -1;
+        x |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *out = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static uint32_t crc_table[8][256];
 static int crc_ready;
 

@@ -81,6 +81,23 @@ static inline uint64_t hash64_mix(uint64_t x)
     return x;
 }
 
+/* LEB128 varints (at most 10 bytes) and zigzag for signed values, for the
+ * batch encoding and window state records.  varint_put writes at p and
+ * returns the end; varint_get reads p[*at..n), advancing *at, and returns
+ * -1 when the varint is truncated or longer than 64 bits. */
+static inline unsigned char *varint_put(unsigned char *p, uint64_t x)
+{
+    while (x >= 0x80) {
+        *p++ = (unsigned char)(x | 0x80);
+        x >>= 7;
+    }
+    *p++ = (unsigned char)x;
+    return p;
+}
+int varint_get(const unsigned char *p, size_t n, size_t *at, uint64_t *out);
+static inline uint64_t zigzag(uint64_t u) { return (u << 1) ^ (0 - (u >> 63)); }
+static inline uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+
 /* CRC32C (Castagnoli), for frames and on-disk records. crc = 0 to start. */
 uint32_t crc32c(uint32_t crc, const void *p, size_t n);
 

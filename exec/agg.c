@@ -11,12 +11,12 @@
  *
  * Two record shapes share that key space:
  *   - fixed windows (tumbling, hopping, the single global window) write per
- *     epoch and window one record per megabyte of the entries that changed:
+ *     epoch and window records of up to 60 KB of the entries that changed:
  *     tail ff ff ff ff || be64(sequence), value u32 0xffffffff then the
  *     entries (see entry_put).  A later record of a window supersedes what an
  *     earlier one said of the same group; when a long-lived window has
- *     written four times what it holds, its records are rewritten as one
- *     (compaction).  A closed window's records go with one range delete.
+ *     written four times what it holds, its records are rewritten from its
+ *     entries (compaction).  A closed window's records go with one range delete.
  *   - sessions, whose entries move between window ends as they grow or
  *     merge, keep one record per entry: tail group key || be64(window
  *     start), value in the per-entry format of load_one.  Fixed windows
@@ -1206,44 +1206,53 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
 /* ------------------------------------------------------------------ persistence */
 
 #define DELTA_MARK 0xffffffffu
-enum { DELTA_TAIL = 12, DELTA_CHUNK = 1 << 20, COMPACT_SLACK = 4096 };
+/* Records stay under 64 KB: LMDB copies a value into overflow pages it
+ * mallocs for the transaction, and bigger blocks would come from mmap, with
+ * page faults on every epoch. */
+enum { DELTA_TAIL = 12, DELTA_CHUNK = 60 << 10, COMPACT_SLACK = 4096 };
 
-/* An entry in a fixed window's record: u32 key length, key, i64 window
- * start, then per slot n and, for SUM and AVG, i and d (all native-endian,
- * like the per-entry records); then in slot order the variable parts: a
- * MIN/MAX value (key-encoded) when n > 0, a COUNT(DISTINCT) set as u32
- * length + its bytes. */
+/* An entry in a fixed window's record: varint key length, key, then per
+ * slot varint n and, for SUM and AVG, zigzag varint i and d (8 bytes,
+ * native-endian); for MIN and MAX with n > 0 the value, key-encoded; for
+ * COUNT(DISTINCT) varint length + the set's bytes.  The window start is not
+ * stored: it follows from the window end (end - size, or none for the
+ * global window).  About 30 bytes for a COUNT, SUM and MAX of one key. */
+enum { SLOT_MAX = 28 }; /* bytes of a slot without TEXT or sets */
 static int entry_put(const agg_task *a, const plan_op *op, const agg_entry *e, sbuf *v)
 {
-    if (sbuf_reserve(v, 12 + (size_t)e->klen + (size_t)a->naggs * 24)) return XE_NOMEM;
-    char *p = v->p + v->len;
-    uint32_t kl = e->klen;
-    memcpy(p, &kl, 4);
-    memcpy(p + 4, kl <= KIN ? e->kin : e->key, kl);
-    p += 4 + kl;
-    memcpy(p, &e->wstart, 8);
-    p += 8;
-    for (int k = 0; k < a->naggs; k++) {
-        const agg_slot *s = &e->slots[k];
-        memcpy(p, &s->n, 8);
-        p += 8;
-        if (op->aggs[k].fn == FN_SUM || op->aggs[k].fn == FN_AVG) {
-            memcpy(p, &s->i, 8);
-            memcpy(p + 8, &s->d, 8);
-            p += 16;
-        }
-    }
-    v->len = (size_t)(p - v->p);
+    if (sbuf_reserve(v, 10 + (size_t)e->klen + (size_t)a->naggs * SLOT_MAX)) return XE_NOMEM;
+    unsigned char *p = (unsigned char *)v->p + v->len;
+    p = varint_put(p, e->klen);
+    memcpy(p, e->klen <= KIN ? e->kin : e->key, e->klen);
+    p += e->klen;
     for (int k = 0; k < a->naggs; k++) {
         const agg_slot *s = &e->slots[k];
         plan_fn fn = op->aggs[k].fn;
-        if ((fn == FN_MIN || fn == FN_MAX) && s->n && val_key_encode(&s->m, 1, v)) return XE_NOMEM;
-        if (fn == FN_COUNT_DISTINCT) {
+        p = varint_put(p, (uint64_t)s->n);
+        if (fn == FN_SUM || fn == FN_AVG) {
+            p = varint_put(p, zigzag((uint64_t)s->i));
+            memcpy(p, &s->d, 8);
+            p += 8;
+            continue;
+        }
+        size_t fixed = (fn == FN_MIN || fn == FN_MAX) && s->n ? val_key_put(&s->m, p) : 0;
+        p += fixed;
+        if ((fn == FN_MIN || fn == FN_MAX) && s->n && !fixed) { /* TEXT */
+            v->len = (size_t)((char *)p - v->p);
+            if (val_key_encode(&s->m, 1, v) || sbuf_reserve(v, (size_t)(a->naggs - k) * SLOT_MAX)) return XE_NOMEM;
+            p = (unsigned char *)v->p + v->len;
+        } else if (fn == FN_COUNT_DISTINCT) {
             const dset *ds = e->ext ? e->ext[k].ds : NULL;
-            uint32_t bl = ds ? (uint32_t)ds->bytes.len : 0;
-            if (sbuf_add(v, &bl, 4) || (bl && sbuf_add(v, ds->bytes.p, bl))) return XE_NOMEM;
+            size_t bl = ds ? ds->bytes.len : 0;
+            p = varint_put(p, bl);
+            v->len = (size_t)((char *)p - v->p);
+            if ((bl && sbuf_add(v, ds->bytes.p, bl)) || sbuf_reserve(v, (size_t)(a->naggs - k) * SLOT_MAX))
+                return XE_NOMEM;
+            p = (unsigned char *)v->p + v->len;
         }
     }
+    v->len = (size_t)((char *)p - v->p);
+    v->p[v->len] = '\0';
     return 0;
 }
 
@@ -1504,52 +1513,40 @@ static agg_entry *load_entry(load_ctx *c, const unsigned char *k, uint32_t gkl, 
 }
 
 /* A fixed window's record (see entry_put). */
-static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, const unsigned char *end)
+static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, size_t n)
 {
     agg_task *a = c->a;
     const plan_op *op = c->o->op;
     int pi = pwin_index(a, wend, -1);
     if (pi < 0) return c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
-    while (v < end) {
-        uint32_t kl;
-        int64_t ws;
-        if (end - v < 4) return XE_CORRUPT;
-        memcpy(&kl, v, 4);
-        if ((size_t)(end - v) < 12 + (size_t)kl) return XE_CORRUPT;
-        const unsigned char *k = v + 4;
-        memcpy(&ws, k + kl, 8);
-        v = k + kl + 8;
-        agg_entry *e = load_entry(c, k, kl, ws, wend);
+    int64_t ws = op->window.kind == WIN_NONE ? WM_MIN : wend - op->window.size_ms;
+    size_t at = 0;
+    uint64_t x;
+    while (at < n) {
+        if (varint_get(v, n, &at, &x) || x > n - at) return XE_CORRUPT;
+        agg_entry *e = load_entry(c, v + at, (uint32_t)x, ws, wend);
         if (!e) return c->rc;
-        for (int i = 0; i < a->naggs; i++) {
-            agg_slot *s = &e->slots[i];
-            int sum = op->aggs[i].fn == FN_SUM || op->aggs[i].fn == FN_AVG;
-            if ((size_t)(end - v) < (sum ? 24u : 8u)) return XE_CORRUPT;
-            memcpy(&s->n, v, 8);
-            v += 8;
-            if (sum) {
-                memcpy(&s->i, v, 8);
-                memcpy(&s->d, v + 8, 8);
-                v += 16;
-            }
-        }
+        at += x;
         for (int i = 0; i < a->naggs; i++) {
             agg_slot *s = &e->slots[i];
             plan_fn fn = op->aggs[i].fn;
-            if ((fn == FN_MIN || fn == FN_MAX) && s->n) {
+            if (varint_get(v, n, &at, &x)) return XE_CORRUPT;
+            s->n = (int64_t)x;
+            if (fn == FN_SUM || fn == FN_AVG) {
+                if (varint_get(v, n, &at, &x) || n - at < 8) return XE_CORRUPT;
+                s->i = (int64_t)unzigzag(x);
+                memcpy(&s->d, v + at, 8);
+                at += 8;
+            } else if ((fn == FN_MIN || fn == FN_MAX) && s->n) {
                 val m;
                 batch_reset(&c->tmp);
-                int n = val_key_decode(v, (size_t)(end - v), &m, 1, &c->tmp, c->err);
-                if (n < 0 || set_m(s, e->ext ? &e->ext[i] : NULL, &m)) return XE_CORRUPT;
-                v += n;
-            }
-            if (fn == FN_COUNT_DISTINCT) {
-                uint32_t bl;
-                if (end - v < 4) return XE_CORRUPT;
-                memcpy(&bl, v, 4);
-                v += 4;
-                if ((size_t)(end - v) < bl || !e->ext || dset_add_all(&e->ext[i], v, bl)) return XE_CORRUPT;
-                v += bl;
+                int r = val_key_decode(v + at, n - at, &m, 1, &c->tmp, c->err);
+                if (r < 0 || set_m(s, e->ext ? &e->ext[i] : NULL, &m)) return XE_CORRUPT;
+                at += (size_t)r;
+            } else if (fn == FN_COUNT_DISTINCT) {
+                if (varint_get(v, n, &at, &x) || x > n - at || !e->ext || dset_add_all(&e->ext[i], v + at, x))
+                    return XE_CORRUPT;
+                at += x;
             }
         }
         a->pw[pi].nwritten++;
@@ -1612,7 +1609,7 @@ static int load_one(void *ctx, int64_t wend, const void *kp, size_t kl, const vo
     if (mark == DELTA_MARK && kl == DELTA_TAIL && !is_session(c->o)) {
         uint64_t seq = be64_get(k + 4);
         if (seq >= a->seq) a->seq = seq + 1;
-        rc = load_record(c, wend, v + 4, end);
+        rc = load_record(c, wend, v + 4, vl - 4);
     } else if (kl < 8 || vl < 4)
         rc = XE_CORRUPT;
     else

@@ -311,26 +311,6 @@ uint64_t val_hash(const val *v, uint64_t seed)
 
 /* ------------------------------------------------------------------ batch encoding */
 
-/* Reads a varint from p[*at..n); -1 when truncated or longer than 64 bits. */
-static int get_varint(const unsigned char *p, size_t n, size_t *at, uint64_t *out)
-{
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*at >= n) return -1;
-        unsigned char c = p[(*at)++];
-        if (shift == 63 && c > 1) return -1;
-        x |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *out = x;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static uint64_t zigzag(uint64_t u) { return (u << 1) ^ (0 - (u >> 63)); }
-static uint64_t unzigzag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
-
 static int is_int_type(int t)
 {
     return t == TY_INT || t == TY_BIGINT || t == TY_TIMESTAMP || t == TY_INTERVAL;
@@ -355,16 +335,6 @@ static void prev_fini(prev_ints *p)
     if (p->v != p->small) free(p->v);
 }
 
-static unsigned char *put_varint_at(unsigned char *p, uint64_t x)
-{
-    while (x >= 0x80) {
-        *p++ = (unsigned char)(x | 0x80);
-        x >>= 7;
-    }
-    *p++ = (unsigned char)x;
-    return p;
-}
-
 enum { ENC_MAX_VAL = 11 }; /* a tag and a 10-byte varint (TEXT bytes come on top) */
 
 /* Tags on the wire: 0 NULL, 1 FALSE, 2 TRUE, then type + 1 for INT..INTERVAL.
@@ -383,8 +353,8 @@ int batch_encode(const batch *b, sbuf *out)
         unsigned char *p = (unsigned char *)out->p + out->len;
         *p++ = ENC_MAGIC;
         *p++ = ENC_VERSION;
-        p = put_varint_at(p, (uint64_t)b->ncols);
-        p = put_varint_at(p, (uint64_t)b->nrows);
+        p = varint_put(p, (uint64_t)b->ncols);
+        p = varint_put(p, (uint64_t)b->nrows);
         out->len = (size_t)((char *)p - out->p);
     }
     /* room for every row up front; TEXT reserves more as it comes */
@@ -408,7 +378,7 @@ int batch_encode(const batch *b, sbuf *out)
             }
             case TY_TEXT:
                 *p++ = TY_TEXT + 1;
-                p = put_varint_at(p, v->len);
+                p = varint_put(p, v->len);
                 out->len = (size_t)((char *)p - out->p);
                 if ((rc = sbuf_reserve(out, v->len + row_max)) < 0) break;
                 p = (unsigned char *)out->p + out->len;
@@ -423,7 +393,7 @@ int batch_encode(const batch *b, sbuf *out)
                 uint64_t delta = (uint64_t)v->i - (uint64_t)prev.v[c];
                 prev.v[c] = v->i;
                 *p++ = (unsigned char)(v->type + 1);
-                p = put_varint_at(p, zigzag(delta));
+                p = varint_put(p, zigzag(delta));
                 break;
             }
             }
@@ -460,8 +430,8 @@ int batch_decode(const void *data, size_t n, batch *b, xerr *err)
         return xerr_set(err, XE_VERSION, "batch format version %d, this build reads %d", p[1], ENC_VERSION);
     size_t at = 2;
     uint64_t ncols, nrows;
-    if (get_varint(p, end, &at, &ncols) < 0 || ncols > BATCH_MAX_COLS) return corrupt(err, "bad column count", at);
-    if (get_varint(p, end, &at, &nrows) < 0 || nrows > INT_MAX / 2) return corrupt(err, "bad row count", at);
+    if (varint_get(p, end, &at, &ncols) < 0 || ncols > BATCH_MAX_COLS) return corrupt(err, "bad column count", at);
+    if (varint_get(p, end, &at, &nrows) < 0 || nrows > INT_MAX / 2) return corrupt(err, "bad row count", at);
     /* Every value takes at least one byte: no allocation beyond the input's size. */
     if (ncols && nrows > (end - at) / ncols) return corrupt(err, "row count beyond the data", at);
     if (!ncols && nrows > MAX_EMPTY_ROWS) return corrupt(err, "too many rows without columns", at);
@@ -488,7 +458,7 @@ int batch_decode(const void *data, size_t n, batch *b, xerr *err)
                 v->type = TY_DOUBLE;
                 memcpy(&v->d, &bits, 8);
             } else if (tag == TY_TEXT + 1) {
-                if (get_varint(p, end, &at, &x) < 0 || x > end - at || x > UINT32_MAX - 1) {
+                if (varint_get(p, end, &at, &x) < 0 || x > end - at || x > UINT32_MAX - 1) {
                     rc = corrupt(err, "bad text length", at);
                     break;
                 }
@@ -498,7 +468,7 @@ int batch_decode(const void *data, size_t n, batch *b, xerr *err)
                 }
                 at += (size_t)x;
             } else if (is_int_type(tag - 1)) {
-                if (get_varint(p, end, &at, &x) < 0) { rc = corrupt(err, "bad integer", at); break; }
+                if (varint_get(p, end, &at, &x) < 0) { rc = corrupt(err, "bad integer", at); break; }
                 uint64_t u = (uint64_t)prev.v[c] + unzigzag(x);
                 int64_t i;
                 memcpy(&i, &u, 8); /* two's complement, without implementation-defined casts */
