@@ -180,6 +180,8 @@ struct agg_task {
     size_t pool_size;     /* the size of a pooled entry, whole cache lines */
     agg_entry *pool;      /* free list through next */
     char *slabs;          /* the allocations pooled entries live in */
+    char *slab_next;      /* the newest slab's first entry not handed out yet */
+    int slab_left;
 };
 
 static int is_session(const opinst *o) { return o->op->window.kind == WIN_SESSION; }
@@ -491,20 +493,30 @@ static void slots_clear(agg_task *a, agg_entry *e)
 
 /* ------------------------------------------------------------------ the table */
 
-/* A slab of pooled entries: one allocation for SLAB_ENTRIES of them. */
+/* A pooled entry: a recycled one, or the next of the current slab (one
+ * allocation for SLAB_ENTRIES, handed out as they are needed, so that fresh
+ * memory is touched once).  NULL when out of memory. */
 enum { SLAB_ENTRIES = 64 };
-static int pool_fill(agg_task *a)
+static agg_entry *pool_get(agg_task *a)
 {
-    char *blk = aligned_alloc(64, 64 + SLAB_ENTRIES * a->pool_size);
-    if (!blk) return XE_NOMEM;
-    memcpy(blk, &a->slabs, sizeof a->slabs); /* slabs are chained through their first bytes */
-    a->slabs = blk;
-    for (int i = SLAB_ENTRIES - 1; i >= 0; i--) {
-        agg_entry *x = (agg_entry *)(blk + 64 + (size_t)i * a->pool_size);
-        x->next = a->pool;
-        a->pool = x;
+    agg_entry *e = a->pool;
+    if (e) {
+        a->pool = e->next;
+        __builtin_prefetch(a->pool); /* the next one's link, read at the next call */
+        return e;
     }
-    return 0;
+    if (a->slab_left == 0) {
+        char *blk = aligned_alloc(64, 64 + SLAB_ENTRIES * a->pool_size);
+        if (!blk) return NULL;
+        memcpy(blk, &a->slabs, sizeof a->slabs); /* slabs are chained through their first bytes */
+        a->slabs = blk;
+        a->slab_next = blk + 64;
+        a->slab_left = SLAB_ENTRIES;
+    }
+    e = (agg_entry *)a->slab_next;
+    a->slab_next += a->pool_size;
+    a->slab_left--;
+    return e;
 }
 
 static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key, uint32_t klen)
@@ -520,9 +532,7 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
     if (!a->pool_size) a->pool_size = (sz + 64 + 63) & ~(size_t)63;
     agg_entry *e;
     if (sz <= a->pool_size) {
-        if (!a->pool && pool_fill(a)) return NULL;
-        e = a->pool;
-        a->pool = e->next;
+        if (!(e = pool_get(a))) return NULL;
         memset(e, 0, sz);
         e->pooled = 1;
     } else if (!(e = calloc(1, sz)))
