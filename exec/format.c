@@ -269,6 +269,26 @@ static u128 pow10_u128(int q)
     return p * small[q];
 }
 
+/* The P (9..19) decimal digits of N < 10^P, most significant first: two
+ * independent chains of two digits at a time. */
+static void digits_n(char *ds, uint64_t N, int P)
+{
+    static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    uint32_t lo = (uint32_t)(N % 100000000u), hi = (uint32_t)(N / 100000000u);
+    char *p = ds + P;
+    for (int i = 0; i < 4; i++, lo /= 100) {
+        p -= 2;
+        memcpy(p, d2 + 2 * (lo % 100), 2);
+    }
+    for (; p > ds + 1; hi /= 100) {
+        p -= 2;
+        memcpy(p, d2 + 2 * (hi % 100), 2);
+    }
+    if (p > ds) *--p = (char)('0' + hi);
+}
+
 /* m * 2^-s >= 10^E, exactly (|E| <= 20). */
 static int ge_pow10(uint64_t m, int s, int E)
 {
@@ -310,22 +330,24 @@ static size_t fixed_double(double d, char buf[FMT_DOUBLE_BUF])
         int below = x < y && m == (1ull << 52); /* the double below d is closer */
         u128 twice = below ? diff * 4 : diff * 2;
         if (twice > lim || (twice == lim && (m & 1))) continue;
-        /* digits of N, the point after X + 1 of them, trailing zeros dropped */
-        char dig[20];
-        int nd = 0;
-        for (uint64_t u = N; u; u /= 10) dig[nd++] = (char)('0' + u % 10);
-        int lo = 0; /* zeros at the end of the fraction */
-        while (lo < q && dig[lo] == '0') lo++;
+        /* the P digits of N, the point after X + 1 of them, the fraction's
+         * trailing zeros dropped */
+        char ds[20];
+        digits_n(ds, N, P);
+        int fstart = X >= 0 ? X + 1 : 0, end = P;
+        while (end > fstart && ds[end - 1] == '0') end--;
         size_t o = 0;
         if (d < 0) buf[o++] = '-';
-        int i = nd - 1;
         if (X < 0) buf[o++] = '0';
-        else
-            for (int k = 0; k <= X; k++) buf[o++] = dig[i--];
-        if (i >= lo) {
+        else {
+            memcpy(buf + o, ds, (size_t)X + 1);
+            o += (size_t)X + 1;
+        }
+        if (end > fstart) {
             buf[o++] = '.';
             for (int z = -1; z > X; z--) buf[o++] = '0';
-            while (i >= lo) buf[o++] = dig[i--];
+            memcpy(buf + o, ds + fstart, (size_t)(end - fstart));
+            o += (size_t)(end - fstart);
         }
         buf[o] = '\0';
         return o;
