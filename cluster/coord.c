@@ -104,6 +104,7 @@ struct pend {
     uint64_t creq;
     peer *home;         /* forwards: the node it went to */
     int failed;         /* a forwarded ingest that failed: swallow the rest */
+    int quiet;          /* a forward to a stream's shadow: its answers are not the client's */
     void (*done)(node *n, pend *p);
     cquery *q;
     pend *next;
@@ -114,6 +115,12 @@ struct pend {
  * only the home node reads the source. */
 typedef struct cstream {
     char *name, *home, *sql, *lite;
+    /* A stream fed through this coordinator (no source of its own) has a
+     * shadow home in another domain: it gets the same input, in the same
+     * order, with the same TICKs, so its log holds the same records at the
+     * same offsets, and it becomes the home when the home is lost. */
+    char *shadow;
+    int dirty;          /* input went out since the last TICK */
 } cstream;
 
 typedef struct csess {
@@ -1393,6 +1400,58 @@ static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr 
     return 0;
 }
 
+/* A live node in another domain than home's for a stream's shadow (this
+ * one included), taken round-robin from `start`; NULL when there is none. */
+static const char *pick_shadow(node *n, const char *home, int start)
+{
+    const char *hd = n->cfg.domain;
+    peer *hp = strcmp(home, n->cfg.name) ? node_peer(n, home, strlen(home)) : NULL;
+    if (hp) hd = hp->domain;
+    int nc = n->npeers + 1;
+    for (int k = 0; k < nc; k++) {
+        int i = (start + k) % nc;
+        const char *name = i == n->npeers ? n->cfg.name : n->peers[i]->name;
+        const char *dom = i == n->npeers ? n->cfg.domain : n->peers[i]->domain;
+        if (i < n->npeers && !alive(n->peers[i])) continue;
+        if (strcmp(dom, hd) && strcmp(name, home)) return name;
+    }
+    return NULL;
+}
+
+/* "stream/<name>" = home [TAB shadow] LF CREATE STREAM text */
+static int persist_stream(node *n, cstream *c, xerr *err)
+{
+    char key[600];
+    snprintf(key, sizeof key, "stream/%s", c->name);
+    sbuf rec;
+    sbuf_init(&rec);
+    sbuf_printf(&rec, "%s%s%s\n%s", c->home, c->shadow ? "\t" : "", c->shadow ? c->shadow : "", c->sql);
+    int rc = engine_host_put(n->eng, key, rec.p, rec.len, err);
+    sbuf_fini(&rec);
+    return rc;
+}
+
+static void tick_stream(node *n, cstream *c);
+
+/* An INSERT into a shadowed stream goes to the shadow too (first, after a
+ * TICK: both see it at the same point of the input); nobody waits for it. */
+static void insert_to_shadow(node *n, cstream *c, const ast_stmt *st)
+{
+    tick_stream(n, c);
+    c->dirty = 1;
+    if (!strcmp(c->shadow, n->cfg.name)) {
+        xerr err;
+        exec_out none = {0};
+        if (engine_exec(n->eng, st, &none, &err)) node_log(n, NET_LOG_WARN, "shadow insert into %s: %s", c->name, err.msg);
+        return;
+    }
+    peer *x = node_peer(n, c->shadow, strlen(c->shadow));
+    wire_msg m = {.type = WIRE_QUERY};
+    m.u.query.req_id = 0;
+    m.u.query.sql = wire_str_of(st->text);
+    if (x && alive(x)) cs_send_msg(x->link, &m);
+}
+
 /* Returns 0 (done), 1 (waiting for nodes) or an error. */
 static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
 {
@@ -1431,18 +1490,19 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         cst->home = strdup(home);
         cst->sql = strdup(st->text);
         cst->lite = lite;
+        cst->shadow = NULL;
+        cst->dirty = 0;
         if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
-        char key[600];
-        snprintf(key, sizeof key, "stream/%s", st->name);
-        sbuf rec;
-        sbuf_init(&rec);
-        sbuf_printf(&rec, "%s\n%s", home, st->text);
-        rc = engine_host_put(n->eng, key, rec.p, rec.len, err);
-        sbuf_fini(&rec);
+        if (!lite) {
+            const char *sh = pick_shadow(n, home, co->rr_home);
+            if (sh && !(cst->shadow = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
+        }
+        rc = persist_stream(n, cst, err);
         if (rc) return rc;
-        node_log(n, NET_LOG_INFO, "stream %s: home node %s%s", st->name, home,
-                 lite ? " (it alone reads the stream's source)" : "");
+        node_log(n, NET_LOG_INFO, "stream %s: home node %s%s%s%s", st->name, home,
+                 lite ? " (it alone reads the stream's source)" : "", cst->shadow ? ", shadow " : "",
+                 cst->shadow ? cst->shadow : "");
         return job_broadcast_stream(n, s, req, cst, err);
     }
     case ST_DROP_STREAM: {
@@ -1456,6 +1516,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         free(cst->home);
         free(cst->sql);
         free(cst->lite);
+        free(cst->shadow);
         *cst = co->streams[--co->nstreams];
         return job_broadcast(n, s, req, st->text, err);
     }
@@ -1510,6 +1571,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     case ST_INSERT: {
         cstream *cst = stream_find(co, st->name);
         peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
+        if (cst && cst->shadow) insert_to_shadow(n, cst, st);
         if (!cst || !strcmp(cst->home, n->cfg.name)) return exec_local(n, s, req, st, err);
         if (!home || !alive(home))
             return xerr_set(err, XE_IO, "stream '%s' lives on node %s, which is not alive", st->name, cst->home);
@@ -1593,60 +1655,42 @@ static void job_start(node *n, cs *s, const wire_msg *m)
 
 /* ------------------------------------------------------------------ ingest from clients */
 
-static pend *fwd_find(node *n, cs *s, uint64_t creq)
+
+/* TICK a shadowed stream at its home and its shadow, in order with its input. */
+static void tick_stream(node *n, cstream *c)
 {
-    for (pend *p = n->co->pends; p; p = p->next)
-        if (p->kind == PK_FWD_INGEST && p->client == s && p->creq == creq) return p;
-    return NULL;
+    wire_msg m = {.type = WIRE_TICK};
+    m.u.tick.stream = wire_str_of(c->name);
+    const char *who[2] = {c->home, c->shadow};
+    for (int i = 0; i < 2; i++) {
+        if (!who[i]) continue;
+        if (!strcmp(who[i], n->cfg.name)) {
+            node_tick(n, c->name, strlen(c->name));
+            continue;
+        }
+        peer *x = node_peer(n, who[i], strlen(who[i]));
+        if (x && alive(x)) cs_send_msg(x->link, &m);
+    }
+    c->dirty = 0;
 }
 
-static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_frame *f)
+/* One forward of an ingest request to node x (the home, or quiet: the shadow). */
+static pend *fwd_open(node *n, cs *s, uint64_t req, peer *x, int quiet)
 {
-    uint64_t req = m->u.ingest.req_id;
-    int last = (m->flags & WIRE_F_LAST) != 0;
-    pend *p = fwd_find(n, s, req);
-    if (!p) {
-        char name[512];
-        snprintf(name, sizeof name, "%.*s", (int)m->u.ingest.stream.n, m->u.ingest.stream.p);
-        cstream *cst = stream_find(n->co, name);
-        if (cst && !strcmp(cst->home, n->cfg.name)) {
-            node_ingest(n, s, m);
-            return;
-        }
-        peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
-        if (!last && !(p = pend_new(n, PK_FWD_INGEST))) {
-            cs_error(s, req, XE_NOMEM, "out of memory");
-            return;
-        }
-        char msg[700];
-        int bad = 0;
-        if (!cst) {
-            snprintf(msg, sizeof msg, "unknown stream '%s'", name);
-            cs_error(s, req, XE_NAME, msg);
-            bad = 1;
-        } else if (!home || !alive(home)) {
-            snprintf(msg, sizeof msg, "stream '%s' lives on node %s, which is not alive", name, cst->home);
-            cs_error(s, req, XE_IO, msg);
-            bad = 1;
-        }
-        if (!p) return;
-        p->client = s;
-        p->creq = req;
-        p->home = home;
-        p->failed = bad;
-        if (!bad) node_log(n, NET_LOG_INFO, "ingest into %s goes to its home node %s", name, home->name);
-    }
-    if (p->failed) {
-        if (last) {
-            pend_unlink(n, p);
-            pend_free(p);
-        }
-        return;
-    }
-    /* forward as is, under our request id */
+    pend *p = pend_new(n, PK_FWD_INGEST);
+    if (!p) return NULL;
+    p->client = s;
+    p->creq = req;
+    p->home = x;
+    p->quiet = quiet;
+    return p;
+}
+
+static void fwd_send(node *n, cs *s, pend *p, const wire_frame *f)
+{
     unsigned char *copy = malloc(f->length);
     if (!copy) {
-        cs_error(s, req, XE_NOMEM, "out of memory");
+        p->failed = 1;
         return;
     }
     memcpy(copy, f->payload, f->length);
@@ -1658,11 +1702,67 @@ static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fra
     free(copy);
 }
 
+/* A client's INGEST chunk: to the stream's home (which answers) and to its
+ * shadow (which does not), each here or forwarded under our request id. */
+static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_frame *f)
+{
+    uint64_t req = m->u.ingest.req_id;
+    int last = (m->flags & WIRE_F_LAST) != 0, first = 1;
+    char name[512];
+    snprintf(name, sizeof name, "%.*s", (int)m->u.ingest.stream.n, m->u.ingest.stream.p);
+    cstream *cst = stream_find(n->co, name);
+    for (pend *p = n->co->pends; p; p = p->next)
+        if (p->kind == PK_FWD_INGEST && p->client == s && p->creq == req) first = 0;
+    for (ingsess *g = n->ings; g; g = g->next)
+        if (g->from == s && g->req == req) first = 0;
+    if (first) {
+        char msg[700];
+        peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
+        if (!cst) snprintf(msg, sizeof msg, "unknown stream '%s'", name);
+        else if (strcmp(cst->home, n->cfg.name) && (!home || !alive(home)))
+            snprintf(msg, sizeof msg, "stream '%s' lives on node %s, which is not alive", name, cst->home);
+        else
+            msg[0] = 0;
+        if (msg[0]) {
+            cs_error(s, req, cst ? XE_IO : XE_NAME, msg);
+            pend *p = last ? NULL : fwd_open(n, s, req, NULL, 0);
+            if (p) p->failed = 1; /* swallow the rest */
+            return;
+        }
+        if (cst->shadow) tick_stream(n, cst); /* both cut records from the same point */
+        const char *who[2] = {cst->home, cst->shadow};
+        for (int i = 0; i < 2; i++) {
+            if (!who[i] || !strcmp(who[i], n->cfg.name)) continue;
+            peer *x = node_peer(n, who[i], strlen(who[i]));
+            if (!x || !alive(x)) continue;
+            if (!fwd_open(n, s, req, x, i == 1)) {
+                cs_error(s, req, XE_NOMEM, "out of memory");
+                return;
+            }
+            if (i == 0) node_log(n, NET_LOG_INFO, "ingest into %s goes to its home node %s%s%s", name, x->name,
+                                 cst->shadow ? " and its shadow " : "", cst->shadow ? cst->shadow : "");
+        }
+    }
+    if (cst && cst->shadow) cst->dirty = 1;
+    /* here: as the home, or quietly as the shadow */
+    if (cst && (!strcmp(cst->home, n->cfg.name) || (cst->shadow && !strcmp(cst->shadow, n->cfg.name))))
+        node_ingest(n, s, m, strcmp(cst->home, n->cfg.name) != 0);
+    for (pend *p = n->co->pends, *nx; p; p = nx) {
+        nx = p->next;
+        if (p->kind != PK_FWD_INGEST || p->client != s || p->creq != req) continue;
+        if (!p->failed && p->home) fwd_send(n, s, p, f);
+        if (last && (p->failed || !p->home)) {
+            pend_unlink(n, p);
+            pend_free(p);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ answers from nodes */
 
 static void pass_to_client(pend *p, const wire_frame *f)
 {
-    if (!p->client || f->length < 8) return;
+    if (!p->client || p->quiet || f->length < 8) return;
     unsigned char *copy = malloc(f->length);
     if (!copy) return;
     memcpy(copy, f->payload, f->length);
@@ -1868,14 +1968,17 @@ static void ft_recover(node *n)
         if (!nlost) continue;
         free(assign);
         if (!(assign = calloc((size_t)q->ntasks, sizeof *assign))) goto out;
-        for (int t = 0; t < q->ntasks && bad < 0; t++)
+        for (int t = 0; t < q->ntasks && bad < 0; t++) {
+            /* a source moves only with its stream (to the shadow, which has the same log) */
+            const cstream *sc = !strcmp(q->tkind[t], "SOURCE") ? stream_find(co, q->dag->ops[q->top[t]].stream) : NULL;
             if ((assign[t] = q->tnode[t] ? node_index(pl, nn, q->tnode[t]) : -1) < 0 ||
-                (q->lost[t] && !strcmp(q->tkind[t], "SOURCE")))
+                (q->lost[t] && sc && strcmp(sc->home, q->tnode[t])))
                 bad = t;
+        }
         if (bad >= 0) {
             node_log(n, NET_LOG_ERROR, "query %u (%s): cannot recover: %s#%d has no live node (%s)", q->qid,
                      q->name ? q->name : "push", q->tkind[bad], q->tidx[bad],
-                     !strcmp(q->tkind[bad], "SOURCE") ? "its stream's home died; the log is not replicated yet" : "unplaced");
+                     !strcmp(q->tkind[bad], "SOURCE") ? "its stream's home and shadow are lost" : "unplaced");
             continue;
         }
         uint32_t old = q->qid;
@@ -1927,6 +2030,44 @@ out:
     free(qs);
     free(pn);
     free(pl);
+}
+
+/* The home of a forwarded ingest is lost: its stream's shadow, which got
+ * every chunk, answers the client from now on.  0 when there is none. */
+static int shadow_takes_over(node *n, pend *p)
+{
+    for (pend *q = n->co->pends; q; q = q->next)
+        if (q != p && q->kind == PK_FWD_INGEST && q->client == p->client && q->creq == p->creq && q->quiet &&
+            !q->failed && q->home && alive(q->home)) {
+            q->quiet = 0;
+            return 1;
+        }
+    return p->client && node_ingest_loud(n, p->client, p->creq);
+}
+
+/* At a failure event: a stream whose home died and whose shadow lives moves
+ * there (it has the same log); the queries' source tasks follow it. */
+static void promote_shadows(node *n)
+{
+    coord *co = n->co;
+    for (int i = 0; i < co->nstreams; i++) {
+        cstream *c = &co->streams[i];
+        if (!strcmp(c->home, n->cfg.name) || !c->shadow) continue;
+        peer *h = node_peer(n, c->home, strlen(c->home)), *sh = node_peer(n, c->shadow, strlen(c->shadow));
+        if (h && alive(h)) continue;
+        if (strcmp(c->shadow, n->cfg.name) && (!sh || !alive(sh))) {
+            node_log(n, NET_LOG_ERROR, "stream %s: its home %s and its shadow %s are both lost", c->name, c->home,
+                     c->shadow);
+            continue;
+        }
+        node_log(n, NET_LOG_WARN, "stream %s: home node %s lost; its shadow %s is the home now (no shadow left)",
+                 c->name, c->home, c->shadow);
+        free(c->home);
+        c->home = c->shadow;
+        c->shadow = NULL;
+        xerr err;
+        if (persist_stream(n, c, &err)) node_log(n, NET_LOG_ERROR, "stream %s: %s", c->name, err.msg);
+    }
 }
 
 void coord_closed(node *n, cs *s)
@@ -1996,6 +2137,12 @@ void coord_closed(node *n, cs *s)
                     break;
                 }
         } else if (p->home == x) {
+            if (p->kind == PK_FWD_INGEST && (p->quiet || shadow_takes_over(n, p))) {
+                /* the shadow lost (nothing the client needs), or the shadow answers from now on */
+                p->failed = 1;
+                p->home = NULL;
+                continue;
+            }
             if (p->client) {
                 char msg[200];
                 snprintf(msg, sizeof msg, "node %s left", x->name);
@@ -2064,8 +2211,16 @@ void coord_tick(node *n)
         co->recover_at = 0;
         node_log(n, NET_LOG_WARN, "failure event: %s dead (detected %.1f ms ago)", co->dead_names.p,
                  (double)(clock_mono_ns() - co->death_ns) / 1e6);
+        promote_shadows(n);
         replace_after_death(n, co->dead_names.p);
         ft_recover(n);
+    }
+    /* shadowed streams: partial slices end at the same point at both homes */
+    static int64_t last_tick;
+    if (now - last_tick >= 200) {
+        last_tick = now;
+        for (int i = 0; i < co->nstreams; i++)
+            if (co->streams[i].dirty) tick_stream(n, &co->streams[i]);
     }
     /* exactly-once output: the end of a recovery's catch-up; old rows */
     static int64_t last_evict;
@@ -2118,7 +2273,10 @@ static int load_stream(void *ctx, const char *key, const void *v, size_t len)
     co->streams = x;
     cstream *c = &co->streams[co->nstreams++];
     c->name = strdup(key + strlen("stream/"));
-    c->home = xstrndup(v, (size_t)(nl - (const char *)v));
+    const char *tab = memchr(v, '\t', (size_t)(nl - (const char *)v));
+    c->home = xstrndup(v, (size_t)((tab ? tab : nl) - (const char *)v));
+    c->shadow = tab ? xstrndup(tab + 1, (size_t)(nl - tab - 1)) : NULL;
+    c->dirty = 0;
     c->sql = xstrndup(nl + 1, len - (size_t)(nl + 1 - (const char *)v));
     c->lite = c->sql ? strip_source(c->sql) : NULL;
     return 0;
@@ -2324,6 +2482,7 @@ void coord_stop(node *n)
         free(co->streams[i].home);
         free(co->streams[i].sql);
         free(co->streams[i].lite);
+        free(co->streams[i].shadow);
     }
     free(co->streams);
     for (int i = 0; i < co->nsets; i++) {

@@ -1076,7 +1076,7 @@ static void ing_reject(void *ctx, int64_t line, const char *msg)
 {
     ingsess *g = ctx;
     g->rejected++;
-    if (g->shown >= FMT_KEEP_REJECTS) return;
+    if (g->shown >= FMT_KEEP_REJECTS || g->quiet) return;
     g->shown++;
     sbuf b;
     sbuf_init(&b);
@@ -1107,7 +1107,25 @@ static void send_done(cs *to, uint64_t req, int64_t lines, int64_t rows, int64_t
     cs_result(to, req, WIRE_F_LAST, RES_DONE, 0, b, sizeof b);
 }
 
-void node_ingest(node *n, cs *from, const wire_msg *m)
+int node_ingest_loud(node *n, cs *from, uint64_t req)
+{
+    for (ingsess *g = n->ings; g; g = g->next)
+        if (g->from == from && g->req == req) {
+            g->quiet = 0;
+            return 1;
+        }
+    return 0;
+}
+
+void node_tick(node *n, const char *stream, size_t len)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%.*s", (int)len, stream);
+    xerr err;
+    if (engine_stream_tick(n->eng, name, &err)) node_log(n, NET_LOG_WARN, "tick of %s: %s", name, err.msg);
+}
+
+void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
 {
     const __typeof__(m->u.ingest) *in = &m->u.ingest;
     ingsess **pp = &n->ings;
@@ -1123,6 +1141,7 @@ void node_ingest(node *n, cs *from, const wire_msg *m)
         }
         g->from = from;
         g->req = in->req_id;
+        g->quiet = quiet;
         g->next = n->ings;
         n->ings = g;
         pp = &n->ings;
@@ -1136,7 +1155,7 @@ void node_ingest(node *n, cs *from, const wire_msg *m)
         o.ctx = g;
         if ((rc = exec_ingest_open(n->eng, stream, &o, &g->in, &err))) {
             g->failed = 1;
-            cs_error(from, in->req_id, rc, err.msg);
+            if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
         } else
             node_log(n, NET_LOG_INFO, "ingest into %s started", stream);
     }
@@ -1149,7 +1168,7 @@ void node_ingest(node *n, cs *from, const wire_msg *m)
         slow_down(n, t0);
         if (rc) {
             g->failed = 1;
-            cs_error(from, in->req_id, rc, err.msg);
+            if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
             exec_ingest_close(g->in, 0, NULL, &err);
             g->in = NULL;
         }
@@ -1166,12 +1185,13 @@ void node_ingest(node *n, cs *from, const wire_msg *m)
         rc = exec_ingest_close(g->in, in->end, &st, &err);
         n->cur_in = saved;
         g->in = NULL;
-        if (rc) cs_error(from, in->req_id, rc, err.msg);
-        else {
+        if (rc) {
+            if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
+        } else {
             if (st.rejected < g->rejected) st.rejected = g->rejected;
             node_log(n, NET_LOG_INFO, "ingest of %.*s done: %lld rows, %lld rejected%s", (int)in->stream.n,
                      in->stream.p, (long long)st.rows, (long long)st.rejected, in->end ? ", stream ended" : "");
-            send_done(from, in->req_id, st.lines, st.rows, st.rejected);
+            if (!g->quiet) send_done(from, in->req_id, st.lines, st.rows, st.rejected);
         }
     }
     ingsess_free(n, g, 0);
@@ -1308,7 +1328,13 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
         break;
     case WIRE_INGEST:
         if (from_coord) {
-            node_ingest(n, s, &m);
+            node_ingest(n, s, &m, 0);
+            return;
+        }
+        break;
+    case WIRE_TICK:
+        if (from_coord) {
+            node_tick(n, m.u.tick.stream.p, m.u.tick.stream.n);
             return;
         }
         break;

@@ -135,6 +135,7 @@ typedef struct ingsess {
     uint64_t req;
     exec_ingest *in;
     int failed, shown;
+    int quiet;           /* a shadow's session: nothing is answered (the home answers) */
     int64_t rejected;
     struct ingsess *next;
 } ingsess;
@@ -187,7 +188,12 @@ int cs_error(cs *d, uint64_t req, int code, const char *msg);
 int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_out *out, xerr *err);
 int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err);
 /* Feed an INGEST frame at this node (the stream's home). */
-void node_ingest(node *n, cs *from, const wire_msg *m);
+/* quiet: the coordinator's own shadow session of a stream (answers nothing
+ * until its home is lost; node_ingest_loud then makes it answer). */
+void node_ingest(node *n, cs *from, const wire_msg *m, int quiet);
+int node_ingest_loud(node *n, cs *from, uint64_t req);
+/* A TICK: end the stream's partial slice, in order with its input. */
+void node_tick(node *n, const char *stream, size_t len);
 /* Run the statements of a QUERY frame from the coordinator and answer it. */
 void node_exec_from_coord(node *n, cs *from, const wire_msg *m);
 const char *node_state_name(int state);

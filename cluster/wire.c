@@ -41,6 +41,7 @@ static const char *const type_names[] = {
     [WIRE_INGEST] = "INGEST",
     [WIRE_RESUME] = "RESUME",
     [WIRE_REPLICA_ACK] = "REPLICA_ACK",
+    [WIRE_TICK] = "TICK",
 };
 
 const char *wire_type_name(int type)
@@ -601,6 +602,7 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u64(w, m->u.replica_ack.pos[0]);
         wire_put_u64(w, m->u.replica_ack.pos[1]);
         break;
+    case WIRE_TICK: PUT_S(w, m->u.tick.stream); break;
     case WIRE_INGEST:
         wire_put_u64(w, m->u.ingest.req_id);
         PUT_S(w, m->u.ingest.stream);
@@ -731,6 +733,7 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_u64(&r, &m->u.replica_ack.pos[0]);
         wire_get_u64(&r, &m->u.replica_ack.pos[1]);
         break;
+    case WIRE_TICK: wire_get_str(&r, &m->u.tick.stream); break;
     case WIRE_INGEST:
         wire_get_u64(&r, &m->u.ingest.req_id);
         wire_get_str(&r, &m->u.ingest.stream);

@@ -74,7 +74,8 @@ enum wire_type {
     WIRE_INGEST = 20,        /* client -> coordinator -> home node: input bytes of a stream */
     WIRE_RESUME = 21,        /* node -> a source's home: where a redeployed query's replay must start */
     WIRE_REPLICA_ACK = 22,   /* replica -> a source's home: a task's state is held here at these positions */
-    WIRE_TYPE_MAX = WIRE_REPLICA_ACK
+    WIRE_TICK = 23,          /* coordinator -> a stream's home and shadow: end the partial slice here */
+    WIRE_TYPE_MAX = WIRE_TICK
 };
 
 /* Roles announced in HELLO. */
@@ -280,6 +281,7 @@ typedef struct wire_msg {
         struct { uint64_t query_id; uint8_t nsrc; uint64_t from[2]; } resume;
         /* task: global task index; pos: its positions per input side */
         struct { uint64_t query_id; uint32_t task; uint64_t pos[2]; } replica_ack;
+        struct { wire_str stream; } tick;
         /* flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there */
         struct {
             uint64_t req_id;

@@ -386,8 +386,17 @@ int io_tick(engine *e, xerr *err)
 {
     int rc;
     for (int i = 0; i < e->nstreams; i++)
-        if ((rc = end_partial_slice(e, i, err))) return rc;
+        if (!e->streams[i]->ext_ticks && (rc = end_partial_slice(e, i, err))) return rc;
     return eng_maybe_commit(e, err);
+}
+
+int engine_stream_tick(engine *e, const char *stream, xerr *err)
+{
+    int si = eng_stream_index(e, stream);
+    if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
+    e->streams[si]->ext_ticks = 1;
+    int rc = end_partial_slice(e, si, err);
+    return rc ? rc : eng_maybe_commit(e, err);
 }
 
 /* A push query ends when all its sources have ended. */

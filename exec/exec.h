@@ -111,6 +111,14 @@ int engine_push_rows(engine *e, const char *stream, const batch *b, xerr *err);
 /* End a stream: its watermark jumps to the end of time (see exec_ingest_close). */
 int engine_end_stream(engine *e, const char *stream, xerr *err);
 
+/* In a cluster, a stream fed through the coordinator also has a shadow
+ * home that gets the same input in the same order, so that its log holds
+ * the same records at the same offsets and it can take over when the home
+ * is lost.  Both must then cut the same records: their partial slices end
+ * only when the host says so (this call, in order with the input), never on
+ * the idle timer.  The first call switches the stream to that mode. */
+int engine_stream_tick(engine *e, const char *stream, xerr *err);
+
 /* Run file sources (WITH (source = 'file:///...')) until each has reached
  * its end; returns the number of rows read.  Idempotent after the end. */
 int engine_run_file_sources(engine *e, int64_t *rows, xerr *err);

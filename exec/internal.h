@@ -143,6 +143,7 @@ typedef struct stream_rt {
     uint64_t src_pos;       /* file source: bytes consumed and committed */
     uint64_t log_bytes;     /* bytes held in the stream log */
     int open_slice;         /* rows logged since the last watermark step (a marker record ends it) */
+    int ext_ticks;          /* partial slices end on engine_stream_tick only (a shadowed stream) */
     uint64_t retain_bytes;  /* retention: keep at most this many log bytes */
     int64_t retain_ms;      /* retention: drop records older than this behind the watermark (0 = no limit) */
     const char **names;
