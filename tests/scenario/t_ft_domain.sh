@@ -5,9 +5,12 @@
 # equal the embedded (no-failure) run, row for row.  Prints the recovery
 # time: detection, redeployment, replay.  FT picks the mode (default
 # replica; t_ft_modes.sh runs checkpoint and upstream through this script).
+# KILL=home kills the domain of the stream's home node instead (t_ft_home.sh):
+# its shadow, in another domain, got the same input and takes over.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 FT=${FT:-replica}
+KILL=${KILL:-other}
 # (A redeployed query gets no watermark until its replay has run: one sent
 # at deploy time made every replayed row late, which lost the windows between
 # the kill and the end of the replay.)
@@ -32,14 +35,27 @@ awk 'BEGIN { srand(7); for (i = 0; i < 40000; i++) printf "%d,%d,%d\n", i * 5, i
 Q="SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k"
 DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 embedded "$DDL" "$Q;" s <data.csv >ref.csv || fail "embedded run"
-sqlc -e "$DDL SET parallelism = 3; SET replicas = 1; SET ft = '$FT'; SET checkpoint_interval = '500 milliseconds';
+i=0
+while :; do
+    sqlc -e "$DDL" || fail "CREATE STREAM"
+    home=$(grep -o "stream s: home node [a-z0-9]*" c0.log | tail -n 1 | awk '{print $NF}')
+    # homes go round-robin: with KILL=home, make streams until s's is outside the coordinator's domain
+    case "$KILL $home" in other* | *" n"[3-8]) break ;; esac
+    sqlc -e "DROP STREAM s; CREATE STREAM pad$i (a BIGINT);" || fail "DROP STREAM"
+    i=$((i + 1))
+    [ $i -lt 10 ] || fail "no home outside rack-a"
+done
+shadow=$(grep -o "stream s: home node [a-z0-9]*, shadow [a-z0-9]*" c0.log | tail -n 1 | awk '{print $NF}')
+sqlc -e "SET parallelism = 3; SET replicas = 1; SET ft = '$FT'; SET checkpoint_interval = '500 milliseconds';
          CREATE QUERY q AS $Q;" || fail "CREATE QUERY"
-home=$(grep -o "stream s: home node [a-z0-9]*" c0.log | awk '{print $NF}')
-case "$home" in n[345]) victim=rack-c; VN="n6 n7 n8" ;; *) victim=rack-b; VN="n3 n4 n5" ;; esac
+case "$KILL $home" in
+"home n"[345] | "other n"[678]) victim=rack-b; VN="n3 n4 n5" ;;
+*) victim=rack-c; VN="n6 n7 n8" ;;
+esac
 sqlc -e "EXPLAIN PLACEMENT q;" >place.csv || fail "EXPLAIN PLACEMENT"
 lost=$(awk -F, -v d="$victim" '$3 == "task" && $5 == d' place.csv | wc -l)
 [ "$lost" -gt 0 ] || { cat place.csv; fail "no task of q in $victim: nothing to recover"; }
-echo "stream home $home; killing $victim ($VN), which runs $lost tasks of q"
+echo "stream home $home (shadow ${shadow:-none}); killing $victim ($VN), which runs $lost tasks of q"
 
 sqlc -e "SUBSCRIBE q;" >sub.csv 2>sub.err &
 SUB=$!
@@ -60,6 +76,10 @@ sleep 0.3
 kill "$SUB" 2>/dev/null
 wait "$SUB" 2>/dev/null
 grep -q "recovered as query" c0.log || fail "the coordinator did not recover q"
+if [ "$KILL" = home ]; then
+    grep -q "its shadow $shadow is the home now" c0.log || fail "the shadow $shadow did not take over"
+    home=$shadow
+fi
 same_rows sub.csv ref.csv
 
 # figures from the logs
@@ -77,4 +97,4 @@ case "$FT" in
 replica | checkpoint) case "$prom" in *" 0 promoted"*) fail "ft = $FT: no replica was promoted ($prom)" ;; esac ;;
 upstream) case "$prom" in *" 0 promoted"*) ;; *) fail "ft = upstream promoted a replica ($prom)" ;; esac ;;
 esac
-echo "ok: ft = $FT: output after losing $victim equals the no-failure run ($(($(wc -l <ref.csv) - 1)) rows)"
+echo "ok: ft = $FT, kill $KILL: output after losing $victim equals the no-failure run ($(($(wc -l <ref.csv) - 1)) rows)"
