@@ -908,7 +908,6 @@ static int batch_keys(opinst *o, agg_task *a, const batch *in)
         if (a->uses_progs) batch_reset(&o->q->scratch);
         a->rkoff[r] = (uint32_t)at;
         a->rklen[r] = (uint32_t)(a->keys.len - at);
-        a->rkh[r] = key_hash((const unsigned char *)a->keys.p + at, a->rklen[r]);
         a->rskip[r] = 0;
         a->rts[r] = 0;
         if (windowed) {
@@ -917,6 +916,9 @@ static int batch_keys(opinst *o, agg_task *a, const batch *in)
             else a->rts[r] = tv->i;
         }
     }
+    /* hashed once all are written: a word load of bytes stored just before
+     * one at a time cannot be forwarded from the store buffer and stalls */
+    for (int r = 0; r < in->nrows; r++) a->rkh[r] = key_hash((const unsigned char *)a->keys.p + a->rkoff[r], a->rklen[r]);
     return 0;
 }
 
