@@ -380,17 +380,31 @@ size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
     return r < 0 ? 0 : (size_t)r;
 }
 
+enum { VAL_TEXT_MAX = FMT_TS_BUF > FMT_DOUBLE_BUF ? FMT_TS_BUF : FMT_DOUBLE_BUF };
+
+/* The text of a value that is not TEXT into p (room for VAL_TEXT_MAX
+ * bytes; a NUL may follow it); returns its length. */
+static size_t val_text_at(const val *v, char *p)
+{
+    switch (v->type) {
+    case TY_NULL: memcpy(p, "NULL", 4); return 4;
+    case TY_BOOL:
+        if (v->i) { memcpy(p, "true", 4); return 4; }
+        memcpy(p, "false", 5);
+        return 5;
+    case TY_DOUBLE: return fmt_double(v->d, p);
+    case TY_TIMESTAMP: return fmt_timestamp(v->i, p);
+    default: return put_i64(p, v->i);
+    }
+}
+
 int fmt_val_text(const val *v, sbuf *out)
 {
-    char buf[FMT_TS_BUF > FMT_DOUBLE_BUF ? FMT_TS_BUF : FMT_DOUBLE_BUF];
-    switch (v->type) {
-    case TY_NULL: return sbuf_add(out, "NULL", 4);
-    case TY_BOOL: return v->i ? sbuf_add(out, "true", 4) : sbuf_add(out, "false", 5);
-    case TY_DOUBLE: return sbuf_add(out, buf, fmt_double(v->d, buf));
-    case TY_TEXT: return sbuf_add(out, v->s, v->len);
-    case TY_TIMESTAMP: return sbuf_add(out, buf, fmt_timestamp(v->i, buf));
-    default: return sbuf_add(out, buf, put_i64(buf, v->i));
-    }
+    if (v->type == TY_TEXT) return sbuf_add(out, v->s, v->len);
+    if (sbuf_reserve(out, VAL_TEXT_MAX)) return XE_NOMEM;
+    out->len += val_text_at(v, out->p + out->len);
+    out->p[out->len] = '\0';
+    return 0;
 }
 
 /* ------------------------------------------------------------------ values from text */
@@ -1104,19 +1118,24 @@ static int csv_header_row(fmt_encoder *e, sbuf *out)
     return sbuf_addc(out, '\n');
 }
 
+/* Rows written straight into out's reserved room, but for TEXT fields. */
 static int csv_rows(fmt_encoder *e, const batch *b, sbuf *out)
 {
+    size_t row_max = (size_t)e->ncols * (VAL_TEXT_MAX + 1) + 1;
     for (int r = 0; r < b->nrows; r++) {
         const val *row = batch_row(b, r);
+        if (sbuf_reserve(out, row_max) < 0) return XE_NOMEM;
         for (int c = 0; c < e->ncols; c++) {
-            if (c && sbuf_addc(out, e->delim) < 0) return XE_NOMEM;
+            if (c) out->p[out->len++] = e->delim;
             const val *v = &row[c];
-            int rc = 0;
-            if (v->type == TY_TEXT) rc = csv_field(out, v->s, v->len, e->delim, v->len == 0);
-            else if (v->type != TY_NULL) rc = fmt_val_text(v, out);
-            if (rc < 0) return XE_NOMEM;
+            if (v->type == TY_TEXT) {
+                if (csv_field(out, v->s, v->len, e->delim, v->len == 0) < 0 || sbuf_reserve(out, row_max) < 0)
+                    return XE_NOMEM;
+            } else if (v->type != TY_NULL)
+                out->len += val_text_at(v, out->p + out->len);
         }
-        if (sbuf_addc(out, '\n') < 0) return XE_NOMEM;
+        out->p[out->len++] = '\n';
+        out->p[out->len] = '\0';
     }
     return 0;
 }
