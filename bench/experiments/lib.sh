@@ -1,8 +1,29 @@
-# Shared by bench/experiments/run.sh and smoke.sh (sourced): start ares-node
-# processes on loopback (port 0, the port read back from the node's log, so
-# no port is guessed), talk to them with ares-sql --connect, and kill every
-# process started here when the script exits, whatever the outcome.
-# Needs: B (the build directory), W (a scratch directory, removed at exit).
+# Shared by bench/experiments/run.sh, smoke.sh and bench/recovery/run.sh
+# (sourced): start ares-node processes on loopback (port 0, the port read
+# back from the node's log, so no port is guessed), talk to them with
+# ares-sql --connect, and kill every process started here when the script
+# exits, whatever the outcome.
+# Sourced with the script's arguments ([--build DIR] [--help]; --help prints
+# the script's header comment, up to `set -u`) and LIB_NAME (the script's
+# name in messages) and LIB_SCRATCH (the scratch directory's prefix) set.
+# Sets B (the build directory), TOOL (exp_tool), W (a scratch directory in
+# /tmp, removed at exit unless KEEP_SCRATCH is set) and CD (= W).
+BUILD=build
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
+    *) echo "$LIB_NAME: unknown option $1 (--help)" >&2; exit 2 ;;
+    esac
+done
+B=$(cd "$BUILD" && pwd) || exit 2
+TOOL="$B/bench/exp_tool"
+[ -x "$TOOL" ] && [ -x "$B/ares-node" ] && [ -x "$B/ares-sql" ] || {
+    echo "$LIB_NAME: build first: make build $BUILD/bench/exp_tool" >&2
+    exit 2
+}
+W=$(mktemp -d "/tmp/$LIB_SCRATCH.XXXXXX")
+CD=$W
 PIDS=""
 CLUSTER_PIDS=""
 exp_cleanup() {
@@ -93,4 +114,17 @@ wait_alive() {
     done
     sqlc -e "SHOW NODES;" >&2
     die "expected $1 alive nodes"
+}
+
+# subscribe: SUBSCRIBE q into exp_tool stamp ($CD/sub.csv: each result row
+# led by its arrival time, wall-clock ms); sets SUBP and STAMPP
+subscribe() {
+    rm -f "$CD/sub.fifo"
+    mkfifo "$CD/sub.fifo"
+    "$TOOL" stamp <"$CD/sub.fifo" >"$CD/sub.csv" &
+    STAMPP=$!
+    "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q -e "SUBSCRIBE q;" >"$CD/sub.fifo" 2>"$CD/sub.err" &
+    SUBP=$!
+    PIDS="$PIDS $STAMPP $SUBP"
+    sleep 0.5
 }

@@ -61,20 +61,8 @@
 #   EXP_PLOTS=docs/plots  KEEP_SCRATCH=1 (keep the logs and raw data)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=build
-while [ $# -gt 0 ]; do
-    case $1 in
-    --build) BUILD=$2; shift 2 ;;
-    -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
-    *) echo "run.sh: unknown option $1 (--help)" >&2; exit 2 ;;
-    esac
-done
-B=$(cd "$BUILD" && pwd) || exit 2
-TOOL="$B/bench/exp_tool"
-[ -x "$TOOL" ] && [ -x "$B/ares-node" ] && [ -x "$B/ares-sql" ] || {
-    echo "run.sh: build first: make build $BUILD/bench/exp_tool" >&2
-    exit 2
-}
+LIB_NAME=run.sh LIB_SCRATCH=ares-exp
+. "$ROOT/bench/experiments/lib.sh"
 EXP_SECONDS=${EXP_SECONDS:-30}
 EXP_TUPLES=${EXP_TUPLES:-15000000}
 EXP_EVENT_RATE=${EXP_EVENT_RATE:-100000}
@@ -94,9 +82,6 @@ EXP_FAIL_DOMAIN=${EXP_FAIL_DOMAIN:-d1}
 EXP_PLOTS=${EXP_PLOTS:-$ROOT/docs/plots}
 mkdir -p "$EXP_PLOTS"
 EXP_PLOTS=$(cd "$EXP_PLOTS" && pwd)
-W=$(mktemp -d /tmp/ares-exp.XXXXXX)
-CD=$W
-. "$ROOT/bench/experiments/lib.sh"
 T0=$(date +%s)
 FIG="$W/figures.txt"
 : >"$FIG"
@@ -133,18 +118,6 @@ setup() {
     sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT ($1)"
     grep -q "placement: $1;" "$CD/placement.csv" || { cat "$CD/placement.csv" >&2; die "q not placed by $1"; }
-}
-
-# subscribe: SUBSCRIBE q into exp_tool stamp ($CD/sub.csv); sets SUBP
-subscribe() {
-    rm -f "$CD/sub.fifo"
-    mkfifo "$CD/sub.fifo"
-    "$TOOL" stamp <"$CD/sub.fifo" >"$CD/sub.csv" &
-    STAMPP=$!
-    "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q -e "SUBSCRIBE q;" >"$CD/sub.fifo" 2>"$CD/sub.err" &
-    SUBP=$!
-    PIDS="$PIDS $STAMPP $SUBP"
-    sleep 0.5
 }
 
 # drain: wait until the subscriber's output stops growing (1 s, at most 20 s), stop it

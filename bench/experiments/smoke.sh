@@ -10,15 +10,7 @@
 # Usage: smoke.sh [--build DIR]
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=build
-[ "${1:-}" = --build ] && BUILD=$2
-B=$(cd "$BUILD" && pwd) || exit 2
-[ -x "$B/ares-node" ] && [ -x "$B/ares-sql" ] && [ -x "$B/bench/exp_tool" ] || {
-    echo "smoke.sh: build first: make build $BUILD/bench/exp_tool" >&2
-    exit 2
-}
-W=$(mktemp -d /tmp/ares-exp-smoke.XXXXXX)
-CD=$W
+LIB_NAME=smoke.sh LIB_SCRATCH=ares-exp-smoke
 . "$ROOT/bench/experiments/lib.sh"
 T0=$(date +%s)
 STRATS="nirvana nirvana-no-recovery round-robin resource-aware random"

@@ -1,0 +1,13 @@
+# Recovery benchmark (issue 7, "Figures"): `make bench-recovery` starts 9
+# ares-node processes in 3 failure domains, kills a whole domain with SIGKILL
+# under a windowed aggregation for ft = replica, checkpoint and upstream, with
+# Nirvana and round-robin placement, checks every run's output against the
+# embedded engine, and measures the throughput cost of replication (replica
+# against none).  Prints `figure:` lines; about 5 minutes on 2 cores.
+# bench/recovery/run.sh --help says what is measured and how (settings
+# REC_RATE, REC_MODES, REC_PLACEMENTS, REC_TP_RUNS, ... through the
+# environment or the make command line); docs/benchmarks.md ("Recovery") has
+# the results.
+bench-recovery: deps
+	@$(MAKE) --no-print-directory build $(BUILD)/bench/exp_tool
+	./bench/recovery/run.sh --build $(BUILD)
