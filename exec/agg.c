@@ -162,6 +162,10 @@ struct agg_task {
     val *gtmp;                /* scratch group values */
     csort *closing;
     int64_t nclosing, capclosing;
+    csort *ctmp;              /* scratch of sort_window */
+    int64_t capctmp;
+    int64_t *bcount;          /* its buckets */
+    size_t capbcount;
     /* dirty entries, for the epoch's flush */
     dirty_ref *dirty;
     int64_t ndirty, capdirty;
@@ -287,6 +291,8 @@ void agg_free(agg_task *a)
     free(a->args);
     free(a->gargs);
     free(a->closing);
+    free(a->ctmp);
+    free(a->bcount);
     free(a->wends);
     for (int i = 0; i < a->nw; i++) free(a->wl[i].v);
     free(a->wl);
@@ -1136,6 +1142,53 @@ static void sort_closing(csort *v, int64_t n)
         }
 }
 
+/* Room for sort_window: n entries and nb + 1 bucket counts; XE_NOMEM. */
+static int rows_scratch(agg_task *a, int64_t n, size_t nb)
+{
+    if (n > a->capctmp) {
+        csort *v = realloc(a->ctmp, (size_t)n * sizeof *v);
+        if (!v) return XE_NOMEM;
+        a->ctmp = v;
+        a->capctmp = n;
+    }
+    if (nb + 1 > a->capbcount) {
+        int64_t *c = realloc(a->bcount, (nb + 1) * sizeof *c);
+        if (!c) return XE_NOMEM;
+        a->bcount = c;
+        a->capbcount = nb + 1;
+    }
+    return 0;
+}
+
+/* The entries of one fixed window (one window end, one start) in
+ * sort_closing's order: distributed by the top bits of their hash, then
+ * each bucket (a few entries) sorted in place; O(n) where quicksort would
+ * compare n log n times.  Without memory for the buckets, the quicksort. */
+static void sort_window(agg_task *a, csort *v, int64_t n)
+{
+    int bits = 8;
+    while (bits < 16 && ((int64_t)1 << bits) < n / 2) bits++;
+    size_t nb = (size_t)1 << bits;
+    if (n < 64 || rows_scratch(a, n, nb)) {
+        sort_closing(v, n);
+        return;
+    }
+    int64_t *cnt = a->bcount;
+    memset(cnt, 0, (nb + 1) * sizeof *cnt);
+    for (int64_t i = 0; i < n; i++) cnt[(v[i].hash >> (64 - bits)) + 1]++;
+    for (size_t b = 1; b <= nb; b++) cnt[b] += cnt[b - 1];
+    for (int64_t i = 0; i < n; i++) a->ctmp[cnt[v[i].hash >> (64 - bits)]++] = v[i];
+    /* cnt[b] is now the end of bucket b */
+    for (size_t b = 0, start = 0; b < nb; start = (size_t)cnt[b], b++)
+        for (int64_t i = (int64_t)start + 1; i < cnt[b]; i++)
+            for (int64_t k = i; k > (int64_t)start && csort_less(&a->ctmp[k], &a->ctmp[k - 1]); k--) {
+                csort t = a->ctmp[k];
+                a->ctmp[k] = a->ctmp[k - 1];
+                a->ctmp[k - 1] = t;
+            }
+    memcpy(v, a->ctmp, (size_t)n * sizeof *v);
+}
+
 static int closing_push(agg_task *a, agg_entry *e)
 {
     if (room_for_one(&a->closing, a->nclosing, &a->capclosing, sizeof *a->closing)) return XE_NOMEM;
@@ -1178,7 +1231,13 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             }
         }
     if (!a->nclosing) return 0;
-    sort_closing(a->closing, a->nclosing);
+    if (is_session(o) || a->widx_broken)
+        sort_closing(a->closing, a->nclosing);
+    else /* fixed windows: the list is window by window, ascending */
+        for (int64_t i = 0, j; i < a->nclosing; i = j) {
+            for (j = i + 1; j < a->nclosing && a->closing[j].wend == a->closing[i].wend; j++) {}
+            sort_window(a, a->closing + i, j - i);
+        }
     int rc = 0;
     batch_reset(&o->out);
     for (int64_t i = 0; i < a->nclosing; i++) {
