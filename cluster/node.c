@@ -530,9 +530,10 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
     for (uint32_t i = 0; i < nt; i++) {
         wire_get_u16(&r, &d->assign[i]);
         if (!r.err && d->assign[i] >= nn) {
+            unsigned bad = d->assign[i];
             free(d->assign);
             d->assign = NULL;
-            return xerr_set(err, XE_PROTO, "bad deploy plan (task on node %u of %u)", d->assign[i], nn);
+            return xerr_set(err, XE_PROTO, "bad deploy plan (task on node %u of %u)", bad, nn);
         }
     }
     wire_get_blob(&r, &d->sql);

@@ -929,6 +929,16 @@ int store_state_apply(store_txn *t, store_state_db db, const void *rec, size_t n
     int rc = check_txn(t, 1, err);
     if (rc < 0) return rc;
     const unsigned char *p = rec, *end = p + n;
+    /* all of it is checked first: a malformed run changes nothing */
+    while (p < end) {
+        size_t kl = end - p >= 7 ? be16_get(p + 1) : 0;
+        if (*p == REC_RANGE ? end - p < 21
+                            : end - p < 7 || (*p != REC_PUT && *p != REC_DEL) || kl < STATE_HDR ||
+                                  kl > (size_t)t->s->maxkey || (size_t)(end - p - 7) < kl + (*p == REC_PUT ? be32_get(p + 3) : 0))
+            goto bad;
+        p += store_rec_size(p, (size_t)(end - p));
+    }
+    p = rec;
     MDB_dbi dbi = state_dbi(t->s, db);
     while (p < end) {
         if (*p == REC_RANGE) {
