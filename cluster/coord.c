@@ -68,6 +68,7 @@ typedef struct cquery {
     struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; } *dd;
     size_t ddcap, ddn;
     int64_t catchup_wm; /* after a recovery: dedup until the sink's watermark passes this */
+    int64_t resume_wm;  /* the sink's watermark when the last failure struck (DEPLOY plan) */
     int catchup;
     batch fb;           /* the rows of a batch that pass the dedup */
     int fb_on;
@@ -752,6 +753,7 @@ static int plan_blob(sbuf *b, const pnode *nodes, int nnodes, const int *assign,
             if (!strcmp(nodes[k].name, q->rnode[i])) at = k;
         wire_put_u16(&w, (uint16_t)at);
     }
+    wire_put_i64(&w, q->prev ? q->resume_wm : INT64_MIN);
     return wire_wr_end(&w, NULL);
 }
 
@@ -1988,6 +1990,7 @@ static void ft_recover(node *n)
         if (node_undeploy(n, old, 1, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", old, err.msg);
         send_undeploy(n, q, 1);
         q->prev = old;
+        q->resume_wm = swm;
         if (!q->push) {
             char key[64];
             snprintf(key, sizeof key, "q/%010u", old);

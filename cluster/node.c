@@ -559,6 +559,7 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
             wire_get_u16(&r, &d->rassign[i]);
             if (!r.err && d->rassign[i] != 0xffff && d->rassign[i] >= nn) r.err = 1;
         }
+        wire_get_i64(&r, &d->resume_wm);
     }
     int rc = wire_rd_end(&r, 1, err);
     if (rc) {
@@ -725,6 +726,8 @@ static void resume_replay(node *n, dep *d)
             continue;
         }
         from[k] = d->rs_got < d->rs_expect ? 0 : d->rs_from[k];
+        uint64_t at;
+        if (d->rs_time[k] && !engine_ft_time_offset(n->eng, d->qid, k, &at, &err) && at < from[k]) from[k] = at;
         origin[k] = o ? o->off[k] : 0;
         if (from[k] != UINT64_MAX && from[k] < origin[k]) from[k] = origin[k];
     }
@@ -758,8 +761,10 @@ static void resume_heard(node *n, dep *d, int ni, const uint64_t from[2], int ns
     if (!d->rs_on || ni < 0 || ni >= d->nnodes || d->rs_seen[ni] || !runs_tasks(d, ni)) return;
     d->rs_seen[ni] = 1;
     d->rs_got++;
-    for (int k = 0; k < nsrc && k < 2; k++)
-        if (from[k] < d->rs_from[k]) d->rs_from[k] = from[k];
+    for (int k = 0; k < nsrc && k < 2; k++) {
+        if (from[k] == ENGINE_FT_FROM_TIME) d->rs_time[k] = 1;
+        else if (from[k] < d->rs_from[k]) d->rs_from[k] = from[k];
+    }
     if (d->rs_got >= d->rs_expect) resume_replay(n, d);
 }
 
@@ -890,7 +895,7 @@ int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_
     d->n = n;
     d->qid = qid;
     d->origin = dp.origin ? dp.origin : qid;
-    d->ft = (engine_deploy_opts){(engine_ft)dp.ft, dp.checkpoint_ms, dp.prev};
+    d->ft = (engine_deploy_opts){(engine_ft)dp.ft, dp.checkpoint_ms, dp.prev, dp.prev ? dp.resume_wm : INT64_MIN};
     d->R = dp.R;
     if (!(d->rs_seen = calloc((size_t)dp.nnodes, 1)) ||
         (dp.R && !(d->rassign = calloc((size_t)dp.ntasks * (size_t)dp.R, sizeof(int))))) {

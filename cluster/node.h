@@ -124,6 +124,7 @@ struct dep {
     int rs_on, rs_expect, rs_got;
     unsigned char *rs_seen; /* per node index */
     uint64_t rs_from[2];
+    int rs_time[2];      /* some task needs source k from the resume watermark on */
     int64_t rs_deadline;
     uint64_t rs_t0;
     dep *next;
@@ -276,6 +277,7 @@ typedef struct deploy_plan {
     uint32_t prev;       /* the id it ran under before (0: a first deployment) */
     int R;               /* replicas per task */
     uint16_t *rassign;   /* ntasks x R node indexes, 0xffff = none (caller frees) */
+    int64_t resume_wm;   /* the sink's watermark before the failure (INT64_MIN: none) */
 } deploy_plan;
 
 int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err);

@@ -168,6 +168,10 @@ typedef struct engine_deploy_opts {
      * own (a survivor) or a replica held here (a promotion).  The sources
      * then hold their input until engine_replay. */
     uint32_t prev;
+    /* A redeployment: the watermark the sink had reached (INT64_MIN: not
+     * known).  Every window ending at or before it was delivered, so a task
+     * that restarts empty need only recompute the windows after it. */
+    int64_t resume_wm;
 } engine_deploy_opts;
 
 /* Run query `name` with id qid from its CREATE QUERY text, but only the tasks
@@ -208,6 +212,11 @@ int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
 int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err);
 /* src_task[k]: the global task index of source k (where its home runs it). */
 int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2], int *nsrc, xerr *err);
+/* engine_ft_resume's answer for a windowed aggregate task that restarted
+ * empty: it needs the records from the redeployment's resume_wm less its
+ * window span; the home turns that into an offset with engine_ft_time_offset. */
+#define ENGINE_FT_FROM_TIME (UINT64_MAX - 1)
+int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr *err);
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err);
 /* A replica: apply the state changes of task tid sent by its primary
  * (engine_remote.state), to be taken over if the primary is lost. */

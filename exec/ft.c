@@ -460,7 +460,20 @@ static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int 
             if (!rc) (*promoted)++;
         }
     }
-    if (rc == XE_NOTFOUND) rc = 0; /* nothing to take over: the task starts empty */
+    if (rc == XE_NOTFOUND) {
+        /* Nothing to take over: the task starts empty.  A tumbling or hopping
+         * aggregate need not see what precedes its undelivered windows: the
+         * windows up to the sink's watermark count as closed. */
+        rc = 0;
+        const ast_window *w = &o->op->window;
+        if (o->agg && q->ft.resume_wm != INT64_MIN && (w->kind == WIN_TUMBLING || w->kind == WIN_HOPPING)) {
+            unsigned char c[8];
+            be64_put(c, (uint64_t)(q->ft.resume_wm + w->grace_ms));
+            if (!o->timed && !(o->timed = calloc((size_t)o->ntasks, 1))) rc = xerr_set(err, XE_NOMEM, "out of memory");
+            if (!rc) rc = put_meta(t, "closed/%u", tid, c, 8, err);
+            if (!rc) o->timed[k] = 1;
+        }
+    }
     sbuf_fini(&v);
     return rc;
 }
@@ -557,11 +570,53 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2],
         const opinst *o = &q->ops[i];
         for (int s = 0; o->inc && s < 2; s++) {
             if (o->tsrc[s] < 0) continue;
-            for (int k = 0; k < o->ntasks; k++)
-                if (task_local(q, o, k) && o->inc[k * 2 + s] < from[o->tsrc[s]]) from[o->tsrc[s]] = o->inc[k * 2 + s];
+            for (int k = 0; k < o->ntasks; k++) {
+                if (!task_local(q, o, k)) continue;
+                uint64_t need = o->timed && o->timed[k] && !o->inc[k * 2 + s] ? ENGINE_FT_FROM_TIME : o->inc[k * 2 + s];
+                if (need < from[o->tsrc[s]]) from[o->tsrc[s]] = need;
+            }
         }
     }
     return 0;
+}
+
+typedef struct time_scan {
+    int64_t t;
+    uint64_t off;
+    int found;
+} time_scan;
+
+static int time_one(void *ctx, uint64_t off, const void *rec, size_t n)
+{
+    time_scan *s = ctx;
+    if (n >= 8 && (int64_t)be64_get(rec) < s->t) return 0;
+    s->off = off; /* the first record that may hold an event at or after t */
+    s->found = 1;
+    return 1;
+}
+
+int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr *err)
+{
+    query *q = find_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    if (src < 0 || src >= q->nsrc) return xerr_set(err, XE_INVAL, "query %u has no source %d", qid, src);
+    *off = 0;
+    if (q->ft.resume_wm == INT64_MIN) return 0;
+    /* windows ending after resume_wm start after resume_wm - span; a log
+     * record's header holds the largest event time up to it */
+    int64_t span = 0;
+    for (int i = 0; i < q->dag->nops; i++)
+        if (q->ops[i].agg && q->ops[i].op->window.size_ms > span) span = q->ops[i].op->window.size_ms;
+    time_scan s = {q->ft.resume_wm - span - 1, 0, 0};
+    const char *stream = e->streams[q->src_stream[src]]->ps->name;
+    uint64_t begin = 0, end = 0;
+    int rc = eng_txn(e, err);
+    if (!rc) rc = store_log_begin(e->txn, stream, &begin, err);
+    if (!rc) rc = store_log_end(e->txn, stream, &end, err);
+    if (!rc) rc = store_log_read(e->txn, stream, begin, 0, time_one, &s, err);
+    if (rc > 0) rc = 0;
+    if (!rc) *off = s.found ? s.off : end;
+    return rc;
 }
 
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err)

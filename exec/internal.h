@@ -79,6 +79,7 @@ struct opinst {
     uint64_t *inc_saved;    /* inc as last written to LMDB */
     uint64_t *acked;        /* at a source's home: ntasks x 2, the positions all replicas hold (0: unknown) */
     sbuf *emitted;          /* deployed: per task, the rows it emitted this epoch ([u32 len][batch]...) */
+    unsigned char *timed;   /* per task: restarted empty, recomputes from the resume watermark */
 };
 
 typedef struct sink_file {

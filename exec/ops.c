@@ -90,6 +90,7 @@ static void op_fini(opinst *o)
     free(o->inc);
     free(o->inc_saved);
     free(o->acked);
+    free(o->timed);
     if (o->emitted)
         for (int t = 0; t < o->ntasks; t++) sbuf_fini(&o->emitted[t]);
     free(o->emitted);
