@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Error codes.  Negative, so `if (rc < 0)` is the only test callers need. */
 enum {
@@ -106,6 +107,20 @@ int64_t clock_wall_ms(void);  /* Unix epoch milliseconds */
 uint64_t clock_mono_ns(void); /* monotonic nanoseconds */
 
 /* Big-endian helpers for keys and wire formats. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* one byte swap and one store (the byte loop is not always recognised) */
+static inline void be64_put(unsigned char *p, uint64_t v)
+{
+    v = __builtin_bswap64(v);
+    memcpy(p, &v, 8);
+}
+static inline uint64_t be64_get(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+}
+#else
 static inline void be64_put(unsigned char *p, uint64_t v)
 {
     for (int i = 7; i >= 0; i--) { p[i] = (unsigned char)v; v >>= 8; }
@@ -116,6 +131,7 @@ static inline uint64_t be64_get(const unsigned char *p)
     for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
     return v;
 }
+#endif
 static inline void be32_put(unsigned char *p, uint32_t v)
 {
     p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);

@@ -646,6 +646,7 @@ static int widx_add(agg_task *a, agg_entry *e)
  * empty or no longer needed). */
 static void widx_drop(agg_task *a, int i, int n)
 {
+    if (!n) return;
     for (int k = i; k < i + n; k++) free(a->wl[k].v);
     memmove(&a->wends[i], &a->wends[i + n], (size_t)(a->nw - i - n) * sizeof *a->wends);
     memmove(&a->wl[i], &a->wl[i + n], (size_t)(a->nw - i - n) * sizeof *a->wl);
@@ -1421,7 +1422,7 @@ static int flush_fixed(opinst *o, agg_task *a, uint32_t tid, store_txn *t, xerr 
         if ((rc = store_state_delete_range(t, STORE_STATE, tid, WM_MIN, a->del_to + 1, err))) return rc;
         int k = 0;
         while (k < a->npw && skey_end(a->pw[k].wend) <= a->del_to) k++;
-        memmove(a->pw, a->pw + k, (size_t)(a->npw - k) * sizeof *a->pw);
+        if (k) memmove(a->pw, a->pw + k, (size_t)(a->npw - k) * sizeof *a->pw);
         a->npw -= k;
         a->del_to = WM_MIN;
     }

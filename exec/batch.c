@@ -357,12 +357,19 @@ int batch_encode(const batch *b, sbuf *out)
         p = varint_put(p, (uint64_t)b->nrows);
         out->len = (size_t)((char *)p - out->p);
     }
-    /* room for every row up front; TEXT reserves more as it comes */
+    /* room for every row up front; TEXT reserves more as it comes.  p and
+     * lim are out's write position and end, kept in locals (out->p may
+     * alias anything, so the compiler would reload them for each byte) */
     if (rc == 0 && (size_t)b->nrows <= SIZE_MAX / 2 / (row_max + 1)) rc = sbuf_reserve(out, (size_t)b->nrows * row_max);
+    unsigned char *p = (unsigned char *)out->p + out->len, *lim = (unsigned char *)out->p + out->cap;
     for (int r = 0; rc == 0 && r < b->nrows; r++) {
         const val *row = batch_row(b, r);
-        if (out->cap - out->len <= row_max && (rc = sbuf_reserve(out, row_max)) < 0) break;
-        unsigned char *p = (unsigned char *)out->p + out->len;
+        if ((size_t)(lim - p) <= row_max) {
+            out->len = (size_t)((char *)p - out->p);
+            if ((rc = sbuf_reserve(out, row_max)) < 0) break;
+            p = (unsigned char *)out->p + out->len;
+            lim = (unsigned char *)out->p + out->cap;
+        }
         for (int c = 0; c < b->ncols; c++) {
             const val *v = &row[c];
             switch (v->type) {
@@ -382,6 +389,7 @@ int batch_encode(const batch *b, sbuf *out)
                 out->len = (size_t)((char *)p - out->p);
                 if ((rc = sbuf_reserve(out, v->len + row_max)) < 0) break;
                 p = (unsigned char *)out->p + out->len;
+                lim = (unsigned char *)out->p + out->cap;
                 if (v->len) memcpy(p, v->s, v->len);
                 p += v->len;
                 break;
@@ -399,8 +407,8 @@ int batch_encode(const batch *b, sbuf *out)
             }
             if (rc < 0) break;
         }
-        if (rc == 0) out->len = (size_t)((char *)p - out->p);
     }
+    if (rc == 0) out->len = (size_t)((char *)p - out->p);
     prev_fini(&prev);
     if (rc == 0) {
         unsigned char crc[4];
