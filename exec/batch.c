@@ -496,33 +496,12 @@ int batch_decode(const void *data, size_t n, batch *b, xerr *err)
 
 /* ------------------------------------------------------------------ key encoding */
 
-static uint64_t double_key_bits(double d)
-{
-    uint64_t bits;
-    if (isnan(d)) return 0x7ff8000000000000ULL ^ 0x8000000000000000ULL;
-    if (d == 0) d = 0.0; /* -0.0 and 0.0 are one key */
-    memcpy(&bits, &d, 8);
-    return (bits & 0x8000000000000000ULL) ? ~bits : bits ^ 0x8000000000000000ULL;
-}
-
 static double double_from_key_bits(uint64_t k)
 {
     uint64_t bits = (k & 0x8000000000000000ULL) ? k ^ 0x8000000000000000ULL : ~k;
     double d;
     memcpy(&d, &bits, 8);
     return d;
-}
-
-size_t val_key_put(const val *v, unsigned char *k)
-{
-    if (v->type > TY_INTERVAL || v->type == TY_TEXT) return 0;
-    k[0] = (unsigned char)(v->type + 1);
-    switch (v->type) {
-    case TY_NULL: return 1;
-    case TY_BOOL: k[1] = v->i != 0; return 2;
-    case TY_DOUBLE: be64_put(k + 1, double_key_bits(v->d)); return 9;
-    default: be64_put(k + 1, (uint64_t)v->i ^ 0x8000000000000000ULL); return 9;
-    }
 }
 
 int val_key_encode(const val *vals, int n, sbuf *out)

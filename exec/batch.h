@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "parser/parser.h"
@@ -93,9 +94,28 @@ int batch_decode(const void *p, size_t n, batch *b, xerr *err);
  * memcmp order of encodings equals val_compare order for values of one type. */
 int val_key_encode(const val *vals, int n, sbuf *out);
 /* The same encoding of one value that is not TEXT, into k (VAL_KEY_MAX
- * bytes): returns its length, or 0 for TEXT and unknown types. */
+ * bytes): returns its length, or 0 for TEXT and unknown types.  Inline: the
+ * aggregate encodes a group key per row with it. */
 enum { VAL_KEY_MAX = 9 };
-size_t val_key_put(const val *v, unsigned char *k);
+static inline uint64_t val_key_double_bits(double d)
+{
+    uint64_t bits;
+    if (d != d) return 0x7ff8000000000000ULL ^ 0x8000000000000000ULL; /* every NaN is one key */
+    if (d == 0) d = 0.0; /* -0.0 and 0.0 are one key */
+    memcpy(&bits, &d, 8);
+    return (bits & 0x8000000000000000ULL) ? ~bits : bits ^ 0x8000000000000000ULL;
+}
+static inline size_t val_key_put(const val *v, unsigned char *k)
+{
+    if (v->type > TY_INTERVAL || v->type == TY_TEXT) return 0;
+    k[0] = (unsigned char)(v->type + 1);
+    switch (v->type) {
+    case TY_NULL: return 1;
+    case TY_BOOL: k[1] = v->i != 0; return 2;
+    case TY_DOUBLE: be64_put(k + 1, val_key_double_bits(v->d)); return 9;
+    default: be64_put(k + 1, (uint64_t)v->i ^ 0x8000000000000000ULL); return 9;
+    }
+}
 /* Decodes nvals values (TEXT bytes go into arena_owner's arena) and returns the
  * number of bytes they took (>= 0), so a key may carry more after them; or
  * XE_CORRUPT, XE_INVAL (TEXT without an arena), XE_NOMEM. */
