@@ -417,8 +417,37 @@ static int why_not(char *why, size_t cap, const char *s, size_t n, const char *w
     return XE_INPUT;
 }
 
+/* [+-]digits[.digits] with at most 15 digits: m / 10^k with m and 10^k
+ * exact doubles, and IEEE division rounds exactly as strtod does.  -1 for
+ * anything else (the caller asks strtod). */
+static int parse_decimal(const char *s, size_t n, double *out)
+{
+    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    size_t i = 0;
+    int neg = 0, nd = 0, frac = 0, dot = 0;
+    uint64_t m = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') {
+            if (++nd > 15) return -1;
+            m = m * 10 + (uint64_t)(c - '0');
+            frac += dot;
+        } else if (c == '.' && !dot)
+            dot = 1;
+        else
+            return -1;
+    }
+    if (!nd) return -1;
+    double d = (double)m / p10[frac];
+    *out = neg ? -d : d;
+    return 0;
+}
+
 static int parse_double(const char *s, size_t n, double *out, char *why, size_t cap)
 {
+    if (parse_decimal(s, n, out) == 0) return 0;
     char tmp[512];
     if (n >= sizeof tmp) return why_not(why, cap, s, n, "is not a", TY_DOUBLE);
     memcpy(tmp, s, n);
