@@ -74,6 +74,10 @@ struct net_ctx {
     int loop_handles;     /* of before_poll and after_poll, not closed yet */
     uint64_t looked_at;   /* loop time the last poll of the sockets returned */
     uint64_t warned_at;   /* the last warning about a blocked loop (hrtime ms) */
+    /* addresses whose last connection from us died of silence, until one
+     * gets through again (a ring: the oldest goes when it is full) */
+    char silent[NET_SILENT_ADDRS][64];
+    unsigned nsilent;
     size_t hwm;
     uint32_t max_frame;
     net_log_fn log;
@@ -114,6 +118,7 @@ struct net_conn {
     size_t roff, rlen;
     uint64_t last_recv;
     unsigned dead_ms;    /* silence limit for this peer (its role's), once ready */
+    uint64_t deadline;   /* loop time the connect + handshake must be done by */
 
     wreq *dhead, *dtail; /* frames held by the send delay */
     unsigned delay_ms;
@@ -207,10 +212,31 @@ static void ctx_maybe_free(net_ctx *ctx)
     free(ctx);
 }
 
+/* The slot of addr among the addresses found silent, or -1. */
+static int silent_find(const net_ctx *ctx, const char *addr)
+{
+    int n = ctx->nsilent < NET_SILENT_ADDRS ? (int)ctx->nsilent : NET_SILENT_ADDRS;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ctx->silent[i], addr)) return i;
+    return -1;
+}
+
+/* Remember (or forget) that the address c connected to went silent. */
+static void silent_mark(net_conn *c, int silent)
+{
+    net_ctx *ctx = c->ctx;
+    int i = silent_find(ctx, c->addr);
+    if (silent && i < 0)
+        snprintf(ctx->silent[ctx->nsilent++ % NET_SILENT_ADDRS], sizeof ctx->silent[0], "%s", c->addr);
+    else if (!silent && i >= 0)
+        ctx->silent[i][0] = 0;
+}
+
 /* The last close callback of a connection: tell the owner, then free. */
 static void conn_free(net_conn *c)
 {
     net_ctx *ctx = c->ctx;
+    if (c->initiator && (c->why == NET_CLOSE_DEAD || c->why == NET_CLOSE_TIMEOUT)) silent_mark(c, 1);
     if (c->notify && c->h.on_close) c->h.on_close(c, c->why, c->why_msg, c->ud);
     for (wreq *w = c->dhead, *nx; w; w = nx) {
         nx = w->next;
@@ -477,6 +503,7 @@ static void conn_ready(net_conn *c)
     wire_dec_set_max(&c->dec, c->ctx->max_frame);
     c->last_recv = uv_now(c->ctx->loop);
     c->dead_ms = c->peer_role == WIRE_ROLE_CLIENT ? c->ctx->client_dead_ms : c->ctx->dead_ms;
+    if (c->initiator) silent_mark(c, 0);
     uv_timer_stop(&c->clock);
     uv_timer_start(&c->clock, on_clock_heartbeat, c->ctx->heartbeat_ms, c->ctx->heartbeat_ms);
     c->notify = 1;
@@ -793,6 +820,24 @@ static void on_clock_deadline(uv_timer_t *t)
               c->state == ST_CONNECTING ? "connect" : "handshake");
 }
 
+/* Our handshake with a peer we connected to.  The peer answers HELLO at
+ * once, so a peer that accepted the TCP connection (its kernel did) and
+ * then says nothing for dead_ms is silent like a dead one: a stopped
+ * process must not hold a reconnect, and the frames waiting for it, for
+ * the whole handshake limit. */
+static void on_clock_handshake(uv_timer_t *t)
+{
+    net_conn *c = t->data;
+    if (c->state >= ST_READY) return;
+    uint64_t silent = net_silent_ms(c);
+    if (silent >= c->ctx->dead_ms) {
+        conn_fail(c, NET_CLOSE_DEAD, 0, NET_LOG_WARN, "no answer to the handshake for %llu ms (limit %u)",
+                  (unsigned long long)silent, c->ctx->dead_ms);
+        return;
+    }
+    if (uv_now(c->ctx->loop) >= c->deadline) on_clock_deadline(t);
+}
+
 /* ---------------------------------------------------------- connections */
 
 static net_conn *conn_new(net_ctx *ctx, int initiator, const net_handlers *h, void *ud)
@@ -880,6 +925,8 @@ static void on_connect(uv_connect_t *req, int status)
         return;
     }
     if (!c->paused) uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    uv_timer_stop(&c->clock);
+    uv_timer_start(&c->clock, on_clock_handshake, c->ctx->heartbeat_ms, c->ctx->heartbeat_ms);
 }
 
 int net_connect(net_ctx *ctx, const char *host, int port, unsigned timeout_ms,
@@ -902,7 +949,15 @@ int net_connect(net_ctx *ctx, const char *host, int port, unsigned timeout_ms,
         return xerr_set(e, XE_IO, "connect to %s: %s", c->addr, uv_strerror(urc));
     }
     apply_sock_buf(c);
-    uv_timer_start(&c->clock, on_clock_deadline, timeout_ms ? timeout_ms : ctx->handshake_ms, 0);
+    /* a peer just found silent gets dead_ms to answer, not the whole
+     * handshake limit: the frames waiting for it should not wait long */
+    if (!timeout_ms) timeout_ms = ctx->handshake_ms;
+    if (silent_find(ctx, c->addr) >= 0 && ctx->dead_ms < timeout_ms) {
+        timeout_ms = ctx->dead_ms;
+        net_log(ctx, c, NET_LOG_DEBUG, "connecting again after its silence: %u ms to answer", timeout_ms);
+    }
+    c->deadline = uv_now(ctx->loop) + timeout_ms;
+    uv_timer_start(&c->clock, on_clock_deadline, timeout_ms, 0);
     *out = c;
     return 0;
 }

@@ -39,10 +39,18 @@
  * Failure detection: each ready connection sends a HEARTBEAT every
  * heartbeat_ms unless bytes are already queued (they prove we live), and
  * closes with NET_CLOSE_DEAD once nothing has come from the peer for dead_ms
- * (client_dead_ms for a client peer).  Silence counts only up to the last
- * time the loop polled the sockets: after our own loop was blocked (a long
- * batch, a replay, a commit), the bytes that arrived meanwhile are read
- * before anyone is declared dead.  A loop that goes more than dead_ms/2
+ * (client_dead_ms for a client peer).  The same silence limit holds during
+ * the handshake of a connection we made: a peer whose kernel accepted the
+ * TCP connection but that sends nothing for dead_ms (a stopped process) is
+ * closed with NET_CLOSE_DEAD, not waited for until the handshake deadline.
+ * And an address whose last connection from us died of silence or never
+ * answered gets at most dead_ms, not handshake_ms, to answer the next
+ * net_connect, until a connection to it succeeds again: a peer that is cut
+ * off or stopped does not hold every reconnect (and the frames waiting for
+ * it) for seconds.  Silence counts only up to the last time the loop
+ * polled the sockets: after our own loop was blocked (a long batch, a
+ * replay, a commit), the bytes that arrived meanwhile are read before
+ * anyone is declared dead.  A loop that goes more than dead_ms/2
  * without polling logs a warning, because its own heartbeats were late too:
  * a peer's heartbeats cannot be sent while its loop is blocked, so a node
  * busy for longer than dead_ms looks dead to the others.
@@ -77,6 +85,8 @@
 #define NET_DEFAULT_CLIENT_DEAD_MS 5000
 #define NET_DEFAULT_HANDSHAKE_MS 5000
 #define NET_DEFAULT_MAX_CONNS 1024
+/* How many silent addresses net_connect remembers ("Failure detection" above). */
+#define NET_SILENT_ADDRS 64
 /* net_send_ctl may go this far past send_hwm, for small control frames. */
 #define NET_CTL_SLACK (64u * 1024)
 #define NET_CTL_MAX 512 /* largest payload net_send_ctl accepts */
