@@ -21,6 +21,7 @@ bench-smoke:
 	@$(MAKE) --no-print-directory build $(BUILD)/bench/nexmark_gen
 	./bench/nexmark/check.sh --build $(BUILD) $(NEXMARK_SMOKE_ARGS)
 	@$(MAKE) --no-print-directory $(BUILD)/bench/exp_tool && ./bench/experiments/smoke.sh --build $(BUILD)
+	$(REC_SMOKE) ./bench/recovery/run.sh --build $(BUILD)
 
 bench-nexmark: deps
 	@$(MAKE) --no-print-directory build $(BUILD)/bench/nexmark_gen

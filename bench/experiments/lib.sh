@@ -128,3 +128,128 @@ subscribe() {
     PIDS="$PIDS $STAMPP $SUBP"
     sleep 0.5
 }
+
+# start_domains DIR PER COMMON [SLOW]: a fresh cluster of 3 failure domains
+# d0 d1 d2 of PER nodes each, named c0 n1 n2 ... in that order, c0 the
+# coordinator; every node gets the ares-node options COMMON, and the last
+# node of each domain SLOW as well
+start_domains() {
+    new_cluster "$1"
+    _i=0
+    while [ $_i -lt $((3 * $2)) ]; do
+        _n=n$_i
+        _x=$3
+        [ $((_i % $2)) = $(($2 - 1)) ] && _x="$_x ${4:-}"
+        [ $_i = 0 ] && _n=c0 _x="$_x --coordinator"
+        # shellcheck disable=SC2086
+        start_node "$_n" "d$((_i / $2))" $_x
+        _i=$((_i + 1))
+    done
+    wait_alive $((3 * $2))
+}
+
+# start9 DIR COMMON [SLOW]: 9 nodes, d0 = c0 n1 n2, d1 = n3 n4 n5, d2 = n6 n7 n8
+start9() {
+    start_domains "$1" 3 "$2" "${3:-}"
+}
+
+# domain_nodes D: the nodes start9 puts in domain D
+domain_nodes() {
+    case $1 in d0) echo "c0 n1 n2" ;; d1) echo "n3 n4 n5" ;; *) echo "n6 n7 n8" ;; esac
+}
+
+# kill_domain_at MS D: SIGKILL every node of domain D at once at wall-clock
+# ms MS (in the background); the kill's time lands in $CD/kill_ms; sets KILLP
+kill_domain_at() {
+    _kp=""
+    for _n in $(domain_nodes "$2"); do _kp="$_kp $(eval echo "\$PID_$_n")"; done
+    # shellcheck disable=SC2086
+    "$TOOL" killat "$1" $_kp >"$CD/kill_ms" &
+    KILLP=$!
+}
+
+# same_output REF: the subscriber's rows ($CD/sub.csv, arrival stamps cut)
+# equal REF's (same header, same rows in any order); REF.sorted must exist
+same_output() {
+    cut -d, -f2- "$CD/sub.csv" >"$CD/out.csv"
+    [ "$(head -n 1 "$CD/out.csv")" = "$(head -n 1 "$1")" ] || return 1
+    tail -n +2 "$CD/out.csv" | sort >"$CD/out.sorted"
+    cmp -s "$CD/out.sorted" "$1.sorted"
+}
+
+# wait_output REF [TENTHS]: until the subscriber has as many lines as REF
+# (at most TENTHS tenths of a second, default 300), then stop it
+wait_output() {
+    _want=$(wc -l <"$1")
+    _i=0
+    while [ "$(wc -l <"$CD/sub.csv")" -lt "$_want" ] && [ $_i -lt "${2:-300}" ]; do
+        sleep 0.1
+        _i=$((_i + 1))
+    done
+    sleep 0.3
+    kill "$SUBP" 2>/dev/null
+    wait "$SUBP" 2>/dev/null
+    wait "$STAMPP" 2>/dev/null
+}
+
+# ---- recovery after a failure (bench/recovery/run.sh, run.sh's recovery phase)
+# A windowed query's subscribed rows are arrival,k,n,...,we: n (column 3)
+# counts the input rows of the row's window, which ends at event time we
+# (the last column); event time maps to wall-clock time as wall = START + we.
+
+# windows SUB START: one line per window: we, rows counted, arrival of its
+# last row (wall-clock ms), delay = that arrival - (START + we)
+windows() {
+    awk -F, -v s="$2" 'NR > 1 { n[$NF] += $3; if ($1 > a[$NF]) a[$NF] = $1 }
+        END { for (w in n) printf "%.0f %d %.0f %.0f\n", w, n[w], a[w], a[w] - (s + w) }' "$1" | sort -n
+}
+
+# recovery_of WINDOWS KILL_MS START LATE_MS: "RT PRE FD": RT = from the kill
+# until the output is back at its pre-failure rate: the arrival of the first
+# window that closes after the kill, or of a later one if that came late too
+# (its delay more than LATE_MS over PRE, the slowest delay of the windows that
+# closed before the kill); FD = the delay of the first window after the kill
+recovery_of() {
+    awk -v k="$2" -v s="$3" -v late="$4" '
+        s + $1 <= k { if ($4 > pre) pre = $4; next }
+        !first { first = 1; end = $3; fd = $4; next }
+        $4 > pre + late && $3 > end { end = $3 }
+        END { if (first) printf "%.0f %d %d\n", end - k, pre + 0, fd; else print "none 0 0" }' "$1"
+}
+
+# log_ms FILE ERE: wall-clock ms of the first line of a node log matching ERE
+log_ms() {
+    _lt=$(grep -E -m 1 "$2" "$1" 2>/dev/null | cut -d' ' -f1 | sed 's/T/ /; s/Z$//')
+    [ -n "$_lt" ] && date -u -d "$_lt" +%s%3N
+}
+
+# recovery_log KILL_MS HOME: what the logs of the current cluster say about
+# the recovery, times in ms from the kill: sets R_DEAD (the coordinator marks
+# the first victim DEAD), R_EVENT (the failure event), R_REDEPLOY, R_CAUGHT
+# (the sink caught up with its output before the failure), R_ROWS and R_MS
+# (the replay on the stream's home node HOME: rows, duration), R_DONE (the
+# replay's end after the redeployment), R_KEPT and R_PROMOTED (stateful tasks
+# that took over their state: survivors, promoted replicas), R_STALL (the
+# longest a node's event loop went without polling its sockets, ms, as the
+# nodes logged it; 0: never long enough to log) and R_SILENT (how many times a
+# node declared a peer dead for its silence: a SIGKILLed node's connections
+# close at once, so any such line is a live node taken for dead); "?" when
+# absent
+recovery_log() {
+    for _v in DEAD:"node n[0-9] is DEAD" EVENT:"failure event:" REDEPLOY:"recovered as query" \
+        CAUGHT:"caught up with its output before the failure"; do
+        _t=$(log_ms "$CD/c0.log" "${_v#*:}")
+        eval "R_${_v%%:*}=${_t:+$((_t - $1))}"
+        eval "R_${_v%%:*}=\${R_${_v%%:*}:-?}"
+    done
+    # shellcheck disable=SC2046
+    set -- $(sed -n 's/.*replayed \([0-9]*\) logged rows from offset [-0-9]* (query start [0-9]*) in \([0-9.]*\) ms, \([0-9.]*\) ms after the redeployment.*/\1 \2 \3/p' "$CD/$2.log" | head -n 1) "?" "?" "?"
+    R_ROWS=$1 R_MS=$2 R_DONE=$3
+    # shellcheck disable=SC2046
+    set -- $(cat "$CD"/*.log | grep -o "took over the state of [0-9]* tasks here ([0-9]* kept, [0-9]* promoted replicas)" |
+        tr -d '(' | awk '{ k += $9; p += $11 } END { printf "%d %d\n", k, p }')
+    R_KEPT=$1 R_PROMOTED=$2
+    R_STALL=$(cat "$CD"/*.log | sed -n 's/.*the event loop went \([0-9]*\) ms without polling.*/\1/p' |
+        awk '$1 > m { m = $1 } END { print m + 0 }')
+    R_SILENT=$(cat "$CD"/*.log | grep -c "closing (peer dead)")
+}

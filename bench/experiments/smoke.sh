@@ -18,17 +18,7 @@ AGG="SELECT k, COUNT(*) AS n, SUM(v) AS sv, MAX(ts) AS last_ts, window_end FROM 
 JOIN="SELECT a.k, a.v AS av, b.v AS bv, a.ts AS ats, b.ts AS bts FROM %s a JOIN %s b ON a.k = b.k WITHIN 100 MILLISECONDS WHERE a.v < 300 AND b.v >= 700"
 DDL="(ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts')"
 
-new_cluster c
-i=0
-for n in c0 n1 n2 n3 n4 n5; do
-    extra="--link-delay-ms 2 --slots 64"
-    [ $((i % 2)) = 1 ] && extra="$extra --speed 0.5"
-    [ "$n" = c0 ] && extra="$extra --coordinator"
-    # shellcheck disable=SC2086
-    start_node "$n" "d$((i / 2))" $extra
-    i=$((i + 1))
-done
-wait_alive 6
+start_domains c 2 "--link-delay-ms 2 --slots 64" "--speed 0.5"
 
 "$B/bench/exp_tool" gen --rows 20000 --event-rate 4000 --keys 100 --seed 7 2>/dev/null >"$W/data.csv"
 sqlc -e "SET parallelism = 3; SET replicas = 1;" || die "SET"

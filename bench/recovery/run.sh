@@ -61,6 +61,7 @@
 #   REC_KILL_LEAD_MS=100 REC_LATE_MS=250 REC_PARALLELISM=3 REC_SLOTS=2 REC_DEAD_MS=3000
 #   REC_MODES="replica checkpoint upstream" REC_PLACEMENTS="nirvana round-robin"
 #   REC_TP_ROWS=5000000 REC_TP_EVENT_RATE=100000 REC_TP_RUNS=5 (0: no throughput runs)
+#   REC_CHECKPOINT_INTERVAL='2 seconds' (default: the cluster's, 10 s)
 #   KEEP_SCRATCH=1 (keep the logs and raw data in /tmp/ares-rec.*)
 set -u
 export LC_ALL=C
@@ -89,7 +90,7 @@ tag() { echo "$1" | tr -d -; }
 FAILED=""
 # a case that went wrong: say so, keep the scratch directory, go on with the others
 failed() {
-    say "FAILED: $*; logs in $CD"
+    say "FAILED: $*; logs in $CD (longest loop stall ${R_STALL:-?} ms, live nodes taken for dead ${R_SILENT:-?} times)"
     FAILED="$FAILED${FAILED:+; }$*"
     KEEP_SCRATCH=1
 }
@@ -97,56 +98,17 @@ failed() {
 DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 Q="SELECT k, COUNT(*) AS n, SUM(v) AS sv, CAST(window_end AS BIGINT) AS we FROM s WINDOW TUMBLING (SIZE $REC_WINDOW SECONDS) GROUP BY k"
 ROWS=$((REC_RATE * REC_SECONDS))
-
-# start9 DIR: the 9 nodes, 3 domains
-start9() {
-    new_cluster "$1"
-    i=0
-    for n in c0 n1 n2 n3 n4 n5 n6 n7 n8; do
-        # shellcheck disable=SC2046
-        start_node "$n" "d$((i / 3))" --slots "$REC_SLOTS" --dead-ms "$REC_DEAD_MS" $([ "$n" = c0 ] && echo --coordinator)
-        i=$((i + 1))
-    done
-    wait_alive 9
-}
+NODE_OPTS="--slots $REC_SLOTS --dead-ms $REC_DEAD_MS"
 
 # setup PLACEMENT FT: the stream and the query q; the stream's home must be c0
 setup() {
-    sqlc -e "$DDL SET parallelism = $REC_PARALLELISM; SET placement = '$1'; SET ft = '$2';" -e "CREATE QUERY q AS $Q;" ||
+    sqlc -e "$DDL SET parallelism = $REC_PARALLELISM; SET placement = '$1'; SET ft = '$2';
+             ${REC_CHECKPOINT_INTERVAL:+SET checkpoint_interval = '$REC_CHECKPOINT_INTERVAL';}" -e "CREATE QUERY q AS $Q;" ||
         die "CREATE QUERY ($1, ft $2)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT"
     grep -q "placement: $1;" "$CD/placement.csv" || die "q not placed by $1"
     grep -q "stream s: home node c0" "$CD/c0.log" || die "the stream's home is not c0: $(grep -o 'stream s: home node.*' "$CD/c0.log")"
 }
-
-# same_output REF: the subscriber's rows (arrival stamps cut) equal REF's, any order
-same_output() {
-    cut -d, -f2- "$CD/sub.csv" >"$CD/out.csv"
-    [ "$(head -n 1 "$CD/out.csv")" = "$(head -n 1 "$1")" ] || return 1
-    tail -n +2 "$CD/out.csv" | sort >"$CD/out.sorted"
-    cmp -s "$CD/out.sorted" "$1.sorted"
-}
-
-# wait_output REF [TENTHS]: until the subscriber has as many lines as REF (default 30 s)
-wait_output() {
-    _want=$(wc -l <"$1")
-    _i=0
-    while [ "$(wc -l <"$CD/sub.csv")" -lt "$_want" ] && [ $_i -lt "${2:-300}" ]; do
-        sleep 0.1
-        _i=$((_i + 1))
-    done
-    sleep 0.3
-    kill "$SUBP" 2>/dev/null
-    wait "$SUBP" 2>/dev/null
-    wait "$STAMPP" 2>/dev/null
-}
-
-# log_ms FILE ERE: wall-clock ms of the first line of a node log matching ERE
-log_ms() {
-    _lt=$(grep -E -m 1 "$2" "$1" 2>/dev/null | cut -d' ' -f1 | sed 's/T/ /; s/Z$//')
-    [ -n "$_lt" ] && date -u -d "$_lt" +%s%3N
-}
-since() { [ -n "$1" ] && echo $(($1 - KILL_MS)) || echo "?"; }
 
 # the reference: the same rows through the embedded engine
 say "generating $ROWS rows ($REC_RATE per second of event time, $REC_KEYS keys) and the embedded engine's answer"
@@ -159,18 +121,17 @@ say "reference: $(($(wc -l <"$W/ref.csv") - 1)) result rows"
 # recovery_run PLACEMENT FT: one run; sets REC_<ft>_<placement> (ms) when it is exact
 recovery_run() {
     pl=$1 ft=$2 pt=$(tag "$1")
-    start9 "rec_${ft}_$pt"
+    start9 "rec_${ft}_$pt" "$NODE_OPTS"
     setup "$pl" "$ft"
     # the victim: d1 or d2, whichever runs more aggregate tasks of q
     victim=$(awk -F, '$3 == "task" && $1 ~ /^AGGREGATE/ && ($5 == "d1" || $5 == "d2") { c[$5]++ }
         END { if (c["d2"] > c["d1"]) print "d2"; else if (c["d1"] > 0) print "d1" }' "$CD/placement.csv")
     [ -n "$victim" ] || { cat "$CD/placement.csv" >&2; die "$pl: no aggregate task of q outside d0: nothing to recover"; }
-    case $victim in d1) vn="n3 n4 n5" ;; *) vn="n6 n7 n8" ;; esac
     lost=$(awk -F, -v d="$victim" '$3 == "task" && $5 == d { printf "%s%s", s, $1; s = " " }' "$CD/placement.csv")
     reps=$(awk -F, -v d="$victim" '$3 == "replica" && $5 == d { n++ } END { print n + 0 }' "$CD/placement.csv")
     subscribe
-    say "$pl, ft = $ft: ${REC_SECONDS} s at $REC_RATE rows/s; $victim ($vn: $lost; $reps replicas) killed" \
-        "${REC_KILL_LEAD_MS} ms before the window ending at ${REC_FAIL_AT} s closes"
+    say "$pl, ft = $ft: ${REC_SECONDS} s at $REC_RATE rows/s; $victim ($(domain_nodes "$victim"): $lost; $reps replicas)" \
+        "killed ${REC_KILL_LEAD_MS} ms before the window ending at ${REC_FAIL_AT} s closes"
     rm -f "$CD/start"
     "$TOOL" gen --rows "$ROWS" --event-rate "$REC_RATE" --keys "$REC_KEYS" --seed 1 --base 0 --pace \
         --start-file "$CD/start" 2>"$CD/gen.err" | tee "$CD/in.csv" |
@@ -180,16 +141,14 @@ recovery_run() {
     _i=0
     while [ ! -s "$CD/start" ] && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
     START=$(cat "$CD/start")
-    pids=""
-    for v in $vn; do pids="$pids $(eval echo "\$PID_$v")"; done
-    # shellcheck disable=SC2086
-    "$TOOL" killat $((START + REC_FAIL_AT * 1000 - REC_KILL_LEAD_MS)) $pids >"$CD/kill_ms"
+    kill_domain_at $((START + REC_FAIL_AT * 1000 - REC_KILL_LEAD_MS)) "$victim"
+    wait "$KILLP"
     KILL_MS=$(cat "$CD/kill_ms")
     wait "$INGP" || say "$pl, ft = $ft: the ingest client failed: $(tail -n 2 "$CD/ingest.err")"
     wait_output "$W/ref.csv"
     cmp -s "$CD/in.csv" "$W/data.csv" || die "the paced input differs from the reference's"
     cp "$CD/sub.csv" "$W/sub_${ft}_$pt.csv"
-    echo "$START $KILL_MS" >"$W/times_${ft}_$pt"
+    recovery_log "$KILL_MS" c0
     if ! grep -q "recovered as query" "$CD/c0.log"; then
         grep -E "cannot recover|failed" "$CD/c0.log" | head -n 3 >&2
         failed "$pl, ft = $ft: the coordinator did not recover q"
@@ -201,36 +160,19 @@ recovery_run() {
         diff "$CD/out.sorted" "$W/ref.csv.sorted" | head -n 6 >&2
         return
     fi
-    # per window: rows counted, arrival of its last row, delay after its close
-    awk -F, -v s="$START" 'NR > 1 { n[$5] += $3; if ($1 > a[$5]) a[$5] = $1 }
-        END { for (w in n) printf "%d %d %.0f %d\n", w, n[w], a[w], a[w] - (s + w) }' "$CD/sub.csv" | sort -n >"$CD/windows"
-    cp "$CD/windows" "$W/windows_${ft}_$pt"
-    # recovery (see the header); also the slowest pre-failure delay and the first window's delay
-    set -- $(awk -v k="$KILL_MS" -v s="$START" -v late="$REC_LATE_MS" '
-        s + $1 <= k { if ($4 > pre) pre = $4; next }
-        !first { first = 1; end = $3; fd = $4; next }
-        $4 > pre + late && $3 > end { end = $3 }
-        END { printf "%.0f %d %d\n", end - k, pre + 0, fd }' "$CD/windows")
+    windows "$CD/sub.csv" "$START" >"$W/windows_${ft}_$pt"
+    set -- $(recovery_of "$W/windows_${ft}_$pt" "$KILL_MS" "$START" "$REC_LATE_MS")
     rt=$1 pre=$2 fd=$3
-    # the logs' view, on the same clock
-    dead=$(log_ms "$CD/c0.log" "node n[0-9] is DEAD")
-    event=$(log_ms "$CD/c0.log" "failure event:")
-    redep=$(log_ms "$CD/c0.log" "recovered as query")
-    caught=$(log_ms "$CD/c0.log" "caught up with its output before the failure")
-    set -- $(sed -n 's/.*replayed \([0-9]*\) logged rows from offset [-0-9]* (query start [0-9]*) in \([0-9.]*\) ms, \([0-9.]*\) ms after the redeployment.*/\1 \2 \3/p' "$CD/c0.log" | head -n 1) ? ? ?
-    rrows=$1 rms=$2 rafter=$3
-    set -- $(cat "$CD"/*.log | grep -o "took over the state of [0-9]* tasks here ([0-9]* kept, [0-9]* promoted replicas)" |
-        tr -d '(' | awk '{ k += $9; p += $11 } END { printf "%d %d\n", k, p }')
-    kept=$1 promoted=$2
     figure "recovery_ms_${ft}_$pt" "$rt" "ms"
-    figure "recovery_detect_ms_${ft}_$pt" "$(since "$dead")" "ms"
-    figure "recovery_redeploy_ms_${ft}_$pt" "$(since "$redep")" "ms"
-    figure "recovery_replay_ms_${ft}_$pt" "$rms" "ms"
-    figure "recovery_replay_rows_${ft}_$pt" "$rrows" "rows"
-    say "$pl, ft = $ft: killed at $((KILL_MS - START)) ms of input; from the kill: DEAD +$(since "$dead") ms," \
-        "failure event +$(since "$event"), redeployed +$(since "$redep"), replay of $rrows rows took $rms ms" \
-        "(done $rafter ms after the redeployment), caught up +$(since "$caught"), window after the kill in" \
-        "+$rt ms ($fd ms after its close; before the failure at most $pre ms); state taken over: $kept kept, $promoted promoted"
+    figure "recovery_detect_ms_${ft}_$pt" "$R_DEAD" "ms"
+    figure "recovery_redeploy_ms_${ft}_$pt" "$R_REDEPLOY" "ms"
+    figure "recovery_replay_ms_${ft}_$pt" "$R_MS" "ms"
+    figure "recovery_replay_rows_${ft}_$pt" "$R_ROWS" "rows"
+    say "$pl, ft = $ft: killed at $((KILL_MS - START)) ms of input; from the kill: DEAD +$R_DEAD ms," \
+        "failure event +$R_EVENT, redeployed +$R_REDEPLOY, replay of $R_ROWS rows took $R_MS ms" \
+        "(done $R_DONE ms after the redeployment), caught up +$R_CAUGHT, window after the kill in" \
+        "+$rt ms ($fd ms after its close; before the failure at most $pre ms); state taken over:" \
+        "$R_KEPT kept, $R_PROMOTED promoted; longest loop stall $R_STALL ms, live nodes taken for dead $R_SILENT times"
     eval "REC_${ft}_$pt=$rt"
 }
 
@@ -243,7 +185,7 @@ done
 # tp_run FT RUN: REC_TP_ROWS rows as fast as the cluster takes them; sets TP (rows/s)
 tp_run() {
     TP=""
-    start9 "tp_$1_$2"
+    start9 "tp_$1_$2" "$NODE_OPTS"
     setup nirvana "$1"
     subscribe
     t0=$(date +%s%3N)
