@@ -12,15 +12,15 @@
  * UV_ECANCELED for writes still pending when the stream closes, before the
  * stream's close callback).
  *
- * Failure detection: the context owns a prepare and a check handle around
- * the loop's poll.  The check handle notes when the sockets were last
- * polled (`looked_at`, the loop time the poll returned), and a peer's
- * silence is measured up to that moment, never up to "now": a heartbeat
- * timer that fires right after our own loop was blocked must not declare
- * dead a peer whose bytes are waiting unread in the socket.  The prepare
- * handle measures how long the loop went without polling and warns.
- * Both are unreferenced (they never keep the loop alive) and are closed by
- * net_ctx_free like the connections.
+ * Failure detection: a peer is silent from the last byte we read from it,
+ * unless bytes wait unread in its socket (FIONREAD): a heartbeat timer that
+ * fires right after our own loop was blocked (or the process was stopped:
+ * the first poll after SIGCONT is interrupted and reads nothing) must not
+ * declare dead a peer whose heartbeats are sitting there.  The context owns
+ * a check handle, which notes when the last poll returned (`looked_at`),
+ * and a prepare handle, which measures from there how long the loop went
+ * without polling and warns.  Both are unreferenced (they never keep the
+ * loop alive) and are closed by net_ctx_free like the connections.
  *
  * Reading: invariant "reading => the read buffer is empty".  A read fills
  * rbuf, the decoder hands frames out (without copying when a frame lies
@@ -31,6 +31,7 @@
 #include "cluster/net.h"
 
 #include <arpa/inet.h>
+#include <sys/ioctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,7 +394,7 @@ static int conn_write_now(net_conn *c, wreq *w)
 static void on_delay(uv_timer_t *t)
 {
     net_conn *c = t->data;
-    uint64_t now = uv_hrtime() / 1000000;
+    uint64_t now = uv_now(c->ctx->loop);
     while (c->dhead && c->dhead->due <= now && c->state < ST_FLUSHING) {
         wreq *w = c->dhead;
         c->dhead = w->next;
@@ -422,9 +423,8 @@ static int conn_send_internal(net_conn *c, uint8_t type, uint16_t flags, const v
     c->frames_out++;
     c->bytes_out += w->len;
     if (c->delay_ms || c->dhead) {
-        /* not uv_now: it is cached per iteration, and updating it would
-         * move `looked_at` past bytes not yet read */
-        uint64_t now = uv_hrtime() / 1000000;
+        uv_update_time(c->ctx->loop); /* uv_now is cached per iteration */
+        uint64_t now = uv_now(c->ctx->loop);
         w->due = now + c->delay_ms;
         if (c->dtail) c->dtail->next = w;
         else c->dhead = w;
@@ -785,10 +785,21 @@ void net_resume(net_conn *c)
 
 int net_paused(const net_conn *c) { return c->paused; }
 
+/* Bytes the peer sent that we have not read yet. */
+static int unread_bytes(const net_conn *c)
+{
+    uv_os_fd_t fd;
+    int n = 0;
+    if (c->roff < c->rlen) return 1;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) < 0 || ioctl(fd, FIONREAD, &n) < 0) return 0;
+    return n;
+}
+
 uint64_t net_silent_ms(const net_conn *c)
 {
-    uint64_t seen = c->ctx->looked_at;
-    return !c->paused && seen > c->last_recv ? seen - c->last_recv : 0;
+    uint64_t now = uv_now(c->ctx->loop);
+    if (c->paused || now <= c->last_recv || unread_bytes(c) > 0) return 0;
+    return now - c->last_recv;
 }
 
 /* ------------------------------------------------------------------ timers */

@@ -47,10 +47,10 @@
  * answered gets at most dead_ms, not handshake_ms, to answer the next
  * net_connect, until a connection to it succeeds again: a peer that is cut
  * off or stopped does not hold every reconnect (and the frames waiting for
- * it) for seconds.  Silence counts only up to the last time the loop
- * polled the sockets: after our own loop was blocked (a long batch, a
- * replay, a commit), the bytes that arrived meanwhile are read before
- * anyone is declared dead.  A loop that goes more than dead_ms/2
+ * it) for seconds.  Bytes waiting unread in the socket end a silence:
+ * after our own loop was blocked (a long batch, a replay, a commit, a
+ * SIGSTOP), the bytes that arrived meanwhile are read before anyone is
+ * declared dead.  A loop that goes more than dead_ms/2
  * without polling logs a warning, because its own heartbeats were late too:
  * a peer's heartbeats cannot be sent while its loop is blocked, so a node
  * busy for longer than dead_ms looks dead to the others.
@@ -205,8 +205,8 @@ size_t net_queued(const net_conn *c); /* bytes queued, see above */
 void net_pause(net_conn *c);
 void net_resume(net_conn *c);
 int net_paused(const net_conn *c);
-/* How long the peer has been silent as far as we know (ms): from its last
- * byte to the last time the loop polled the sockets.  0 while paused. */
+/* How long the peer has been silent (ms): since the last byte we read from
+ * it; 0 while paused or while bytes from it wait unread in the socket. */
 uint64_t net_silent_ms(const net_conn *c);
 
 /* Orderly close: send BYE(reason), flush (at most NET_FLUSH_MS), close.
