@@ -36,6 +36,7 @@
 #define DELTA_VERSION 2
 #define DELTA_HDR 30 /* version, flags, inc[2], closed, u32 bytes of emitted rows (then the rows, then the changes) */
 #define KEEP_OUT 16  /* epochs of emitted rows kept for a takeover */
+#define OUT_MS 20000 /* ... and only those of the last 20 s are emitted again (the sink remembers 30 s) */
 #define DELTA_FULL 1
 /* a snapshot is sent in pieces of about this size (a frame holds 16 MiB) */
 #define DELTA_PIECE (4u << 20)
@@ -167,13 +168,16 @@ static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, cons
     return 0;
 }
 
+static int recent_out(store_txn *t, uint32_t tid, sbuf *into, xerr *err);
+
 int ft_collect(query *q, store_txn *t, xerr *err)
 {
     int ckpt = q->ft.ft == ENGINE_FT_CHECKPOINT;
     uint64_t now = clock_mono_ns();
     int full = q->full_next || (ckpt && now - q->ckpt_ns >= (uint64_t)q->ft.checkpoint_ms * 1000000u);
-    sbuf rec;
+    sbuf rec, rows;
     sbuf_init(&rec);
+    sbuf_init(&rows);
     int rc = 0;
     for (int i = 0; i < q->dag->nops && !rc; i++) {
         opinst *o = &q->ops[i];
@@ -185,12 +189,16 @@ int ft_collect(query *q, store_txn *t, xerr *err)
             store_txn_record(t, NULL);
             if (rc || (ckpt && !full)) continue;
             if (full) {
-                rc = store_state_snapshot(t, STORE_STATE, query_task_id(q, i, k), &rec, err);
+                /* with checkpoints, the rows of the epochs since the last one go too */
+                sbuf_reset(&rows);
+                if (ckpt) rc = recent_out(t, query_task_id(q, i, k), &rows, err);
+                if (!rc && sbuf_add(&rows, o->emitted[k].p, o->emitted[k].len)) rc = xerr_set(err, XE_NOMEM, "out of memory");
+                if (!rc) rc = store_state_snapshot(t, STORE_STATE, query_task_id(q, i, k), &rec, err);
                 /* in pieces: the first one replaces what the replica had */
                 for (size_t off = 0; !rc && (off < rec.len || off == 0);) {
                     size_t end = off;
                     while (end < rec.len && end - off < DELTA_PIECE) end += store_rec_size(rec.p + end, rec.len - end);
-                    rc = queue_delta(q, o, k, t, off == 0 ? DELTA_FULL : 0, off == 0 ? &o->emitted[k] : NULL, rec.p + off,
+                    rc = queue_delta(q, o, k, t, off == 0 ? DELTA_FULL : 0, off == 0 ? &rows : NULL, rec.p + off,
                                      end - off, err);
                     if (end == off) break;
                     off = end;
@@ -203,6 +211,7 @@ int ft_collect(query *q, store_txn *t, xerr *err)
         }
     }
     sbuf_fini(&rec);
+    sbuf_fini(&rows);
     if (!rc && full) {
         q->full_next = 0;
         q->ckpt_ns = now;
@@ -234,23 +243,35 @@ void ft_send(engine *e)
  * that takes over a state emits them again, and the sink drops the ones it
  * already had. */
 
+/* Key: prefix, then this node's wall-clock ms (13 digits) and the epoch: in
+ * time order. */
 static int put_out(store_txn *t, const char *fmt, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err)
 {
     char key[64];
     int l = snprintf(key, sizeof key, fmt, tid);
-    snprintf(key + l, sizeof key - (size_t)l, "%020llu", (unsigned long long)epoch);
+    snprintf(key + l, sizeof key - (size_t)l, "%013lld%07llu", (long long)clock_wall_ms(),
+             (unsigned long long)(epoch % 10000000u));
     return store_kv_put(t, STORE_META, key, p, n, err);
 }
 
 typedef struct out_scan {
     int n, cap;
     char **keys;
-    sbuf *vals; /* NULL: keys only */
+    sbuf *vals;     /* NULL: keys only */
+    int raw;        /* vals: the values as they are (else each after its u32 length) */
+    size_t plen;    /* the prefix's length */
+    int64_t min_ms; /* vals: only those kept at or after this */
 } out_scan;
 
 static int out_one(void *ctx, const char *key, const void *v, size_t n)
 {
     out_scan *s = ctx;
+    if (s->vals && strlen(key) >= s->plen + 13) {
+        char ms[14];
+        memcpy(ms, key + s->plen, 13);
+        ms[13] = 0;
+        if (strtoll(ms, NULL, 10) < s->min_ms) return 0;
+    }
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 16;
         char **k = realloc(s->keys, (size_t)cap * sizeof *k);
@@ -263,7 +284,7 @@ static int out_one(void *ctx, const char *key, const void *v, size_t n)
     if (s->vals) {
         unsigned char l[4];
         be32_put(l, (uint32_t)n);
-        if (sbuf_add(s->vals, l, 4) || sbuf_add(s->vals, v, n)) return XE_NOMEM;
+        if ((!s->raw && sbuf_add(s->vals, l, 4)) || sbuf_add(s->vals, v, n)) return XE_NOMEM;
     }
     return 0;
 }
@@ -278,10 +299,22 @@ int ft_drop_out(store_txn *t, const char *fmt, uint32_t tid, int keep, xerr *err
 {
     char prefix[48];
     snprintf(prefix, sizeof prefix, fmt, tid);
-    out_scan s = {0, 0, NULL, NULL};
+    out_scan s = {0, 0, NULL, NULL, 0, 0, 0};
     int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
     if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
     for (int i = 0; !rc && i < s.n - keep; i++) rc = store_kv_del(t, STORE_META, s.keys[i], err);
+    out_scan_fini(&s);
+    return rc;
+}
+
+/* Append the rows a task kept lately (each epoch's [u32 len][batch]...). */
+static int recent_out(store_txn *t, uint32_t tid, sbuf *into, xerr *err)
+{
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "out/%u/", tid);
+    out_scan s = {0, 0, NULL, into, 1, strlen(prefix), clock_wall_ms() - OUT_MS};
+    int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
+    if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
     out_scan_fini(&s);
     return rc;
 }
@@ -309,7 +342,7 @@ static int collect_out(query *q, opinst *o, int k, store_txn *t, const char *fmt
     snprintf(prefix, sizeof prefix, fmt, old);
     sbuf v;
     sbuf_init(&v);
-    out_scan s = {0, 0, NULL, &v};
+    out_scan s = {0, 0, NULL, &v, 0, strlen(prefix), clock_wall_ms() - OUT_MS};
     int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
     if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
     unsigned char h[8];
