@@ -399,6 +399,8 @@ int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p,
     int rc = eng_txn(e, err);
     if (rc) return rc;
     if ((rc = store_state_apply(e->txn, STORE_REPLICA, b + DELTA_HDR + no, n - DELTA_HDR - no, err))) return rc;
+    /* a whole snapshot comes with all the rows kept lately: they replace the older ones */
+    if ((b[1] & DELTA_FULL) && (rc = ft_drop_out(e->txn, "rout/%u/", tid, 0, err))) return rc;
     if (no && ((rc = put_out(e->txn, "rout/%u/", tid, epoch, b + DELTA_HDR, no, err)) ||
                (rc = ft_drop_out(e->txn, "rout/%u/", tid, KEEP_OUT, err))))
         return rc;
@@ -517,10 +519,10 @@ int ft_restore(query *q, store_txn *t, xerr *err)
     for (int i = 0; i < q->dag->nops; i++)
         if (stateful(&q->ops[i]) && !(q->ops[i].emitted = calloc((size_t)q->ops[i].ntasks, sizeof(sbuf))))
             return xerr_set(err, XE_NOMEM, "out of memory");
-    if (!q->ft.prev) {
-        q->full_next = 1;
-        return 0;
-    }
+    /* A first deployment starts empty, and so do its replicas: its first
+     * changes are the whole state.  (No snapshot at once: the host may not
+     * have told the replicas about the query yet.) */
+    if (!q->ft.prev) return 0;
     int own = 0, promoted = 0, rc = 0;
     /* otherwise every task starts empty and the replay starts at the query's start */
     if (q->ft.ft != ENGINE_FT_NONE && trackable(q))
