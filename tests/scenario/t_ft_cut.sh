@@ -9,8 +9,8 @@
 # output must equal the embedded run, row for row, and the coordinator must
 # declare exactly the cut nodes dead, about --dead-ms after the cut.  Then
 # both links come back: the cut nodes, still running, must join again.
-# rack-a is never cut (the coordinator and the streams' homes; see the SKIP
-# line of t_ft_chaos.sh).  Needs root and `ip netns`; otherwise it skips.
+# rack-a is never cut: see the SKIP line.  Needs root and `ip netns`;
+# otherwise it skips.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
@@ -35,6 +35,8 @@ done
 
 [ -n "${ARES_FT:-}" ] && FT_SET="SET ft = '$ARES_FT';"
 ft_data 40000 500
+echo "SKIP: rack-a (c0, n1, n2) is never cut: it holds the coordinator (no standby coordinator yet)" \
+    "and the home nodes of a and b (stream logs are not replicated yet); both are issue 7"
 ft_cluster cut
 sqlc -e "SHOW NODES;" | grep -q "^n4,rack-b,$IP_rack_b:" || fail "n4 is not at its namespace's address"
 DEAD=800 # the default --dead-ms
