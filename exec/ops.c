@@ -297,7 +297,11 @@ static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
     int rc;
     switch (op->kind) {
     case PO_SOURCE: {
-        /* read only the columns the query uses */
+        /* read only the columns the query uses: when that is all of them, in
+         * order, the record's rows go on as they are */
+        int all = op->nsrc_cols == in->ncols;
+        for (int c = 0; all && c < op->nsrc_cols; c++) all = op->src_cols[c] == c;
+        if (all) return op_emit(o, task, in, err);
         batch_reset(&o->out);
         for (int r = 0; r < in->nrows; r++) {
             const val *src = batch_row(in, r);
