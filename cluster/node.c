@@ -328,6 +328,12 @@ cs *node_link(node *n, peer *p)
 {
     if (p->link) return p->link;
     if (p->is_coord && n->coord_link) return n->coord_link;
+    /* A peer the coordinator declared dead, or whose connection just failed,
+     * is not dialled again for every frame: each attempt would wait out a
+     * connect while the input that produced the frame (and the coordinator's
+     * link, which brings the recovery) stays paused.  Its frames are dropped
+     * (the stream log keeps the input for the replay). */
+    if (!p->is_coord && (p->state == WIRE_MEMBER_DEAD || clock_wall_ms() < p->retry_at)) return NULL;
     char host[128];
     int port;
     if (!p->addr[0] || parse_hostport(p->addr, host, sizeof host, &port)) {
@@ -464,7 +470,10 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
     for (int i = 0; i < n->npeers; i++)
         if (n->peers[i]->link == s) {
             n->peers[i]->link = NULL;
-            n->peers[i]->retry_at = clock_wall_ms() + NODE_RETRY_MS;
+            /* a failed connection (not a goodbye) waits the silence limit */
+            n->peers[i]->retry_at = clock_wall_ms() + (why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER
+                                                           ? 0
+                                                           : (int64_t)net_ctx_dead_ms(n->net));
         }
     if (n->coord_link == s) {
         n->coord_link = NULL;
