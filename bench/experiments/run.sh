@@ -351,6 +351,7 @@ rec_failed() {
     _which=$1
     shift
     say "FAILED: $*; logs kept in $CD (longest loop stall $R_STALL ms, live nodes taken for dead $R_SILENT times)"
+    rm -f "$W/rec_$_which.dat"
     figure "recovery_$_which" "FAILED" "($*)"
     REC_FAILED="$REC_FAILED${REC_FAILED:+; }$*"
     KEEP_SCRATCH=1
@@ -426,7 +427,7 @@ EOF
         for m in $FT_MODES; do
             plot_lines "$EXP_PLOTS/throughput-failure-$m.svg" "Throughput around the failure of a domain (ft = $m, $EXP_RATE tuples/s in)" \
                 "seconds since the failure" "input tuples/s in results (1 s samples, by arrival)" "rec_${m}_" \
-                "set yrange [0:*]; set arrow from 0, graph 0 to 0, graph 1 nohead lc rgb 'red' dt 2; set label 'failure' at 0.2, graph 0.95 tc rgb 'red'"
+                "set xrange [-5:*]; set yrange [0:*]; set arrow from 0, graph 0 to 0, graph 1 nohead lc rgb 'red' dt 2; set label 'failure' at 0.2, graph 0.95 tc rgb 'red'"
         done
         # one group of bars per mode, one bar per strategy (none for a run that failed)
         : >"$W/rec.dat"
@@ -450,6 +451,7 @@ set output '$EXP_PLOTS/recovery.svg'
 set title 'Recovery time after a domain failure (kill to output back at its rate)'
 set ylabel 'ms'
 set datafile missing 'NaN'
+$([ -n "$REC_FAILED" ] && echo "set label 'no bar: a run whose output was wrong (FAILED), not measured' at screen 0.02, screen 0.03 font ',10'")
 set style data histograms
 set style fill solid 0.8 border -1
 set grid y

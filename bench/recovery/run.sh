@@ -44,7 +44,8 @@
 #
 # Throughput: REC_TP_ROWS rows (REC_TP_EVENT_RATE per second of event time)
 # ingested as fast as the cluster takes them, Nirvana placement, ft = none and
-# ft = replica alternately, REC_TP_RUNS times each.  Rate = rows / (arrival of
+# ft = replica alternately (none first in odd pairs, replica first in even
+# ones), REC_TP_RUNS times each.  Rate = rows / (arrival of
 # the last result row - start of the ingest): the stream's end closes the last
 # window, so the last row arrives once every row has been processed.
 # replica_overhead_pct = 100 * (1 - the median of the runs' replica/none
@@ -218,10 +219,20 @@ if [ "$REC_TP_RUNS" -gt 0 ]; then
     : >"$W/tp_pairs"
     r=1
     while [ $r -le "$REC_TP_RUNS" ]; do
-        tp_run none $r
-        a=$TP ac=$CPU
-        tp_run replica $r
-        [ -n "$a" ] && [ -n "$TP" ] && echo "$a $TP $ac $CPU" >>"$W/tp_pairs"
+        # the order alternates (none first, then replica first, ...), so that
+        # what one run leaves behind (page cache, disk writes) weighs on both
+        if [ $((r % 2)) = 1 ]; then
+            tp_run none $r
+            a=$TP ac=$CPU
+            tp_run replica $r
+            b=$TP bc=$CPU
+        else
+            tp_run replica $r
+            b=$TP bc=$CPU
+            tp_run none $r
+            a=$TP ac=$CPU
+        fi
+        [ -n "$a" ] && [ -n "$b" ] && echo "$a $b $ac $bc" >>"$W/tp_pairs"
         r=$((r + 1))
     done
     if [ -s "$W/tp_pairs" ]; then
