@@ -1172,6 +1172,29 @@ static int drop_query(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *er
 
 /* ------------------------------------------------------------------ statements */
 
+/* SHOW STREAMS in a cluster: where each stream lives. */
+static int show_streams(node *n, cs *s, uint64_t req)
+{
+    static const char *names[] = {"name", "home", "shadow", "sql"};
+    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT};
+    coord *co = n->co;
+    batch b;
+    if (batch_init(&b, 4, 8)) return XE_NOMEM;
+    for (int i = 0; i < co->nstreams; i++) {
+        const cstream *c = &co->streams[i];
+        val *r = batch_add_row(&b);
+        if (!r) break;
+        batch_put_text(&b, &r[0], c->name, strlen(c->name));
+        batch_put_text(&b, &r[1], c->home, strlen(c->home));
+        if (c->shadow) batch_put_text(&b, &r[2], c->shadow, strlen(c->shadow));
+        else r[2] = val_null();
+        batch_put_text(&b, &r[3], c->sql, strlen(c->sql));
+    }
+    send_table(s, req, 4, names, types, &b);
+    batch_fini(&b);
+    return 0;
+}
+
 static int show_nodes(node *n, cs *s, uint64_t req)
 {
     static const char *names[] = {"name", "domain", "address", "state", "slots", "load", "last_heartbeat"};
@@ -1563,6 +1586,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     }
     case ST_SHOW:
         if (st->show == SHOW_NODES) return show_nodes(n, s, req);
+        if (st->show == SHOW_STREAMS) return show_streams(n, s, req);
         return exec_local(n, s, req, st, err);
     case ST_EXPLAIN:
         if (st->explain_placement && st->name) {

@@ -105,7 +105,10 @@ sqlc -e "$DDL3 SET parallelism = 7;" || fail "CREATE STREAM u"
 sqlc -e "$Q3" --ingest u <data3.csv >late.csv 2>late.err || { cat late.err; fail "query with the late node"; }
 same_rows late.csv ref3.csv
 grep -q "deployed: [1-9]" n6.log || fail "the late node ran no task"
-sqlc -e "SHOW STREAMS;" >/dev/null || fail "SHOW STREAMS"
+sqlc -e "SHOW STREAMS;" >streams.csv || fail "SHOW STREAMS"
+# where each stream lives: its home and, in another domain, its shadow
+head -n 1 streams.csv | grep -q '^name,home,shadow,sql$' || { cat streams.csv; fail "SHOW STREAMS columns"; }
+grep -q '^u,[a-z0-9]*,[a-z0-9]*,' streams.csv || { cat streams.csv; fail "stream u has no shadow home"; }
 
 # ---- 7. DROP QUERY
 sqlc -e "DROP QUERY hot;" || fail "DROP QUERY"
