@@ -16,4 +16,4 @@ bench-recovery: deps
 # throughput runs: every ft mode's output after a domain is SIGKILLed must
 # equal the embedded engine's (timings are printed, not checked).
 REC_SMOKE = REC_RATE=20000 REC_KEYS=1000 REC_WINDOW=1 REC_SECONDS=6 REC_FAIL_AT=4 REC_PLACEMENTS=nirvana \
-            REC_TP_RUNS=0 REC_CHECKPOINT_INTERVAL='1 second'
+            REC_TP_RUNS=0 REC_CHECKPOINT_INTERVAL='1 second' REC_CHECK_ONLY=1

@@ -397,11 +397,13 @@ done
 
 # ---------------------------------------------------------------- plots
 if command -v gnuplot >/dev/null; then
+    # one colour per strategy in every plot, also when a line is missing
     plot_lines() { # OUT TITLE XLABEL YLABEL PREFIX [extra gnuplot]
-        _pl=""
+        _pl="" _lt=0
         for s in $EXP_STRATEGIES; do
             st=$(tag "$s")
-            [ -s "$W/$5$st.dat" ] && _pl="$_pl${_pl:+, }'$W/$5$st.dat' using 1:2 with lines lw 2 title '$s'"
+            _lt=$((_lt + 1))
+            [ -s "$W/$5$st.dat" ] && _pl="$_pl${_pl:+, }'$W/$5$st.dat' using 1:2 with lines lt $_lt lw 2 title '$s'"
         done
         [ -n "$_pl" ] || return 0
         gnuplot <<EOF
@@ -427,7 +429,7 @@ EOF
         for m in $FT_MODES; do
             plot_lines "$EXP_PLOTS/throughput-failure-$m.svg" "Throughput around the failure of a domain (ft = $m, $EXP_RATE tuples/s in)" \
                 "seconds since the failure" "input tuples/s in results (1 s samples, by arrival)" "rec_${m}_" \
-                "set xrange [-5:*]; set yrange [0:*]; set arrow from 0, graph 0 to 0, graph 1 nohead lc rgb 'red' dt 2; set label 'failure' at 0.2, graph 0.95 tc rgb 'red'"
+                "set xrange [-5:$((EXP_REC_SECONDS - EXP_FAIL_AT - 2))]; set yrange [0:*]; set arrow from 0, graph 0 to 0, graph 1 nohead lc rgb 'red' dt 2; set label 'failure' at 0.2, graph 0.95 tc rgb 'red'"
         done
         # one group of bars per mode, one bar per strategy (none for a run that failed)
         : >"$W/rec.dat"
