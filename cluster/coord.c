@@ -14,11 +14,14 @@
  *               live nodes and every running query): the cluster's
  *               strategy (SET placement, default nirvana) or the query's
  *               own (WITH (placement = ...)), R replicas per stateful task
- *               (SET replicas, default 1; recorded in the catalog, not yet
- *               running: state replication is issue 7), sources pinned to
- *               their stream's home node and sinks to this node; after a
- *               node dies, nirvana_replace re-places its players (logged;
- *               redeploying them is issue 7);
+ *               (SET replicas, default 1; they hold copies of the state with
+ *               ft = replica or checkpoint), sources pinned to their
+ *               stream's home node and sinks to this node; after a node
+ *               dies, nirvana_replace re-places its players;
+ *   recovery    a failure event (the deaths within FT_SETTLE_MS): streams
+ *               move to their shadow homes, the displaced players are
+ *               re-placed, every query that lost tasks is redeployed under
+ *               a new id and takes over its state (ft_recover; exec/ft.c);
  *   deployment  DEPLOY to every node, in qid order, with the full assignment;
  *   clients     statements (QUERY), ingest (INGEST, forwarded to the
  *               stream's home node), push queries and SUBSCRIBE (rows leave
@@ -1953,7 +1956,7 @@ static void replace_after_death(node *n, const char *dead)
                      "query %u (%s) lost %d tasks on %s: %s; re-placed",
                      q->qid, q->name ? q->name : "push", nlost, dead, lost.p);
         if (reps.len)
-            node_log(n, NET_LOG_INFO, "query %u (%s): replicas re-placed (bookkeeping only):%s", q->qid,
+            node_log(n, NET_LOG_INFO, "query %u (%s): replicas re-placed (new ones start from a snapshot):%s", q->qid,
                      q->name ? q->name : "push", reps.p);
         sbuf_fini(&lost);
         sbuf_fini(&reps);
@@ -1968,10 +1971,12 @@ out:
 }
 
 /* Redeploy every query that lost tasks, under a new id, where the
- * re-placement put them: all its tasks start empty and the streams' home
- * nodes replay the logs from where the query started (node.c), and the sink
- * drops what it had delivered (dd_filter).  A query whose stream's home died
- * cannot be recovered (its log is not replicated yet) and is left as is. */
+ * re-placement put them: every node keeps its tasks' state (UNDEPLOY with
+ * WIRE_F_KEEP) and the new deployment takes it over, or a replica's
+ * (promotion); the streams' home nodes replay their logs from where those
+ * states stand (node.c, exec/ft.c), and the sink drops what it had delivered
+ * (dd_filter).  A query whose stream lost its home and its shadow cannot be
+ * recovered and is left as is. */
 static void ft_recover(node *n)
 {
     coord *co = n->co;
