@@ -324,8 +324,10 @@ recovery_run() {
     wait_output "$CD/ref.csv" 200
     # throughput around the failure: rows in the results that arrived in
     # each second, seconds counted from the kill
-    awk -F, -v k="$kill_ms" 'NR > 1 && $3 ~ /^[0-9]+$/ { t = ($1 - k) / 1000; b = int(t); if (t < 0 && b != t) b--; a[b] += $3 }
-        END { for (s in a) print s, a[s] }' "$CD/sub.csv" | sort -n >"$W/rec_${2}_$st.dat"
+    # each second counted from the kill (an empty second as 0)
+    awk -F, -v k="$kill_ms" 'NR > 1 && $3 ~ /^[0-9]+$/ { t = ($1 - k) / 1000; b = int(t); if (t < 0 && b != t) b--; a[b] += $3
+            if (!n++ || b < lo) lo = b; if (b > hi) hi = b }
+        END { for (s = lo; s <= hi; s++) print s, a[s] + 0 }' "$CD/sub.csv" >"$W/rec_${2}_$st.dat"
     recovery_log "$kill_ms" c0
     if ! grep -q "recovered as query" "$CD/c0.log" && [ "$(echo "$lost" | cut -d' ' -f1)" -gt 0 ]; then
         rec_failed "${2}_$st" "$1, ft $2: the coordinator did not recover q"
