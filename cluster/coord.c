@@ -1252,8 +1252,11 @@ static int explain_game(node *n, cquery *q, place_node *pl, int *nn, place_query
 
 static const char *player_note(const cquery *q, const place_query *pq, int t, int replica)
 {
-    if (replica >= 0) return "replica: placed and recorded, not running yet (issue 7)";
-    if (q->lost[t]) return "displaced: its node died; re-placed here, not redeployed (issue 7)";
+    if (replica >= 0)
+        return q->ft == ENGINE_FT_REPLICA      ? "replica: gets every epoch's state changes"
+               : q->ft == ENGINE_FT_CHECKPOINT ? (replica == 0 ? "replica: gets the checkpoints" : "replica: unused with checkpoints")
+                                               : "replica: unused (ft = upstream or none)";
+    if (q->lost[t]) return "displaced: its node died; re-placed here, redeployed at the failure event";
     if (pq->home[q->top[t]] >= 0) return q->dag->ops[q->top[t]].kind == PO_SINK ? "pinned: the sink runs here" : "pinned: its stream's home";
     return "";
 }
@@ -1345,8 +1348,8 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
     else
         sbuf_printf(&text, "equilibrium: no, %s would lower its cost by %.6g moving %s -> %s (%ld deviations checked "
                            "now)\n", who, cert.gain, pl[cert.from].name, pl[cert.to].name, cert.checked);
-    sbuf_printf(&text, "replicas: %d per stateful task, each outside its primary's domain; placed and recorded in "
-                       "the catalog, but state replication is not running yet (issue 7)", R);
+    sbuf_printf(&text, "replicas: %d per stateful task, each outside its primary's domain; ft = %s", R,
+                engine_ft_name(q->ft));
     if (json) {
         root = json_pack("{s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:{s:b, s:I, s:s, "
                          "s:s, s:s, s:f}}",

@@ -771,8 +771,9 @@ static void resume_heard(node *n, dep *d, int ni, const uint64_t from[2], int ns
     d->rs_seen[ni] = 1;
     d->rs_got++;
     for (int k = 0; k < nsrc && k < 2; k++) {
-        if (from[k] == ENGINE_FT_FROM_TIME) d->rs_time[k] = 1;
-        else if (from[k] < d->rs_from[k]) d->rs_from[k] = from[k];
+        uint64_t at = from[k] & ENGINE_FT_POS_NONE;
+        if (from[k] & ENGINE_FT_POS_TIMED) d->rs_time[k] = 1;
+        if (at != ENGINE_FT_POS_NONE && at < d->rs_from[k]) d->rs_from[k] = at;
     }
     if (d->rs_got >= d->rs_expect) resume_replay(n, d);
 }

@@ -212,10 +212,14 @@ int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
 int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err);
 /* src_task[k]: the global task index of source k (where its home runs it). */
 int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2], int *nsrc, xerr *err);
-/* engine_ft_resume's answer for a windowed aggregate task that restarted
- * empty: it needs the records from the redeployment's resume_wm less its
- * window span; the home turns that into an offset with engine_ft_time_offset. */
-#define ENGINE_FT_FROM_TIME (UINT64_MAX - 1)
+/* How engine_ft_resume answers per source: the low 63 bits are the smallest
+ * position a local task needs (ENGINE_FT_POS_NONE: none), and ENGINE_FT_POS_TIMED
+ * is set when a windowed aggregate task that restarted empty needs the
+ * records from the redeployment's resume_wm less its window span too (the
+ * home turns that into an offset with engine_ft_time_offset).  Both can hold
+ * at once: a node may run a survivor and a restarted task of one query. */
+#define ENGINE_FT_POS_TIMED (1ull << 63)
+#define ENGINE_FT_POS_NONE (ENGINE_FT_POS_TIMED - 1)
 int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr *err);
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err);
 /* A replica: apply the state changes of task tid sent by its primary

@@ -597,21 +597,24 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2],
 {
     query *q = find_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
-    from[0] = from[1] = UINT64_MAX;
+    from[0] = from[1] = ENGINE_FT_POS_NONE;
     *nsrc = q->nsrc;
     for (int k = 0; k < 2; k++) src_task[k] = k < q->nsrc ? q->ops[q->src_op[k]].task_base : 0;
     if (q->ft.ft == ENGINE_FT_NONE) return 0;
+    uint64_t timed[2] = {0, 0};
     for (int i = 0; i < q->dag->nops; i++) {
         const opinst *o = &q->ops[i];
         for (int s = 0; o->inc && s < 2; s++) {
             if (o->tsrc[s] < 0) continue;
             for (int k = 0; k < o->ntasks; k++) {
                 if (!task_local(q, o, k)) continue;
-                uint64_t need = o->timed && o->timed[k] && !o->inc[k * 2 + s] ? ENGINE_FT_FROM_TIME : o->inc[k * 2 + s];
-                if (need < from[o->tsrc[s]]) from[o->tsrc[s]] = need;
+                if (o->timed && o->timed[k] && !o->inc[k * 2 + s]) timed[o->tsrc[s]] = ENGINE_FT_POS_TIMED;
+                else if (o->inc[k * 2 + s] < from[o->tsrc[s]]) from[o->tsrc[s]] = o->inc[k * 2 + s];
             }
         }
     }
+    from[0] |= timed[0];
+    from[1] |= timed[1];
     return 0;
 }
 
