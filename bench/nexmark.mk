@@ -26,6 +26,6 @@ bench-smoke:
 	$(REC_SMOKE) ./bench/recovery/run.sh --build $(BUILD)
 
 bench-nexmark: deps
-	@$(MAKE) --no-print-directory build $(BUILD)/bench/nexmark_gen
+	@$(MAKE) --no-print-directory build $(BUILD)/bench/nexmark_gen $(BUILD)/bench/exp_tool
 	./bench/nexmark/run.sh --build $(BUILD) $(NEXMARK_ARGS)
 	./bench/nexmark/cluster.sh --build $(BUILD) $(NEXMARK_CLUSTER_ARGS)

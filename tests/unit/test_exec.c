@@ -392,6 +392,9 @@ static void test_log_retention(void **state)
     sbuf_fini(&data);
 }
 
+/* The stream of the tests that split one query between engines. */
+#define SPLIT_DDL "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp='ts');"
+
 /* Two engines in one process, one query split between them: the hooks carry
  * rows and watermarks straight across.  The output must equal one engine's. */
 static engine *peer_of[2];
@@ -418,7 +421,7 @@ static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int
 static void test_distributed_hooks(void **state)
 {
     (void)state;
-    const char *ddl = "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp='ts');";
+    const char *ddl = SPLIT_DDL;
     const char *q = "CREATE QUERY q WITH (parallelism = 4) AS SELECT k, COUNT(*) AS n, SUM(v) AS s, window_start "
                     "FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;";
     sbuf data;
@@ -545,7 +548,7 @@ static long log_bytes(engine *e, const char *stream)
 static void test_replica_promotion(void **state)
 {
     (void)state;
-    const char *ddl = "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp='ts');";
+    const char *ddl = SPLIT_DDL;
     const char *q = "CREATE QUERY q WITH (parallelism = 2) AS SELECT k, COUNT(*) AS n, SUM(v) AS s, window_start "
                     "FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;";
     sbuf a0, a, b;
