@@ -77,17 +77,19 @@ enum { KIN = 10 }; /* key bytes kept in the entry's first cache line */
 
 typedef struct agg_entry {
     /* Entries are 64-byte aligned: the first line holds what only closing,
-     * flushing and sessions read; the second and third what an update
-     * touches (the probe's fields, the dirty mark and three slots). */
+     * flushing, sessions and the pool read; from the second on, what a
+     * probe and an update touch (the probe's fields, the dirty mark, the
+     * slots).  Pooled entries of fixed-width keys are whole lines with no
+     * slack (three slots and one group: three lines), so that a window's
+     * working set is as small as it can be. */
     int64_t pwend, pwstart;   /* sessions: where it is persisted; pwend == WM_MIN when not */
     struct agg_entry *next;   /* pool free list */
     int64_t wpos;             /* position in its window's list of entries */
-    unsigned char *key;       /* encoded group values */
+    unsigned char *key;       /* encoded group values: kin when they fit */
     val *gv;                  /* group values (text in this allocation) */
-    int64_t spare[2];         /* (the hot fields start a cache line) */
-    int64_t wend;
+    agg_ext *ext;             /* naggs of them, or NULL (read only when the task has_ext) */
     int64_t dpos;             /* index in the dirty list while dirty */
-    agg_ext *ext;             /* naggs of them, or NULL */
+    int64_t wend;
     uint64_t hash;            /* of the group key (and window for fixed windows) */
     int64_t wstart;
     uint32_t klen;
@@ -130,6 +132,7 @@ struct agg_task {
     int naggs, ngroups;
     int has_ext;
     int uses_progs;           /* some group or argument goes through the interpreter */
+    int key_max;              /* the longest encoded group key when none is TEXT, else -1 */
     agg_arg *args;            /* naggs */
     agg_arg *gargs;           /* ngroups */
     /* Open addressing with linear probing; the tag is beside the pointer so
@@ -223,6 +226,8 @@ agg_task *agg_new(opinst *o, int task)
     for (int g = 0; g < a->ngroups; g++) {
         arg_init(&a->gargs[g], op->groups[g], pi++);
         if (a->gargs[g].col < 0) a->uses_progs = 1;
+        if (op->groups[g]->type == TY_TEXT || op->groups[g]->type > TY_INTERVAL) a->key_max = -1;
+        else if (a->key_max >= 0) a->key_max += VAL_KEY_MAX;
     }
     for (int k = 0; k < a->naggs; k++) {
         const plan_agg *ag = &op->aggs[k];
@@ -531,11 +536,15 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
     for (int i = 0; i < a->ngroups; i++)
         if (gv[i].type == TY_TEXT) text += gv[i].len;
     size_t ext = a->has_ext ? (size_t)a->naggs * sizeof(agg_ext) : 0;
-    size_t sz = sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot) + ext + (size_t)a->ngroups * sizeof(val) +
-                klen + text;
+    size_t base = sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot) + ext + (size_t)a->ngroups * sizeof(val);
+    size_t kout = klen > KIN ? klen : 0; /* a key that fits stays in kin only */
+    size_t sz = base + kout + text;
     /* pooled entries are whole cache lines, so that an entry's first bytes
-     * and its slots take as few lines as they can */
-    if (!a->pool_size) a->pool_size = (sz + 64 + 63) & ~(size_t)63;
+     * and its slots take as few lines as they can: just enough for the
+     * longest key when the keys are fixed-width, else some slack */
+    if (!a->pool_size)
+        a->pool_size = a->key_max >= 0 ? (base + (a->key_max > KIN ? (size_t)a->key_max : 0) + 63) & ~(size_t)63
+                                       : (sz + 64 + 63) & ~(size_t)63;
     agg_entry *e;
     if (sz <= a->pool_size) {
         if (!(e = pool_get(a))) return NULL;
@@ -549,9 +558,9 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
         p += ext;
     }
     e->gv = (val *)p;
-    e->key = (unsigned char *)(e->gv + a->ngroups);
-    char *tp = (char *)e->key + klen;
-    memcpy(e->key, key, klen);
+    e->key = kout ? (unsigned char *)(e->gv + a->ngroups) : e->kin;
+    char *tp = (char *)(e->gv + a->ngroups) + kout;
+    if (kout) memcpy(e->key, key, klen);
     memcpy(e->kin, key, klen < KIN ? klen : KIN);
     e->klen = klen;
     for (int i = 0; i < a->ngroups; i++) {
@@ -778,7 +787,7 @@ static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xe
     for (int k = 0; k < op->naggs; k++) {
         val tmp;
         const val *v = a->args[k].prog >= 0 ? arg_ref(o, &a->args[k], row, &tmp) : NULL;
-        if (slot_update(a, op->aggs[k].fn, &e->slots[k], e->ext ? &e->ext[k] : NULL, v))
+        if (slot_update(a, op->aggs[k].fn, &e->slots[k], a->has_ext ? &e->ext[k] : NULL, v))
             return xerr_set(err, XE_NOMEM, "out of memory");
     }
     if (a->uses_progs) batch_reset(&o->q->scratch);
@@ -1009,9 +1018,18 @@ static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes
     int global = w->kind == WIN_NONE;
     int64_t size = w->size_ms;
     uint32_t m = a->cap - 1;
+    /* rows come mostly in time order: the last row's window saves a division */
+    int64_t cws = WM_MIN, cwe = WM_MIN;
     for (int r = 0; r < n; r++) {
         if (a->rskip[r]) continue;
-        int64_t ws = global ? WM_MIN : floor_div(a->rts[r], size) * size;
+        int64_t ws;
+        if (global) ws = WM_MIN;
+        else if (a->rts[r] >= cws && a->rts[r] < cwe) ws = cws;
+        else {
+            ws = floor_div(a->rts[r], size) * size;
+            cws = ws;
+            cwe = ws + size;
+        }
         int64_t we = global ? WM_END : ws + size;
         if (we != WM_END && we + w->grace_ms <= a->closed_wm) { /* that window has closed */
             a->rskip[r] = 1;

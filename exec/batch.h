@@ -34,10 +34,15 @@ typedef struct val {
     };
 } val;
 
-static inline val val_null(void) { val v = {0}; return v; }
-static inline val val_int(sql_type t, int64_t i) { val v = {0}; v.type = (uint8_t)t; v.i = i; return v; }
-static inline val val_double(double d) { val v = {0}; v.type = TY_DOUBLE; v.d = d; return v; }
-static inline val val_text(const char *s, uint32_t len) { val v = {0}; v.type = TY_TEXT; v.s = s; v.len = len; return v; }
+/* Built field by field: `val v = {0}` and then fields makes GCC assemble the
+ * value on the stack and copy it out with one 16-byte load, which the store
+ * buffer cannot forward (a stall of a dozen cycles per value); this way each
+ * half is one store wherever the value goes. */
+#define VAL_HEAD_(v, t) ((v).type = (uint8_t)(t), (v).pad[0] = (v).pad[1] = (v).pad[2] = 0, (v).len = 0)
+static inline val val_null(void) { val v; VAL_HEAD_(v, TY_NULL); v.i = 0; return v; }
+static inline val val_int(sql_type t, int64_t i) { val v; VAL_HEAD_(v, t); v.i = i; return v; }
+static inline val val_double(double d) { val v; VAL_HEAD_(v, TY_DOUBLE); v.d = d; return v; }
+static inline val val_text(const char *s, uint32_t len) { val v; VAL_HEAD_(v, TY_TEXT); v.len = len; v.s = s; return v; }
 static inline int val_is_null(const val *v) { return v->type == TY_NULL; }
 
 typedef struct batch {
