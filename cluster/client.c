@@ -14,8 +14,26 @@
  * Input for ingest is read only when the previous chunk went into the
  * connection's send queue (net_send did not say XE_BUSY), so a slow cluster
  * slows the reader and memory stays at one chunk plus the send queue.
+ *
+ * Failover (docs/architecture.md, "The coordinator").  With several
+ * addresses, a lost connection is not the end: the client finds the
+ * coordinator that serves now (the active one announces its term; a standby
+ * refuses clients) and goes on.
+ *   - An ingest is a session (a random id) of numbered chunks.  The client
+ *     keeps every chunk until the coordinator says that the stream's home
+ *     and its shadow both have it (RES_ACKED), and sends the kept ones again
+ *     through the new coordinator; the home skips those it has, so no row is
+ *     lost or doubled.  Unacknowledged chunks are bounded (UNACKED_MAX).
+ *   - A subscription keeps the hash of every row it got in the last
+ *     KEEP_MS and the sink watermark they came at (RES_WM), and attaches
+ *     again (ATTACH) with them: the new coordinator drops the rows its
+ *     redeployed query produces again.
+ *   - A push query (SELECT ... EMIT) cannot continue: it ends with an error.
+ *   - A statement in flight fails ("may or may not have run"); the next one
+ *     goes to the new coordinator.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +42,16 @@
 #include "cluster/node.h"
 
 #define INGEST_CHUNK (64 * 1024)
+#define UNACKED_MAX (64u * 1024 * 1024) /* ingest bytes sent but not yet in at the home and shadow */
+#define FAILOVER_MS 30000               /* how long to look for a serving coordinator */
+#define KEEP_MS 60000                   /* a subscription's rows kept for attaching again */
+
+/* The rows a subscription got (by row_hash), for attaching again. */
+typedef struct hrow {
+    uint64_t h;
+    uint32_t times;
+    int64_t at;
+} hrow;
 
 typedef struct cres {
     uint64_t req;
@@ -31,8 +59,21 @@ typedef struct cres {
     int ncols;
     char **names;
     sql_type *types;
+    char *name;         /* a subscription's query (RES_NAME): it can attach again */
+    int64_t wm;         /* the sink's watermark of its last rows (RES_WM) */
+    hrow *rows;
+    size_t rcap, rn;
     struct cres *next;
 } cres;
+
+/* An ingest chunk not yet acknowledged. */
+typedef struct chunk {
+    struct chunk *next;
+    uint64_t seq, line0;
+    int last, end;
+    size_t len;
+    unsigned char data[];
+} chunk;
 
 struct clu_client {
     uv_loop_t loop;
@@ -54,6 +95,17 @@ struct clu_client {
     cres *results;
     batch rb;
     uv_timer_t timer;
+    /* failover */
+    char addrs[1024];
+    unsigned timeout_ms;
+    int active;         /* the coordinator announced its term on this connection */
+    uint64_t term;
+    int failovers;
+    /* the ingest session in flight */
+    const char *ing_stream;
+    uint64_t session, next_seq, lines_sent;
+    chunk *unacked, *unacked_tail;
+    size_t unacked_bytes;
 };
 
 static void quiet_log(void *ud, int level, const char *who, const char *msg)
@@ -69,7 +121,42 @@ static void cres_free(cres *r)
     for (int i = 0; i < r->ncols; i++) free(r->names[i]);
     free(r->names);
     free(r->types);
+    free(r->name);
+    free(r->rows);
     free(r);
+}
+
+/* Count a row a subscription got; rows older than KEEP_MS go when the
+ * table grows. */
+static void hrow_add(cres *r, uint64_t h, int64_t now)
+{
+    if (r->rn * 2 >= r->rcap) {
+        size_t live = 0;
+        for (size_t i = 0; i < r->rcap; i++) live += r->rows[i].times && r->rows[i].at >= now - KEEP_MS;
+        size_t cap = 1024;
+        while (cap < live * 4 + 4) cap *= 2;
+        hrow *t = calloc(cap, sizeof *t);
+        if (!t) return;
+        for (size_t i = 0; i < r->rcap; i++) {
+            hrow x = r->rows[i];
+            if (!x.times || x.at < now - KEEP_MS) continue;
+            size_t j = x.h & (cap - 1);
+            while (t[j].times) j = (j + 1) & (cap - 1);
+            t[j] = x;
+        }
+        free(r->rows);
+        r->rows = t;
+        r->rcap = cap;
+        r->rn = live;
+    }
+    size_t j = h & (r->rcap - 1);
+    while (r->rows[j].times && r->rows[j].h != h) j = (j + 1) & (r->rcap - 1);
+    if (!r->rows[j].times) {
+        r->rows[j].h = h;
+        r->rn++;
+    }
+    r->rows[j].times++;
+    r->rows[j].at = now;
 }
 
 static cres *cres_find(clu_client *c, uint64_t req)
@@ -101,6 +188,7 @@ static void on_begin(clu_client *c, uint64_t req, wire_rd *r)
     if (!x) return;
     x->req = req;
     x->out = c->cur_out;
+    x->wm = INT64_MIN;
     x->names = calloc((size_t)ncols + 1, sizeof *x->names);
     x->types = calloc((size_t)ncols + 1, sizeof *x->types);
     if (!x->names || !x->types) {
@@ -144,7 +232,37 @@ static void on_result(clu_client *c, const wire_msg *m, uint16_t flags)
         if (!x) break;
         xerr err;
         batch_reset(&c->rb);
-        if (batch_decode(r.p, r.len, &c->rb, &err) == 0 && x->out.rows) x->out.rows(x->out.ctx, &c->rb);
+        if (batch_decode(r.p, r.len, &c->rb, &err) != 0) break;
+        if (x->name) {
+            int64_t now = clock_mono_ns() / 1000000;
+            for (int i = 0; i < c->rb.nrows; i++) hrow_add(x, row_hash(batch_row(&c->rb, i), c->rb.ncols), now);
+        }
+        if (x->out.rows) x->out.rows(x->out.ctx, &c->rb);
+        break;
+    }
+    case RES_WM: {
+        cres *x = cres_find(c, req);
+        if (x && r.len >= 8) x->wm = (int64_t)be64_get(r.p);
+        break;
+    }
+    case RES_NAME: {
+        cres *x = cres_find(c, req);
+        if (x && !x->name && (x->name = malloc(r.len + 1))) {
+            memcpy(x->name, r.p, r.len);
+            x->name[r.len] = 0;
+        }
+        break;
+    }
+    case RES_ACKED: {
+        if (req != c->cur || r.len < 8) break;
+        uint64_t seq = be64_get(r.p);
+        while (c->unacked && c->unacked->seq <= seq && !c->unacked->last) {
+            chunk *k = c->unacked;
+            c->unacked = k->next;
+            c->unacked_bytes -= k->len;
+            free(k);
+        }
+        if (!c->unacked) c->unacked_tail = NULL;
         break;
     }
     case RES_END: {
@@ -212,7 +330,10 @@ static void cl_on_frame(net_conn *nc, const wire_frame *f, void *ud)
         return;
     }
     if (m.type == WIRE_RESULT) on_result(c, &m, f->flags);
-    else if (m.type == WIRE_ERROR) {
+    else if (m.type == WIRE_TERM && m.u.term.kind == WIRE_TERM_ANNOUNCE) {
+        c->active = 1;
+        c->term = m.u.term.term;
+    } else if (m.type == WIRE_ERROR) {
         uint64_t req = m.u.error.req_id;
         if (req && req == c->cur) {
             c->cur_rc = m.u.error.code < 0 ? m.u.error.code : XE_IO;
@@ -240,6 +361,11 @@ static void cl_on_close(net_conn *nc, int why, const char *msg, void *ud)
     c->why = why;
     c->c = NULL;
     if (msg && !c->close_msg[0]) snprintf(c->close_msg, sizeof c->close_msg, "%s", msg);
+    /* open results wait for a failover (fail_results ends them if none) */
+}
+
+static void fail_results(clu_client *c)
+{
     while (c->results) cres_end(c, c->results);
 }
 
@@ -258,6 +384,101 @@ static int closed_err(clu_client *c, xerr *err)
 {
     return xerr_set(err, c->why == NET_CLOSE_AUTH ? XE_AUTH : XE_IO, "the connection to the coordinator was lost: %s%s%s",
                     net_close_name(c->why), c->close_msg[0] ? ": " : "", c->close_msg);
+}
+
+static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p, size_t len, xerr *err);
+
+/* Each address in turn, until one answers as the active coordinator. */
+static int connect_any(clu_client *c, xerr *err)
+{
+    char list[1024];
+    snprintf(list, sizeof list, "%s", c->addrs);
+    char *save = NULL, *tok;
+    int rc = xerr_set(err, XE_INVAL, "--connect needs HOST:PORT");
+    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strrchr(tok, ':');
+        if (!colon) {
+            rc = xerr_set(err, XE_INVAL, "--connect needs HOST:PORT, not '%s'", tok);
+            continue;
+        }
+        *colon = 0;
+        int port = atoi(colon + 1);
+        c->closed = c->ready = c->active = 0;
+        c->close_msg[0] = 0;
+        if ((rc = net_connect(c->net, tok, port, c->timeout_ms, &cl_handlers, c, &c->c, err))) continue;
+        uint64_t until = clock_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+        while (!c->active && !c->closed && clock_mono_ns() < until) spin(c, 100);
+        if (c->active && !c->closed) return 0;
+        if (!c->closed) net_abort(c->c, NET_CLOSE_LOCAL, "no answer");
+        while (!c->closed) spin(c, 10);
+        if (c->why == NET_CLOSE_AUTH)
+            rc = xerr_set(err, XE_AUTH,
+                          "%s:%s refused our cluster secret (authentication failed): check --secret-file", tok,
+                          colon + 1);
+        else
+            rc = xerr_set(err, XE_IO, "cannot connect to %s:%s: %s%s%s", tok, colon + 1, net_close_name(c->why),
+                          c->close_msg[0] ? ": " : "", c->close_msg);
+    }
+    return rc;
+}
+
+/* The connection is lost: find the coordinator that serves now and attach
+ * the subscriptions again.  Push queries end.  XE_IO when none answers
+ * within FAILOVER_MS (or only one address was given). */
+static int failover(clu_client *c, xerr *err)
+{
+    if (!strchr(c->addrs, ',')) {
+        fail_results(c);
+        return closed_err(c, err);
+    }
+    char lost[300];
+    snprintf(lost, sizeof lost, "%s", c->close_msg);
+    uint64_t until = clock_mono_ns() + FAILOVER_MS * 1000000ull;
+    int rc;
+    for (;;) {
+        if ((rc = connect_any(c, err)) == 0) break;
+        if (rc == XE_AUTH || clock_mono_ns() >= until) {
+            fail_results(c);
+            return xerr_set(err, rc, "the connection to the coordinator was lost (%s) and no coordinator answered "
+                            "within %d s: %s", lost, FAILOVER_MS / 1000, err->msg);
+        }
+        uv_sleep(200);
+    }
+    c->failovers++;
+    fprintf(stderr, "ares-sql: the coordinator was lost (%s); reconnected to the coordinator of term %llu\n", lost,
+            (unsigned long long)c->term);
+    for (cres *r = c->results, *nx; r; r = nx) {
+        nx = r->next;
+        if (!r->name) {
+            if (r->out.notice) r->out.notice(r->out.ctx, "the coordinator was lost: this push query ended");
+            cres_end(c, r);
+            continue;
+        }
+        /* what it has: (hash, times) of its recent rows */
+        sbuf rows;
+        sbuf_init(&rows);
+        int64_t cut = clock_mono_ns() / 1000000 - KEEP_MS;
+        for (size_t i = 0; i < r->rcap; i++) {
+            if (!r->rows[i].times || r->rows[i].at < cut) continue;
+            unsigned char e[12];
+            be64_put(e, r->rows[i].h);
+            be32_put(e + 8, r->rows[i].times);
+            if (sbuf_add(&rows, e, sizeof e)) break;
+        }
+        r->req = c->next_req++;
+        wire_msg m = {.type = WIRE_ATTACH};
+        m.u.attach.req_id = r->req;
+        m.u.attach.query = wire_str_of(r->name);
+        m.u.attach.wm = r->wm;
+        m.u.attach.rows = (wire_str){rows.p, (uint32_t)rows.len};
+        sbuf b;
+        sbuf_init(&b);
+        rc = wire_msg_payload(&b, &m, err);
+        if (!rc) rc = send_wait(c, WIRE_ATTACH, 0, b.p, b.len, err);
+        sbuf_fini(&b);
+        sbuf_fini(&rows);
+    }
+    return 0;
 }
 
 int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err)
@@ -297,38 +518,14 @@ int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err)
         clu_client_free(c);
         return rc;
     }
-    /* each address in turn */
-    char list[1024];
-    snprintf(list, sizeof list, "%s", o->addrs ? o->addrs : "");
-    char *save = NULL, *tok;
-    rc = xerr_set(err, XE_INVAL, "--connect needs HOST:PORT");
-    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *colon = strrchr(tok, ':');
-        if (!colon) {
-            rc = xerr_set(err, XE_INVAL, "--connect needs HOST:PORT, not '%s'", tok);
-            continue;
-        }
-        *colon = 0;
-        int port = atoi(colon + 1);
-        c->closed = c->ready = 0;
-        c->close_msg[0] = 0;
-        if ((rc = net_connect(c->net, tok, port, o->timeout_ms ? o->timeout_ms : 5000, &cl_handlers, c, &c->c, err)))
-            continue;
-        while (!c->ready && !c->closed) spin(c, 100);
-        if (c->ready && !c->closed) {
-            *out = c;
-            return 0;
-        }
-        if (c->why == NET_CLOSE_AUTH)
-            rc = xerr_set(err, XE_AUTH,
-                          "%s:%s refused our cluster secret (authentication failed): check --secret-file", tok,
-                          colon + 1);
-        else
-            rc = xerr_set(err, XE_IO, "cannot connect to %s:%s: %s%s%s", tok, colon + 1, net_close_name(c->why),
-                          c->close_msg[0] ? ": " : "", c->close_msg);
+    snprintf(c->addrs, sizeof c->addrs, "%s", o->addrs ? o->addrs : "");
+    c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
+    if ((rc = connect_any(c, err))) {
+        clu_client_free(c);
+        return rc;
     }
-    clu_client_free(c);
-    return rc;
+    *out = c;
+    return 0;
 }
 
 void clu_client_free(clu_client *c)
@@ -367,7 +564,8 @@ static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p,
 
 int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *err)
 {
-    if (c->closed) return closed_err(c, err);
+    int rc;
+    if (c->closed && (rc = failover(c, err))) return rc;
     c->cur = c->next_req++;
     c->cur_done = 0;
     c->cur_rc = 0;
@@ -379,26 +577,37 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
     m.u.query.sql = wire_str_of(sql);
     sbuf b;
     sbuf_init(&b);
-    int rc = wire_msg_payload(&b, &m, err);
+    rc = wire_msg_payload(&b, &m, err);
     if (!rc) rc = send_wait(c, WIRE_QUERY, 0, b.p, b.len, err);
     sbuf_fini(&b);
     if (rc) return rc;
     while (!c->cur_done && !c->closed) spin(c, 100);
-    if (!c->cur_done) return closed_err(c, err);
+    if (!c->cur_done) {
+        rc = closed_err(c, err);
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        if (failover(c, err) == 0)
+            return xerr_set(err, XE_IO, "%s; the statement may or may not have run (reconnected: run it again if it "
+                            "did not)", why);
+        return rc;
+    }
     if (c->cur_rc) return xerr_set(err, c->cur_rc, "%s", c->cur_msg[0] ? c->cur_msg : xerr_name(c->cur_rc));
     return 0;
 }
 
-static int send_chunk(clu_client *c, const char *stream, const clu_ingest_opts *o, const void *p, size_t n, int last,
-                      xerr *err)
+/* Send a kept chunk (again, after a failover) as part of request c->cur. */
+static int send_kept(clu_client *c, const clu_ingest_opts *o, const chunk *k, xerr *err)
 {
-    wire_msg m = {.type = WIRE_INGEST, .flags = last ? WIRE_F_LAST : 0};
+    wire_msg m = {.type = WIRE_INGEST, .flags = k->last ? WIRE_F_LAST : 0};
     m.u.ingest.req_id = c->cur;
-    m.u.ingest.stream = wire_str_of(stream);
+    m.u.ingest.stream = wire_str_of(c->ing_stream);
     m.u.ingest.format = (uint8_t)o->format;
     m.u.ingest.header = (uint8_t)o->header;
-    m.u.ingest.end = (uint8_t)(last && o->end_of_stream);
-    m.u.ingest.data = (wire_str){p, (uint32_t)n};
+    m.u.ingest.end = (uint8_t)k->end;
+    m.u.ingest.session = c->session;
+    m.u.ingest.seq = k->seq;
+    m.u.ingest.line0 = k->line0;
+    m.u.ingest.data = (wire_str){(const char *)k->data, (uint32_t)k->len};
     sbuf b;
     sbuf_init(&b);
     int rc = wire_msg_payload(&b, &m, err);
@@ -407,34 +616,92 @@ static int send_chunk(clu_client *c, const char *stream, const clu_ingest_opts *
     return rc;
 }
 
+/* A new chunk: kept until acknowledged, then sent. */
+static int send_chunk(clu_client *c, const clu_ingest_opts *o, const void *p, size_t n, int last, xerr *err)
+{
+    chunk *k = malloc(sizeof *k + n);
+    if (!k) return xerr_set(err, XE_NOMEM, "out of memory");
+    k->next = NULL;
+    k->seq = ++c->next_seq;
+    k->line0 = c->lines_sent;
+    k->last = last;
+    k->end = last && o->end_of_stream;
+    k->len = n;
+    if (n) memcpy(k->data, p, n);
+    for (size_t i = 0; i < n; i++) c->lines_sent += ((const unsigned char *)p)[i] == '\n';
+    if (c->unacked_tail) c->unacked_tail->next = k;
+    else c->unacked = k;
+    c->unacked_tail = k;
+    c->unacked_bytes += n;
+    return c->closed ? 0 : send_kept(c, o, k, err); /* a lost connection: resend_all sends it */
+}
+
+/* After a failover: the ingest goes on under a new request id with every
+ * chunk not acknowledged yet (the home skips those it has). */
+static int resend_all(clu_client *c, const clu_ingest_opts *o, xerr *err)
+{
+    int rc = failover(c, err);
+    if (rc) return rc;
+    c->cur = c->next_req++;
+    for (chunk *k = c->unacked; k && !rc; k = k->next) rc = send_kept(c, o, k, err);
+    return rc;
+}
+
+static void drop_unacked(clu_client *c)
+{
+    while (c->unacked) {
+        chunk *k = c->unacked;
+        c->unacked = k->next;
+        free(k);
+    }
+    c->unacked_tail = NULL;
+    c->unacked_bytes = 0;
+}
+
+static uint64_t new_session(void)
+{
+    uint64_t v = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
+        close(fd);
+    }
+    if (!v) v = clock_mono_ns() ^ ((uint64_t)getpid() << 32);
+    return v ? v : 1;
+}
+
 int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_ingest_opts *o, exec_ingest_stats *st,
                       xerr *err)
 {
     memset(st, 0, sizeof *st);
-    if (c->closed) return closed_err(c, err);
+    int rc = 0, cut = 0;
+    if (c->closed && (rc = failover(c, err))) return rc;
     c->cur = c->next_req++;
     c->cur_done = 0;
     c->cur_rc = 0;
     c->cur_msg[0] = 0;
     c->cur_out = (exec_out){0};
     c->ing = o;
+    c->ing_stream = stream;
+    c->session = new_session();
+    c->next_seq = c->lines_sent = 0;
     memset(&c->ing_st, 0, sizeof c->ing_st);
     char *buf = malloc(INGEST_CHUNK);
     if (!buf) return xerr_set(err, XE_NOMEM, "out of memory");
-    int rc = 0, cut = 0;
     for (;;) {
         if (c->cur_done) break; /* an error came back: stop sending */
         if (o->stop && o->stop(o->ctx)) {
             cut = 1;
             break;
         }
+        if (c->closed && (rc = resend_all(c, o, err))) break;
+        if (c->unacked_bytes > UNACKED_MAX) { /* the home is behind: wait for it */
+            spin(c, 20);
+            continue;
+        }
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         int pr = poll(&pf, 1, 20);
         uv_run(&c->loop, UV_RUN_NOWAIT);
-        if (c->closed) {
-            rc = closed_err(c, err);
-            break;
-        }
         if (pr <= 0) continue;
         ssize_t got = read(fd, buf, INGEST_CHUNK);
         if (got < 0) {
@@ -443,20 +710,24 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
             break;
         }
         if (got == 0) break;
-        if ((rc = send_chunk(c, stream, o, buf, (size_t)got, 0, err))) break;
+        if ((rc = send_chunk(c, o, buf, (size_t)got, 0, err))) break;
     }
     free(buf);
-    if (rc) return rc;
-    if (!c->cur_done) {
+    if (!rc && !c->cur_done) {
         /* the last chunk ends the stream, unless the input was cut short */
         clu_ingest_opts o2 = *o;
         if (cut) o2.end_of_stream = 0;
-        if ((rc = send_chunk(c, stream, &o2, NULL, 0, 1, err))) return rc;
+        rc = send_chunk(c, &o2, NULL, 0, 1, err);
+        while (!rc && !c->cur_done) {
+            if (c->closed) rc = resend_all(c, &o2, err);
+            else spin(c, 100);
+        }
     }
-    while (!c->cur_done && !c->closed) spin(c, 100);
+    drop_unacked(c);
     *st = c->ing_st;
     c->ing = NULL;
-    if (!c->cur_done) return closed_err(c, err);
+    c->ing_stream = NULL;
+    if (rc) return rc;
     if (c->cur_rc) return xerr_set(err, c->cur_rc, "%s", c->cur_msg[0] ? c->cur_msg : xerr_name(c->cur_rc));
     return cut ? XE_BUSY : 0;
 }
@@ -470,7 +741,7 @@ int clu_client_poll(clu_client *c, int timeout_ms, xerr *err)
         unsigned ms = (unsigned)((until - now) / 1000000ull);
         spin(c, ms ? ms : 1);
     }
-    return c->closed ? closed_err(c, err) : 0;
+    return c->closed ? failover(c, err) : 0;
 }
 
 int clu_client_open_results(const clu_client *c)
@@ -482,10 +753,11 @@ int clu_client_open_results(const clu_client *c)
 
 int clu_client_wait(clu_client *c, int (*stop)(void *ctx), void *ctx, xerr *err)
 {
-    while (c->results && !c->closed) {
+    while (c->results) {
         if (stop && stop(ctx)) return 0;
+        int rc;
+        if (c->closed && (rc = failover(c, err))) return rc;
         spin(c, 100);
     }
-    if (c->closed && c->results) return closed_err(c, err);
     return 0;
 }

@@ -88,6 +88,12 @@ typedef struct cquery {
     exec_out out;       /* the sink's output here */
     sbuf enc;
     int ended;
+    int64_t wm_sent;    /* the sink watermark last sent to subscribers (RES_WM) */
+    node *co_node;
+    /* after a takeover, until a subscriber attaches again (or orphan_until):
+     * the sink's rows, not deduplicated yet (the subscriber brings what it has) */
+    int64_t orphan_until;
+    sbuf backlog;       /* batch_encode'd batches, each after its u32 length */
     struct cquery *next;
 } cquery;
 
@@ -108,6 +114,7 @@ struct pend {
     uint64_t creq;
     peer *home;         /* forwards: the node it went to */
     int failed;         /* a forwarded ingest that failed: swallow the rest */
+    uint64_t acked;     /* an ingest session's chunks the node has (RES_ACKED) */
     int quiet;          /* a forward to a stream's shadow: its answers are not the client's */
     void (*done)(node *n, pend *p);
     cquery *q;
@@ -131,6 +138,9 @@ typedef struct csess {
     parse_result *job;
     int job_i;
     uint64_t job_req;
+    /* the client's ingest session when this node is its home or shadow */
+    uint64_t ing_req, ing_local, ing_acked;
+    int ing_here;
 } csess;
 
 struct coord {
@@ -153,10 +163,20 @@ struct coord {
     int replicas;               /* SET replicas (default 1) */
     engine_ft ft;               /* SET ft (default replica) */
     int64_t ckpt_ms;            /* SET checkpoint_interval (default 10 s) */
+    /* the coordinator's own failover (docs/architecture.md, "The coordinator") */
+    int64_t takeover_until;     /* a takeover: members that have not joined by then are dead */
+    int takeover_event;         /* the failure event of the takeover is pending */
+    int had_standby;            /* a standby joined once: fence ourselves without a majority */
+    int base;                   /* members alive (with us) when the cluster was last whole enough */
+    int fenced;                 /* no majority and no standby: acting no more until they are back */
+    int deposed;                /* a newer term is active: acting no more */
+    int members_kept;           /* the member count last written to the catalog ("members") */
+    int wait_majority;          /* restarted with a standby known: serve once this many / 2 + 1 joined */
 };
 
 static void job_run(node *n, cs *s);
 static void job_fail(node *n, cs *s, int rc, const char *msg);
+static void ingest_acked(node *n, cs *s, uint64_t req);
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -201,6 +221,63 @@ static const char *stream_sql_for(const cstream *c, const char *node_name)
 
 static int joined(const peer *p) { return p->slots > 0 && !p->is_coord; }
 static int alive(const peer *p) { return joined(p) && p->link && p->link->ready && p->state != WIRE_MEMBER_DEAD; }
+/* A member that runs tasks and homes streams (not the standby coordinator). */
+static int worker(const peer *p) { return alive(p) && !p->standby; }
+
+/* ------------------------------------------------------------------ the replicated catalog */
+
+static void catalog_send(node *n, cs *to, int op, const char *key, const void *v, size_t len)
+{
+    wire_msg m = {.type = WIRE_CATALOG};
+    m.u.catalog.term = n->term;
+    m.u.catalog.op = (uint8_t)op;
+    m.u.catalog.key = wire_str_of(key);
+    m.u.catalog.value = (wire_str){v, (uint32_t)len};
+    cs_send_msg(to, &m);
+}
+
+/* Every catalog write goes to our LMDB and to the standby coordinators. */
+static int cat_put(node *n, const char *key, const void *v, size_t len, xerr *err)
+{
+    int rc = engine_host_put(n->eng, key, v, len, err);
+    for (int i = 0; !rc && i < n->npeers; i++)
+        if (n->peers[i]->standby && alive(n->peers[i])) catalog_send(n, n->peers[i]->link, WIRE_CAT_PUT, key, v, len);
+    return rc;
+}
+
+static int cat_del(node *n, const char *key, xerr *err)
+{
+    int rc = engine_host_del(n->eng, key, err);
+    for (int i = 0; !rc && i < n->npeers; i++)
+        if (n->peers[i]->standby && alive(n->peers[i])) catalog_send(n, n->peers[i]->link, WIRE_CAT_DEL, key, NULL, 0);
+    return rc;
+}
+
+static int dump_one(void *ctx, const char *key, const void *v, size_t len)
+{
+    cs *to = ctx;
+    catalog_send(to->n, to, WIRE_CAT_PUT, key, v, len);
+    return 0;
+}
+
+/* A standby joined: the whole catalog, then every change (cat_put). */
+static void catalog_dump(node *n, cs *to)
+{
+    xerr err;
+    catalog_send(n, to, WIRE_CAT_BEGIN, "", NULL, 0);
+    if (engine_host_scan(n->eng, "", dump_one, to, &err)) {
+        node_log(n, NET_LOG_ERROR, "cannot send the catalog to the standby: %s", err.msg);
+        return;
+    }
+    catalog_send(n, to, WIRE_CAT_END, "", NULL, 0);
+}
+
+static int persist_term(node *n, xerr *err)
+{
+    char v[32];
+    int len = snprintf(v, sizeof v, "%llu", (unsigned long long)n->term);
+    return cat_put(n, "coord_term", v, (size_t)len, err);
+}
 
 static cstream *stream_find(coord *co, const char *name)
 {
@@ -470,6 +547,16 @@ static void send_membership(node *n)
     sbuf_fini(&ent);
     sbuf_fini(&b);
     co->members_dirty = 0;
+    /* with a standby, a restart must learn whether it is still the active
+     * coordinator: it serves once a majority of these members joined it */
+    int up = 1;
+    for (int i = 0; i < n->npeers; i++) up += alive(n->peers[i]);
+    if (co->had_standby && !co->wait_majority && up != co->members_kept) {
+        char v[16];
+        int len = snprintf(v, sizeof v, "%d", up);
+        xerr err;
+        if (!cat_put(n, "members", v, (size_t)len, &err)) co->members_kept = up;
+    }
 }
 
 /* To one connection, or to every live node (then 1 while p waits). */
@@ -527,11 +614,22 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
     p->state = WIRE_MEMBER_UP;
     p->last_hb = clock_wall_ms();
     p->link = s;
+    p->rejoined = 1;
+    p->is_coord = 0;
+    p->standby = (m->flags & WIRE_F_STANDBY) != 0;
     s->peer = p;
     if (n->cfg.link_delay_ms && strcmp(dom, n->cfg.domain)) net_set_send_delay_ms(s->c, n->cfg.link_delay_ms);
-    node_log(n, NET_LOG_INFO, "node %s %s (domain %s, address %s, %u slots, speed %.3g)", hello,
-             rejoin ? "rejoined" : "joined", dom, addr, j->slots, j->speed_milli / 1000.0);
+    node_log(n, NET_LOG_INFO, "%s %s %s (domain %s, address %s, %u slots, speed %.3g)",
+             p->standby ? "standby coordinator" : "node", hello, rejoin ? "rejoined" : "joined", dom, addr, j->slots,
+             j->speed_milli / 1000.0);
     send_membership(n);
+    if (p->standby) {
+        xerr err;
+        if (!n->co->had_standby && cat_put(n, "standby", "1", 1, &err))
+            node_log(n, NET_LOG_ERROR, "recording the standby: %s", err.msg);
+        n->co->had_standby = 1;
+        catalog_dump(n, s);
+    }
     /* the catalog, so that it plans like everyone else, then the queries */
     coord *co = n->co;
     for (int i = 0; i < co->nsets; i++) {
@@ -573,6 +671,7 @@ static void cq_free(cquery *q)
     sbuf_fini(&q->plan);
     sbuf_fini(&q->enc);
     free(q->dd);
+    sbuf_fini(&q->backlog);
     if (q->fb_on) batch_fini(&q->fb);
     free(q->name);
     free(q->sql);
@@ -618,9 +717,7 @@ static int dd_filter(cquery *q, const batch *b, const batch **out)
     int64_t now = clock_mono_ns() / 1000000;
     for (int r = 0; r < b->nrows; r++) {
         const val *row = batch_row(b, r);
-        uint64_t h = 0x9e3779b97f4a7c15ull;
-        for (int c = 0; c < b->ncols; c++) h = val_hash(&row[c], h);
-        if (!h) h = 1;
+        uint64_t h = row_hash(row, b->ncols);
         struct ftrow *x = dd_slot(q, h);
         if (!x) return XE_NOMEM;
         if (!x->delivered) {
@@ -668,10 +765,37 @@ static int dd_rebuild(cquery *q, int caught_up, int64_t keep_ms)
     return 0;
 }
 
+/* Rows while no subscriber is back after a takeover: kept (64 MiB at most)
+ * until one attaches and says what it has. */
+static int backlog_add(cquery *q, const batch *b)
+{
+    if (q->backlog.len > 64u * 1024 * 1024) return 0;
+    size_t at = q->backlog.len;
+    unsigned char len[4] = {0};
+    if (sbuf_add(&q->backlog, len, 4) || batch_encode(b, &q->backlog)) return XE_NOMEM;
+    be32_put((unsigned char *)q->backlog.p + at, (uint32_t)(q->backlog.len - at - 4));
+    return 0;
+}
+
+static void send_wm(cquery *q, int64_t wm)
+{
+    unsigned char v[8];
+    be64_put(v, (uint64_t)wm);
+    for (csub *x = q->subs; x; x = x->next) cs_result(x->to, x->req, 0, RES_WM, 0, v, sizeof v);
+    q->wm_sent = wm;
+}
+
 static int cq_rows(void *ctx, const batch *b)
 {
     cquery *q = ctx;
     if (q->ended || !b->nrows) return 0;
+    if (!q->subs && q->orphan_until && clock_wall_ms() < q->orphan_until) return backlog_add(q, b);
+    /* the sink's watermark these rows were produced at: a client that
+     * attaches again after a failover says where it was */
+    int64_t wm;
+    xerr err;
+    if (q->subs && !q->push && !engine_deployed_sink_wm(q->co_node->eng, q->qid, &wm, &err) && wm != q->wm_sent)
+        send_wm(q, wm);
     if (dd_filter(q, b, &b)) return XE_NOMEM;
     if (!b->nrows) return 0;
     q->rows += b->nrows;
@@ -782,7 +906,7 @@ static int persist_query(node *n, cquery *q, xerr *err)
         wire_put_str(&w, rn, strlen(rn));
     }
     int rc = wire_wr_end(&w, err);
-    if (!rc) rc = engine_host_put(n->eng, key, b.p, b.len, err);
+    if (!rc) rc = cat_put(n, key, b.p, b.len, err);
     sbuf_fini(&b);
     return rc;
 }
@@ -791,7 +915,7 @@ static int persist_next_qid(node *n, xerr *err)
 {
     char v[32];
     int len = snprintf(v, sizeof v, "%u", n->co->next_qid);
-    return engine_host_put(n->eng, "next_qid", v, (size_t)len, err);
+    return cat_put(n, "next_qid", v, (size_t)len, err);
 }
 
 static void cq_link(coord *co, cquery *q)
@@ -815,7 +939,7 @@ static void cq_drop(node *n, cquery *q)
     if (!q->push) {
         char key[64];
         snprintf(key, sizeof key, "q/%010u", q->qid);
-        if (engine_host_del(n->eng, key, &err)) node_log(n, NET_LOG_ERROR, "forgetting query %u: %s", q->qid, err.msg);
+        if (cat_del(n, key, &err)) node_log(n, NET_LOG_ERROR, "forgetting query %u: %s", q->qid, err.msg);
     }
     for (cquery **pp = &n->co->queries; *pp; pp = &(*pp)->next)
         if (*pp == q) {
@@ -850,7 +974,7 @@ static int cluster_nodes(node *n, int all, pnode *pn, place_node *pl)
     for (int i = 0; i < n->npeers && nn < 256; i++) {
         peer *x = n->peers[i];
         int up = alive(x);
-        if (!(up || (all && joined(x)))) continue;
+        if (x->standby || !(up || (all && joined(x)))) continue;
         if (pn) pn[nn] = (pnode){x->name, x->addr, x->domain};
         pl[nn++] = (place_node){x->name, x->domain, (int)x->slots, x->speed_milli / 1000.0, up};
     }
@@ -1061,9 +1185,11 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     }
     sbuf_init(&q->plan);
     sbuf_init(&q->enc);
+    sbuf_init(&q->backlog);
     q->qid = qid;
     q->push = push;
     q->sql = sbuf_steal(&sql);
+    q->co_node = n;
     if ((!push && !(q->name = strdup(st->name))) || (rc = cq_from_plan(q, d, err))) {
         if (!rc) rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto out;
@@ -1097,7 +1223,7 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
             char key[64];
             xerr e2;
             snprintf(key, sizeof key, "q/%010u", qid);
-            engine_host_del(n->eng, key, &e2);
+            cat_del(n, key, &e2);
         }
         goto out;
     }
@@ -1200,10 +1326,10 @@ static int show_streams(node *n, cs *s, uint64_t req)
 
 static int show_nodes(node *n, cs *s, uint64_t req)
 {
-    static const char *names[] = {"name", "domain", "address", "state", "slots", "load", "last_heartbeat"};
-    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT};
+    static const char *names[] = {"name", "domain", "address", "state", "slots", "load", "last_heartbeat", "role"};
+    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT, TY_TEXT};
     batch b;
-    if (batch_init(&b, 7, 8)) return XE_NOMEM;
+    if (batch_init(&b, 8, 8)) return XE_NOMEM;
     char ts[FMT_TS_BUF];
     for (int i = -1; i < n->npeers; i++) {
         peer *x = i >= 0 ? n->peers[i] : NULL;
@@ -1221,8 +1347,10 @@ static int show_nodes(node *n, cs *s, uint64_t req)
         r[5] = val_int(TY_BIGINT, node_load(n, name));
         size_t len = fmt_timestamp(x ? x->last_hb : clock_wall_ms(), ts);
         batch_put_text(&b, &r[6], ts, len);
+        const char *role = !x ? "coordinator" : x->standby ? "standby" : "node";
+        batch_put_text(&b, &r[7], role, strlen(role));
     }
-    send_table(s, req, 7, names, types, &b);
+    send_table(s, req, 8, names, types, &b);
     batch_fini(&b);
     return 0;
 }
@@ -1443,7 +1571,7 @@ static const char *pick_shadow(node *n, const char *home, int start)
         int i = (start + k) % nc;
         const char *name = i == n->npeers ? n->cfg.name : n->peers[i]->name;
         const char *dom = i == n->npeers ? n->cfg.domain : n->peers[i]->domain;
-        if (i < n->npeers && !alive(n->peers[i])) continue;
+        if (i < n->npeers && !worker(n->peers[i])) continue;
         if (strcmp(dom, hd) && strcmp(name, home)) return name;
     }
     return NULL;
@@ -1457,7 +1585,7 @@ static int persist_stream(node *n, cstream *c, xerr *err)
     sbuf rec;
     sbuf_init(&rec);
     sbuf_printf(&rec, "%s%s%s\n%s", c->home, c->shadow ? "\t" : "", c->shadow ? c->shadow : "", c->sql);
-    int rc = engine_host_put(n->eng, key, rec.p, rec.len, err);
+    int rc = cat_put(n, key, rec.p, rec.len, err);
     sbuf_fini(&rec);
     return rc;
 }
@@ -1493,11 +1621,11 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         if (stream_find(co, st->name)) return exec_local(n, s, req, st, err);
         /* the home: round-robin over the live nodes, this one included */
         int nn = 1;
-        for (int i = 0; i < n->npeers; i++) nn += alive(n->peers[i]);
+        for (int i = 0; i < n->npeers; i++) nn += worker(n->peers[i]);
         int pick = co->rr_home++ % nn;
         const char *home = n->cfg.name;
         for (int i = 0, k = 1; i < n->npeers && pick; i++)
-            if (alive(n->peers[i]) && k++ == pick) home = n->peers[i]->name;
+            if (worker(n->peers[i]) && k++ == pick) home = n->peers[i]->name;
         char *lite = strip_source(st->text);
         if (lite && strcmp(home, n->cfg.name)) {
             ast_stmt *ls = NULL;
@@ -1542,7 +1670,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         if (!cst) return 0;
         char key[600];
         snprintf(key, sizeof key, "stream/%s", cst->name);
-        engine_host_del(n->eng, key, err);
+        cat_del(n, key, err);
         free(cst->name);
         free(cst->home);
         free(cst->sql);
@@ -1557,7 +1685,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         check_cluster_setting(co, st, 1, err);
         char key[300];
         snprintf(key, sizeof key, "set/%s", st->set_key);
-        if ((rc = engine_host_put(n->eng, key, st->text, strlen(st->text), err))) return rc;
+        if ((rc = cat_put(n, key, st->text, strlen(st->text), err))) return rc;
         int i;
         for (i = 0; i < co->nsets && strcmp(co->set_keys[i], st->set_key); i++) {}
         if (i == co->nsets) {
@@ -1587,6 +1715,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         x->next = q->subs;
         q->subs = x;
         cq_begin(q, s, req);
+        cs_result(s, req, 0, RES_NAME, 0, q->name, strlen(q->name));
         node_log(n, NET_LOG_INFO, "a client subscribed to %s", q->name);
         return 0;
     }
@@ -1777,8 +1906,20 @@ static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fra
     }
     if (cst && cst->shadow) cst->dirty = 1;
     /* here: as the home, or quietly as the shadow */
-    if (cst && (!strcmp(cst->home, n->cfg.name) || (cst->shadow && !strcmp(cst->shadow, n->cfg.name))))
+    csess *ss = m->u.ingest.session ? s->sess : NULL;
+    if (ss && ss->ing_req != req) {
+        ss->ing_req = req;
+        ss->ing_acked = ss->ing_local = 0;
+        ss->ing_here = 0;
+    }
+    if (cst && (!strcmp(cst->home, n->cfg.name) || (cst->shadow && !strcmp(cst->shadow, n->cfg.name)))) {
         node_ingest(n, s, m, strcmp(cst->home, n->cfg.name) != 0);
+        if (ss) {
+            ss->ing_here = 1;
+            ss->ing_local = m->u.ingest.seq;
+        }
+    }
+    if (s->sess && m->u.ingest.session && !last) ingest_acked(n, s, req);
     for (pend *p = n->co->pends, *nx; p; p = nx) {
         nx = p->next;
         if (p->kind != PK_FWD_INGEST || p->client != s || p->creq != req) continue;
@@ -1833,6 +1974,11 @@ static void on_answer(node *n, cs *s, const wire_msg *m, const wire_frame *f)
         if (last) pend_finish(n, p);
         return;
     case PK_FWD_INGEST:
+        if (part == RES_ACKED) {
+            if (m->u.result.rows.n >= 9) p->acked = be64_get((const unsigned char *)m->u.result.rows.p + 1);
+            if (p->client) ingest_acked(n, p->client, p->creq);
+            return;
+        }
         pass_to_client(p, f);
         if (m->type == WIRE_ERROR) p->failed = 1;
         else if (last) {
@@ -1843,10 +1989,101 @@ static void on_answer(node *n, cs *s, const wire_msg *m, const wire_frame *f)
     }
 }
 
+/* A client that was subscribed to a query through the coordinator we took
+ * over from: it says which rows it has (hash, times) and the sink watermark
+ * they came at; the rows the redeployed query produces again are dropped
+ * until its sink passes that watermark (dd_filter), starting with the
+ * backlog kept since the takeover. */
+static void attach(node *n, cs *s, const wire_msg *m)
+{
+    const __typeof__(m->u.attach) *a = &m->u.attach;
+    char name[512];
+    snprintf(name, sizeof name, "%.*s", (int)a->query.n, a->query.p);
+    cquery *q = query_find(n->co, name);
+    if (!q || q->push) {
+        cs_error(s, a->req_id, XE_NAME, "no query to attach to (it was dropped)");
+        return;
+    }
+    csub *x = calloc(1, sizeof *x);
+    if (!x) {
+        cs_error(s, a->req_id, XE_NOMEM, "out of memory");
+        return;
+    }
+    x->to = s;
+    x->req = a->req_id;
+    x->next = q->subs;
+    q->subs = x;
+    uint32_t nrows = a->rows.n / 12;
+    int64_t now = clock_mono_ns() / 1000000;
+    for (uint32_t i = 0; i < nrows; i++) {
+        const unsigned char *e = (const unsigned char *)a->rows.p + i * 12;
+        uint64_t h = be64_get(e);
+        uint32_t times = be32_get(e + 8);
+        struct ftrow *r = h && times ? dd_slot(q, h) : NULL;
+        if (!r) continue;
+        if (!r->delivered) {
+            r->h = h;
+            q->ddn++;
+        }
+        if (times > r->delivered) r->delivered = times;
+        r->at = now;
+    }
+    /* the rows produced at the client's watermark come again before the
+     * sink passes it: until then they are duplicates */
+    q->catchup = 1;
+    if (a->wm != INT64_MIN && a->wm + 1 > q->catchup_wm) q->catchup_wm = a->wm + 1;
+    q->wm_sent = a->wm;
+    size_t kept = q->backlog.len;
+    q->orphan_until = 0;
+    batch b;
+    int rc = batch_init(&b, q->ncols, 64);
+    for (size_t at = 0; !rc && at + 4 <= q->backlog.len;) {
+        uint32_t len = be32_get((const unsigned char *)q->backlog.p + at);
+        xerr err;
+        batch_reset(&b);
+        if (batch_decode(q->backlog.p + at + 4, len, &b, &err) == 0) cq_rows(q, &b);
+        at += 4 + len;
+    }
+    if (!rc) batch_fini(&b);
+    sbuf_reset(&q->backlog);
+    node_log(n, NET_LOG_INFO, "a client attached to %s again: it has %u distinct rows, watermark %lld; %zu bytes "
+             "kept for it", q->name, nrows, (long long)a->wm, kept);
+}
+
+/* An ingest session's chunks that the home and the shadow both have. */
+static void ingest_acked(node *n, cs *s, uint64_t req)
+{
+    uint64_t lo = UINT64_MAX;
+    int any = 0;
+    for (pend *p = n->co->pends; p; p = p->next)
+        if (p->kind == PK_FWD_INGEST && p->client == s && p->creq == req && !p->failed && p->home) {
+            if (p->acked < lo) lo = p->acked;
+            any = 1;
+        }
+    csess *ss = s->sess;
+    if (ss && ss->ing_here && ss->ing_req == req) {
+        if (ss->ing_local < lo) lo = ss->ing_local;
+        any = 1;
+    }
+    if (!any || !ss || ss->ing_req != req || lo <= ss->ing_acked) return;
+    ss->ing_acked = lo;
+    unsigned char v[8];
+    be64_put(v, lo);
+    cs_result(s, req, 0, RES_ACKED, 0, v, sizeof v);
+}
+
 /* ------------------------------------------------------------------ connection events */
 
 void coord_ready(node *n, cs *s)
 {
+    /* who coordinates, at which term: a node refuses an older one, a client
+     * knows it found the active coordinator */
+    wire_msg m = {.type = WIRE_TERM};
+    m.u.term.term = n->term;
+    m.u.term.kind = WIRE_TERM_ANNOUNCE;
+    m.u.term.name = wire_str_of(n->cfg.name);
+    m.u.term.addr = wire_str_of(n->addr);
+    cs_send_msg(s, &m);
     if (s->kind != CS_CLIENT) return;
     s->sess = calloc(1, sizeof *s->sess);
     if (!s->sess) {
@@ -2026,7 +2263,7 @@ static void ft_recover(node *n)
         if (!q->push) {
             char key[64];
             snprintf(key, sizeof key, "q/%010u", old);
-            engine_host_del(n->eng, key, &err);
+            cat_del(n, key, &err);
         }
         for (cquery **pp = &co->queries; *pp; pp = &(*pp)->next)
             if (*pp == q) {
@@ -2105,6 +2342,27 @@ static void promote_shadows(node *n)
     }
 }
 
+/* x is dead (or left): one failure event for a whole domain, the deaths of
+ * the next FT_SETTLE_MS join it.  A standby's death is no failure event. */
+static void member_lost(node *n, peer *x)
+{
+    coord *co = n->co;
+    int was_dead = x->state == WIRE_MEMBER_DEAD; /* a failed reconnect to a dead node */
+    x->state = n->stopping ? WIRE_MEMBER_LEFT : WIRE_MEMBER_DEAD;
+    if (!n->stopping && !was_dead)
+        node_log(n, NET_LOG_WARN, "%s %s is %s", x->standby ? "standby coordinator" : "node", x->name,
+                 node_state_name(x->state));
+    co->members_dirty = 1;
+    if (!n->stopping && !was_dead && !x->standby) {
+        if (!co->recover_at) {
+            co->death_ns = clock_mono_ns();
+            co->recover_at = (int64_t)(co->death_ns / 1000000) + FT_SETTLE_MS;
+            sbuf_reset(&co->dead_names);
+        }
+        sbuf_printf(&co->dead_names, "%s%s", co->dead_names.len ? "," : "", x->name);
+    }
+}
+
 void coord_closed(node *n, cs *s)
 {
     coord *co = n->co;
@@ -2148,19 +2406,7 @@ void coord_closed(node *n, cs *s)
     }
     peer *x = s->peer;
     if (!x || x->link != s || !joined(x)) return;
-    int was_dead = x->state == WIRE_MEMBER_DEAD; /* a failed reconnect to a dead node */
-    x->state = n->stopping ? WIRE_MEMBER_LEFT : WIRE_MEMBER_DEAD;
-    if (!n->stopping && !was_dead) node_log(n, NET_LOG_WARN, "node %s is %s", x->name, node_state_name(x->state));
-    co->members_dirty = 1;
-    if (!n->stopping && !was_dead) {
-        /* one event for a whole domain: the deaths of the next FT_SETTLE_MS join it */
-        if (!co->recover_at) {
-            co->death_ns = clock_mono_ns();
-            co->recover_at = (int64_t)(co->death_ns / 1000000) + FT_SETTLE_MS;
-            sbuf_reset(&co->dead_names);
-        }
-        sbuf_printf(&co->dead_names, "%s%s", co->dead_names.len ? "," : "", x->name);
-    }
+    member_lost(n, x);
     for (pend *p = co->pends, *nx; p; p = nx) {
         nx = p->next;
         if (p->kind == PK_BROADCAST) {
@@ -2201,6 +2447,7 @@ void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
         switch (m->type) {
         case WIRE_QUERY: job_start(n, s, m); return;
         case WIRE_INGEST: ingest_from_client(n, s, m, f); return;
+        case WIRE_ATTACH: attach(n, s, m); return;
         default: break;
         }
     } else {
@@ -2218,10 +2465,128 @@ void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
     net_close(s->c, "protocol error");
 }
 
+/* Clients go (to find the active coordinator) when this one stops acting. */
+static void close_clients(node *n, const char *why)
+{
+    for (cs *o = n->conns; o; o = o->next)
+        if (o->kind == CS_CLIENT && o->c && !o->closing) {
+            cs_error(o, 0, XE_IO, why);
+            net_close(o->c, why);
+        }
+}
+
+int coord_serving(node *n)
+{
+    coord *co = n->co;
+    return co && !co->takeover_until && !co->takeover_event && !co->fenced && !co->deposed && !co->wait_majority;
+}
+
+void coord_deposed(node *n, uint64_t term)
+{
+    coord *co = n->co;
+    if (!co || co->deposed) return;
+    co->deposed = 1;
+    node_log(n, NET_LOG_ERROR, "deposed: coordinator term %llu is active elsewhere; this node acts no more (restart it "
+             "with --coordinator --join ACTIVE to serve as a standby)", (unsigned long long)term);
+    close_clients(n, "this coordinator was deposed: connect to the active one");
+}
+
+int coord_takeover(node *n, uint64_t term, xerr *err)
+{
+    n->taking_over = 1;
+    int rc = coord_start(n, err);
+    n->taking_over = 0;
+    if (rc) {
+        coord_stop(n);
+        return rc;
+    }
+    coord *co = n->co;
+    co->had_standby = 0; /* none yet: nobody else can act, so no fencing without a majority */
+    n->term = term;
+    if ((rc = persist_term(n, err))) node_log(n, NET_LOG_ERROR, "recording term %llu: %s", (unsigned long long)term,
+                                              err->msg);
+    net_ctx_set_role(n->net, WIRE_ROLE_COORDINATOR);
+    /* the members dial us as their coordinator now; our links as a node go */
+    for (cs *o = n->conns; o; o = o->next)
+        if (o->kind == CS_NODE && o->c && !o->closing) net_close(o->c, "taking over as the coordinator");
+    int waiting = 0;
+    for (int i = 0; i < n->npeers; i++) {
+        peer *p = n->peers[i];
+        p->link = NULL;
+        p->rejoined = 0;
+        p->granted = 0;
+        p->is_coord = 0; /* the old active: a member that will not join */
+        p->standby = 0;
+        if (p->state != WIRE_MEMBER_DEAD && p->slots) {
+            p->state = WIRE_MEMBER_SUSPECT;
+            waiting++;
+        }
+    }
+    int64_t now = clock_wall_ms();
+    co->takeover_until = now + net_ctx_dead_ms(n->net);
+    co->takeover_event = 1;
+    for (cquery *q = co->queries; q; q = q->next)
+        if (!q->push) q->orphan_until = now + DD_KEEP_MS;
+    node_log(n, NET_LOG_WARN, "coordinator of term %llu: %d streams, %d queries; waiting %u ms for %d members to join",
+             (unsigned long long)term, co->nstreams, running_queries(co, NULL), net_ctx_dead_ms(n->net), waiting);
+    return 0;
+}
+
+/* After a takeover: who did not join is dead (the old active among them). */
+static void takeover_deaths(node *n)
+{
+    coord *co = n->co;
+    co->takeover_until = 0;
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (joined(x) && !x->rejoined && x->state != WIRE_MEMBER_DEAD) member_lost(n, x);
+    }
+    if (!co->recover_at) co->takeover_event = 0;
+}
+
+/* Without a majority of the members, and without a standby to talk to, a
+ * coordinator cannot tell its own isolation from their death: it stops
+ * acting (the standby may be taking over) until they are back. */
+static void check_quorum(node *n)
+{
+    coord *co = n->co;
+    int up = 1, sb = 0;
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (!alive(x)) continue;
+        up++;
+        sb |= x->standby;
+    }
+    if (co->had_standby && !sb && 2 * up <= co->base) {
+        if (!co->fenced) {
+            co->fenced = 1;
+            node_log(n, NET_LOG_ERROR, "fenced: %d of %d members reachable and no standby: acting no more until a "
+                     "majority is back", up, co->base);
+            close_clients(n, "this coordinator lost the cluster's majority: connect to another");
+        }
+        return;
+    }
+    if (co->fenced) node_log(n, NET_LOG_WARN, "a majority is reachable again (%d of %d): acting again", up, co->base);
+    co->fenced = 0;
+    if (2 * up > co->base) co->base = up;
+}
+
 void coord_tick(node *n)
 {
     coord *co = n->co;
     int64_t now = clock_wall_ms();
+    if (co->deposed) return;
+    if (co->takeover_until && now >= co->takeover_until) takeover_deaths(n);
+    if (co->wait_majority) {
+        int up = 1;
+        for (int i = 0; i < n->npeers; i++) up += alive(n->peers[i]);
+        if (2 * up <= co->wait_majority) return;
+        node_log(n, NET_LOG_INFO, "restarted coordinator: %d of the %d members it knew joined it: serving clients", up,
+                 co->wait_majority);
+        co->wait_majority = 0;
+    }
+    if (!co->takeover_until && !co->takeover_event) check_quorum(n);
+    if (co->fenced) return;
     for (int i = 0; i < n->npeers; i++) {
         peer *x = n->peers[i];
         if (!joined(x) || !x->link || !x->link->ready) continue;
@@ -2249,6 +2614,11 @@ void coord_tick(node *n)
         promote_shadows(n);
         replace_after_death(n, co->dead_names.p);
         ft_recover(n);
+        if (co->takeover_event) {
+            co->takeover_event = 0;
+            node_log(n, NET_LOG_WARN, "coordinator of term %llu: serving clients (%.1f ms after the takeover began)",
+                     (unsigned long long)n->term, (double)(clock_mono_ns() - co->death_ns) / 1e6 + net_ctx_dead_ms(n->net));
+        }
     }
     /* shadowed streams: partial slices end at the same point at both homes */
     static int64_t last_tick;
@@ -2398,6 +2768,8 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
     q->name = xstrndup(name.p, name.n);
     q->sql = xstrndup(dp.sql.p, dp.sql.n);
     if (!q->name || !q->sql || sbuf_add(&q->plan, plan.p, plan.n)) goto fail;
+    q->co_node = n;
+    sbuf_init(&q->backlog);
     if ((rc = engine_plan(n->eng, q->sql, &d, &err)) || (rc = cq_from_plan(q, d, &err))) goto fail;
     rc = XE_CORRUPT;
     if (q->ntasks != dp.ntasks) goto fail;
@@ -2446,14 +2818,45 @@ fail:
     return 0;
 }
 
+/* A catalog record holding a decimal number. */
+static uint64_t rec_number(const void *v, size_t len)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < 31 ? len : 31), (const char *)v);
+    return strtoull(buf, NULL, 10);
+}
+
 static int load_next_qid(void *ctx, const char *key, const void *v, size_t len)
 {
     load_ctx *l = ctx;
-    char buf[32];
     (void)key;
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < 31 ? len : 31), (const char *)v);
-    uint32_t q = (uint32_t)strtoul(buf, NULL, 10);
+    uint32_t q = (uint32_t)rec_number(v, len);
     if (q > l->n->co->next_qid) l->n->co->next_qid = q;
+    return 0;
+}
+
+static int load_int(void *ctx, const char *key, const void *v, size_t len)
+{
+    (void)key;
+    *(int *)ctx = (int)rec_number(v, len);
+    return 0;
+}
+
+static int load_flag(void *ctx, const char *key, const void *v, size_t len)
+{
+    (void)key;
+    (void)v;
+    (void)len;
+    *(int *)ctx = 1;
+    return 0;
+}
+
+static int load_term(void *ctx, const char *key, const void *v, size_t len)
+{
+    load_ctx *l = ctx;
+    (void)key;
+    uint64_t t = rec_number(v, len);
+    if (t > l->n->term) l->n->term = t;
     return 0;
 }
 
@@ -2475,6 +2878,22 @@ int coord_start(node *n, xerr *err)
         (rc = engine_host_scan(n->eng, "stream/", load_stream, &l, err)))
         return rc;
     if (l.rc) return xerr_set(err, l.rc, "loading the cluster catalog: out of memory");
+    if ((rc = engine_host_scan(n->eng, "coord_term", load_term, &l, err))) return rc;
+    if ((rc = engine_host_scan(n->eng, "standby", load_flag, &co->had_standby, err)) ||
+        (rc = engine_host_scan(n->eng, "members", load_int, &co->members_kept, err)))
+        return rc;
+    /* a restart (not a takeover) of a coordinator that had a standby: the
+     * standby may have taken over meanwhile, so the members decide (a node
+     * that granted a newer term refuses our announcement and never joins) */
+    if (co->had_standby && !n->taking_over && co->members_kept > 1) {
+        co->wait_majority = co->members_kept;
+        node_log(n, NET_LOG_WARN, "restarted with a standby known: serving once %d of the %d members have joined",
+                 co->members_kept / 2 + 1, co->members_kept);
+    }
+    if (!n->term) {
+        n->term = 1;
+        if ((rc = persist_term(n, err))) return rc;
+    }
     /* the streams' homes are in our own engine's catalog already; queries
      * deploy here now and on the other nodes as they join */
     qrecs qr = {NULL, 0};

@@ -166,6 +166,9 @@ void net_ctx_free(net_ctx *ctx);
 size_t net_ctx_nconns(const net_ctx *ctx); /* open connections, all states */
 unsigned net_ctx_heartbeat_ms(const net_ctx *ctx); /* in effect (defaults applied) */
 unsigned net_ctx_dead_ms(const net_ctx *ctx);      /* in effect, for node peers */
+/* The role our HELLO announces on connections made from now on (a standby
+ * coordinator that takes over becomes WIRE_ROLE_COORDINATOR). */
+void net_ctx_set_role(net_ctx *ctx, uint8_t role);
 uv_loop_t *net_ctx_loop(const net_ctx *ctx);
 /* Log through ctx's sink (for the owner's own lines); c may be NULL. */
 void net_log(net_ctx *ctx, net_conn *c, int level, const char *fmt, ...)

@@ -87,6 +87,13 @@ static int parse_hostport(const char *s, char *host, size_t hn, int *port)
     return 0;
 }
 
+uint64_t row_hash(const val *row, int ncols)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int c = 0; c < ncols; c++) h = val_hash(&row[c], h);
+    return h ? h : 1;
+}
+
 int64_t batch_peek_rows(const void *p, size_t n)
 {
     const unsigned char *b = p;
@@ -357,7 +364,7 @@ cs *node_link(node *n, peer *p)
 
 static void send_join(node *n, cs *s)
 {
-    wire_msg m = {.type = WIRE_JOIN};
+    wire_msg m = {.type = WIRE_JOIN, .flags = n->standby ? WIRE_F_STANDBY : 0};
     m.u.join.name = wire_str_of(n->cfg.name);
     m.u.join.domain = wire_str_of(n->cfg.domain);
     m.u.join.addr = wire_str_of(n->addr);
@@ -366,22 +373,63 @@ static void send_join(node *n, cs *s)
     cs_send_msg(s, &m);
 }
 
+/* The number of --join addresses and the i-th of them in out. */
+static int join_addr(const node *n, int i, char *out, size_t cap)
+{
+    int k = 0;
+    for (const char *p = n->cfg.join; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len && k++ == i && len < cap) {
+            memcpy(out, p, len);
+            out[len] = 0;
+        }
+        p = e ? e + 1 : p + len;
+    }
+    return k;
+}
+
+/* Dial the coordinator: the address a takeover named, else the --join
+ * addresses in turn (the active one answers as the coordinator; a standby
+ * or a dead one does not, and the next is tried). */
 static void connect_coordinator(node *n)
 {
     char host[128];
-    int port;
-    if (parse_hostport(n->cfg.join, host, sizeof host, &port)) return;
+    int port, count = join_addr(n, 0, n->coord_addr, sizeof n->coord_addr);
+    if (n->join_hint[0]) {
+        snprintf(n->coord_addr, sizeof n->coord_addr, "%s", n->join_hint);
+        n->join_hint[0] = 0;
+    } else if (count > 1) {
+        join_addr(n, n->join_i % count, n->coord_addr, sizeof n->coord_addr);
+        n->join_i++;
+    }
+    /* several addresses: a failover should not wait a whole second per address */
+    int64_t retry = count > 1 ? NODE_RETRY_MS / 5 : NODE_RETRY_MS;
+    if (parse_hostport(n->coord_addr, host, sizeof host, &port)) {
+        n->coord_retry_at = clock_wall_ms() + retry;
+        return;
+    }
     cs *s = cs_new(n, CS_NODE);
     if (!s) return;
     xerr err;
     if (net_connect(n->net, host, port, 0, &cs_handlers, s, &s->c, &err)) {
-        node_log(n, NET_LOG_ERROR, "cannot connect to the coordinator at %s: %s", n->cfg.join, err.msg);
+        node_log(n, NET_LOG_ERROR, "cannot connect to the coordinator at %s: %s", n->coord_addr, err.msg);
         n->conns = s->next;
         free(s);
-        n->coord_retry_at = clock_wall_ms() + NODE_RETRY_MS;
+        n->coord_retry_at = clock_wall_ms() + retry;
         return;
     }
     n->coord_link = s;
+}
+
+static void send_term(cs *to, uint64_t term, int kind, const char *name, const char *addr)
+{
+    wire_msg m = {.type = WIRE_TERM};
+    m.u.term.term = term;
+    m.u.term.kind = (uint8_t)kind;
+    m.u.term.name = wire_str_of(name);
+    m.u.term.addr = wire_str_of(addr);
+    cs_send_msg(to, &m);
 }
 
 static void cs_on_ready(net_conn *c, void *ud)
@@ -392,20 +440,22 @@ static void cs_on_ready(net_conn *c, void *ud)
     if (s == n->coord_link) {
         const char *name = net_peer_name(c);
         if (net_peer_role(c) != WIRE_ROLE_COORDINATOR) {
-            node_log(n, NET_LOG_ERROR, "%s at %s is not a coordinator; retrying", name, n->cfg.join);
+            node_log(n, join_addr(n, 0, NULL, 0) > 1 ? NET_LOG_DEBUG : NET_LOG_ERROR,
+                     "%s at %s is not the coordinator; retrying", name, n->coord_addr);
             net_close(c, "not a coordinator");
             return;
         }
-        peer *p = node_peer_add(n, name, NULL, n->cfg.join);
+        peer *p = node_peer_add(n, name, NULL, n->coord_addr);
         if (p) {
             p->is_coord = 1;
             p->link = s;
             s->peer = p;
         }
-        node_log(n, NET_LOG_INFO, "connected to the coordinator %s at %s; joining as %s (domain %s)", name, n->cfg.join,
-                 n->cfg.name, n->cfg.domain);
+        node_log(n, NET_LOG_INFO, "connected to the coordinator %s at %s; joining as %s (domain %s)%s", name,
+                 n->coord_addr, n->cfg.name, n->cfg.domain, n->standby ? " as its standby" : "");
         send_join(n, s);
-    }
+    } else if (n->co && s->kind == CS_NODE)
+        send_term(s, n->term, WIRE_TERM_ANNOUNCE, n->cfg.name, n->addr);
     apply_link_delay(n, s);
     ovf_flush(s);
 }
@@ -415,10 +465,12 @@ static void lis_on_ready(net_conn *c, void *ud)
 {
     node *n = ud;
     int role = net_peer_role(c);
-    if (role == WIRE_ROLE_CLIENT && !n->co) {
+    if (role == WIRE_ROLE_CLIENT && (!n->co || !coord_serving(n))) {
         wire_msg em = {.type = WIRE_ERROR};
         em.u.error.code = XE_INVAL;
-        em.u.error.msg = wire_str_of("this node is not the coordinator: connect to the coordinator's address");
+        em.u.error.msg = wire_str_of(n->co ? "this coordinator is taking over or lost the cluster's majority: try again"
+                                   : n->standby ? "this node is a standby coordinator: connect to the active one"
+                                                : "this node is not the coordinator: connect to the coordinator's address");
         sbuf b;
         sbuf_init(&b);
         if (!wire_msg_payload(&b, &em, NULL)) net_send_ctl(c, WIRE_ERROR, 0, b.p, b.len);
@@ -477,7 +529,7 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
         }
     if (n->coord_link == s) {
         n->coord_link = NULL;
-        n->coord_retry_at = clock_wall_ms() + NODE_RETRY_MS;
+        n->coord_retry_at = clock_wall_ms() + (join_addr(n, 0, NULL, 0) > 1 ? NODE_RETRY_MS / 5 : NODE_RETRY_MS);
     }
     if (n->cur_in == s) n->cur_in = NULL;
     for (cs *o = n->conns; o; o = o->next)
@@ -485,7 +537,13 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
             if (o->waiters[i] == s) o->waiters[i--] = o->waiters[--o->nwait];
     for (ingsess **pp = &n->ings; *pp;) {
         ingsess *g = *pp;
-        if (g->from == s) {
+        if (g->from == s && g->session && !n->stopping) {
+            /* a client's session outlives its forwarder: the client resumes
+             * it through the next coordinator (NODE_ORPHAN_MS at most) */
+            g->from = NULL;
+            g->orphan_at = clock_wall_ms();
+            pp = &g->next;
+        } else if (g->from == s) {
             *pp = g->next;
             g->next = NULL;
             ingsess_free(n, g, 0);
@@ -1104,6 +1162,16 @@ static void ing_reject(void *ctx, int64_t line, const char *msg)
     sbuf_fini(&b);
 }
 
+/* The chunks of g's session fed so far, to whoever forwards it (the
+ * coordinator tells the client once the home and the shadow both have them). */
+static void ing_ack(ingsess *g)
+{
+    if (!g->session || !g->from || g->from->kind != CS_NODE) return; /* here, the coordinator counts it */
+    unsigned char b[8];
+    be64_put(b, g->seq);
+    cs_result(g->from, g->req, 0, RES_ACKED, 0, b, sizeof b);
+}
+
 static void ingsess_free(node *n, ingsess *g, int end)
 {
     if (g->in) {
@@ -1145,11 +1213,23 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
 {
     const __typeof__(m->u.ingest) *in = &m->u.ingest;
     ingsess **pp = &n->ings;
-    while (*pp && !((*pp)->from == from && (*pp)->req == in->req_id)) pp = &(*pp)->next;
+    /* a client's session goes on where it was, whoever forwards it now (a
+     * new coordinator after a failover): the same decoder, chunks it fed
+     * already skipped */
+    while (*pp && !(in->session ? (*pp)->session == in->session : (*pp)->from == from && (*pp)->req == in->req_id))
+        pp = &(*pp)->next;
     ingsess *g = *pp;
     xerr err;
     xerr_clear(&err);
     int rc = 0;
+    if (g && (g->from != from || g->req != in->req_id)) {
+        node_log(n, NET_LOG_INFO, "ingest session %016llx resumes at chunk %llu (chunks up to %llu are in)",
+                 (unsigned long long)in->session, (unsigned long long)in->seq, (unsigned long long)g->seq);
+        g->from = from;
+        g->req = in->req_id;
+        g->quiet = quiet;
+        g->orphan_at = 0;
+    }
     if (!g) {
         if (!(g = calloc(1, sizeof *g))) {
             cs_error(from, in->req_id, XE_NOMEM, "out of memory");
@@ -1158,6 +1238,7 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         g->from = from;
         g->req = in->req_id;
         g->quiet = quiet;
+        g->session = in->session;
         g->next = n->ings;
         n->ings = g;
         pp = &n->ings;
@@ -1175,7 +1256,8 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         } else
             node_log(n, NET_LOG_INFO, "ingest into %s started", stream);
     }
-    if (!g->failed && in->data.n) {
+    int dup = in->session && in->seq && in->seq <= g->seq; /* resent after a failover: in already */
+    if (!g->failed && in->data.n && !dup) {
         uint64_t t0 = clock_mono_ns();
         cs *saved = n->cur_in;
         n->cur_in = from;
@@ -1189,7 +1271,11 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
             g->in = NULL;
         }
     }
-    if (!(m->flags & WIRE_F_LAST)) return;
+    if (in->session && in->seq > g->seq) g->seq = in->seq;
+    if (!(m->flags & WIRE_F_LAST)) {
+        if (!g->failed) ing_ack(g);
+        return;
+    }
     /* the last chunk: unlink, close, answer */
     for (pp = &n->ings; *pp && *pp != g; pp = &(*pp)->next) {}
     if (*pp) *pp = g->next;
@@ -1276,9 +1362,11 @@ static void node_membership(node *n, const wire_msg *m)
 {
     wire_rd r;
     wire_rd_init(&r, m->u.membership.entries.p, m->u.membership.entries.n);
+    n->base_alive = 0;
     for (uint32_t i = 0; i < m->u.membership.count; i++) {
         wire_member mm;
         if (wire_get_member(&r, &mm)) break;
+        if (mm.state == WIRE_MEMBER_UP || mm.state == WIRE_MEMBER_SUSPECT) n->base_alive++;
         char name[WIRE_NAME_MAX + 1], dom[WIRE_NAME_MAX + 1], addr[128];
         snprintf(name, sizeof name, "%.*s", (int)mm.name.n, mm.name.p);
         if (!strcmp(name, n->cfg.name)) continue;
@@ -1293,6 +1381,178 @@ static void node_membership(node *n, const wire_msg *m)
     }
 }
 
+/* ------------------------------------------------------------------ terms, the standby */
+
+typedef struct keys {
+    char **v;
+    int n;
+} keys;
+
+static int collect_key(void *ctx, const char *key, const void *v, size_t len)
+{
+    (void)v;
+    (void)len;
+    keys *k = ctx;
+    char **x = realloc(k->v, (size_t)(k->n + 1) * sizeof *x);
+    if (!x) return XE_NOMEM;
+    k->v = x;
+    if (!(k->v[k->n] = strdup(key))) return XE_NOMEM;
+    k->n++;
+    return 0;
+}
+
+/* A standby's copy of the active coordinator's catalog. */
+static void catalog_frame(node *n, const wire_msg *m)
+{
+    char key[512];
+    snprintf(key, sizeof key, "%.*s", (int)m->u.catalog.key.n, m->u.catalog.key.p);
+    xerr err;
+    xerr_clear(&err);
+    int rc = 0;
+    switch (m->u.catalog.op) {
+    case WIRE_CAT_BEGIN: {
+        /* a whole dump follows: what we had goes */
+        keys k = {NULL, 0};
+        n->sb_synced = 0;
+        rc = engine_host_scan(n->eng, "", collect_key, &k, &err);
+        for (int i = 0; i < k.n; i++) {
+            if (!rc) rc = engine_host_del(n->eng, k.v[i], &err);
+            free(k.v[i]);
+        }
+        free(k.v);
+        break;
+    }
+    case WIRE_CAT_PUT: rc = engine_host_put(n->eng, key, m->u.catalog.value.p, m->u.catalog.value.n, &err); break;
+    case WIRE_CAT_DEL: rc = engine_host_del(n->eng, key, &err); break;
+    case WIRE_CAT_END:
+        if (!n->sb_synced) node_log(n, NET_LOG_INFO, "standby: holding the catalog of coordinator term %llu",
+                                    (unsigned long long)m->u.catalog.term);
+        n->sb_synced = 1;
+        if (m->u.catalog.term > n->term) n->term = m->u.catalog.term;
+        break;
+    }
+    if (rc) {
+        node_log(n, NET_LOG_ERROR, "standby: cannot keep the catalog (%s): %s; it cannot take over", key, err.msg);
+        n->sb_synced = 0;
+    }
+}
+
+/* Take over as the coordinator of a new term: the active is lost and a
+ * majority of the members granted it. */
+static void standby_takes_over(node *n)
+{
+    uint64_t term = n->sb_ask;
+    n->sb_ask = 0;
+    xerr err;
+    xerr_clear(&err);
+    node_log(n, NET_LOG_WARN, "standby: taking over as the coordinator of term %llu (%lld ms after the active was lost)",
+             (unsigned long long)term, (long long)(clock_wall_ms() - n->sb_lost_at));
+    if (n->coord_link) net_close(n->coord_link->c, "taking over");
+    n->coord_link = NULL;
+    if (coord_takeover(n, term, &err)) {
+        node_log(n, NET_LOG_ERROR, "standby: the takeover failed: %s; staying a standby", err.msg);
+        return;
+    }
+    n->standby = 0;
+}
+
+/* A standby without its active: ask every member for a new term; take over
+ * once a majority (counting itself) granted it. */
+static void standby_tick(node *n)
+{
+    int64_t now = clock_wall_ms();
+    if (n->coord_link && n->coord_link->ready) {
+        n->sb_lost_at = 0;
+        n->sb_ask = 0;
+        return;
+    }
+    if (!n->sb_lost_at) {
+        n->sb_lost_at = now;
+        return;
+    }
+    if (!n->sb_synced || now - n->sb_lost_at < 2 * (int64_t)net_ctx_heartbeat_ms(n->net)) return;
+    int granted = 1;
+    for (int i = 0; i < n->npeers; i++)
+        if (n->sb_ask && n->peers[i]->granted == n->sb_ask) granted++;
+    if (n->sb_ask && 2 * granted > n->base_alive) {
+        standby_takes_over(n);
+        return;
+    }
+    if (n->sb_ask && now - n->sb_ask_at < 300) return;
+    if (!n->sb_ask) {
+        n->sb_ask = n->term + 1;
+        node_log(n, NET_LOG_WARN, "standby: the active coordinator is lost; asking the members for term %llu",
+                 (unsigned long long)n->sb_ask);
+    }
+    n->sb_ask_at = now;
+    for (int i = 0; i < n->npeers; i++) {
+        peer *p = n->peers[i];
+        if (p->is_coord || !p->slots || p->granted == n->sb_ask) continue;
+        cs *l = node_link(n, p);
+        if (l) send_term(l, n->sb_ask, WIRE_TERM_ASK, n->cfg.name, n->addr);
+    }
+}
+
+static void term_frame(node *n, cs *s, const wire_msg *m)
+{
+    uint64_t t = m->u.term.term;
+    char name[WIRE_NAME_MAX + 1], addr[128];
+    snprintf(name, sizeof name, "%.*s", (int)m->u.term.name.n, m->u.term.name.p);
+    snprintf(addr, sizeof addr, "%.*s", (int)m->u.term.addr.n, m->u.term.addr.p);
+    switch (m->u.term.kind) {
+    case WIRE_TERM_ANNOUNCE:
+        if (net_peer_role(s->c) != WIRE_ROLE_COORDINATOR) return;
+        if (t < n->term) {
+            /* fencing: a coordinator of an old term acts no more */
+            node_log(n, NET_LOG_WARN, "refusing coordinator %s of term %llu: term %llu is active", name,
+                     (unsigned long long)t, (unsigned long long)n->term);
+            send_term(s, n->term, WIRE_TERM_REFUSE, n->cfg.name, n->addr);
+            net_close(s->c, "an old coordinator term");
+            return;
+        }
+        if (t > n->term && n->term)
+            node_log(n, NET_LOG_INFO, "coordinator %s: term %llu", name, (unsigned long long)t);
+        n->term = t;
+        s->term = t;
+        return;
+    case WIRE_TERM_ASK: {
+        int hears = n->coord_link && n->coord_link->ready && s != n->coord_link;
+        if (n->co || hears || t <= n->term) {
+            node_log(n, NET_LOG_INFO, "refusing term %llu to %s: %s", (unsigned long long)t, name,
+                     n->co ? "this is the coordinator" : hears ? "the coordinator is alive here" : "an old term");
+            send_term(s, n->co || hears ? (t > n->term ? t : n->term) : n->term, WIRE_TERM_REFUSE, n->cfg.name,
+                      n->addr);
+            return;
+        }
+        node_log(n, NET_LOG_WARN, "the coordinator is lost here too: granting term %llu to %s at %s",
+                 (unsigned long long)t, name, addr);
+        n->term = t;
+        n->sb_ask = 0;
+        snprintf(n->join_hint, sizeof n->join_hint, "%s", addr);
+        for (int i = 0; i < n->npeers; i++)
+            if (n->peers[i]->is_coord) {
+                n->peers[i]->is_coord = 0;
+                n->peers[i]->state = WIRE_MEMBER_DEAD;
+            }
+        if (n->coord_link) net_close(n->coord_link->c, "a new coordinator term");
+        n->coord_link = NULL;
+        n->coord_retry_at = 0;
+        send_term(s, t, WIRE_TERM_GRANT, n->cfg.name, n->addr);
+        return;
+    }
+    case WIRE_TERM_GRANT:
+        if (s->peer && t == n->sb_ask) s->peer->granted = t;
+        return;
+    case WIRE_TERM_REFUSE:
+        if (t > n->term) {
+            n->term = t;
+            if (n->co) coord_deposed(n, t);
+            n->sb_ask = 0;
+        }
+        return;
+    }
+}
+
 static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
 {
     cs *s = ud;
@@ -1303,8 +1563,17 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
         net_abort(c, NET_CLOSE_PROTO, "%s", err.msg);
         return;
     }
-    int from_coord = s->kind == CS_NODE && net_peer_role(c) == WIRE_ROLE_COORDINATOR;
+    /* frames that only the coordinator sends: from the active term only */
+    int from_coord = s->kind == CS_NODE && net_peer_role(c) == WIRE_ROLE_COORDINATOR && s->term && s->term >= n->term;
     switch (m.type) {
+    case WIRE_TERM:
+        if (s->kind != CS_NODE) break;
+        term_frame(n, s, &m);
+        return;
+    case WIRE_CATALOG:
+        if (!from_coord || !n->standby) break;
+        catalog_frame(n, &m);
+        return;
     case WIRE_BATCH:
     case WIRE_WATERMARK:
     case WIRE_STATE_DELTA:
@@ -1378,7 +1647,19 @@ static void on_tick(uv_timer_t *t)
     node *n = t->data;
     static int ticks;
     if (!n->co && !n->coord_link && clock_wall_ms() >= n->coord_retry_at) connect_coordinator(n);
+    if (n->standby && !n->co) standby_tick(n);
     held_timeouts(n);
+    /* client ingest sessions whose forwarder left and no other took them on */
+    for (ingsess **pp = &n->ings; *pp;) {
+        ingsess *g = *pp;
+        if (!g->from && g->orphan_at && clock_wall_ms() - g->orphan_at > NODE_ORPHAN_MS) {
+            node_log(n, NET_LOG_WARN, "ingest session %016llx: no coordinator resumed it in %d s; closed",
+                     (unsigned long long)g->session, NODE_ORPHAN_MS / 1000);
+            *pp = g->next;
+            ingsess_free(n, g, 0);
+        } else
+            pp = &g->next;
+    }
     for (dep *d = n->deps; d; d = d->next)
         if (d->rs_on && clock_wall_ms() >= d->rs_deadline) resume_replay(n, d);
     if (n->co) coord_tick(n);
@@ -1416,6 +1697,7 @@ int node_run(const node_config *cfg, xerr *err)
     if (!n->cfg.listen || parse_hostport(n->cfg.listen, n->listen_host, sizeof n->listen_host, &n->listen_port))
         return xerr_set(err, XE_INVAL, "--listen needs HOST:PORT, not '%s'", n->cfg.listen ? n->cfg.listen : "");
     if (!n->cfg.coordinator && !n->cfg.join) return xerr_set(err, XE_INVAL, "a node that is not the coordinator needs --join HOST:PORT");
+    n->standby = n->cfg.coordinator && n->cfg.join; /* a standby coordinator */
     if (!n->cfg.secret_file) return xerr_set(err, XE_INVAL, "a cluster secret is required: --secret-file FILE");
     if ((rc = auth_secret_load(n->cfg.secret_file, &n->secret, 0, err))) return rc;
     if (n->secret.warning[0]) node_log(n, NET_LOG_WARN, "%s", n->secret.warning);
@@ -1431,7 +1713,7 @@ int node_run(const node_config *cfg, xerr *err)
     net_config nc;
     memset(&nc, 0, sizeof nc);
     nc.name = n->cfg.name;
-    nc.role = n->cfg.coordinator ? WIRE_ROLE_COORDINATOR : WIRE_ROLE_NODE;
+    nc.role = n->cfg.coordinator && !n->standby ? WIRE_ROLE_COORDINATOR : WIRE_ROLE_NODE;
     nc.secret = &n->secret;
     nc.max_frame = 4u * 1024 * 1024;
     nc.heartbeat_ms = n->cfg.heartbeat_ms;
@@ -1443,7 +1725,7 @@ int node_run(const node_config *cfg, xerr *err)
     if ((rc = net_listen(n->net, n->listen_host, n->listen_port, &lis_handlers, n, &n->lis, err))) goto out_net;
     n->listen_port = net_listener_port(n->lis);
     snprintf(n->addr, sizeof n->addr, "%.63s:%d", n->listen_host, n->listen_port);
-    if (n->cfg.coordinator && (rc = coord_start(n, err))) goto out_net;
+    if (n->cfg.coordinator && !n->standby && (rc = coord_start(n, err))) goto out_net;
 
     uv_timer_init(n->loop, &n->tick);
     n->tick.data = n;
@@ -1456,8 +1738,8 @@ int node_run(const node_config *cfg, xerr *err)
     signal(SIGPIPE, SIG_IGN);
     node_log(n, NET_LOG_INFO, "ares-node %s (domain %s, %d slots, speed %g) listening on %s, data in %s%s", n->cfg.name,
              n->cfg.domain, n->cfg.slots, n->cfg.speed, n->addr, engine_dir(n->eng),
-             n->cfg.coordinator ? ", coordinator" : "");
-    if (!n->cfg.coordinator) connect_coordinator(n);
+             n->standby ? ", standby coordinator" : n->cfg.coordinator ? ", coordinator" : "");
+    if (!n->co) connect_coordinator(n);
 
     uv_run(n->loop, UV_RUN_DEFAULT);
 

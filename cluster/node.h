@@ -38,6 +38,9 @@ enum res_part {
     RES_NOTICE = 4, /* blob text */
     RES_DONE = 5,   /* the request finished: i64 lines, i64 rows, i64 rejected (ingest; else 0) */
     RES_REJECT = 6, /* i64 line, blob message: a rejected input line (the first few) */
+    RES_ACKED = 7,  /* u64 seq: the chunks of the ingest session up to seq are in (home and shadow) */
+    RES_WM = 8,     /* i64: the sink's watermark after the rows before it (subscriptions) */
+    RES_NAME = 9,   /* the query's name: the result can be attached again after a failover (ATTACH) */
 };
 
 /* channel of BATCH and WATERMARK frames: operator, input side, task */
@@ -51,6 +54,7 @@ enum res_part {
 #define NODE_RESUME_MS 3000 /* a source's home waits this long for every RESUME */
 #define NODE_TICK_MS 100
 #define NODE_RETRY_MS 1000  /* reconnect to a peer or the coordinator */
+#define NODE_ORPHAN_MS 30000 /* a client's ingest session waits this long for a new forwarder */
 /* The coordinator shows a node SUSPECT after half the dead-peer limit of silence. */
 #define NODE_SUSPECT_MS(n) ((uint64_t)net_ctx_dead_ms((n)->net) / 2)
 
@@ -90,6 +94,7 @@ struct cs {
     int64_t held_since;
     /* the coordinator's client session (coord.c) */
     struct csess *sess;
+    uint64_t term;       /* the coordinator term the other end announced (TERM) */
     cs *next;
 };
 
@@ -99,6 +104,9 @@ struct peer {
     uint32_t slots, speed_milli;
     int state;           /* enum wire_member_state */
     int is_coord;
+    int standby;         /* coordinator: a standby coordinator (not placed; gets CATALOG) */
+    int rejoined;        /* coordinator after a takeover: it joined us */
+    uint64_t granted;    /* standby: the term it granted us */
     cs *link;            /* where we send to it (may still be connecting) */
     int64_t retry_at;    /* no reconnect before (ms) */
     int64_t last_hb;     /* coordinator: wall-clock ms of the last sign of life */
@@ -137,6 +145,8 @@ typedef struct ingsess {
     exec_ingest *in;
     int failed, shown;
     int quiet;           /* a shadow's session: nothing is answered (the home answers) */
+    uint64_t session, seq; /* the client's session id and the last chunk fed (0: not resumable) */
+    int64_t orphan_at;   /* its forwarder left at (wall ms); 0 while it has one */
     int64_t rejected;
     struct ingsess *next;
 } ingsess;
@@ -158,6 +168,19 @@ struct node {
     cs *conns;
     cs *coord_link;      /* a plain node: its connection to the coordinator */
     int64_t coord_retry_at;
+    char coord_addr[128]; /* the address coord_link dialled */
+    /* coordinator terms and the standby coordinator (docs/architecture.md,
+     * "The coordinator") */
+    uint64_t term;       /* the highest term heard: a coordinator of a lower one is refused */
+    char join_hint[128]; /* a takeover named the new coordinator: dial it first */
+    int join_i;          /* the --join address to try next */
+    int standby;         /* --coordinator --join: a standby until it takes over */
+    int sb_synced;       /* it holds a whole catalog (CATALOG dump) */
+    int64_t sb_lost_at;  /* wall ms the active was lost (0: it is up) */
+    uint64_t sb_ask;     /* the term it asks the members for (0: none) */
+    int64_t sb_ask_at;
+    int base_alive;      /* members alive in the last MEMBERSHIP, the coordinator's entry included */
+    int taking_over;     /* coord_start runs for a takeover */
     cs *cur_in;          /* the connection whose frame is being processed */
     dep *deps;
     uint32_t max_qid;    /* highest qid whose DEPLOY this node has seen */
@@ -202,6 +225,13 @@ const char *node_state_name(int state);
 /* ---------------------------------------------------------------- coord.c */
 
 int coord_start(node *n, xerr *err);
+/* A standby becomes the active coordinator of term (node.c decided: the
+ * majority of members lost the active and granted it). */
+int coord_takeover(node *n, uint64_t term, xerr *err);
+/* 1 while the coordinator accepts clients (not during a takeover, not fenced). */
+int coord_serving(node *n);
+/* A node refused us: a coordinator of a newer term is active. */
+void coord_deposed(node *n, uint64_t term);
 void coord_stop(node *n);
 void coord_tick(node *n);
 /* A frame on a connection from a node or a client (the coordinator only). */
@@ -281,6 +311,10 @@ typedef struct deploy_plan {
 } deploy_plan;
 
 int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err);
+
+/* The 64-bit hash of an output row that exactly-once delivery compares
+ * (the coordinator's sink dedup and a client attaching again). */
+uint64_t row_hash(const val *row, int ncols);
 
 /* Peek the row count of a batch_encode buffer (-1 when it is not one). */
 int64_t batch_peek_rows(const void *p, size_t n);

@@ -2,7 +2,7 @@
  * node_main.c: ares-node, one member of an Ares cluster.
  *
  *   ares-node --name NAME --domain DOMAIN --listen HOST:PORT --data DIR
- *             [--join HOST:PORT] [--coordinator] [--slots N] [--speed X]
+ *             [--join HOST:PORT[,HOST:PORT...]] [--coordinator] [--slots N] [--speed X]
  *             [--secret-file FILE] [--heartbeat-ms N] [--dead-ms N]
  *             [--link-delay-ms N] [-v]
  *
@@ -22,7 +22,7 @@
 static void usage(FILE *f)
 {
     fputs("Usage: ares-node --name NAME --domain DOMAIN --listen HOST:PORT --data DIR\n"
-          "                 [--join HOST:PORT | --coordinator] [--slots N] [--speed X]\n"
+          "                 [--join HOST:PORT[,...]] [--coordinator] [--slots N] [--speed X]\n"
           "                 [--secret-file FILE] [--heartbeat-ms N] [--dead-ms N]\n"
           "                 [--link-delay-ms N] [-v]\n"
           "One member of an Ares cluster (see docs/operations.md).\n"
@@ -33,8 +33,13 @@ static void usage(FILE *f)
           "                       127.0.0.1 (loopback); 0.0.0.0 for every interface;\n"
           "                       port 0 picks a free port\n"
           "  --data DIR           its LMDB environment (streams, state, catalog)\n"
-          "  --join HOST:PORT     the coordinator to register with\n"
-          "  --coordinator        keep the catalog, place queries, serve ares-sql --connect\n"
+          "  --join HOST:PORT,...  the coordinator to register with; with several\n"
+          "                       addresses (the active and its standbys) the one\n"
+          "                       that answers as the coordinator\n"
+          "  --coordinator        keep the catalog, place queries, serve ares-sql --connect;\n"
+          "                       with --join: a standby coordinator that keeps a copy\n"
+          "                       of the catalog and takes over when the active's\n"
+          "                       domain fails (runs no tasks until then)\n"
           "  --slots N            tasks it accepts (default 16)\n"
           "  --speed X            relative speed (default 1); below 1 the node sleeps\n"
           "                       (1/X - 1) times the time each batch took, so it runs\n"
@@ -123,10 +128,6 @@ int main(int argc, char **argv)
     if (!c.name || !c.listen || !c.data_dir) {
         fprintf(stderr, "ares-node: --name, --listen and --data are required\n");
         usage(stderr);
-        return 2;
-    }
-    if (c.coordinator && c.join) {
-        fprintf(stderr, "ares-node: --coordinator and --join exclude each other\n");
         return 2;
     }
     unsigned hb = c.heartbeat_ms ? c.heartbeat_ms : NET_DEFAULT_HEARTBEAT_MS;

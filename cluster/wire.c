@@ -42,6 +42,9 @@ static const char *const type_names[] = {
     [WIRE_RESUME] = "RESUME",
     [WIRE_REPLICA_ACK] = "REPLICA_ACK",
     [WIRE_TICK] = "TICK",
+    [WIRE_CATALOG] = "CATALOG",
+    [WIRE_TERM] = "TERM",
+    [WIRE_ATTACH] = "ATTACH",
 };
 
 const char *wire_type_name(int type)
@@ -609,7 +612,28 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u8(w, m->u.ingest.format);
         wire_put_u8(w, m->u.ingest.header);
         wire_put_u8(w, m->u.ingest.end);
+        wire_put_u64(w, m->u.ingest.session);
+        wire_put_u64(w, m->u.ingest.seq);
+        wire_put_u64(w, m->u.ingest.line0);
         wire_put_raw(w, m->u.ingest.data.p, m->u.ingest.data.n);
+        break;
+    case WIRE_CATALOG:
+        wire_put_u64(w, m->u.catalog.term);
+        wire_put_u8(w, m->u.catalog.op);
+        PUT_S(w, m->u.catalog.key);
+        wire_put_blob(w, m->u.catalog.value.p, m->u.catalog.value.n);
+        break;
+    case WIRE_TERM:
+        wire_put_u64(w, m->u.term.term);
+        wire_put_u8(w, m->u.term.kind);
+        PUT_S(w, m->u.term.name);
+        PUT_S(w, m->u.term.addr);
+        break;
+    case WIRE_ATTACH:
+        wire_put_u64(w, m->u.attach.req_id);
+        PUT_S(w, m->u.attach.query);
+        wire_put_i64(w, m->u.attach.wm);
+        wire_put_blob(w, m->u.attach.rows.p, m->u.attach.rows.n);
         break;
     default:
         if (!w->err) w->err = XE_INVAL;
@@ -740,7 +764,35 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_u8(&r, &m->u.ingest.format);
         wire_get_u8(&r, &m->u.ingest.header);
         wire_get_u8(&r, &m->u.ingest.end);
+        wire_get_u64(&r, &m->u.ingest.session);
+        wire_get_u64(&r, &m->u.ingest.seq);
+        wire_get_u64(&r, &m->u.ingest.line0);
         wire_get_rest(&r, &m->u.ingest.data);
+        break;
+    case WIRE_CATALOG:
+        wire_get_u64(&r, &m->u.catalog.term);
+        wire_get_u8(&r, &m->u.catalog.op);
+        wire_get_str(&r, &m->u.catalog.key);
+        wire_get_blob(&r, &m->u.catalog.value);
+        if (!r.err && (m->u.catalog.op < WIRE_CAT_PUT || m->u.catalog.op > WIRE_CAT_END))
+            return xerr_set(e, XE_PROTO, "CATALOG: unknown op %u", m->u.catalog.op);
+        break;
+    case WIRE_TERM:
+        wire_get_u64(&r, &m->u.term.term);
+        wire_get_u8(&r, &m->u.term.kind);
+        wire_get_str(&r, &m->u.term.name);
+        wire_get_str(&r, &m->u.term.addr);
+        if (!r.err && (m->u.term.kind < WIRE_TERM_ANNOUNCE || m->u.term.kind > WIRE_TERM_REFUSE))
+            return xerr_set(e, XE_PROTO, "TERM: unknown kind %u", m->u.term.kind);
+        break;
+    case WIRE_ATTACH:
+        wire_get_u64(&r, &m->u.attach.req_id);
+        wire_get_str(&r, &m->u.attach.query);
+        wire_get_i64(&r, &m->u.attach.wm);
+        wire_get_blob(&r, &m->u.attach.rows);
+        if (!r.err && m->u.attach.rows.n % 12)
+            return xerr_set(e, XE_PROTO, "ATTACH: row list of %u bytes is not a run of 12-byte entries",
+                            m->u.attach.rows.n);
         break;
     default: return xerr_set(e, XE_PROTO, "unknown message type %u", f->type);
     }

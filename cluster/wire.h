@@ -50,6 +50,18 @@
 #define WIRE_F_LAST 0x0001u
 /* UNDEPLOY: keep the tasks' state for the redeployment that follows. */
 #define WIRE_F_KEEP 0x0002u
+/* JOIN: a standby coordinator (it runs no tasks; it gets CATALOG frames). */
+#define WIRE_F_STANDBY 0x0004u
+
+/* CATALOG ops.  A dump (BEGIN, PUTs, END) replaces the standby's copy. */
+enum wire_catalog_op { WIRE_CAT_PUT = 1, WIRE_CAT_DEL = 2, WIRE_CAT_BEGIN = 3, WIRE_CAT_END = 4 };
+/* TERM kinds. */
+enum wire_term_kind {
+    WIRE_TERM_ANNOUNCE = 1, /* coordinator -> node: I am the active coordinator of this term */
+    WIRE_TERM_ASK = 2,      /* standby -> node: I take over as this term (name, addr: mine) */
+    WIRE_TERM_GRANT = 3,    /* node -> standby: granted (it lost the active too) */
+    WIRE_TERM_REFUSE = 4,   /* node -> standby: refused (it still hears the active, or a higher term) */
+};
 
 enum wire_type {
     WIRE_HELLO = 1,          /* version range, role, name */
@@ -75,7 +87,10 @@ enum wire_type {
     WIRE_RESUME = 21,        /* node -> a source's home: where a redeployed query's replay must start */
     WIRE_REPLICA_ACK = 22,   /* replica -> a source's home: a task's state is held here at these positions */
     WIRE_TICK = 23,          /* coordinator -> a stream's home and shadow: end the partial slice here */
-    WIRE_TYPE_MAX = WIRE_TICK
+    WIRE_CATALOG = 24,       /* active coordinator -> standby: one catalog record written or deleted */
+    WIRE_TERM = 25,          /* coordinator terms: announce, ask for a takeover, grant or refuse it */
+    WIRE_ATTACH = 26,        /* client -> coordinator: subscribe again after a failover, with what it has */
+    WIRE_TYPE_MAX = WIRE_ATTACH
 };
 
 /* Roles announced in HELLO. */
@@ -282,13 +297,23 @@ typedef struct wire_msg {
         /* task: global task index; pos: its positions per input side */
         struct { uint64_t query_id; uint32_t task; uint64_t pos[2]; } replica_ack;
         struct { wire_str stream; } tick;
-        /* flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there */
+        /* flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there;
+         * session: the client's ingest id (0: none), seq: this chunk's number
+         * in it (1, 2, ...), line0: input lines before the chunk.  A chunk of
+         * a session ends at a line end (but the last), so a resumed session
+         * can start at any chunk. */
         struct {
             uint64_t req_id;
             wire_str stream;
             uint8_t format, header, end;
+            uint64_t session, seq, line0;
             wire_str data;
         } ingest;
+        struct { uint64_t term; uint8_t op; wire_str key, value; } catalog;
+        struct { uint64_t term; uint8_t kind; wire_str name, addr; } term;
+        /* wm: the sink's watermark the client last heard (RES_WM);
+         * rows: n x (u64 row hash, u32 times delivered) of its recent rows */
+        struct { uint64_t req_id; wire_str query; int64_t wm; wire_str rows; } attach;
     } u;
 } wire_msg;
 

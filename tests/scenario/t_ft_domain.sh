@@ -57,15 +57,8 @@ lost=$(awk -F, -v d="$victim" '$3 == "task" && $5 == d' place.csv | wc -l)
 [ "$lost" -gt 0 ] || { cat place.csv; fail "no task of q in $victim: nothing to recover"; }
 echo "stream home $home (shadow ${shadow:-none}); killing $victim ($VN), which runs $lost tasks of q"
 
-sqlc -e "SUBSCRIBE q;" >sub.csv 2>sub.err &
-SUB=$!
-PIDS="$PIDS $SUB"
-sleep 0.3
 # steady input: 40 chunks of 1000 rows, 50 ms apart
-split -l 1000 -d -a 3 data.csv chunk.
-(for f in chunk.*; do cat "$f"; sleep 0.05; done) | sqlc --ingest s >ingest.out 2>ingest.err &
-ING=$!
-sleep 1
+sub_and_feed q s
 for v in $VN; do eval "kill -KILL \$PID_$v"; done
 KILL_NS=$(date +%s%N)
 wait $ING || { cat ingest.err; fail "ingest failed"; }

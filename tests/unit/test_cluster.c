@@ -136,7 +136,28 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.ingest.format = 1;
         m->u.ingest.header = 2;
         m->u.ingest.end = 1;
+        m->u.ingest.session = 92;
+        m->u.ingest.seq = 93;
+        m->u.ingest.line0 = 94;
         m->u.ingest.data = wire_str_of("1,2,3\n");
+        break;
+    case WIRE_CATALOG:
+        m->u.catalog.term = 101;
+        m->u.catalog.op = WIRE_CAT_PUT;
+        m->u.catalog.key = wire_str_of("stream/s");
+        m->u.catalog.value = wire_str_of("n1\tn4\nCREATE STREAM s (a BIGINT)");
+        break;
+    case WIRE_TERM:
+        m->u.term.term = 111;
+        m->u.term.kind = WIRE_TERM_ASK;
+        m->u.term.name = wire_str_of("sb");
+        m->u.term.addr = wire_str_of("127.0.0.1:7001");
+        break;
+    case WIRE_ATTACH:
+        m->u.attach.req_id = 121;
+        m->u.attach.query = wire_str_of("q");
+        m->u.attach.wm = -122;
+        m->u.attach.rows = wire_str_of("0123456789ab");
         break;
     }
 }
