@@ -28,7 +28,9 @@
  *     KEEP_MS and the sink watermark they came at (RES_WM), and attaches
  *     again (ATTACH) with them: the new coordinator drops the rows its
  *     redeployed query produces again.
- *   - A push query (SELECT ... EMIT) cannot continue: it ends with an error.
+ *   - A push query (SELECT ... EMIT) is kept by the coordinator (in the
+ *     catalog; QUERY with WIRE_F_FAILOVER) under a name it sends
+ *     (RES_NAME), and attaches again like a subscription.
  *   - A statement in flight fails ("may or may not have run"); the next one
  *     goes to the new coordinator.
  */
@@ -45,6 +47,7 @@
 #define UNACKED_MAX (64u * 1024 * 1024) /* ingest bytes sent but not yet in at the home and shadow */
 #define FAILOVER_MS 30000               /* how long to look for a serving coordinator */
 #define KEEP_MS 60000                   /* a subscription's rows kept for attaching again */
+#define FAILOVER_DEAD_MS 2000           /* silence of the coordinator that starts a failover */
 
 /* The rows a subscription got (by row_hash), for attaching again. */
 typedef struct hrow {
@@ -423,7 +426,7 @@ static int connect_any(clu_client *c, xerr *err)
 }
 
 /* The connection is lost: find the coordinator that serves now and attach
- * the subscriptions again.  Push queries end.  XE_IO when none answers
+ * the subscriptions and push queries again.  XE_IO when none answers
  * within FAILOVER_MS (or only one address was given). */
 static int failover(clu_client *c, xerr *err)
 {
@@ -512,7 +515,11 @@ int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err)
     nc.role = WIRE_ROLE_CLIENT;
     nc.secret = &c->secret;
     nc.max_frame = 4u * 1024 * 1024;
-    nc.dead_ms = 30000; /* a client may sit in a slow write to its stdout */
+    /* A slow write to our stdout does not count as silence (unread bytes
+     * are not silence, net.c).  With somewhere to fail over to, a coordinator
+     * cut off from us is given up after FAILOVER_DEAD_MS; with one address
+     * there is nothing better to do than wait. */
+    nc.dead_ms = o->addrs && strchr(o->addrs, ',') ? FAILOVER_DEAD_MS : 30000;
     nc.log = quiet_log;
     if ((rc = net_ctx_new(&c->loop, &nc, &c->net, err))) {
         clu_client_free(c);
@@ -578,7 +585,8 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
     sbuf b;
     sbuf_init(&b);
     rc = wire_msg_payload(&b, &m, err);
-    if (!rc) rc = send_wait(c, WIRE_QUERY, 0, b.p, b.len, err);
+    /* with somewhere to fail over to, a push query is kept for us to attach again */
+    if (!rc) rc = send_wait(c, WIRE_QUERY, strchr(c->addrs, ',') ? WIRE_F_FAILOVER : 0, b.p, b.len, err);
     sbuf_fini(&b);
     if (rc) return rc;
     while (!c->cur_done && !c->closed) spin(c, 100);

@@ -43,9 +43,20 @@ typedef struct node_config {
     int verbose;             /* log debug lines too */
 } node_config;
 
+/* A coordinator deposed by a newer term (its standby took over while it was
+ * cut off or down) steps down: node_run returns NODE_RUN_REJOIN, and the
+ * caller runs it again as a standby coordinator (coordinator = 1, join =
+ * rejoin.join, listen = rejoin.listen: the address it had). */
+#define NODE_RUN_REJOIN 1
+typedef struct node_rejoin {
+    char join[512];          /* the active coordinator's address, then others to try */
+    char listen[128];
+} node_rejoin;
+
 /* Run a node until SIGINT or SIGTERM (or a fatal error at start-up).
- * Returns 0 after an orderly stop, or a negative code with err set. */
-int node_run(const node_config *cfg, xerr *err);
+ * Returns 0 after an orderly stop, NODE_RUN_REJOIN (rejoin filled in) when
+ * deposed, or a negative code with err set. */
+int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err);
 
 /* ------------------------------------------------------------------ the client */
 

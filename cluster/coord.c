@@ -44,17 +44,33 @@
 
 #define FT_SETTLE_MS 150 /* deaths this close together are one failure event */
 
+/* Rows delivered, by hash (row_hash), for dropping repeats (dd_filter). */
+struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; };
+typedef struct ddtab {
+    struct ftrow *dd;
+    size_t ddcap, ddn;
+    batch fb;           /* the rows of a batch that pass */
+    int fb_on;
+} ddtab;
+
 typedef struct csub {
     cs *to;
     uint64_t req;
+    /* a subscriber that attached again after a takeover: the rows it had
+     * (its own table) are dropped until the sink passes catchup_wm */
+    ddtab *dt;
+    int64_t catchup_wm;
+    sbuf enc;
     struct csub *next;
 } csub;
 
 typedef struct cquery {
     uint32_t qid;
-    char *name;         /* the user's name; NULL for a push query */
+    char *name;         /* the user's name; NULL for a push query, "push#ORIGIN" for a kept one */
     char *sql;          /* the CREATE QUERY text every node deploys */
     int push;
+    int keep;           /* a push query of a client that fails over: in the catalog, it outlives
+                         * its connection by DD_KEEP_MS for the client to ATTACH again */
     int ntasks;
     char **tnode;       /* per task: the node that runs it */
     plan_dag *dag;      /* its plan (placement adds its tasks to every problem) */
@@ -68,13 +84,10 @@ typedef struct cquery {
     /* sink-side dedup: per distinct output row (by hash), how often it was
      * delivered and how often the current deployment produced it; and when
      * it was last delivered (dd entries older than DD_KEEP_MS go) */
-    struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; } *dd;
-    size_t ddcap, ddn;
+    ddtab dt;
     int64_t catchup_wm; /* after a recovery: dedup until the sink's watermark passes this */
     int64_t resume_wm;  /* the sink's watermark when the last failure struck (DEPLOY plan) */
     int catchup;
-    batch fb;           /* the rows of a batch that pass the dedup */
-    int fb_on;
     nirvana_strategy strategy;
     int rounds, moves, converged; /* of the placement run that placed it */
     const char **tkind; /* per task: its operator's kind */
@@ -90,8 +103,9 @@ typedef struct cquery {
     int ended;
     int64_t wm_sent;    /* the sink watermark last sent to subscribers (RES_WM) */
     node *co_node;
-    /* after a takeover, until a subscriber attaches again (or orphan_until):
-     * the sink's rows, not deduplicated yet (the subscriber brings what it has) */
+    /* after a takeover (or a lost push query client), until orphan_until:
+     * the sink's rows since, for every subscriber that attaches again (each
+     * drops what it has already) */
     int64_t orphan_until;
     sbuf backlog;       /* batch_encode'd batches, each after its u32 length */
     struct cquery *next;
@@ -172,6 +186,9 @@ struct coord {
     int deposed;                /* a newer term is active: acting no more */
     int members_kept;           /* the member count last written to the catalog ("members") */
     int wait_majority;          /* restarted with a standby known: serve once this many / 2 + 1 joined */
+    char standby_addr[128];     /* the standby's address (catalog "standby_addr") */
+    cs *probe;                  /* fenced or waiting: a connection to it, to hear of a newer term */
+    int64_t probe_at;
 };
 
 static void job_run(node *n, cs *s);
@@ -628,6 +645,11 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
         if (!n->co->had_standby && cat_put(n, "standby", "1", 1, &err))
             node_log(n, NET_LOG_ERROR, "recording the standby: %s", err.msg);
         n->co->had_standby = 1;
+        if (strcmp(n->co->standby_addr, addr)) {
+            snprintf(n->co->standby_addr, sizeof n->co->standby_addr, "%s", addr);
+            if (cat_put(n, "standby_addr", addr, strlen(addr), &err))
+                node_log(n, NET_LOG_ERROR, "recording the standby: %s", err.msg);
+        }
         catalog_dump(n, s);
     }
     /* the catalog, so that it plans like everyone else, then the queries */
@@ -648,6 +670,9 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
 
 /* ------------------------------------------------------------------ queries */
 
+static void dd_fini(ddtab *t);
+static void csub_free(csub *x);
+
 static void cq_free(cquery *q)
 {
     if (!q) return;
@@ -666,38 +691,43 @@ static void cq_free(cquery *q)
     while (q->subs) {
         csub *x = q->subs;
         q->subs = x->next;
-        free(x);
+        csub_free(x);
     }
     sbuf_fini(&q->plan);
     sbuf_fini(&q->enc);
-    free(q->dd);
+    dd_fini(&q->dt);
     sbuf_fini(&q->backlog);
-    if (q->fb_on) batch_fini(&q->fb);
     free(q->name);
     free(q->sql);
     free(q);
 }
 
-/* The sink's rows, to every subscriber (the owner of a push query). */
-static struct ftrow *dd_slot(cquery *q, uint64_t h)
+static struct ftrow *dd_slot(ddtab *t, uint64_t h)
 {
-    if (q->ddn * 2 >= q->ddcap) {
-        size_t cap = q->ddcap ? q->ddcap * 2 : 1024;
-        struct ftrow *t = calloc(cap, sizeof *t);
-        if (!t) return NULL;
-        for (size_t i = 0; i < q->ddcap; i++)
-            if (q->dd[i].delivered) {
-                size_t j = q->dd[i].h & (cap - 1);
-                while (t[j].delivered) j = (j + 1) & (cap - 1);
-                t[j] = q->dd[i];
+    if (t->ddn * 2 >= t->ddcap) {
+        size_t cap = t->ddcap ? t->ddcap * 2 : 1024;
+        struct ftrow *nt = calloc(cap, sizeof *nt);
+        if (!nt) return NULL;
+        for (size_t i = 0; i < t->ddcap; i++)
+            if (t->dd[i].delivered) {
+                size_t j = t->dd[i].h & (cap - 1);
+                while (nt[j].delivered) j = (j + 1) & (cap - 1);
+                nt[j] = t->dd[i];
             }
-        free(q->dd);
-        q->dd = t;
-        q->ddcap = cap;
+        free(t->dd);
+        t->dd = nt;
+        t->ddcap = cap;
     }
-    size_t j = h & (q->ddcap - 1);
-    while (q->dd[j].delivered && q->dd[j].h != h) j = (j + 1) & (q->ddcap - 1);
-    return &q->dd[j];
+    size_t j = h & (t->ddcap - 1);
+    while (t->dd[j].delivered && t->dd[j].h != h) j = (j + 1) & (t->ddcap - 1);
+    return &t->dd[j];
+}
+
+static void dd_fini(ddtab *t)
+{
+    free(t->dd);
+    if (t->fb_on) batch_fini(&t->fb);
+    memset(t, 0, sizeof *t);
 }
 
 /* Exactly-once output across redeployments: a redeployed query recomputes
@@ -705,24 +735,24 @@ static struct ftrow *dd_slot(cquery *q, uint64_t h)
  * while the row was delivered at least k times.  Rows are compared by a
  * 64-bit hash of their values (a collision would drop a row: 2^-64 odds per
  * pair).  Keeps 16 bytes per distinct row delivered: not bounded yet. */
-static int dd_filter(cquery *q, const batch *b, const batch **out)
+static int dd_filter(ddtab *t, const batch *b, const batch **out)
 {
     *out = b;
-    if (!q->fb_on) {
-        if (batch_init(&q->fb, b->ncols, b->nrows)) return XE_NOMEM;
-        q->fb_on = 1;
+    if (!t->fb_on) {
+        if (batch_init(&t->fb, b->ncols, b->nrows)) return XE_NOMEM;
+        t->fb_on = 1;
     }
-    batch_reset(&q->fb);
+    batch_reset(&t->fb);
     int dropped = 0;
     int64_t now = clock_mono_ns() / 1000000;
     for (int r = 0; r < b->nrows; r++) {
         const val *row = batch_row(b, r);
         uint64_t h = row_hash(row, b->ncols);
-        struct ftrow *x = dd_slot(q, h);
+        struct ftrow *x = dd_slot(t, h);
         if (!x) return XE_NOMEM;
         if (!x->delivered) {
             x->h = h;
-            q->ddn++;
+            t->ddn++;
         }
         x->seen++;
         if (x->seen <= x->delivered) {
@@ -731,9 +761,9 @@ static int dd_filter(cquery *q, const batch *b, const batch **out)
         }
         x->delivered++;
         x->at = now;
-        if (batch_append_row(&q->fb, row)) return XE_NOMEM;
+        if (batch_append_row(&t->fb, row)) return XE_NOMEM;
     }
-    if (dropped) *out = &q->fb;
+    if (dropped) *out = &t->fb;
     return 0;
 }
 
@@ -741,28 +771,38 @@ static int dd_filter(cquery *q, const batch *b, const batch **out)
  * those the new deployment produced (a row delivered before but not produced
  * again lies behind the restored state: it will not come again); otherwise
  * those delivered in the last `keep_ms` (a replica is never older). */
-static int dd_rebuild(cquery *q, int caught_up, int64_t keep_ms)
+static int dd_rebuild(ddtab *d, int caught_up, int64_t keep_ms)
 {
     int64_t cut = clock_mono_ns() / 1000000 - keep_ms;
     size_t cap = 1024, n = 0;
-    for (size_t i = 0; i < q->ddcap; i++)
-        if (q->dd[i].delivered && (caught_up ? q->dd[i].seen > 0 : q->dd[i].at >= cut)) n++;
+    for (size_t i = 0; i < d->ddcap; i++)
+        if (d->dd[i].delivered && (caught_up ? d->dd[i].seen > 0 : d->dd[i].at >= cut)) n++;
     while (cap < n * 2 + 2) cap *= 2;
     struct ftrow *t = calloc(cap, sizeof *t);
     if (!t) return XE_NOMEM;
-    for (size_t i = 0; i < q->ddcap; i++) {
-        struct ftrow x = q->dd[i];
+    for (size_t i = 0; i < d->ddcap; i++) {
+        struct ftrow x = d->dd[i];
         if (!x.delivered || !(caught_up ? x.seen > 0 : x.at >= cut)) continue;
         if (caught_up) x.delivered = x.seen;
         size_t j = x.h & (cap - 1);
         while (t[j].delivered) j = (j + 1) & (cap - 1);
         t[j] = x;
     }
-    free(q->dd);
-    q->dd = t;
-    q->ddcap = cap;
-    q->ddn = n;
+    free(d->dd);
+    d->dd = t;
+    d->ddcap = cap;
+    d->ddn = n;
     return 0;
+}
+
+static void csub_free(csub *x)
+{
+    if (x->dt) {
+        dd_fini(x->dt);
+        free(x->dt);
+    }
+    sbuf_fini(&x->enc);
+    free(x);
 }
 
 /* Rows while no subscriber is back after a takeover: kept (64 MiB at most)
@@ -785,25 +825,42 @@ static void send_wm(cquery *q, int64_t wm)
     q->wm_sent = wm;
 }
 
+/* Rows to one subscriber that attached again: those it has are dropped
+ * (its own table) until the sink passes its watermark. */
+static int csub_rows(csub *x, const batch *b)
+{
+    if (dd_filter(x->dt, b, &b)) return XE_NOMEM;
+    if (!b->nrows) return 0;
+    sbuf_reset(&x->enc);
+    if (batch_encode(b, &x->enc)) return XE_NOMEM;
+    return cs_result(x->to, x->req, 0, RES_ROWS, (uint32_t)b->nrows, x->enc.p, x->enc.len);
+}
+
 static int cq_rows(void *ctx, const batch *b)
 {
     cquery *q = ctx;
     if (q->ended || !b->nrows) return 0;
-    if (!q->subs && q->orphan_until && clock_wall_ms() < q->orphan_until) return backlog_add(q, b);
     /* the sink's watermark these rows were produced at: a client that
      * attaches again after a failover says where it was */
     int64_t wm;
     xerr err;
-    if (q->subs && !q->push && !engine_deployed_sink_wm(q->co_node->eng, q->qid, &wm, &err) && wm != q->wm_sent)
+    if (q->subs && (!q->push || q->keep) && !engine_deployed_sink_wm(q->co_node->eng, q->qid, &wm, &err) && wm != q->wm_sent)
         send_wm(q, wm);
-    if (dd_filter(q, b, &b)) return XE_NOMEM;
+    if (dd_filter(&q->dt, b, &b)) return XE_NOMEM;
     if (!b->nrows) return 0;
     q->rows += b->nrows;
+    /* for the subscribers that may still attach again */
+    if (q->orphan_until && clock_wall_ms() < q->orphan_until && backlog_add(q, b)) return XE_NOMEM;
     if (!q->subs) return 0;
     sbuf_reset(&q->enc);
-    if (batch_encode(b, &q->enc)) return XE_NOMEM;
-    for (csub *x = q->subs; x; x = x->next)
+    for (csub *x = q->subs; x; x = x->next) {
+        if (x->dt) {
+            if (csub_rows(x, b)) return XE_NOMEM;
+            continue;
+        }
+        if (!q->enc.len && batch_encode(b, &q->enc)) return XE_NOMEM;
         cs_result(x->to, x->req, 0, RES_ROWS, (uint32_t)b->nrows, q->enc.p, q->enc.len);
+    }
     return 0;
 }
 
@@ -905,6 +962,7 @@ static int persist_query(node *n, cquery *q, xerr *err)
         const char *rn = q->rnode[i] ? q->rnode[i] : "";
         wire_put_str(&w, rn, strlen(rn));
     }
+    wire_put_u8(&w, (uint8_t)q->keep); /* a kept push query (absent in older records) */
     int rc = wire_wr_end(&w, err);
     if (!rc) rc = cat_put(n, key, b.p, b.len, err);
     sbuf_fini(&b);
@@ -936,7 +994,7 @@ static void cq_drop(node *n, cquery *q)
     for (csub *x = q->subs; x; x = x->next) cs_result(x->to, x->req, WIRE_F_LAST, RES_END, 0, NULL, 0);
     if (node_undeploy(n, q->qid, 0, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", q->qid, err.msg);
     send_undeploy(n, q, 0);
-    if (!q->push) {
+    if (!q->push || q->keep) {
         char key[64];
         snprintf(key, sizeof key, "q/%010u", q->qid);
         if (cat_del(n, key, &err)) node_log(n, NET_LOG_ERROR, "forgetting query %u: %s", q->qid, err.msg);
@@ -1188,9 +1246,15 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     sbuf_init(&q->backlog);
     q->qid = qid;
     q->push = push;
+    q->keep = push && s && s->failover;
     q->sql = sbuf_steal(&sql);
     q->co_node = n;
-    if ((!push && !(q->name = strdup(st->name))) || (rc = cq_from_plan(q, d, err))) {
+    if (q->keep) {
+        char pname[32];
+        snprintf(pname, sizeof pname, "push#%u", qid);
+        q->name = strdup(pname);
+    }
+    if ((!push && !(q->name = strdup(st->name))) || (q->keep && !q->name) || (rc = cq_from_plan(q, d, err))) {
         if (!rc) rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto out;
     }
@@ -1217,9 +1281,9 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     }
     co->next_qid++;
     if ((rc = persist_next_qid(n, err))) goto out;
-    if (!push && (rc = persist_query(n, q, err))) goto out;
+    if ((!push || q->keep) && (rc = persist_query(n, q, err))) goto out;
     if ((rc = node_deploy(n, qid, q->plan.p, q->plan.len, &q->out, err))) {
-        if (!push) {
+        if (!push || q->keep) {
             char key[64];
             xerr e2;
             snprintf(key, sizeof key, "q/%010u", qid);
@@ -1235,6 +1299,8 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
             q->subs = x;
         }
         cq_begin(q, s, req);
+        /* its name, to attach again after a failover */
+        if (q->keep) cs_result(s, req, 0, RES_NAME, 0, q->name, strlen(q->name));
     }
     cq_link(co, q);
     {
@@ -1243,7 +1309,7 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
         for (int t = 0; t < q->ntasks; t++) sbuf_printf(&line, "%s%s", t ? " " : "", q->tnode[t]);
         for (int i = 0; i < q->ntasks * q->nrep; i++)
             if (q->rnode[i]) sbuf_printf(&line, " %s#%d/r%d@%s", q->tkind[i / q->nrep], q->tidx[i / q->nrep], i % q->nrep, q->rnode[i]);
-        node_log(n, NET_LOG_INFO, "query %u (%s) placed by %s in %d rounds: %s", qid, push ? "push" : q->name,
+        node_log(n, NET_LOG_INFO, "query %u (%s) placed by %s in %d rounds: %s", qid, q->name ? q->name : "push",
                  nirvana_strategy_name(q->strategy), q->rounds, line.p ? line.p : "");
         sbuf_fini(&line);
     }
@@ -2000,54 +2066,61 @@ static void attach(node *n, cs *s, const wire_msg *m)
     char name[512];
     snprintf(name, sizeof name, "%.*s", (int)a->query.n, a->query.p);
     cquery *q = query_find(n->co, name);
-    if (!q || q->push) {
-        cs_error(s, a->req_id, XE_NAME, "no query to attach to (it was dropped)");
+    if (!q || (q->push && !q->keep)) {
+        cs_error(s, a->req_id, XE_NAME, "no query to attach to (it ended or was dropped)");
         return;
     }
+    /* a push query has one owner: a connection of it we still hold is a
+     * lost one we have not noticed yet */
+    while (q->push && q->subs) {
+        csub *o = q->subs;
+        q->subs = o->next;
+        csub_free(o);
+    }
     csub *x = calloc(1, sizeof *x);
-    if (!x) {
+    if (!x || !(x->dt = calloc(1, sizeof *x->dt))) {
+        free(x);
         cs_error(s, a->req_id, XE_NOMEM, "out of memory");
         return;
     }
     x->to = s;
     x->req = a->req_id;
-    x->next = q->subs;
-    q->subs = x;
+    sbuf_init(&x->enc);
     uint32_t nrows = a->rows.n / 12;
     int64_t now = clock_mono_ns() / 1000000;
     for (uint32_t i = 0; i < nrows; i++) {
         const unsigned char *e = (const unsigned char *)a->rows.p + i * 12;
         uint64_t h = be64_get(e);
         uint32_t times = be32_get(e + 8);
-        struct ftrow *r = h && times ? dd_slot(q, h) : NULL;
+        struct ftrow *r = h && times ? dd_slot(x->dt, h) : NULL;
         if (!r) continue;
         if (!r->delivered) {
             r->h = h;
-            q->ddn++;
+            x->dt->ddn++;
         }
         if (times > r->delivered) r->delivered = times;
         r->at = now;
     }
     /* the rows produced at the client's watermark come again before the
      * sink passes it: until then they are duplicates */
-    q->catchup = 1;
-    if (a->wm != INT64_MIN && a->wm + 1 > q->catchup_wm) q->catchup_wm = a->wm + 1;
-    q->wm_sent = a->wm;
-    size_t kept = q->backlog.len;
-    q->orphan_until = 0;
+    x->catchup_wm = a->wm == INT64_MIN ? INT64_MIN : a->wm + 1;
+    /* what the sink produced since the takeover, then live rows, through
+     * the client's own table */
     batch b;
     int rc = batch_init(&b, q->ncols, 64);
     for (size_t at = 0; !rc && at + 4 <= q->backlog.len;) {
         uint32_t len = be32_get((const unsigned char *)q->backlog.p + at);
         xerr err;
         batch_reset(&b);
-        if (batch_decode(q->backlog.p + at + 4, len, &b, &err) == 0) cq_rows(q, &b);
+        if (batch_decode(q->backlog.p + at + 4, len, &b, &err) == 0) rc = csub_rows(x, &b);
         at += 4 + len;
     }
-    if (!rc) batch_fini(&b);
-    sbuf_reset(&q->backlog);
+    batch_fini(&b);
+    x->next = q->subs;
+    q->subs = x;
+    q->wm_sent = INT64_MIN; /* every subscriber hears the sink's watermark with the next rows */
     node_log(n, NET_LOG_INFO, "a client attached to %s again: it has %u distinct rows, watermark %lld; %zu bytes "
-             "kept for it", q->name, nrows, (long long)a->wm, kept);
+             "kept since the takeover", q->name, nrows, (long long)a->wm, q->backlog.len);
 }
 
 /* An ingest session's chunks that the home and the shadow both have. */
@@ -2260,7 +2333,7 @@ static void ft_recover(node *n)
         send_undeploy(n, q, 1);
         q->prev = old;
         q->resume_wm = swm;
-        if (!q->push) {
+        if (!q->push || q->keep) {
             char key[64];
             snprintf(key, sizeof key, "q/%010u", old);
             cat_del(n, key, &err);
@@ -2275,8 +2348,8 @@ static void ft_recover(node *n)
         sbuf_reset(&q->plan);
         int rc = plan_blob(&q->plan, pn, nn, assign, q);
         if (!rc) rc = persist_next_qid(n, &err);
-        if (!rc && !q->push) rc = persist_query(n, q, &err);
-        for (size_t j = 0; j < q->ddcap; j++) q->dd[j].seen = 0;
+        if (!rc && (!q->push || q->keep)) rc = persist_query(n, q, &err);
+        for (size_t j = 0; j < q->dt.ddcap; j++) q->dt.dd[j].seen = 0;
         /* what the sink had seen before the failure: until the new deployment
          * passes it, its rows may repeat delivered ones */
         q->catchup = 1;
@@ -2366,6 +2439,7 @@ static void member_lost(node *n, peer *x)
 void coord_closed(node *n, cs *s)
 {
     coord *co = n->co;
+    if (s == co->probe) co->probe = NULL;
     if (s->kind == CS_CLIENT) {
         if (s->sess) {
             job_free(s->sess);
@@ -2378,11 +2452,18 @@ void coord_closed(node *n, cs *s)
                 if ((*pp)->to == s) {
                     csub *x = *pp;
                     *pp = x->next;
-                    free(x);
+                    csub_free(x);
                 } else
                     pp = &(*pp)->next;
             }
             if (q->push && !q->subs && !q->ended) {
+                if (q->keep && s->close_why != NET_CLOSE_PEER && s->close_why != NET_CLOSE_LOCAL) {
+                    /* lost, not gone: it may come back (ATTACH) */
+                    q->orphan_until = clock_wall_ms() + DD_KEEP_MS;
+                    node_log(n, NET_LOG_INFO, "push query %u: its client was lost; kept %d s for it to attach again",
+                             q->qid, DD_KEEP_MS / 1000);
+                    continue;
+                }
                 node_log(n, NET_LOG_INFO, "push query %u ends: its client left", q->qid);
                 cq_drop(n, q);
             }
@@ -2445,7 +2526,10 @@ void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
 {
     if (s->kind == CS_CLIENT) {
         switch (m->type) {
-        case WIRE_QUERY: job_start(n, s, m); return;
+        case WIRE_QUERY:
+            if (f->flags & WIRE_F_FAILOVER) s->failover = 1;
+            job_start(n, s, m);
+            return;
         case WIRE_INGEST: ingest_from_client(n, s, m, f); return;
         case WIRE_ATTACH: attach(n, s, m); return;
         default: break;
@@ -2475,6 +2559,29 @@ static void close_clients(node *n, const char *why)
         }
 }
 
+const char *coord_standby_addr(node *n)
+{
+    return n->co ? n->co->standby_addr : "";
+}
+
+/* Fenced, or restarted and waiting for a majority: the standby may have
+ * taken over meanwhile.  Dial it now and then; if it did, it announces (or
+ * refuses us with) the newer term, and we step down (node.c, step_down). */
+static void probe_standby(node *n, int64_t now)
+{
+    coord *co = n->co;
+    if (!co->standby_addr[0] || !strcmp(co->standby_addr, n->addr) || now < co->probe_at) return;
+    co->probe_at = now + 500;
+    if (co->probe) {
+        if (co->probe->c && !co->probe->closing) net_close(co->probe->c, "probe done");
+        co->probe = NULL;
+        return;
+    }
+    for (int i = 0; i < n->npeers; i++)
+        if (!strcmp(n->peers[i]->addr, co->standby_addr) && n->peers[i]->link) return; /* we hear it anyway */
+    co->probe = node_dial(n, co->standby_addr);
+}
+
 int coord_serving(node *n)
 {
     coord *co = n->co;
@@ -2486,8 +2593,8 @@ void coord_deposed(node *n, uint64_t term)
     coord *co = n->co;
     if (!co || co->deposed) return;
     co->deposed = 1;
-    node_log(n, NET_LOG_ERROR, "deposed: coordinator term %llu is active elsewhere; this node acts no more (restart it "
-             "with --coordinator --join ACTIVE to serve as a standby)", (unsigned long long)term);
+    node_log(n, NET_LOG_ERROR, "deposed: coordinator term %llu is active elsewhere; this node acts as the coordinator "
+             "no more", (unsigned long long)term);
     close_clients(n, "this coordinator was deposed: connect to the active one");
 }
 
@@ -2525,8 +2632,7 @@ int coord_takeover(node *n, uint64_t term, xerr *err)
     int64_t now = clock_wall_ms();
     co->takeover_until = now + net_ctx_dead_ms(n->net);
     co->takeover_event = 1;
-    for (cquery *q = co->queries; q; q = q->next)
-        if (!q->push) q->orphan_until = now + DD_KEEP_MS;
+    for (cquery *q = co->queries; q; q = q->next) q->orphan_until = now + DD_KEEP_MS;
     node_log(n, NET_LOG_WARN, "coordinator of term %llu: %d streams, %d queries; waiting %u ms for %d members to join",
              (unsigned long long)term, co->nstreams, running_queries(co, NULL), net_ctx_dead_ms(n->net), waiting);
     return 0;
@@ -2580,13 +2686,19 @@ void coord_tick(node *n)
     if (co->wait_majority) {
         int up = 1;
         for (int i = 0; i < n->npeers; i++) up += alive(n->peers[i]);
-        if (2 * up <= co->wait_majority) return;
+        if (2 * up <= co->wait_majority) {
+            probe_standby(n, now);
+            return;
+        }
         node_log(n, NET_LOG_INFO, "restarted coordinator: %d of the %d members it knew joined it: serving clients", up,
                  co->wait_majority);
         co->wait_majority = 0;
     }
     if (!co->takeover_until && !co->takeover_event) check_quorum(n);
-    if (co->fenced) return;
+    if (co->fenced) {
+        probe_standby(n, now);
+        return;
+    }
     for (int i = 0; i < n->npeers; i++) {
         peer *x = n->peers[i];
         if (!joined(x) || !x->link || !x->link->ready) continue;
@@ -2634,20 +2746,44 @@ void coord_tick(node *n)
     for (cquery *q = co->queries; q; q = q->next) {
         int64_t wm;
         xerr err;
-        if (q->catchup && engine_deployed_sink_wm(n->eng, q->qid, &wm, &err) == 0 && wm >= q->catchup_wm &&
-            wm != INT64_MIN) {
+        int have_wm = engine_deployed_sink_wm(n->eng, q->qid, &wm, &err) == 0 && wm != INT64_MIN;
+        if (q->catchup && have_wm && wm >= q->catchup_wm) {
             q->catchup = 0;
-            size_t before = q->ddn;
-            if (!dd_rebuild(q, 1, 0))
+            size_t before = q->dt.ddn;
+            if (!dd_rebuild(&q->dt, 1, 0))
                 node_log(n, NET_LOG_INFO, "query %u caught up with its output before the failure: %zu of %zu "
-                         "delivered rows came again", q->qid, q->ddn, before);
+                         "delivered rows came again", q->qid, q->dt.ddn, before);
         } else if (evict && !q->catchup && q->nrep > 0 && (q->ft == ENGINE_FT_REPLICA || q->ft == ENGINE_FT_CHECKPOINT))
-            dd_rebuild(q, 0, DD_KEEP_MS > 3 * q->ckpt_ms ? DD_KEEP_MS : 3 * q->ckpt_ms);
+            dd_rebuild(&q->dt, 0, DD_KEEP_MS > 3 * q->ckpt_ms ? DD_KEEP_MS : 3 * q->ckpt_ms);
+        /* subscribers that attached again: caught up once the sink passed
+         * the watermark they had */
+        for (csub *x = q->subs; x; x = x->next)
+            if (x->dt && have_wm && wm >= x->catchup_wm) {
+                node_log(n, NET_LOG_INFO, "query %u: a subscriber that attached again caught up (%zu rows it had)",
+                         q->qid, x->dt->ddn);
+                dd_fini(x->dt);
+                free(x->dt);
+                x->dt = NULL;
+            }
+        /* the rows kept since a takeover, once nobody may attach any more */
+        if (q->orphan_until && clock_wall_ms() >= q->orphan_until && (q->subs || !q->push)) {
+            q->orphan_until = 0;
+            sbuf_fini(&q->backlog);
+            sbuf_init(&q->backlog);
+        }
     }
-    /* push queries end when every input has ended (or at their LIMIT) */
+    /* push queries end when every input has ended (or at their LIMIT); a
+     * kept one whose client is lost waits for it (ATTACH) for a while */
     for (cquery *q = co->queries, *nx; q; q = nx) {
         nx = q->next;
         if (!q->push || q->ended) continue;
+        if (!q->subs && q->orphan_until) {
+            if (now < q->orphan_until) continue;
+            node_log(n, NET_LOG_INFO, "push query %u ends: its client did not come back in %d s", q->qid,
+                     DD_KEEP_MS / 1000);
+            cq_drop(n, q);
+            continue;
+        }
         int64_t wm = 0;
         xerr err;
         int done = (q->limit >= 0 && q->rows >= q->limit) ||
@@ -2798,6 +2934,12 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
                 for (int i = 0; i < q->ntasks * R; i++)
                     if (!wire_get_str(&rest, &rn) && rn.n) q->rnode[i] = xstrndup(rn.p, rn.n);
             }
+            uint8_t keep = 0;
+            if (wire_rd_left(&rest) && !wire_get_u8(&rest, &keep) && keep) {
+                /* a kept push query: its client may attach again */
+                q->push = q->keep = 1;
+                q->orphan_until = clock_wall_ms() + DD_KEEP_MS;
+            }
         }
     }
     if ((rc = node_deploy(n, q->qid, q->plan.p, q->plan.len, &q->out, &err))) goto fail;
@@ -2842,6 +2984,13 @@ static int load_int(void *ctx, const char *key, const void *v, size_t len)
     return 0;
 }
 
+static int load_addr(void *ctx, const char *key, const void *v, size_t len)
+{
+    (void)key;
+    snprintf(ctx, 128, "%.*s", (int)(len < 127 ? len : 127), (const char *)v);
+    return 0;
+}
+
 static int load_flag(void *ctx, const char *key, const void *v, size_t len)
 {
     (void)key;
@@ -2879,7 +3028,8 @@ int coord_start(node *n, xerr *err)
         return rc;
     if (l.rc) return xerr_set(err, l.rc, "loading the cluster catalog: out of memory");
     if ((rc = engine_host_scan(n->eng, "coord_term", load_term, &l, err))) return rc;
-    if ((rc = engine_host_scan(n->eng, "standby", load_flag, &co->had_standby, err)) ||
+    if ((rc = engine_host_scan(n->eng, "standby_addr", load_addr, co->standby_addr, err)) ||
+        (rc = engine_host_scan(n->eng, "standby", load_flag, &co->had_standby, err)) ||
         (rc = engine_host_scan(n->eng, "members", load_int, &co->members_kept, err)))
         return rc;
     /* a restart (not a takeover) of a coordinator that had a standby: the

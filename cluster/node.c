@@ -341,24 +341,35 @@ cs *node_link(node *n, peer *p)
      * link, which brings the recovery) stays paused.  Its frames are dropped
      * (the stream log keeps the input for the replay). */
     if (!p->is_coord && (p->state == WIRE_MEMBER_DEAD || clock_wall_ms() < p->retry_at)) return NULL;
+    if (!p->addr[0]) {
+        node_log(n, NET_LOG_ERROR, "no address for node %s", p->name);
+        return NULL;
+    }
+    cs *s = node_dial(n, p->addr);
+    if (!s) return NULL;
+    s->peer = p;
+    p->link = s;
+    node_log(n, NET_LOG_DEBUG, "connecting to %s at %s", p->name, p->addr);
+    return s;
+}
+
+cs *node_dial(node *n, const char *addr)
+{
     char host[128];
     int port;
-    if (!p->addr[0] || parse_hostport(p->addr, host, sizeof host, &port)) {
-        node_log(n, NET_LOG_ERROR, "no address for node %s", p->name);
+    if (parse_hostport(addr, host, sizeof host, &port)) {
+        node_log(n, NET_LOG_ERROR, "bad node address '%s'", addr);
         return NULL;
     }
     cs *s = cs_new(n, CS_NODE);
     if (!s) return NULL;
-    s->peer = p;
     xerr err;
     if (net_connect(n->net, host, port, 0, &cs_handlers, s, &s->c, &err)) {
-        node_log(n, NET_LOG_ERROR, "cannot connect to %s at %s: %s", p->name, p->addr, err.msg);
+        node_log(n, NET_LOG_ERROR, "cannot connect to %s: %s", addr, err.msg);
         n->conns = s->next;
         free(s);
         return NULL;
     }
-    p->link = s;
-    node_log(n, NET_LOG_DEBUG, "connecting to %s at %s", p->name, p->addr);
     return s;
 }
 
@@ -396,9 +407,11 @@ static void connect_coordinator(node *n)
 {
     char host[128];
     int port, count = join_addr(n, 0, n->coord_addr, sizeof n->coord_addr);
+    if (n->join_hint[0] && clock_wall_ms() >= n->join_hint_until) n->join_hint[0] = 0;
     if (n->join_hint[0]) {
+        /* the one we granted a term: it takes over in a moment, and waits
+         * only --dead-ms for us (the old address may hang in a connect) */
         snprintf(n->coord_addr, sizeof n->coord_addr, "%s", n->join_hint);
-        n->join_hint[0] = 0;
     } else if (count > 1) {
         join_addr(n, n->join_i % count, n->coord_addr, sizeof n->coord_addr);
         n->join_i++;
@@ -445,6 +458,7 @@ static void cs_on_ready(net_conn *c, void *ud)
             net_close(c, "not a coordinator");
             return;
         }
+        n->join_hint[0] = 0;
         peer *p = node_peer_add(n, name, NULL, n->coord_addr);
         if (p) {
             p->is_coord = 1;
@@ -513,6 +527,7 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
     cs *s = ud;
     node *n = s->n;
     s->closing = 1;
+    s->close_why = why;
     if (!n->stopping)
         node_log(n, why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER ? NET_LOG_INFO : NET_LOG_WARN,
                  "connection to %s %s: %s", s->peer ? s->peer->name : s->kind == CS_CLIENT ? "a client" : "?",
@@ -1493,6 +1508,26 @@ static void standby_tick(node *n)
     }
 }
 
+/* A newer term is active elsewhere (we heard it from ADDR: the coordinator
+ * that announced it, or a member that refused us): stop acting, and run
+ * again as a standby of the active coordinator (node_run returns
+ * NODE_RUN_REJOIN), so that the cluster has a standby again. */
+static void step_down(node *n, uint64_t t, const char *addr)
+{
+    if (n->rejoin_to[0]) return;
+    coord_deposed(n, t);
+    n->term = t;
+    const char *sb = coord_standby_addr(n);
+    snprintf(n->rejoin_to, sizeof n->rejoin_to, "%s%s%s", addr, sb[0] && strcmp(sb, addr) ? "," : "",
+             sb[0] && strcmp(sb, addr) ? sb : "");
+    if (!n->rejoin_to[0] || !strcmp(n->rejoin_to, n->addr)) {
+        n->rejoin_to[0] = 0;
+        return; /* nowhere to go: deposed, it stays silent */
+    }
+    node_log(n, NET_LOG_WARN, "stepping down: joining %s as a standby coordinator", n->rejoin_to);
+    uv_stop(n->loop);
+}
+
 static void term_frame(node *n, cs *s, const wire_msg *m)
 {
     uint64_t t = m->u.term.term;
@@ -1510,6 +1545,10 @@ static void term_frame(node *n, cs *s, const wire_msg *m)
             net_close(s->c, "an old coordinator term");
             return;
         }
+        if (t > n->term && n->co) {
+            step_down(n, t, addr);
+            return;
+        }
         if (t > n->term && n->term)
             node_log(n, NET_LOG_INFO, "coordinator %s: term %llu", name, (unsigned long long)t);
         n->term = t;
@@ -1517,7 +1556,10 @@ static void term_frame(node *n, cs *s, const wire_msg *m)
         return;
     case WIRE_TERM_ASK: {
         int hears = n->coord_link && n->coord_link->ready && s != n->coord_link;
-        if (n->co || hears || t <= n->term) {
+        /* the same standby asking again for the term we granted it (our
+         * GRANT is late): grant it again, or it would ask for a newer one */
+        int again = t == n->term && !strcmp(n->granted_to, name);
+        if (!again && (n->co || hears || t <= n->term)) {
             node_log(n, NET_LOG_INFO, "refusing term %llu to %s: %s", (unsigned long long)t, name,
                      n->co ? "this is the coordinator" : hears ? "the coordinator is alive here" : "an old term");
             send_term(s, n->co || hears ? (t > n->term ? t : n->term) : n->term, WIRE_TERM_REFUSE, n->cfg.name,
@@ -1528,7 +1570,9 @@ static void term_frame(node *n, cs *s, const wire_msg *m)
                  (unsigned long long)t, name, addr);
         n->term = t;
         n->sb_ask = 0;
+        snprintf(n->granted_to, sizeof n->granted_to, "%s", name);
         snprintf(n->join_hint, sizeof n->join_hint, "%s", addr);
+        n->join_hint_until = clock_wall_ms() + 4 * (int64_t)net_ctx_dead_ms(n->net);
         for (int i = 0; i < n->npeers; i++)
             if (n->peers[i]->is_coord) {
                 n->peers[i]->is_coord = 0;
@@ -1544,9 +1588,9 @@ static void term_frame(node *n, cs *s, const wire_msg *m)
         if (s->peer && t == n->sb_ask) s->peer->granted = t;
         return;
     case WIRE_TERM_REFUSE:
-        if (t > n->term) {
+        if (t > n->term && n->co) step_down(n, t, addr);
+        else if (t > n->term) {
             n->term = t;
-            if (n->co) coord_deposed(n, t);
             n->sb_ask = 0;
         }
         return;
@@ -1684,7 +1728,7 @@ static int check_name(const char *what, const char *v, xerr *err)
     return 0;
 }
 
-int node_run(const node_config *cfg, xerr *err)
+int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
 {
     node nn, *n = &nn;
     memset(n, 0, sizeof *n);
@@ -1773,6 +1817,12 @@ int node_run(const node_config *cfg, xerr *err)
     for (int i = 0; i < n->npeers; i++) free(n->peers[i]);
     free(n->peers);
     auth_secret_fini(&n->secret);
+    if (n->rejoin_to[0] && rejoin) {
+        node_log(n, NET_LOG_INFO, "stopped as the coordinator; starting again as a standby");
+        snprintf(rejoin->listen, sizeof rejoin->listen, "%.127s", n->addr);
+        snprintf(rejoin->join, sizeof rejoin->join, "%.511s", n->rejoin_to);
+        return NODE_RUN_REJOIN;
+    }
     node_log(n, NET_LOG_INFO, "stopped");
     return 0;
 out_net:

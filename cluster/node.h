@@ -95,6 +95,8 @@ struct cs {
     /* the coordinator's client session (coord.c) */
     struct csess *sess;
     uint64_t term;       /* the coordinator term the other end announced (TERM) */
+    int failover;        /* CS_CLIENT: it fails over to another coordinator (QUERY with WIRE_F_FAILOVER) */
+    int close_why;       /* enum net_close_why, once closing */
     cs *next;
 };
 
@@ -172,7 +174,9 @@ struct node {
     /* coordinator terms and the standby coordinator (docs/architecture.md,
      * "The coordinator") */
     uint64_t term;       /* the highest term heard: a coordinator of a lower one is refused */
-    char join_hint[128]; /* a takeover named the new coordinator: dial it first */
+    char granted_to[WIRE_NAME_MAX + 1]; /* the standby we granted `term` (it may ask again) */
+    char join_hint[128]; /* a takeover named the new coordinator: dial it only, until join_hint_until */
+    int64_t join_hint_until;
     int join_i;          /* the --join address to try next */
     int standby;         /* --coordinator --join: a standby until it takes over */
     int sb_synced;       /* it holds a whole catalog (CATALOG dump) */
@@ -181,6 +185,7 @@ struct node {
     int64_t sb_ask_at;
     int base_alive;      /* members alive in the last MEMBERSHIP, the coordinator's entry included */
     int taking_over;     /* coord_start runs for a takeover */
+    char rejoin_to[512]; /* deposed: run again as a standby of these (node_run returns NODE_RUN_REJOIN) */
     cs *cur_in;          /* the connection whose frame is being processed */
     dep *deps;
     uint32_t max_qid;    /* highest qid whose DEPLOY this node has seen */
@@ -202,6 +207,9 @@ peer *node_peer(node *n, const char *name, size_t len); /* find */
 peer *node_peer_add(node *n, const char *name, const char *domain, const char *addr);
 /* The connection to send to p on, connecting when there is none. */
 cs *node_link(node *n, peer *p);
+/* A connection to ADDR ("host:port") for a node we know no name of; NULL
+ * when it cannot be started. */
+cs *node_dial(node *n, const char *addr);
 /* Queue a frame to d (never dropped; see the backpressure note above). */
 int cs_send(cs *d, uint8_t type, uint16_t flags, const void *p, size_t len);
 int cs_send_msg(cs *d, const wire_msg *m);
@@ -232,6 +240,8 @@ int coord_takeover(node *n, uint64_t term, xerr *err);
 int coord_serving(node *n);
 /* A node refused us: a coordinator of a newer term is active. */
 void coord_deposed(node *n, uint64_t term);
+/* The standby's address the coordinator knows ("" if none). */
+const char *coord_standby_addr(node *n);
 void coord_stop(node *n);
 void coord_tick(node *n);
 /* A frame on a connection from a node or a client (the coordinator only). */

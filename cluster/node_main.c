@@ -141,7 +141,17 @@ int main(int argc, char **argv)
     }
     xerr err;
     xerr_clear(&err);
-    if (node_run(&c, &err) < 0) {
+    node_rejoin rj;
+    int rc;
+    while ((rc = node_run(&c, &rj, &err)) == NODE_RUN_REJOIN) {
+        /* deposed: the same node, data and address, now a standby of the
+         * coordinator that deposed it */
+        c.coordinator = 1;
+        c.join = rj.join;
+        c.listen = rj.listen;
+        xerr_clear(&err);
+    }
+    if (rc < 0) {
         fprintf(stderr, "ares-node: %s: %s\n", c.name, err.msg[0] ? err.msg : xerr_name(err.code));
         return 1;
     }

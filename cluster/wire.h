@@ -52,6 +52,10 @@
 #define WIRE_F_KEEP 0x0002u
 /* JOIN: a standby coordinator (it runs no tasks; it gets CATALOG frames). */
 #define WIRE_F_STANDBY 0x0004u
+/* QUERY: the client fails over to another coordinator; a push query it
+ * starts is kept (in the catalog, and for a while after its connection is
+ * lost) so that it can attach again (ATTACH). */
+#define WIRE_F_FAILOVER 0x0008u
 
 /* CATALOG ops.  A dump (BEGIN, PUTs, END) replaces the standby's copy. */
 enum wire_catalog_op { WIRE_CAT_PUT = 1, WIRE_CAT_DEL = 2, WIRE_CAT_BEGIN = 3, WIRE_CAT_END = 4 };
