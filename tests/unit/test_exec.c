@@ -576,7 +576,7 @@ static void test_replica_promotion(void **state)
     int self[3] = {0, 1, 2};
     engine_remote r[3];
     /* a small retention: the log may only let go of what the replicas hold */
-    const char *ddl_small = "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp='ts', retention='16 KB');";
+    const char *ddl_small = "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp='ts', retention='4 KB');";
     for (int i = 0; i < 3; i++) {
         FE[i] = open_mem();
         run(FE[i], &out, ddl_small);
