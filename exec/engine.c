@@ -9,8 +9,8 @@
  *                            query/<id>    -> offsets, counters, sink length
  *
  * Epochs: a write transaction is open while rows flow (eng_txn).  Log appends
- * and query state changes go into it; it commits when EXEC_EPOCH_SLICES slices
- * have completed or EXEC_EPOCH_MS have passed (checked when an input call
+ * and query state changes go into it; it commits when EXEC_EPOCH_BYTES have
+ * been written or EXEC_EPOCH_MS have passed (checked when an input call
  * returns, so that a file source's committed position matches exactly the
  * rows it covers), when a statement changes the catalog, and at close.
  *
@@ -94,7 +94,6 @@ int eng_txn(engine *e, xerr *err)
     if (e->txn) return 0;
     int rc = store_begin(e->st, 1, &e->txn, err);
     if (rc) return rc;
-    e->epoch_slices = 0;
     e->epoch_start_ns = clock_mono_ns();
     return 0;
 }
@@ -184,7 +183,7 @@ fail:
 int eng_maybe_commit(engine *e, xerr *err)
 {
     if (!e->txn) return 0;
-    if (e->epoch_slices >= EXEC_EPOCH_SLICES ||
+    if (store_txn_bytes(e->txn) >= EXEC_EPOCH_BYTES ||
         clock_mono_ns() - e->epoch_start_ns >= (uint64_t)EXEC_EPOCH_MS * 1000000ull)
         return engine_commit(e, err);
     return 0;
@@ -339,10 +338,7 @@ static int stream_rows(engine *e, int si, const batch *b, xerr *err)
         if ((rc = process_rows(e, si, &view, err))) return rc;
         s->rows_total += (uint64_t)n;
         off += n;
-        if (s->rows_total % EXEC_SLICE_ROWS == 0) {
-            if ((rc = advance_wm(e, si, err))) return rc;
-            e->epoch_slices++;
-        }
+        if (s->rows_total % EXEC_SLICE_ROWS == 0 && (rc = advance_wm(e, si, err))) return rc;
     }
     return 0;
 }
@@ -371,7 +367,6 @@ static int end_partial_slice(engine *e, int si, xerr *err)
             for (int k = 0; k < e->queries[i]->nsrc; k++)
                 if (e->queries[i]->src_stream[k] == si && !e->queries[i]->hold) e->queries[i]->offset[k] = off + 1;
     }
-    e->epoch_slices++;
     return advance_wm(e, si, err);
 }
 

@@ -11,10 +11,10 @@
  * log (LMDB) -> each query's operators -> its sink.  Work is cut into slices
  * of exactly EXEC_SLICE_ROWS accepted rows of a stream, so that watermarks
  * advance at the same points whatever the input's chunking (replays and
- * restarts then give the same windows).  An epoch (several slices, or
- * EXEC_EPOCH_MS of wall time) commits, in one LMDB transaction, the log
- * records, every query's dirty window state, the offsets it consumed and its
- * sink position.
+ * restarts then give the same windows).  An epoch (EXEC_EPOCH_MS of wall
+ * time, or EXEC_EPOCH_BYTES written, whichever comes first) commits, in one
+ * LMDB transaction, the log records, every query's dirty window state, the
+ * offsets it consumed and its sink position.
  *
  * This header also exposes the value, batch and format layers (batch.h,
  * format.h), which the shell and the cluster use to move and print rows.
@@ -32,8 +32,12 @@
 #include "planner/planner.h"
 
 #define EXEC_SLICE_ROWS 1024
-#define EXEC_EPOCH_SLICES 64
+/* Epochs are bounded by time and volume, not by a count of slices (as
+ * Flink's checkpoint interval is): a fast input then commits, syncs and
+ * replicates a few times a second with large writes, and windows that open
+ * and close within one epoch never reach LMDB (docs/architecture.md). */
 #define EXEC_EPOCH_MS 200
+#define EXEC_EPOCH_BYTES (32u << 20)
 
 typedef struct engine engine;
 

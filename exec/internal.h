@@ -162,7 +162,6 @@ struct engine {
     query **queries;
     store_txn *txn;         /* open epoch, or NULL */
     uint64_t epoch;
-    int epoch_slices;
     uint64_t epoch_start_ns;
     uint32_t next_query_id;
     int parallelism;

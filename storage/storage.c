@@ -370,6 +370,8 @@ static int commit(store_txn *t, int *grown, xerr *err)
     return 0;
 }
 
+size_t store_txn_bytes(const store_txn *t) { return t ? t->bytes : 0; }
+
 int store_commit(store_txn *t, xerr *err)
 {
     if (!t) return xerr_set(err, XE_INVAL, "storage: no transaction");

@@ -97,6 +97,9 @@ int store_begin(store *s, int write, store_txn **out, xerr *err);
  * the top of this file, redo the transaction.  Frees t, also on failure. */
 int store_commit(store_txn *t, xerr *err);
 void store_abort(store_txn *t);            /* discards all writes; frees t; NULL is a no-op */
+/* Bytes of keys and values written in t so far (what its commit will write,
+ * less LMDB's page overhead). */
+size_t store_txn_bytes(const store_txn *t);
 
 /* Run fn(ctx, t, err) in a write txn and commit it; when the map was full,
  * grow it and run fn again from scratch (so fn must be re-runnable: it may
