@@ -56,6 +56,7 @@ struct opinst {
     plan_edge_kind down_edge;
     int nprogs;
     xprog *progs;           /* FILTER/HAVING: [pred]; PROJECT: exprs; AGGREGATE: groups then agg args */
+    int *proj_cols;         /* PROJECT whose every expression is a bare column: those columns, else NULL */
     int nkeyprogs;
     xprog *keyprogs;        /* partition key of down, over this op's output */
     batch out;              /* output rows of the current push */

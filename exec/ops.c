@@ -49,8 +49,16 @@ static int op_init(query *q, opinst *o, const plan_op *op, xerr *err)
     case PO_FILTER:
     case PO_HAVING:
         return compile_list(o, (plan_expr **)&op->pred, 1, &o->progs, &o->nprogs, err);
-    case PO_PROJECT:
+    case PO_PROJECT: {
+        int bare = op->nexprs > 0;
+        for (int i = 0; i < op->nexprs; i++) bare &= op->exprs[i]->kind == PE_COL;
+        if (bare) {
+            if (!(o->proj_cols = malloc((size_t)op->nexprs * sizeof *o->proj_cols)))
+                return xerr_set(err, XE_NOMEM, "out of memory");
+            for (int i = 0; i < op->nexprs; i++) o->proj_cols[i] = op->exprs[i]->col;
+        }
         return compile_list(o, op->exprs, op->nexprs, &o->progs, &o->nprogs, err);
+    }
     case PO_AGGREGATE: {
         if ((rc = compile_list(o, op->groups, op->ngroups, &o->progs, &o->nprogs, err))) return rc;
         for (int i = 0; i < op->naggs; i++) {
@@ -83,6 +91,7 @@ static void op_fini(opinst *o)
 {
     for (int i = 0; i < o->nprogs; i++) xprog_fini(&o->progs[i]);
     free(o->progs);
+    free(o->proj_cols);
     for (int i = 0; i < o->nkeyprogs; i++) xprog_fini(&o->keyprogs[i]);
     free(o->keyprogs);
     free(o->upwm[0]);
@@ -328,6 +337,17 @@ static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
     }
     case PO_PROJECT: {
         batch_reset(&o->out);
+        if (o->proj_cols) {
+            /* columns picked as they are (text stays in the input's arena, as a filter's does) */
+            if (batch_reserve(&o->out, in->nrows)) return xerr_set(err, XE_NOMEM, "out of memory");
+            for (int r = 0; r < in->nrows; r++) {
+                const val *row = batch_row(in, r);
+                val *dst = batch_row(&o->out, r);
+                for (int c = 0; c < o->nprogs; c++) dst[c] = row[o->proj_cols[c]];
+            }
+            o->out.nrows = in->nrows;
+            return op_emit(o, task, &o->out, err);
+        }
         for (int r = 0; r < in->nrows; r++) {
             const val *row = batch_row(in, r);
             val *dst = batch_add_row(&o->out);
