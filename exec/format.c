@@ -355,6 +355,36 @@ static size_t fixed_double(double d, char buf[FMT_DOUBLE_BUF])
     return 0;
 }
 
+/* fmt_double of a short decimal: d the double nearest to M / 10^4 with
+ * 0 < |M| < 10^15 (prices, readings, whatever was typed with a few decimal
+ * places).  d lies within half an ulp (2^-53 of |d|) of M / 10^4, far less
+ * than half a unit of its 15th digit, so "%.15g" prints M's digits, and they
+ * read back as d; printed here with one division instead of fixed_double's
+ * 128-bit arithmetic.  Returns 0 when d is not one. */
+static size_t short_decimal(double d, char buf[FMT_DOUBLE_BUF])
+{
+    double a = fabs(d);
+    if (!(a >= 1e-4 && a < 1e11)) return 0;
+    double x = a * 1e4;
+    int64_t M = (int64_t)(x + 0.5);
+    if ((double)M / 1e4 != a) return 0;
+    size_t o = 0;
+    if (d < 0) buf[o++] = '-';
+    o += put_i64(buf + o, M / 10000);
+    int f = (int)(M % 10000), nd = 4;
+    if (f) {
+        while (f % 10 == 0) {
+            f /= 10;
+            nd--;
+        }
+        buf[o++] = '.';
+        for (int i = nd - 1; i >= 0; i--, f /= 10) buf[o + (size_t)i] = (char)('0' + f % 10);
+        o += (size_t)nd;
+    }
+    buf[o] = '\0';
+    return o;
+}
+
 size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
 {
     const char *special = isnan(d) ? "NaN" : isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : NULL;
@@ -370,7 +400,9 @@ size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
             return n;
         }
     }
-    size_t fast = fixed_double(d, buf);
+    size_t fast = short_decimal(d, buf);
+    if (fast) return fast;
+    fast = fixed_double(d, buf);
     if (fast) return fast;
     int r = 0;
     for (int prec = 15; prec <= 17; prec++) {

@@ -553,6 +553,20 @@ static void test_double_text(void **state)
         assert_memory_equal(&back, &d, 8);
         assert_true(n < 25);
     }
+    /* Decimals with a few places (the short path) and sums of them print
+     * byte for byte what the printf loop prints. */
+    for (int i = 0; i < 300000; i++) {
+        int64_t c = (int64_t)(rnd() % 2000000001) - 1000000000;
+        double d = i % 3 == 0 ? (double)c / 100.0 : i % 3 == 1 ? (double)c / 10000.0 : (double)c / 100.0 + 0.07;
+        if (i % 1000 == 0) d = (double)(int64_t)(rnd() % 100000000000000ull) / 1000.0;
+        char want[64];
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(want, sizeof want, "%.*g", prec, d);
+            if (strtod(want, NULL) == d) break;
+        }
+        fmt_double(d, buf);
+        assert_string_equal(buf, want);
+    }
 }
 
 static void test_parse_value(void **state)
