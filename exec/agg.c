@@ -41,6 +41,7 @@
  */
 #include "exec/internal.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -104,12 +105,26 @@ typedef struct tslot {
     agg_entry *e;
 } tslot;
 
+/* Open addressing with linear probing; the tag is beside the pointer so
+ * that a probe reads one cache line of the table. */
+typedef struct htab {
+    tslot *tab;
+    uint32_t cap, n; /* cap: 0 or a power of two */
+} htab;
+
 /* An aggregate argument or group value: a bare column is read directly. */
 typedef struct agg_arg {
     int prog;      /* index into the op's programs, -1 for none (COUNT(*)) */
     int col;       /* a bare column of the input, or -1 */
     int to_double; /* DOUBLE-typed: integers convert, as xprog_eval does */
+    int fast;      /* FAST_*: how update_entry treats the common case inline */
 } agg_arg;
+
+/* Aggregates over a bare column whose common case update_entry does inline:
+ * a DOUBLE (or integer) value into a SUM or AVG, MIN or MAX of numbers of
+ * that type.  Any other value (NULL, another type, NaN, a first value) takes
+ * slot_update, which does the same and the rest. */
+enum { FAST_NONE, FAST_COUNT_STAR, FAST_SUM_D, FAST_SUM_I, FAST_MIN_D, FAST_MAX_D, FAST_MIN_I, FAST_MAX_I };
 
 typedef struct dirty_ref {
     int64_t wend;
@@ -133,12 +148,16 @@ struct agg_task {
     int has_ext;
     int uses_progs;           /* some group or argument goes through the interpreter */
     int key_max;              /* the longest encoded group key when none is TEXT, else -1 */
+    int session;              /* session windows (else fixed: tumbling, hopping, global) */
     agg_arg *args;            /* naggs */
     agg_arg *gargs;           /* ngroups */
-    /* Open addressing with linear probing; the tag is beside the pointer so
-     * that a probe reads one cache line of the table. */
-    uint32_t cap;
-    tslot *tab;
+    /* Sessions: every entry in one table.  Fixed windows: a table per window
+     * (in the window index), so that the rows of the newest window probe a
+     * table of its groups only, small enough to stay in cache, and a window
+     * that closes frees its table whole. */
+    htab t;
+    uint32_t wtab_cap;        /* fixed: the size of the newest window's table, for the next one */
+    int wlast;                /* fixed: the index position of the window probed last */
     agg_entry **cands;        /* scratch: the sessions of one key */
     int64_t ncands, capcands;
     int64_t nentries;
@@ -148,10 +167,11 @@ struct agg_task {
     /* Window-end index: the distinct window ends, ascending, each with the
      * list of its entries and their count, so closing touches only what
      * closes. */
-    int nw, capw, widx_broken; /* broken: out of memory once, close by scanning */
+    int nw, capw, widx_broken; /* broken (sessions only): out of memory once, close by scanning */
     int64_t *wends;
-    struct wlist { agg_entry **v; int64_t n, cap; } *wl; /* per end: its entries (an array, so
-                                                           * that closing can prefetch ahead) */
+    struct wlist { agg_entry **v; int64_t n, cap; htab t; } *wl; /* per end: its entries (an array, so
+                                                                   * that closing can prefetch ahead),
+                                                                   * and for fixed windows their table */
     /* per batch: each row's key (in keys), hash, window, candidate entry */
     int rcap;
     uint32_t *rkoff, *rklen;
@@ -208,8 +228,9 @@ agg_task *agg_new(opinst *o, int task)
     if (!a) return NULL;
     a->naggs = op->naggs;
     a->ngroups = op->ngroups;
-    a->cap = 1024;
-    a->tab = calloc(a->cap, sizeof *a->tab);
+    a->session = op->window.kind == WIN_SESSION;
+    a->t.cap = a->session ? 1024 : 0;
+    a->t.tab = a->session ? calloc(a->t.cap, sizeof *a->t.tab) : NULL;
     a->gtmp = calloc((size_t)a->ngroups + 1, sizeof *a->gtmp);
     a->args = calloc((size_t)a->naggs + 1, sizeof *a->args);
     a->gargs = calloc((size_t)a->ngroups + 1, sizeof *a->gargs);
@@ -217,7 +238,7 @@ agg_task *agg_new(opinst *o, int task)
     a->max_closed = WM_MIN;
     a->persisted_closed = WM_MIN;
     a->del_to = WM_MIN;
-    if (!a->tab || !a->gtmp || !a->args || !a->gargs) {
+    if ((a->session && !a->t.tab) || !a->gtmp || !a->args || !a->gargs) {
         agg_free(a);
         return NULL;
     }
@@ -231,8 +252,16 @@ agg_task *agg_new(opinst *o, int task)
     }
     for (int k = 0; k < a->naggs; k++) {
         const plan_agg *ag = &op->aggs[k];
-        arg_init(&a->args[k], ag->arg, ag->arg ? pi++ : -1);
-        if (ag->arg && a->args[k].col < 0) a->uses_progs = 1;
+        agg_arg *g = &a->args[k];
+        arg_init(g, ag->arg, ag->arg ? pi++ : -1);
+        if (ag->arg && g->col < 0) a->uses_progs = 1;
+        int dbl = ag->arg && ag->arg->type == TY_DOUBLE, bigint = ag->arg && ag->arg->type == TY_BIGINT;
+        if (ag->fn == FN_COUNT_STAR) g->fast = FAST_COUNT_STAR;
+        else if (g->col >= 0 && (dbl || bigint)) {
+            if (ag->fn == FN_SUM || ag->fn == FN_AVG) g->fast = dbl ? FAST_SUM_D : FAST_SUM_I;
+            else if (ag->fn == FN_MIN) g->fast = dbl ? FAST_MIN_D : FAST_MIN_I;
+            else if (ag->fn == FN_MAX) g->fast = dbl ? FAST_MAX_D : FAST_MAX_I;
+        }
         if (ag->fn == FN_COUNT_DISTINCT) a->has_ext = 1;
         if ((ag->fn == FN_MIN || ag->fn == FN_MAX) && ag->arg &&
             (ag->arg->type == TY_TEXT || ag->arg->type == TY_NULL))
@@ -282,15 +311,17 @@ static void entry_free(agg_task *a, agg_entry *e)
 void agg_free(agg_task *a)
 {
     if (!a) return;
-    for (uint32_t i = 0; a->tab && i < a->cap; i++)
-        if (a->tab[i].tag) entry_free(a, a->tab[i].e);
+    for (uint32_t i = 0; a->t.tab && i < a->t.cap; i++)
+        if (a->t.tab[i].tag) entry_free(a, a->t.tab[i].e);
+    for (int i = 0; !a->session && i < a->nw; i++)
+        for (int64_t j = 0; j < a->wl[i].n; j++) entry_free(a, a->wl[i].v[j]);
     while (a->slabs) {
         char *next;
         memcpy(&next, a->slabs, sizeof next);
         free(a->slabs);
         a->slabs = next;
     }
-    free(a->tab);
+    free(a->t.tab);
     free(a->cands);
     free(a->gtmp);
     free(a->args);
@@ -299,7 +330,10 @@ void agg_free(agg_task *a)
     free(a->ctmp);
     free(a->bcount);
     free(a->wends);
-    for (int i = 0; i < a->nw; i++) free(a->wl[i].v);
+    for (int i = 0; i < a->nw; i++) {
+        free(a->wl[i].v);
+        free(a->wl[i].t.tab);
+    }
     free(a->wl);
     free(a->rkoff);
     free(a->rklen);
@@ -323,8 +357,10 @@ int64_t agg_open_groups(const agg_task *a) { return a ? a->nentries : 0; }
 int64_t agg_min_open_start(const agg_task *a)
 {
     int64_t m = WM_END;
-    for (uint32_t i = 0; a && a->nentries && i < a->cap; i++)
-        if (a->tab[i].tag && a->tab[i].e->wstart < m) m = a->tab[i].e->wstart;
+    for (uint32_t i = 0; a && a->nentries && i < a->t.cap; i++)
+        if (a->t.tab[i].tag && a->t.tab[i].e->wstart < m) m = a->t.tab[i].e->wstart;
+    for (int i = 0; a && !a->session && i < a->nw; i++) /* one start per fixed window */
+        if (a->wl[i].n && a->wl[i].v[0]->wstart < m) m = a->wl[i].v[0]->wstart;
     return m;
 }
 
@@ -577,26 +613,51 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
 
 #define HTAG(h) ((h) ? (h) : 1)
 
-static void table_place(agg_task *a, agg_entry *e)
+static void htab_place(htab *t, agg_entry *e)
 {
-    uint32_t m = a->cap - 1, i = (uint32_t)e->hash & m;
-    while (a->tab[i].tag) i = (i + 1) & m;
-    a->tab[i].tag = HTAG(e->hash);
-    a->tab[i].e = e;
+    uint32_t m = t->cap - 1, i = (uint32_t)e->hash & m;
+    while (t->tab[i].tag) i = (i + 1) & m;
+    t->tab[i].tag = HTAG(e->hash);
+    t->tab[i].e = e;
 }
 
-static int table_grow(agg_task *a)
+/* Make room for one more entry: the load stays under 3/4 (a first table of
+ * cap0 slots); XE_NOMEM. */
+static int htab_room(htab *t, uint32_t cap0)
 {
-    uint32_t oc = a->cap;
-    tslot *ot = a->tab;
-    tslot *nt = calloc((size_t)oc * 2, sizeof *nt);
-    if (!nt) return XE_NOMEM;
-    a->tab = nt;
-    a->cap = oc * 2;
+    if ((uint64_t)(t->n + 1) * 4 <= (uint64_t)t->cap * 3) return 0;
+    uint32_t oc = t->cap, nc = oc ? oc * 2 : cap0;
+    tslot *ot = t->tab;
+    tslot *nt = calloc((size_t)nc, sizeof *nt);
+    if (!nt) return (uint64_t)t->n + 1 < oc ? 0 : XE_NOMEM; /* fuller, but there is a free slot */
+    t->tab = nt;
+    t->cap = nc;
     for (uint32_t i = 0; i < oc; i++)
-        if (ot[i].tag) table_place(a, ot[i].e);
+        if (ot[i].tag) htab_place(t, ot[i].e);
     free(ot);
     return 0;
+}
+
+/* Remove e; later entries of its probe run shift back (no tombstones). */
+static void htab_remove(htab *t, agg_entry *e)
+{
+    uint32_t m = t->cap - 1, i = (uint32_t)e->hash & m;
+    while (t->tab[i].tag && t->tab[i].e != e) i = (i + 1) & m;
+    if (!t->tab[i].tag) return;
+    uint32_t j = i;
+    for (;;) {
+        j = (j + 1) & m;
+        if (!t->tab[j].tag) break;
+        uint32_t home = (uint32_t)t->tab[j].tag & m; /* tag == hash: hashes are never 0 */
+        /* move j into the hole at i unless its home lies cyclically in (i, j] */
+        int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (stays) continue;
+        t->tab[i] = t->tab[j];
+        i = j;
+    }
+    t->tab[i].tag = 0;
+    t->tab[i].e = NULL;
+    t->n--;
 }
 
 /* Room for one more item in a growable array *pv of n items of elem bytes
@@ -624,7 +685,11 @@ static int widx_find(const agg_task *a, int64_t w)
     return lo;
 }
 
-static int widx_add(agg_task *a, agg_entry *e)
+static void widx_drop(agg_task *a, int i, int n);
+
+/* e into the list of its window end, made if needed; *at (if not NULL)
+ * says where that window is in the index.  XE_NOMEM. */
+static int widx_add(agg_task *a, agg_entry *e, int *at)
 {
     if (a->widx_broken) return 0;
     int i = widx_find(a, e->wend);
@@ -641,13 +706,17 @@ static int widx_add(agg_task *a, agg_entry *e)
         memmove(&a->wends[i + 1], &a->wends[i], (size_t)(a->nw - i) * sizeof *a->wends);
         memmove(&a->wl[i + 1], &a->wl[i], (size_t)(a->nw - i) * sizeof *a->wl);
         a->wends[i] = e->wend;
-        a->wl[i] = (struct wlist){NULL, 0, 0};
+        a->wl[i] = (struct wlist){NULL, 0, 0, {NULL, 0, 0}};
         a->nw++;
     }
     struct wlist *l = &a->wl[i];
-    if (room_for_one(&l->v, l->n, &l->cap, sizeof *l->v)) return XE_NOMEM;
+    if (room_for_one(&l->v, l->n, &l->cap, sizeof *l->v)) {
+        if (!l->n) widx_drop(a, i, 1);
+        return XE_NOMEM;
+    }
     e->wpos = l->n;
     l->v[l->n++] = e;
+    if (at) *at = i;
     return 0;
 }
 
@@ -656,7 +725,10 @@ static int widx_add(agg_task *a, agg_entry *e)
 static void widx_drop(agg_task *a, int i, int n)
 {
     if (!n) return;
-    for (int k = i; k < i + n; k++) free(a->wl[k].v);
+    for (int k = i; k < i + n; k++) {
+        free(a->wl[k].v);
+        free(a->wl[k].t.tab);
+    }
     memmove(&a->wends[i], &a->wends[i + n], (size_t)(a->nw - i - n) * sizeof *a->wends);
     memmove(&a->wl[i], &a->wl[i + n], (size_t)(a->nw - i - n) * sizeof *a->wl);
     a->nw -= n;
@@ -677,6 +749,7 @@ static void widx_del(agg_task *a, agg_entry *e)
 /* Out of memory for the index: drop it and close windows by scanning. */
 static void widx_break(agg_task *a)
 {
+    assert(a->session); /* fixed windows keep their tables in the index */
     for (int i = 0; i < a->nw; i++) free(a->wl[i].v);
     a->widx_broken = 1;
     a->nw = 0;
@@ -687,47 +760,41 @@ static void entry_move_end(agg_task *a, agg_entry *e, int64_t wend)
 {
     widx_del(a, e);
     e->wend = wend;
-    if (widx_add(a, e)) widx_break(a);
+    if (widx_add(a, e, NULL)) widx_break(a);
 }
 
+/* e into its table and the window index; XE_NOMEM leaves neither changed. */
 static int table_insert(agg_task *a, agg_entry *e)
 {
-    /* keep the load under 3/4 */
-    if ((uint64_t)(a->nentries + 1) * 4 > (uint64_t)a->cap * 3 && table_grow(a) &&
-        (uint64_t)(a->nentries + 1) >= a->cap)
+    if (a->session) {
+        if (htab_room(&a->t, 1024)) return XE_NOMEM;
+        htab_place(&a->t, e);
+        a->t.n++;
+        a->nentries++;
+        if (widx_add(a, e, NULL)) widx_break(a);
+        return 0;
+    }
+    int i;
+    if (widx_add(a, e, &i)) return XE_NOMEM;
+    htab *t = &a->wl[i].t;
+    /* a new window's table starts as large as the newest one's, so that it
+     * does not grow step by step again */
+    if (htab_room(t, a->wtab_cap > 1024 ? a->wtab_cap : 1024)) {
+        widx_del(a, e);
         return XE_NOMEM;
-    table_place(a, e);
+    }
+    htab_place(t, e);
+    t->n++;
+    if (i == a->nw - 1) a->wtab_cap = t->cap;
     a->nentries++;
-    if (widx_add(a, e)) widx_break(a);
     return 0;
 }
 
-/* Remove e from the table; later entries of its probe run shift back (no
- * tombstones).  Not from the window index: see table_unlink. */
-static void table_remove(agg_task *a, agg_entry *e)
-{
-    uint32_t m = a->cap - 1, i = (uint32_t)e->hash & m;
-    while (a->tab[i].tag && a->tab[i].e != e) i = (i + 1) & m;
-    if (!a->tab[i].tag) return;
-    uint32_t j = i;
-    for (;;) {
-        j = (j + 1) & m;
-        if (!a->tab[j].tag) break;
-        uint32_t home = (uint32_t)a->tab[j].tag & m; /* tag == hash: hashes are never 0 */
-        /* move j into the hole at i unless its home lies cyclically in (i, j] */
-        int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (stays) continue;
-        a->tab[i] = a->tab[j];
-        i = j;
-    }
-    a->tab[i].tag = 0;
-    a->tab[i].e = NULL;
-    a->nentries--;
-}
-
+/* A session's entry out of the table and the window index. */
 static void table_unlink(agg_task *a, agg_entry *e)
 {
-    table_remove(a, e);
+    htab_remove(&a->t, e);
+    a->nentries--;
     widx_del(a, e);
 }
 
@@ -781,10 +848,33 @@ static inline const val *arg_ref(opinst *o, const agg_arg *g, const val *row, va
     return tmp;
 }
 
+/* The common case of slot_update inline: 1 when done, 0 to take slot_update. */
+static inline int slot_fast(const agg_arg *g, agg_slot *s, const val *row)
+{
+    const val *v = &row[g->col];
+    switch (g->fast) {
+    case FAST_COUNT_STAR: s->n++; return 1;
+    case FAST_SUM_D: if (v->type != TY_DOUBLE) return 0; s->n++; s->d += v->d; return 1;
+    case FAST_SUM_I: if (v->type != TY_BIGINT) return 0; s->n++; s->i += v->i; return 1;
+    case FAST_MIN_D: case FAST_MAX_D:
+        if (v->type != TY_DOUBLE || !s->n || s->m.type != TY_DOUBLE || isnan(v->d) || isnan(s->m.d)) return 0;
+        s->n++;
+        if (g->fast == FAST_MIN_D ? v->d < s->m.d : v->d > s->m.d) s->m.d = v->d;
+        return 1;
+    case FAST_MIN_I: case FAST_MAX_I:
+        if (v->type != TY_BIGINT || !s->n || s->m.type != TY_BIGINT) return 0;
+        s->n++;
+        if (g->fast == FAST_MIN_I ? v->i < s->m.i : v->i > s->m.i) s->m.i = v->i;
+        return 1;
+    default: return 0;
+    }
+}
+
 static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xerr *err)
 {
     const plan_op *op = o->op;
     for (int k = 0; k < op->naggs; k++) {
+        if (slot_fast(&a->args[k], &e->slots[k], row)) continue;
         val tmp;
         const val *v = a->args[k].prog >= 0 ? arg_ref(o, &a->args[k], row, &tmp) : NULL;
         if (slot_update(a, op->aggs[k].fn, &e->slots[k], a->has_ext ? &e->ext[k] : NULL, v))
@@ -823,6 +913,15 @@ static int list_push(agg_entry ***v, int64_t *n, int64_t *cap, agg_entry *e)
 static inline int key_eq(const agg_entry *e, const unsigned char *key, uint32_t klen)
 {
     if (e->klen != klen) return 0;
+    if (klen >= 8 && klen <= KIN) { /* one fixed-width value: a word and a byte or two */
+        uint64_t x, y;
+        memcpy(&x, e->kin, 8);
+        memcpy(&y, key, 8);
+        if (x != y) return 0;
+        for (uint32_t i = 8; i < klen; i++)
+            if (e->kin[i] != key[i]) return 0;
+        return 1;
+    }
     uint32_t n = klen < KIN ? klen : KIN;
     for (uint32_t i = 0; i < n; i++)
         if (e->kin[i] != key[i]) return 0;
@@ -834,22 +933,39 @@ static inline int entry_is(const agg_entry *e, uint64_t h, int64_t ws, const uns
     return e->hash == h && e->wstart == ws && key_eq(e, key, klen);
 }
 
-static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
+/* The table of the fixed window ending at we, or NULL when it has no
+ * entries yet.  Rows come mostly in time order: the window probed last is
+ * tried first. */
+static inline htab *win_table(agg_task *a, int64_t we)
 {
-    uint32_t m = a->cap - 1;
+    int i = a->wlast;
+    if (i >= a->nw || a->wends[i] != we) {
+        i = widx_find(a, we);
+        if (i == a->nw || a->wends[i] != we) return NULL;
+        a->wlast = i;
+    }
+    return &a->wl[i].t;
+}
+
+static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, int64_t we, const unsigned char *key, uint32_t klen)
+{
+    htab *t = win_table(a, we);
+    if (!t || !t->cap) return NULL;
+    uint32_t m = t->cap - 1;
     uint64_t tag = HTAG(h);
-    for (uint32_t i = (uint32_t)h & m; a->tab[i].tag; i = (i + 1) & m)
-        if (a->tab[i].tag == tag && entry_is(a->tab[i].e, h, ws, key, klen)) return a->tab[i].e;
+    for (uint32_t i = (uint32_t)h & m; t->tab[i].tag; i = (i + 1) & m)
+        if (t->tab[i].tag == tag && entry_is(t->tab[i].e, h, ws, key, klen)) return t->tab[i].e;
     return NULL;
 }
 
-/* The first entry whose tag matches h (not yet checked), for prefetching. */
-static inline agg_entry *probe_tag(const agg_task *a, uint64_t h)
+/* The first entry of t whose tag matches h (not yet checked), for prefetching. */
+static inline agg_entry *probe_tag(const htab *t, uint64_t h)
 {
-    uint32_t m = a->cap - 1;
+    if (!t || !t->cap) return NULL;
+    uint32_t m = t->cap - 1;
     uint64_t tag = HTAG(h);
-    for (uint32_t i = (uint32_t)h & m; a->tab[i].tag; i = (i + 1) & m)
-        if (a->tab[i].tag == tag) return a->tab[i].e;
+    for (uint32_t i = (uint32_t)h & m; t->tab[i].tag; i = (i + 1) & m)
+        if (t->tab[i].tag == tag) return t->tab[i].e;
     return NULL;
 }
 
@@ -942,7 +1058,7 @@ static int batch_keys(opinst *o, agg_task *a, const batch *in)
 static agg_entry *fixed_entry(opinst *o, agg_task *a, const val *row, int r, uint64_t h, int64_t ws, int64_t we)
 {
     const unsigned char *key = (const unsigned char *)a->keys.p + a->rkoff[r];
-    agg_entry *e = find_fixed(a, h, ws, key, a->rklen[r]);
+    agg_entry *e = find_fixed(a, h, ws, we, key, a->rklen[r]);
     if (e) return e;
     group_vals(o, a, row); /* text from functions lives in scratch until the entry copies it */
     e = entry_open(a, key, a->rklen[r], h, ws, we);
@@ -967,10 +1083,10 @@ static int push_session(opinst *o, agg_task *a, const batch *in, int emit_change
         agg_entry *target = NULL;
         /* gather first: merging unlinks entries, which shifts the probe run */
         a->ncands = 0;
-        uint32_t m = a->cap - 1;
-        for (uint32_t i = (uint32_t)kh & m; a->tab[i].tag; i = (i + 1) & m) {
-            agg_entry *e = a->tab[i].e;
-            if (a->tab[i].tag != HTAG(kh) || e->hash != kh || !key_eq(e, key, klen)) continue;
+        uint32_t m = a->t.cap - 1;
+        for (uint32_t i = (uint32_t)kh & m; a->t.tab[i].tag; i = (i + 1) & m) {
+            agg_entry *e = a->t.tab[i].e;
+            if (a->t.tab[i].tag != HTAG(kh) || e->hash != kh || !key_eq(e, key, klen)) continue;
             if (!(e->wstart < e0 && s0 < e->wend)) continue;
             if (list_push(&a->cands, &a->ncands, &a->capcands, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
@@ -1017,7 +1133,6 @@ static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes
     int n = in->nrows;
     int global = w->kind == WIN_NONE;
     int64_t size = w->size_ms;
-    uint32_t m = a->cap - 1;
     /* rows come mostly in time order: the last row's window saves a division */
     int64_t cws = WM_MIN, cwe = WM_MIN;
     for (int r = 0; r < n; r++) {
@@ -1040,14 +1155,22 @@ static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes
     }
     /* a software pipeline: at step r the table slot of row r + PF_AHEAD is
      * fetched, row r is probed (its slot came in meanwhile) and its entry
-     * fetched, and row r - PF_AHEAD, whose entry is in by now, is updated */
-    for (int r = 0; r < n && r < PF_AHEAD; r++)
-        if (!a->rskip[r]) __builtin_prefetch(&a->tab[a->rh[r] & m]);
+     * fetched, and row r - PF_AHEAD, whose entry is in by now, is updated.
+     * A window's table may grow or appear meanwhile: a probe looks it up
+     * again, and a row whose probe found nothing looks again at its update. */
+#define ROW_WE(r) (global ? WM_END : a->rts[r] + size)
+    for (int r = 0; r < n && r < PF_AHEAD; r++) {
+        htab *t = a->rskip[r] ? NULL : win_table(a, ROW_WE(r));
+        if (t && t->cap) __builtin_prefetch(&t->tab[a->rh[r] & (t->cap - 1)]);
+    }
     for (int r = 0; r < n + PF_AHEAD; r++) {
         int f = r + PF_AHEAD, c = r;
-        if (f < n && !a->rskip[f]) __builtin_prefetch(&a->tab[a->rh[f] & m]);
+        if (f < n && !a->rskip[f]) {
+            htab *t = win_table(a, ROW_WE(f));
+            if (t && t->cap) __builtin_prefetch(&t->tab[a->rh[f] & (t->cap - 1)]);
+        }
         if (c < n && !a->rskip[c]) {
-            agg_entry *e = a->rcand[c] = probe_tag(a, a->rh[c]);
+            agg_entry *e = a->rcand[c] = probe_tag(win_table(a, ROW_WE(c)), a->rh[c]);
             if (e) {
                 __builtin_prefetch((char *)e + 64);
                 __builtin_prefetch((char *)e + 128);
@@ -1061,11 +1184,12 @@ static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes
         uint64_t h = a->rh[u];
         agg_entry *e = a->rcand[u];
         if (!e || !entry_is(e, h, ws, (const unsigned char *)a->keys.p + a->rkoff[u], a->rklen[u]))
-            e = fixed_entry(o, a, row, u, h, ws, global ? WM_END : ws + size);
+            e = fixed_entry(o, a, row, u, h, ws, ROW_WE(u));
         if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
         if (update_entry(o, a, e, row, err)) return err->code;
         if (emit_changes && emit_entry(o, a, e, err)) return err->code;
     }
+#undef ROW_WE
     return 0;
 }
 
@@ -1232,9 +1356,9 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     /* the closing windows are a prefix of the index (or, after an allocation
      * failure broke the index, found by scanning the table) */
     if (a->widx_broken) {
-        for (uint32_t si = 0; si < a->cap; si++) {
-            if (!a->tab[si].tag) continue;
-            agg_entry *e = a->tab[si].e;
+        for (uint32_t si = 0; si < a->t.cap; si++) {
+            if (!a->t.tab[si].tag) continue;
+            agg_entry *e = a->t.tab[si].e;
             int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
             if (closes && closing_push(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
@@ -1279,16 +1403,19 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     int session = is_session(o);
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i].e;
-        if (i + PF_AHEAD < a->nclosing) __builtin_prefetch(&a->tab[a->closing[i + PF_AHEAD].hash & (a->cap - 1)]);
         if (e->wend != WM_END && e->wend + grace > a->max_closed) a->max_closed = e->wend + grace;
         if (session) {
+            if (i + PF_AHEAD < a->nclosing)
+                __builtin_prefetch(&a->t.tab[a->closing[i + PF_AHEAD].hash & (a->t.cap - 1)]);
             if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+            htab_remove(&a->t, e);
         } else if (skey_end(e->wend) > a->del_to)
             a->del_to = skey_end(e->wend); /* its window's records go at the flush */
-        table_remove(a, e);
+        a->nentries--;
         entry_free(a, e);
     }
-    widx_drop(a, 0, nclose); /* the closed windows, whole */
+    widx_drop(a, 0, nclose); /* the closed windows, whole (a fixed window's table with them) */
+    a->wlast = 0;
     a->nclosing = 0;
     return 0;
 }
@@ -1588,7 +1715,7 @@ static agg_entry *load_entry(load_ctx *c, const unsigned char *k, uint32_t gkl, 
 {
     agg_task *a = c->a;
     uint64_t kh = key_hash(k, gkl), h = is_session(c->o) ? kh : fixed_hash(kh, ws);
-    agg_entry *e = is_session(c->o) ? NULL : find_fixed(a, h, ws, k, gkl);
+    agg_entry *e = is_session(c->o) ? NULL : find_fixed(a, h, ws, wend, k, gkl);
     if (e) {
         slots_clear(a, e);
         return e;

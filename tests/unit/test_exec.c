@@ -156,6 +156,92 @@ static void test_hopping_and_having(void **state)
     cap_fini(&c);
 }
 
+/* Many groups per window, rows out of order within the watermark, several
+ * windows open at once (each with its own table, grown as groups come):
+ * every (window, group) agrees with a plain computation in input order, for
+ * tumbling and hopping windows. */
+enum { MG_KEYS = 3000, MG_ROWS = 60000, MG_WINDOWS = 24 };
+typedef struct mg_want {
+    int64_t n, hi;
+    double s, lo;
+    int seen;
+} mg_want;
+static mg_want mg[MG_WINDOWS + 1][MG_KEYS];
+static int64_t mg_rows, mg_bad;
+
+static int mg_check(void *ctx, const batch *b)
+{
+    (void)ctx;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *v = batch_row(b, r);
+        int64_t w = v[5].i / 1000 + 1; /* window starts from -1 s */
+        mg_rows++;
+        if (w < 0 || w > MG_WINDOWS || v[0].i < 0 || v[0].i >= MG_KEYS) { mg_bad++; continue; }
+        mg_want *m = &mg[w][v[0].i];
+        if (m->seen++ || v[1].i != m->n || v[2].d != m->s || v[3].d != m->lo || v[4].i != m->hi) mg_bad++;
+    }
+    return 0;
+}
+
+static void test_windows_many_groups(void **state)
+{
+    (void)state;
+    static const char *const windows[] = {"TUMBLING (SIZE 1 SECOND)", "HOPPING (SIZE 2 SECONDS, ADVANCE BY 1 SECOND)"};
+    sbuf in;
+    sbuf_init(&in);
+    uint64_t x = 88172645463325252ull;
+    int64_t *ts = malloc(MG_ROWS * sizeof *ts), *k = malloc(MG_ROWS * sizeof *k), *wv = malloc(MG_ROWS * sizeof *wv);
+    double *v = malloc(MG_ROWS * sizeof *v);
+    for (int i = 0; i < MG_ROWS; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        ts[i] = (int64_t)i * 20000 / MG_ROWS * 1 + 1000 - (int64_t)(x % 1500); /* up to 1.5 s back */
+        if (ts[i] < 0) ts[i] = 0;
+        k[i] = (int64_t)(x >> 20) % MG_KEYS;
+        v[i] = (double)((int64_t)(x >> 40) % 200001 - 100000) / 100.0;
+        wv[i] = (int64_t)(x >> 8) % 1000000 - 500000;
+        sbuf_printf(&in, "%lld,%lld,%.2f,%lld\n", (long long)ts[i], (long long)k[i], v[i], (long long)wv[i]);
+    }
+    for (int q = 0; q < 2; q++) {
+        memset(mg, 0, sizeof mg);
+        mg_rows = mg_bad = 0;
+        int64_t want_rows = 0;
+        for (int i = 0; i < MG_ROWS; i++) {
+            int64_t first = q ? ts[i] / 1000 - 1 : ts[i] / 1000; /* starts of the windows holding the row */
+            for (int64_t st = first; st <= ts[i] / 1000; st++) {
+                if (st + 1 < 0) continue;
+                mg_want *m = &mg[st + 1][k[i]];
+                if (!m->n) {
+                    m->lo = v[i];
+                    m->hi = wv[i];
+                    want_rows++;
+                }
+                m->n++;
+                m->s += v[i];
+                if (v[i] < m->lo) m->lo = v[i];
+                if (wv[i] > m->hi) m->hi = wv[i];
+            }
+        }
+        engine *e = open_mem();
+        exec_out out = {NULL, NULL, mg_check, NULL, NULL};
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "CREATE STREAM s (ts BIGINT, k BIGINT, v DOUBLE, w BIGINT) WITH (timestamp='ts', watermark='2 seconds');"
+                 "SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(w) AS hi, window_start FROM s "
+                 "WINDOW %s GROUP BY k EMIT FINAL;",
+                 windows[q]);
+        run(e, &out, sql);
+        ingest(e, "s", in.p, 1);
+        engine_close(e);
+        assert_int_equal(mg_bad, 0);
+        assert_int_equal(mg_rows, want_rows);
+    }
+    free(ts);
+    free(k);
+    free(v);
+    free(wv);
+    sbuf_fini(&in);
+}
+
 static void test_session_windows(void **state)
 {
     (void)state;
@@ -669,6 +755,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_issue_example),
         cmocka_unit_test(test_hopping_and_having),
+        cmocka_unit_test(test_windows_many_groups),
         cmocka_unit_test(test_session_windows),
         cmocka_unit_test(test_late_rows_counted),
         cmocka_unit_test(test_global_and_where),
