@@ -288,6 +288,16 @@ static void ext_clear(agg_task *a, agg_entry *e)
     }
 }
 
+/* Fixed windows: the windows ending at or before wend close; their entries
+ * leave the dirty list in one pass over it that reads no entry. */
+static void dirty_drop_closed(agg_task *a, int64_t wend)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < a->ndirty; i++)
+        if (a->dirty[i].wend > wend) a->dirty[k++] = a->dirty[i];
+    a->ndirty = k;
+}
+
 static void dirty_drop(agg_task *a, agg_entry *e)
 {
     if (!e->dirty) return;
@@ -297,9 +307,11 @@ static void dirty_drop(agg_task *a, agg_entry *e)
     e->dirty = 0;
 }
 
+/* Fixed windows leave the dirty list a window at a time (dirty_drop_closed),
+ * never an entry at a time, so their entries' dpos is not kept. */
 static void entry_free(agg_task *a, agg_entry *e)
 {
-    dirty_drop(a, e);
+    if (a->session) dirty_drop(a, e);
     ext_clear(a, e);
     if (e->pooled) {
         e->next = a->pool;
@@ -1401,6 +1413,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     if (o->out.nrows && (rc = op_emit(o, task, &o->out, err))) return rc;
     batch_reset(&o->out);
     int session = is_session(o);
+    if (!session && nclose) dirty_drop_closed(a, a->wends[nclose - 1]);
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i].e;
         if (e->wend != WM_END && e->wend + grace > a->max_closed) a->max_closed = e->wend + grace;
