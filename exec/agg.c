@@ -157,6 +157,8 @@ struct agg_task {
      * that closes frees its table whole. */
     htab t;
     uint32_t wtab_cap;        /* fixed: the size of the newest window's table, for the next one */
+    htab spare;               /* fixed: a closed window's table, kept for the next window (a fresh
+                               * one of that size would come from mmap, page faults and all) */
     int wlast;                /* fixed: the index position of the window probed last */
     agg_entry **cands;        /* scratch: the sessions of one key */
     int64_t ncands, capcands;
@@ -334,6 +336,7 @@ void agg_free(agg_task *a)
         a->slabs = next;
     }
     free(a->t.tab);
+    free(a->spare.tab);
     free(a->cands);
     free(a->gtmp);
     free(a->args);
@@ -739,7 +742,11 @@ static void widx_drop(agg_task *a, int i, int n)
     if (!n) return;
     for (int k = i; k < i + n; k++) {
         free(a->wl[k].v);
-        free(a->wl[k].t.tab);
+        if (a->wl[k].t.cap > a->spare.cap) {
+            free(a->spare.tab);
+            a->spare = a->wl[k].t;
+        } else
+            free(a->wl[k].t.tab);
     }
     memmove(&a->wends[i], &a->wends[i + n], (size_t)(a->nw - i - n) * sizeof *a->wends);
     memmove(&a->wl[i], &a->wl[i + n], (size_t)(a->nw - i - n) * sizeof *a->wl);
@@ -791,6 +798,11 @@ static int table_insert(agg_task *a, agg_entry *e)
     htab *t = &a->wl[i].t;
     /* a new window's table starts as large as the newest one's, so that it
      * does not grow step by step again */
+    if (!t->cap && a->spare.cap >= a->wtab_cap) {
+        memset(a->spare.tab, 0, (size_t)a->spare.cap * sizeof *a->spare.tab);
+        *t = (htab){a->spare.tab, a->spare.cap, 0};
+        a->spare = (htab){NULL, 0, 0};
+    }
     if (htab_room(t, a->wtab_cap > 1024 ? a->wtab_cap : 1024)) {
         widx_del(a, e);
         return XE_NOMEM;
