@@ -182,6 +182,7 @@ struct coord {
     int takeover_event;         /* the failure event of the takeover is pending */
     int had_standby;            /* a standby joined once: fence ourselves without a majority */
     int base;                   /* members alive (with us) when the cluster was last whole enough */
+    int64_t last_death;         /* wall ms of the last member declared dead */
     int fenced;                 /* no majority and no standby: acting no more until they are back */
     int deposed;                /* a newer term is active: acting no more */
     int members_kept;           /* the member count last written to the catalog ("members") */
@@ -2422,6 +2423,7 @@ static void member_lost(node *n, peer *x)
     coord *co = n->co;
     int was_dead = x->state == WIRE_MEMBER_DEAD; /* a failed reconnect to a dead node */
     x->state = n->stopping ? WIRE_MEMBER_LEFT : WIRE_MEMBER_DEAD;
+    co->last_death = clock_wall_ms();
     if (!n->stopping && !was_dead)
         node_log(n, NET_LOG_WARN, "%s %s is %s", x->standby ? "standby coordinator" : "node", x->name,
                  node_state_name(x->state));
@@ -2674,7 +2676,11 @@ static void check_quorum(node *n)
     }
     if (co->fenced) node_log(n, NET_LOG_WARN, "a majority is reachable again (%d of %d): acting again", up, co->base);
     co->fenced = 0;
-    if (2 * up > co->base) co->base = up;
+    /* the base shrinks to a majority that lost members only once the
+     * deaths have settled: the peers of a cut are found silent one by one,
+     * and a base that followed each of them down would never fence */
+    if (up > co->base || (2 * up > co->base && clock_wall_ms() - co->last_death > 2 * (int64_t)net_ctx_dead_ms(n->net)))
+        co->base = up;
 }
 
 void coord_tick(node *n)

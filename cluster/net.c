@@ -127,6 +127,7 @@ struct net_conn {
 
     unsigned hs;
     uint8_t version, peer_role;
+    uint8_t my_role;     /* the role our HELLO said (net_ctx_set_role may change the context's meanwhile) */
     unsigned char my_nonce[WIRE_NONCE_SIZE], peer_nonce[WIRE_NONCE_SIZE];
     char peer_name[WIRE_NAME_MAX + 1];
     char addr[64];
@@ -517,7 +518,8 @@ static int send_hello_and_challenge(net_conn *c, uint8_t vmin, uint8_t vmax)
     wire_msg m = {.type = WIRE_HELLO};
     m.u.hello.vmin = vmin;
     m.u.hello.vmax = vmax;
-    m.u.hello.role = c->ctx->role;
+    c->my_role = c->ctx->role;
+    m.u.hello.role = c->my_role;
     m.u.hello.name = wire_str_of(c->ctx->name);
     int rc = conn_send_msg_internal(c, &m);
     if (rc < 0) return rc;
@@ -532,7 +534,7 @@ static int send_proof(net_conn *c)
     wire_msg m = {.type = WIRE_AUTH_RESPONSE};
     int rc = auth_mac(&c->ctx->secret, c->initiator ? AUTH_INITIATOR : AUTH_ACCEPTOR, c->version,
                       c->peer_nonce, c->my_nonce, c->ctx->name, strlen(c->ctx->name),
-                      c->ctx->role, m.u.response.mac);
+                      c->my_role, m.u.response.mac);
     if (rc == 0) rc = conn_send_msg_internal(c, &m);
     return rc;
 }

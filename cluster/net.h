@@ -168,6 +168,8 @@ unsigned net_ctx_heartbeat_ms(const net_ctx *ctx); /* in effect (defaults applie
 unsigned net_ctx_dead_ms(const net_ctx *ctx);      /* in effect, for node peers */
 /* The role our HELLO announces on connections made from now on (a standby
  * coordinator that takes over becomes WIRE_ROLE_COORDINATOR). */
+/* New connections announce ROLE from now on; one past its HELLO keeps (and
+ * proves) the role it announced. */
 void net_ctx_set_role(net_ctx *ctx, uint8_t role);
 uv_loop_t *net_ctx_loop(const net_ctx *ctx);
 /* Log through ctx's sink (for the owner's own lines); c may be NULL. */

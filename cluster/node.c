@@ -1562,8 +1562,9 @@ static void term_frame(node *n, cs *s, const wire_msg *m)
         if (!again && (n->co || hears || t <= n->term)) {
             node_log(n, NET_LOG_INFO, "refusing term %llu to %s: %s", (unsigned long long)t, name,
                      n->co ? "this is the coordinator" : hears ? "the coordinator is alive here" : "an old term");
-            send_term(s, n->co || hears ? (t > n->term ? t : n->term) : n->term, WIRE_TERM_REFUSE, n->cfg.name,
-                      n->addr);
+            /* our own term: a standby that asked for a newer one keeps
+             * asking for it (a refusal names a newer term only if we know one) */
+            send_term(s, n->term, WIRE_TERM_REFUSE, n->cfg.name, n->addr);
             return;
         }
         node_log(n, NET_LOG_WARN, "the coordinator is lost here too: granting term %llu to %s at %s",

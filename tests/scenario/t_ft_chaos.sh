@@ -12,7 +12,7 @@
 #          SIGSTOP: silent, its connections left open.  The coordinator must
 #          declare it dead after --dead-ms (600 here, --heartbeat-ms 50),
 #          through the same failure event as a kill.
-# rack-a is never failed: see the SKIP line.  ARES_FT=mode runs the queries
+# rack-a is failed by t_ft_coord_chaos.sh.  ARES_FT=mode runs the queries
 # with that ft mode instead of the cluster's default.  Prints the measured
 # detection, failure event, redeployment and replay times.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
@@ -22,8 +22,8 @@ export LC_ALL=C
 
 [ -n "${ARES_FT:-}" ] && FT_SET="SET ft = '$ARES_FT';"
 ft_data 40000 500   # per stream: 200 s of event time, about 3.5 s of input
-echo "SKIP: rack-a (c0, n1, n2) is never failed: it holds the coordinator (no standby coordinator yet)" \
-    "and the home nodes of a and b (stream logs are not replicated yet); both are issue 7"
+echo "note: rack-a (c0, n1, n2) holds the coordinator and the streams' homes; t_ft_coord_chaos.sh fails it" \
+    "(with a standby coordinator in rack-b)"
 
 # chaos RUN SIG:DOMAIN SIG:DOMAIN [ares-node options]: a cluster under
 # steady input loses the first domain (every node gets SIG at once), then,
