@@ -160,6 +160,7 @@ struct agg_task {
     htab spare;               /* fixed: a closed window's table, kept for the next window (a fresh
                                * one of that size would come from mmap, page faults and all) */
     int wlast;                /* fixed: the index position of the window probed last */
+    int64_t wlist_cap;        /* fixed: the largest window list so far, where a new window's list starts */
     agg_entry **cands;        /* scratch: the sessions of one key */
     int64_t ncands, capcands;
     int64_t nentries;
@@ -725,12 +726,20 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
         a->nw++;
     }
     struct wlist *l = &a->wl[i];
+    if (!a->session && !l->cap && a->wlist_cap > 64) { /* as large as the largest so far */
+        if (!(l->v = malloc((size_t)a->wlist_cap * sizeof *l->v))) {
+            widx_drop(a, i, 1);
+            return XE_NOMEM;
+        }
+        l->cap = a->wlist_cap;
+    }
     if (room_for_one(&l->v, l->n, &l->cap, sizeof *l->v)) {
         if (!l->n) widx_drop(a, i, 1);
         return XE_NOMEM;
     }
     e->wpos = l->n;
     l->v[l->n++] = e;
+    if (l->cap > a->wlist_cap) a->wlist_cap = l->cap;
     if (at) *at = i;
     return 0;
 }
