@@ -454,23 +454,26 @@ static int encode_v1(const batch *b, sbuf *out)
 
 /* ------------------------------------------------------------------ version 2: by column */
 
-/* Bit packing: n values of w bits (0..64), little-endian bit order, in
- * (n * w + 7) / 8 bytes. */
+/* Bit packing: n values v[i] - base of w bits (0..64), little-endian bit
+ * order, in (n * w + 7) / 8 bytes. */
 __extension__ typedef unsigned __int128 u128;
 
 static size_t packed_size(size_t n, int w) { return (n * (size_t)w + 7) / 8; }
 
-static unsigned char *bits_pack(unsigned char *p, const uint64_t *v, int n, int w)
+static unsigned char *bits_pack(unsigned char *p, const uint64_t *v, int n, int w, uint64_t base)
 {
     if (w == 0) return p;
     if (w == 64) {
-        memcpy(p, v, (size_t)n * 8); /* x86 and every other target we build on are little-endian */
-        return p + (size_t)n * 8;
+        for (int i = 0; i < n; i++, p += 8) {
+            uint64_t x = v[i] - base;
+            memcpy(p, &x, 8); /* x86 and every other target we build on are little-endian */
+        }
+        return p;
     }
     uint64_t acc = 0, mask = (1ULL << w) - 1;
     int have = 0;
     for (int i = 0; i < n; i++) {
-        uint64_t x = v[i] & mask;
+        uint64_t x = (v[i] - base) & mask;
         acc |= x << have;
         have += w;
         if (have >= 64) {
@@ -537,20 +540,33 @@ static int dec_of(double d, int s, int64_t *m)
  * values' 8 payload bytes into cols[c - c0] (n apart), and its type into
  * types[c - c0] when every value has that one type and it is an integer
  * type or DOUBLE, else -1 (NULLs, TEXT, BOOL, mixed: tagged). */
-static void columns_of(const batch *b, int c0, int nc, uint64_t *cols, int *types)
+static inline __attribute__((always_inline)) unsigned columns_nc(const batch *b, int c0, int nc, uint64_t *cols,
+                                                                   const int *types)
 {
     int n = b->nrows;
-    unsigned same = 0;
-    for (int k = 0; k < nc; k++) types[k] = batch_row(b, 0)[c0 + k].type;
+    unsigned differ = 0;
     for (int r = 0; r < n; r++) {
         const val *v = batch_row(b, r) + c0;
         for (int k = 0; k < nc; k++) {
-            same |= (unsigned)(v[k].type != types[k]) << k;
+            differ |= (unsigned)(v[k].type != types[k]) << k;
             cols[(size_t)k * (size_t)n + (size_t)r] = (uint64_t)v[k].i;
         }
     }
+    return differ;
+}
+
+static void columns_of(const batch *b, int c0, int nc, uint64_t *cols, int *types)
+{
+    for (int k = 0; k < nc; k++) types[k] = batch_row(b, 0)[c0 + k].type;
+    unsigned differ;
+    switch (nc) { /* a constant count: the inner loop unrolls */
+    case 1: differ = columns_nc(b, c0, 1, cols, types); break;
+    case 2: differ = columns_nc(b, c0, 2, cols, types); break;
+    case 3: differ = columns_nc(b, c0, 3, cols, types); break;
+    default: differ = columns_nc(b, c0, nc, cols, types); break;
+    }
     for (int k = 0; k < nc; k++)
-        if ((same >> k & 1) || (types[k] != TY_DOUBLE && !is_int_type(types[k]))) types[k] = -1;
+        if ((differ >> k & 1) || (types[k] != TY_DOUBLE && !is_int_type(types[k]))) types[k] = -1;
 }
 
 /* One column of integers (in tmp): plain frame of reference, or of the
@@ -573,15 +589,14 @@ static unsigned char *put_int_column(unsigned char *p, int n, int type, uint64_t
         p = varint_put(p, zigzag(tmp[0]));
         p = varint_put(p, zigzag((uint64_t)dmn));
         *p++ = (unsigned char)dw;
-        for (int r = 0; r < n - 1; r++) tmp[r] = tmp[r + 1] - tmp[r] - (uint64_t)dmn;
-        return bits_pack(p, tmp, n - 1, dw);
+        for (int r = 0; r < n - 1; r++) tmp[r] = tmp[r + 1] - tmp[r];
+        return bits_pack(p, tmp, n - 1, dw, (uint64_t)dmn);
     }
     *p++ = COL_INT;
     *p++ = (unsigned char)type;
     p = varint_put(p, zigzag((uint64_t)mn));
     *p++ = (unsigned char)w;
-    for (int r = 0; r < n; r++) tmp[r] -= (uint64_t)mn;
-    return bits_pack(p, tmp, n, w);
+    return bits_pack(p, tmp, n, w, (uint64_t)mn);
 }
 
 /* The smallest scale s at which every double of v (as bits) is m / 10^s, or
@@ -625,8 +640,7 @@ static unsigned char *put_double_column(unsigned char *p, int n, uint64_t *tmp, 
             *p++ = (unsigned char)s;
             p = varint_put(p, zigzag((uint64_t)mn));
             *p++ = (unsigned char)w;
-            for (int r = 0; r < n; r++) tmp[r] = (uint64_t)m[r] - (uint64_t)mn;
-            return bits_pack(p, tmp, n, w);
+            return bits_pack(p, (const uint64_t *)m, n, w, (uint64_t)mn);
         }
     }
     *p++ = COL_RAW_DOUBLE;
