@@ -1054,12 +1054,43 @@ static int rows_reserve(agg_task *a, int n)
 
 /* Pass 1 over a batch: each row's group key (into a->keys), its hash and
  * its event time; rskip[r] = 1 for a row without event time (late). */
+/* Row r's event time (ts_col < 0: not windowed); a row without one is
+ * skipped, as it cannot be windowed. */
+static inline void row_time(agg_task *a, int r, const val *row, int ts_col)
+{
+    a->rskip[r] = ts_col >= 0 && row[ts_col].type == TY_NULL;
+    a->rts[r] = ts_col >= 0 && !a->rskip[r] ? row[ts_col].i : 0;
+}
+
 static int batch_keys(opinst *o, agg_task *a, const batch *in)
 {
     const plan_op *op = o->op;
-    int windowed = op->window.kind != WIN_NONE;
+    int ts_col = op->window.kind != WIN_NONE ? op->win_ts_col : -1;
     sbuf_reset(&a->keys);
-    for (int r = 0; r < in->nrows; r++) {
+    /* group keys of bare columns of fixed width (no TEXT): room for them all
+     * at once, each value encoded from the row itself */
+    int bare = a->key_max >= 0 && !a->uses_progs;
+    if (bare && sbuf_reserve(&a->keys, (size_t)in->nrows * (size_t)a->key_max)) return XE_NOMEM;
+    for (int r = 0; r < in->nrows && bare; r++) {
+        const val *row = batch_row(in, r);
+        unsigned char *k = (unsigned char *)a->keys.p + a->keys.len;
+        size_t n = 0;
+        for (int g = 0; g < a->ngroups; g++) {
+            val tmp;
+            size_t m = val_key_put(arg_ref(o, &a->gargs[g], row, &tmp), k + n);
+            if (!m) bare = 0; /* TEXT where the plan says otherwise: the general way below */
+            n += m;
+        }
+        if (!bare) {
+            sbuf_reset(&a->keys);
+            break;
+        }
+        a->rkoff[r] = (uint32_t)a->keys.len;
+        a->rklen[r] = (uint32_t)n;
+        a->keys.len += n;
+        row_time(a, r, row, ts_col);
+    }
+    for (int r = 0; r < in->nrows && !bare; r++) {
         const val *row = batch_row(in, r);
         group_vals(o, a, row);
         size_t at = a->keys.len;
@@ -1073,13 +1104,7 @@ static int batch_keys(opinst *o, agg_task *a, const batch *in)
         if (a->uses_progs) batch_reset(&o->q->scratch);
         a->rkoff[r] = (uint32_t)at;
         a->rklen[r] = (uint32_t)(a->keys.len - at);
-        a->rskip[r] = 0;
-        a->rts[r] = 0;
-        if (windowed) {
-            const val *tv = &row[op->win_ts_col];
-            if (tv->type == TY_NULL) a->rskip[r] = 1; /* no event time: cannot be windowed */
-            else a->rts[r] = tv->i;
-        }
+        row_time(a, r, row, ts_col);
     }
     /* hashed once all are written: a word load of bytes stored just before
      * one at a time cannot be forwarded from the store buffer and stalls */
