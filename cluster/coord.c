@@ -180,6 +180,7 @@ struct coord {
     /* the coordinator's own failover (docs/architecture.md, "The coordinator") */
     int64_t takeover_until;     /* a takeover: members that have not joined by then are dead */
     int takeover_event;         /* the failure event of the takeover is pending */
+    uint64_t takeover_ns;       /* mono ns the takeover began */
     int had_standby;            /* a standby joined once: fence ourselves without a majority */
     int base;                   /* members alive (with us) when the cluster was last whole enough */
     int64_t last_death;         /* wall ms of the last member declared dead */
@@ -626,7 +627,7 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
     snprintf(addr, sizeof addr, "%.*s", (int)j->addr.n, j->addr.p);
     peer *p = node_peer_add(n, hello, dom, addr);
     if (!p) return;
-    int rejoin = p->slots > 0;
+    int rejoin = p->slots > 0, was_dead = rejoin && p->state == WIRE_MEMBER_DEAD;
     p->slots = j->slots;
     p->speed_milli = j->speed_milli;
     p->state = WIRE_MEMBER_UP;
@@ -653,8 +654,20 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
         }
         catalog_dump(n, s);
     }
-    /* the catalog, so that it plans like everyone else, then the queries */
     coord *co = n->co;
+    if (was_dead) {
+        /* it was declared dead (a cut that healed, a node we took over
+         * without): what it still runs was recovered elsewhere under new ids */
+        for (uint32_t qid = 1; qid < co->next_qid; qid++) {
+            cquery *q = co->queries;
+            while (q && q->qid != qid) q = q->next;
+            if (q) continue;
+            wire_msg u = {.type = WIRE_UNDEPLOY};
+            u.u.undeploy.query_id = qid;
+            cs_send_msg(s, &u);
+        }
+    }
+    /* the catalog, so that it plans like everyone else, then the queries */
     for (int i = 0; i < co->nsets; i++) {
         wire_msg q = {.type = WIRE_QUERY};
         q.u.query.sql = wire_str_of(co->set_sql[i]);
@@ -2442,6 +2455,12 @@ void coord_closed(node *n, cs *s)
 {
     coord *co = n->co;
     if (s == co->probe) co->probe = NULL;
+    for (int i = 0; i < n->npeers; i++)
+        if (n->peers[i]->probe == s) {
+            n->peers[i]->probe = NULL;
+            /* refused, or no route: nothing there */
+            if (!s->ready && s->close_why == NET_CLOSE_IO) n->peers[i]->gone = 1;
+        }
     if (s->kind == CS_CLIENT) {
         if (s->sess) {
             job_free(s->sess);
@@ -2624,6 +2643,8 @@ int coord_takeover(node *n, uint64_t term, xerr *err)
         p->link = NULL;
         p->rejoined = 0;
         p->granted = 0;
+        p->probe = NULL;
+        p->probe_tried = p->gone = 0;
         p->is_coord = 0; /* the old active: a member that will not join */
         p->standby = 0;
         if (p->state != WIRE_MEMBER_DEAD && p->slots) {
@@ -2634,6 +2655,7 @@ int coord_takeover(node *n, uint64_t term, xerr *err)
     int64_t now = clock_wall_ms();
     co->takeover_until = now + net_ctx_dead_ms(n->net);
     co->takeover_event = 1;
+    co->takeover_ns = clock_mono_ns();
     for (cquery *q = co->queries; q; q = q->next) q->orphan_until = now + DD_KEEP_MS;
     node_log(n, NET_LOG_WARN, "coordinator of term %llu: %d streams, %d queries; waiting %u ms for %d members to join",
              (unsigned long long)term, co->nstreams, running_queries(co, NULL), net_ctx_dead_ms(n->net), waiting);
@@ -2647,9 +2669,35 @@ static void takeover_deaths(node *n)
     co->takeover_until = 0;
     for (int i = 0; i < n->npeers; i++) {
         peer *x = n->peers[i];
+        if (x->probe && x->probe->c && !x->probe->closing) net_close(x->probe->c, "takeover done");
+        x->probe = NULL;
         if (joined(x) && !x->rejoined && x->state != WIRE_MEMBER_DEAD) member_lost(n, x);
     }
     if (!co->recover_at) co->takeover_event = 0;
+}
+
+/* While a takeover waits for the members: one connection to each member
+ * that has not joined yet.  A refused one means that no process listens at
+ * its address (a crashed node on a live host): it is not waited for.  Once
+ * every member has joined or is gone, the wait ends before --dead-ms.  A
+ * member cut off (no answer at all) is still waited for. */
+static void takeover_probe(node *n)
+{
+    int waiting = 0;
+    for (int i = 0; i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        if (!joined(x) || x->rejoined || x->state == WIRE_MEMBER_DEAD || x->gone) continue;
+        waiting++;
+        if (!x->probe_tried && x->addr[0]) {
+            x->probe_tried = 1;
+            x->probe = node_dial(n, x->addr);
+        }
+    }
+    if (!waiting) {
+        node_log(n, NET_LOG_INFO, "takeover: every member has joined or refused a connection (no process there): "
+                 "not waiting for the rest of --dead-ms");
+        takeover_deaths(n);
+    }
 }
 
 /* Without a majority of the members, and without a standby to talk to, a
@@ -2689,6 +2737,7 @@ void coord_tick(node *n)
     int64_t now = clock_wall_ms();
     if (co->deposed) return;
     if (co->takeover_until && now >= co->takeover_until) takeover_deaths(n);
+    else if (co->takeover_until) takeover_probe(n);
     if (co->wait_majority) {
         int up = 1;
         for (int i = 0; i < n->npeers; i++) up += alive(n->peers[i]);
@@ -2735,7 +2784,7 @@ void coord_tick(node *n)
         if (co->takeover_event) {
             co->takeover_event = 0;
             node_log(n, NET_LOG_WARN, "coordinator of term %llu: serving clients (%.1f ms after the takeover began)",
-                     (unsigned long long)n->term, (double)(clock_mono_ns() - co->death_ns) / 1e6 + net_ctx_dead_ms(n->net));
+                     (unsigned long long)n->term, (double)(clock_mono_ns() - co->takeover_ns) / 1e6);
         }
     }
     /* shadowed streams: partial slices end at the same point at both homes */

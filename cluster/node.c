@@ -544,7 +544,10 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
         }
     if (n->coord_link == s) {
         n->coord_link = NULL;
-        n->coord_retry_at = clock_wall_ms() + (join_addr(n, 0, NULL, 0) > 1 ? NODE_RETRY_MS / 5 : NODE_RETRY_MS);
+        /* the standby we granted a term takes over in a moment: ask it often */
+        n->coord_retry_at = clock_wall_ms() + (n->join_hint[0]                ? NODE_RETRY_MS / 20
+                                               : join_addr(n, 0, NULL, 0) > 1 ? NODE_RETRY_MS / 5
+                                                                              : NODE_RETRY_MS);
     }
     if (n->cur_in == s) n->cur_in = NULL;
     for (cs *o = n->conns; o; o = o->next)
@@ -1586,7 +1589,10 @@ static void term_frame(node *n, cs *s, const wire_msg *m)
         return;
     }
     case WIRE_TERM_GRANT:
-        if (s->peer && t == n->sb_ask) s->peer->granted = t;
+        if (s->peer && t == n->sb_ask) {
+            s->peer->granted = t;
+            if (n->standby && !n->co) standby_tick(n); /* perhaps a majority now */
+        }
         return;
     case WIRE_TERM_REFUSE:
         if (t > n->term && n->co) step_down(n, t, addr);

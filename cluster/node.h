@@ -108,6 +108,8 @@ struct peer {
     int is_coord;
     int standby;         /* coordinator: a standby coordinator (not placed; gets CATALOG) */
     int rejoined;        /* coordinator after a takeover: it joined us */
+    cs *probe;           /* coordinator during a takeover: a connection to it, to see if a process is there */
+    int probe_tried, gone; /* gone: that connection was refused (nothing listens at its address) */
     uint64_t granted;    /* standby: the term it granted us */
     cs *link;            /* where we send to it (may still be connecting) */
     int64_t retry_at;    /* no reconnect before (ms) */
