@@ -3,7 +3,9 @@
 # under a windowed aggregation for ft = replica, checkpoint and upstream, with
 # Nirvana and round-robin placement, checks every run's output against the
 # embedded engine, and measures the throughput cost of replication (replica
-# against none).  Prints `figure:` lines; about 5 minutes on 2 cores.
+# against none), and loses the coordinator's domain once (a standby
+# coordinator takes over; REC_COORD=0 leaves that case out).  Prints
+# `figure:` lines; about 5 minutes on 2 cores.
 # bench/recovery/run.sh --help says what is measured and how (settings
 # REC_RATE, REC_MODES, REC_PLACEMENTS, REC_TP_RUNS, ... through the
 # environment or the make command line); docs/benchmarks.md ("Recovery") has

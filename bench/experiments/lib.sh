@@ -235,10 +235,11 @@ log_ms() {
 # node declared a peer dead for its silence: a SIGKILLed node's connections
 # close at once, so any such line is a live node taken for dead); "?" when
 # absent
+# (COORD, default c0: the coordinator whose log says when)
 recovery_log() {
     for _v in DEAD:"node n[0-9] is DEAD" EVENT:"failure event:" REDEPLOY:"recovered as query" \
         CAUGHT:"caught up with its output before the failure"; do
-        _t=$(log_ms "$CD/c0.log" "${_v#*:}")
+        _t=$(log_ms "$CD/${3:-c0}.log" "${_v#*:}")
         eval "R_${_v%%:*}=${_t:+$((_t - $1))}"
         eval "R_${_v%%:*}=\${R_${_v%%:*}:-?}"
     done

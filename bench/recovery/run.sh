@@ -42,6 +42,16 @@
 # for row; a run that differs, or whose query is not recovered, is reported
 # as failed (its logs kept) and gives no figure; the script then exits 1.
 #
+# The coordinator's domain (REC_COORD=1, the default): one more run, ft =
+# replica under Nirvana, with a standby coordinator sb in d1 (every node and
+# client gets --join/--connect c0,sb, and the stream is created once all have
+# joined, so that its home c0 has a shadow in another domain).  The victim is
+# d0: the coordinator, the stream's home and two nodes.  The standby takes
+# over, the shadow becomes the home, the clients fail over; the same figure
+# is measured, as recovery_ms_replica_coord, and the takeover apart
+# (recovery_takeover_ms_replica_coord: from the kill until the standby holds
+# a majority's grants).
+#
 # Throughput: REC_TP_ROWS rows (REC_TP_EVENT_RATE per second of event time)
 # ingested as fast as the cluster takes them, Nirvana placement, ft = none and
 # ft = replica alternately (none first in odd pairs, replica first in even
@@ -85,6 +95,7 @@ REC_PLACEMENTS=${REC_PLACEMENTS-nirvana round-robin}
 REC_TP_ROWS=${REC_TP_ROWS:-5000000}
 REC_TP_EVENT_RATE=${REC_TP_EVENT_RATE:-100000}
 REC_TP_RUNS=${REC_TP_RUNS:-5}
+REC_COORD=${REC_COORD:-1}
 T0=$(date +%s)
 say() { echo "recovery: $*" >&2; }
 figure() { echo "figure: $1 = $2${3:+ $3}"; }
@@ -103,6 +114,7 @@ ROWS=$((REC_RATE * REC_SECONDS))
 NODE_OPTS="--slots $REC_SLOTS --dead-ms $REC_DEAD_MS"
 
 # setup PLACEMENT FT: the stream and the query q; the stream's home must be c0
+# (with a standby, it must have a shadow outside d0)
 setup() {
     sqlc -e "$DDL SET parallelism = $REC_PARALLELISM; SET placement = '$1'; SET ft = '$2';
              ${REC_CHECKPOINT_INTERVAL:+SET checkpoint_interval = '$REC_CHECKPOINT_INTERVAL';}" -e "CREATE QUERY q AS $Q;" ||
@@ -110,6 +122,8 @@ setup() {
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT"
     grep -q "placement: $1;" "$CD/placement.csv" || die "q not placed by $1"
     grep -q "stream s: home node c0" "$CD/c0.log" || die "the stream's home is not c0: $(grep -o 'stream s: home node.*' "$CD/c0.log")"
+    [ -z "${SB_ADDR:-}" ] || grep -q "stream s: home node c0, shadow n[3-8]" "$CD/c0.log" ||
+        die "the stream has no shadow outside d0: $(grep -o 'stream s: home node.*' "$CD/c0.log")"
 }
 
 # the reference: the same rows through the embedded engine
@@ -120,15 +134,38 @@ tail -n +2 "$W/ref.csv" | sort >"$W/ref.csv.sorted"
 say "reference: $(($(wc -l <"$W/ref.csv") - 1)) result rows"
 
 # ---------------------------------------------------------------- recovery runs
-# recovery_run PLACEMENT FT: one run; sets REC_<ft>_<placement> (ms) when it is exact
+# recovery_run PLACEMENT FT [coord]: one run; sets REC_<ft>_<placement> (ms)
+# when it is exact; with "coord", the coordinator's domain d0 is the victim
+# and a standby sb in d1 takes over (REC_<ft>_coord)
 recovery_run() {
-    pl=$1 ft=$2 pt=$(tag "$1")
-    start9 "rec_${ft}_$pt" "$NODE_OPTS"
+    pl=$1 ft=$2 pt=$(tag "$1") coord=${3:-}
+    SB_ADDR="" CLOG=c0
+    if [ -n "$coord" ]; then
+        pt=coord
+        new_cluster "rec_${ft}_coord"
+        # shellcheck disable=SC2086
+        start_node c0 d0 $NODE_OPTS --coordinator
+        # shellcheck disable=SC2086
+        start_node sb d1 $NODE_OPTS --coordinator
+        SB_ADDR="127.0.0.1:$(port_of sb)"
+        CADDR="$CADDR,$SB_ADDR"
+        for _x in n1:d0 n2:d0 n3:d1 n4:d1 n5:d1 n6:d2 n7:d2 n8:d2; do
+            # shellcheck disable=SC2086
+            start_node "${_x%:*}" "${_x#*:}" $NODE_OPTS
+        done
+        wait_alive 10
+    else
+        start9 "rec_${ft}_$pt" "$NODE_OPTS"
+    fi
     setup "$pl" "$ft"
-    # the victim: d1 or d2, whichever runs more aggregate tasks of q
-    victim=$(awk -F, '$3 == "task" && $1 ~ /^AGGREGATE/ && ($5 == "d1" || $5 == "d2") { c[$5]++ }
-        END { if (c["d2"] > c["d1"]) print "d2"; else if (c["d1"] > 0) print "d1" }' "$CD/placement.csv")
-    [ -n "$victim" ] || { cat "$CD/placement.csv" >&2; die "$pl: no aggregate task of q outside d0: nothing to recover"; }
+    if [ -n "$coord" ]; then
+        victim=d0 CLOG=sb
+    else
+        # the victim: d1 or d2, whichever runs more aggregate tasks of q
+        victim=$(awk -F, '$3 == "task" && $1 ~ /^AGGREGATE/ && ($5 == "d1" || $5 == "d2") { c[$5]++ }
+            END { if (c["d2"] > c["d1"]) print "d2"; else if (c["d1"] > 0) print "d1" }' "$CD/placement.csv")
+        [ -n "$victim" ] || { cat "$CD/placement.csv" >&2; die "$pl: no aggregate task of q outside d0: nothing to recover"; }
+    fi
     lost=$(awk -F, -v d="$victim" '$3 == "task" && $5 == d { printf "%s%s", s, $1; s = " " }' "$CD/placement.csv")
     reps=$(awk -F, -v d="$victim" '$3 == "replica" && $5 == d { n++ } END { print n + 0 }' "$CD/placement.csv")
     subscribe
@@ -150,9 +187,11 @@ recovery_run() {
     wait_output "$W/ref.csv"
     cmp -s "$CD/in.csv" "$W/data.csv" || die "the paced input differs from the reference's"
     cp "$CD/sub.csv" "$W/sub_${ft}_$pt.csv"
-    recovery_log "$KILL_MS" c0
-    if ! grep -q "recovered as query" "$CD/c0.log"; then
-        grep -E "cannot recover|failed" "$CD/c0.log" | head -n 3 >&2
+    home=c0
+    [ -z "$coord" ] || home=$(sed -n 's/.*stream s: home node c0, shadow \([a-z0-9]*\).*/\1/p' "$CD/c0.log")
+    recovery_log "$KILL_MS" "$home" "$CLOG"
+    if ! grep -q "recovered as query" "$CD/$CLOG.log"; then
+        grep -E "cannot recover|failed" "$CD/$CLOG.log" | head -n 3 >&2
         failed "$pl, ft = $ft: the coordinator did not recover q"
         return
     fi
@@ -170,6 +209,12 @@ recovery_run() {
     figure "recovery_redeploy_ms_${ft}_$pt" "$R_REDEPLOY" "ms"
     figure "recovery_replay_ms_${ft}_$pt" "$R_MS" "ms"
     figure "recovery_replay_rows_${ft}_$pt" "$R_ROWS" "rows"
+    if [ -n "$coord" ]; then
+        _tk=$(log_ms "$CD/sb.log" "taking over as the coordinator of term")
+        figure "recovery_takeover_ms_${ft}_coord" "$((${_tk:-$KILL_MS} - KILL_MS))" "ms"
+        grep -q "reconnected to the coordinator of term" "$CD/ingest.err" ||
+            say "$pl, ft = $ft: the ingest client did not say it failed over: $(tail -n 2 "$CD/ingest.err")"
+    fi
     say "$pl, ft = $ft: killed at $((KILL_MS - START)) ms of input; from the kill: DEAD +$R_DEAD ms," \
         "failure event +$R_EVENT, redeployed +$R_REDEPLOY, replay of $R_ROWS rows took $R_MS ms" \
         "(done $R_DONE ms after the redeployment), caught up +$R_CAUGHT, window after the kill in" \
@@ -183,6 +228,8 @@ for pl_ in $REC_PLACEMENTS; do
         recovery_run "$pl_" "$m_"
     done
 done
+[ "$REC_COORD" = 1 ] && recovery_run nirvana replica coord
+SB_ADDR=""
 # ---------------------------------------------------------------- throughput
 # tp_run FT RUN: REC_TP_ROWS rows as fast as the cluster takes them; sets TP (rows/s)
 tp_run() {
@@ -258,6 +305,10 @@ for m in $REC_MODES; do
     v=$(val "REC_${m}_nirvana")
     figure "recovery_ms_$m" "${v:-not measured}" "${v:+ms}"
 done
+if [ "$REC_COORD" = 1 ]; then
+    v=$(val REC_replica_coord)
+    figure recovery_ms_replica_coord "${v:-not measured}" "${v:+ms}"
+fi
 if [ -n "$(val REC_replica_nirvana)" ] && [ -n "$(val REC_checkpoint_nirvana)" ]; then
     figure recovery_ratio_replica_vs_checkpoint \
         "$(awk -v a="$REC_checkpoint_nirvana" -v b="$REC_replica_nirvana" 'BEGIN { printf "%.2f", a / b }')" "x"
