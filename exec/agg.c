@@ -807,7 +807,7 @@ static int table_insert(agg_task *a, agg_entry *e)
     htab *t = &a->wl[i].t;
     /* a new window's table starts as large as the newest one's, so that it
      * does not grow step by step again */
-    if (!t->cap && a->spare.cap >= a->wtab_cap) {
+    if (!t->cap && a->spare.cap && a->spare.cap >= a->wtab_cap) {
         memset(a->spare.tab, 0, (size_t)a->spare.cap * sizeof *a->spare.tab);
         *t = (htab){a->spare.tab, a->spare.cap, 0};
         a->spare = (htab){NULL, 0, 0};
