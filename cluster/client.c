@@ -48,6 +48,7 @@
 #define FAILOVER_MS 30000               /* how long to look for a serving coordinator */
 #define KEEP_MS 60000                   /* a subscription's rows kept for attaching again */
 #define FAILOVER_DEAD_MS 2000           /* silence of the coordinator that starts a failover */
+#define FAILOVER_CONNECT_MS 1000        /* connect and handshake, per address, while failing over */
 
 /* The rows a subscription got (by row_hash), for attaching again. */
 typedef struct hrow {
@@ -102,6 +103,7 @@ struct clu_client {
     char addrs[1024];
     unsigned timeout_ms;
     int active;         /* the coordinator announced its term on this connection */
+    int at;             /* the index in addrs of the address connected to */
     uint64_t term;
     int failovers;
     /* the ingest session in flight */
@@ -391,14 +393,19 @@ static int closed_err(clu_client *c, xerr *err)
 
 static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p, size_t len, xerr *err);
 
-/* Each address in turn, until one answers as the active coordinator. */
-static int connect_any(clu_client *c, xerr *err)
+/* Each address in turn, from the one at index `from` (wrapping around),
+ * until one answers as the active coordinator. */
+static int connect_any(clu_client *c, int from, xerr *err)
 {
-    char list[1024];
+    char list[1024], *addr[64];
     snprintf(list, sizeof list, "%s", c->addrs);
     char *save = NULL, *tok;
+    int n = 0;
+    for (tok = strtok_r(list, ",", &save); tok && n < 64; tok = strtok_r(NULL, ",", &save)) addr[n++] = tok;
     int rc = xerr_set(err, XE_INVAL, "--connect needs HOST:PORT");
-    for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (int k = 0; k < n; k++) {
+        int i = ((from % n) + n + k) % n;
+        tok = addr[i];
         char *colon = strrchr(tok, ':');
         if (!colon) {
             rc = xerr_set(err, XE_INVAL, "--connect needs HOST:PORT, not '%s'", tok);
@@ -411,7 +418,10 @@ static int connect_any(clu_client *c, xerr *err)
         if ((rc = net_connect(c->net, tok, port, c->timeout_ms, &cl_handlers, c, &c->c, err))) continue;
         uint64_t until = clock_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
         while (!c->active && !c->closed && clock_mono_ns() < until) spin(c, 100);
-        if (c->active && !c->closed) return 0;
+        if (c->active && !c->closed) {
+            c->at = i;
+            return 0;
+        }
         if (!c->closed) net_abort(c->c, NET_CLOSE_LOCAL, "no answer");
         while (!c->closed) spin(c, 10);
         if (c->why == NET_CLOSE_AUTH)
@@ -438,15 +448,23 @@ static int failover(clu_client *c, xerr *err)
     snprintf(lost, sizeof lost, "%s", c->close_msg);
     uint64_t until = clock_mono_ns() + FAILOVER_MS * 1000000ull;
     int rc;
+    /* the address just lost is the least likely to serve: it is tried last;
+     * a serving coordinator answers within milliseconds, while one cut off
+     * would hold each round for the whole connect timeout */
+    int from = c->at + 1;
+    unsigned timeout = c->timeout_ms;
+    if (c->timeout_ms > FAILOVER_CONNECT_MS) c->timeout_ms = FAILOVER_CONNECT_MS;
     for (;;) {
-        if ((rc = connect_any(c, err)) == 0) break;
+        if ((rc = connect_any(c, from, err)) == 0) break;
         if (rc == XE_AUTH || clock_mono_ns() >= until) {
+            c->timeout_ms = timeout;
             fail_results(c);
             return xerr_set(err, rc, "the connection to the coordinator was lost (%s) and no coordinator answered "
                             "within %d s: %s", lost, FAILOVER_MS / 1000, err->msg);
         }
         uv_sleep(200);
     }
+    c->timeout_ms = timeout;
     c->failovers++;
     fprintf(stderr, "ares-sql: the coordinator was lost (%s); reconnected to the coordinator of term %llu\n", lost,
             (unsigned long long)c->term);
@@ -527,7 +545,7 @@ int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err)
     }
     snprintf(c->addrs, sizeof c->addrs, "%s", o->addrs ? o->addrs : "");
     c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
-    if ((rc = connect_any(c, err))) {
+    if ((rc = connect_any(c, 0, err))) {
         clu_client_free(c);
         return rc;
     }
