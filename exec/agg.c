@@ -156,11 +156,13 @@ struct agg_task {
      * table of its groups only, small enough to stay in cache, and a window
      * that closes frees its table whole. */
     htab t;
-    uint32_t wtab_cap;        /* fixed: the size of the newest window's table, for the next one */
-    htab spare;               /* fixed: a closed window's table, kept for the next window (a fresh
-                               * one of that size would come from mmap, page faults and all) */
+    int64_t wlast_n;          /* fixed: the entries of the window that closed last, the size a new
+                               * window's list and table start at (so that neither grows step by
+                               * step, and a burst long gone does not keep them large) */
+    htab spare;               /* fixed: the table of the window that closed last, kept for the next
+                               * window (a fresh one of that size would come from mmap, page faults
+                               * and all) */
     int wlast;                /* fixed: the index position of the window probed last */
-    int64_t wlist_cap;        /* fixed: the largest window list so far, where a new window's list starts */
     agg_entry **cands;        /* scratch: the sessions of one key */
     int64_t ncands, capcands;
     int64_t nentries;
@@ -726,12 +728,12 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
         a->nw++;
     }
     struct wlist *l = &a->wl[i];
-    if (!a->session && !l->cap && a->wlist_cap > 64) { /* as large as the largest so far */
-        if (!(l->v = malloc((size_t)a->wlist_cap * sizeof *l->v))) {
+    if (!a->session && !l->cap && a->wlast_n > 64) {
+        if (!(l->v = malloc((size_t)a->wlast_n * sizeof *l->v))) {
             widx_drop(a, i, 1);
             return XE_NOMEM;
         }
-        l->cap = a->wlist_cap;
+        l->cap = a->wlast_n;
     }
     if (room_for_one(&l->v, l->n, &l->cap, sizeof *l->v)) {
         if (!l->n) widx_drop(a, i, 1);
@@ -739,7 +741,6 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
     }
     e->wpos = l->n;
     l->v[l->n++] = e;
-    if (l->cap > a->wlist_cap) a->wlist_cap = l->cap;
     if (at) *at = i;
     return 0;
 }
@@ -751,11 +752,10 @@ static void widx_drop(agg_task *a, int i, int n)
     if (!n) return;
     for (int k = i; k < i + n; k++) {
         free(a->wl[k].v);
-        if (a->wl[k].t.cap > a->spare.cap) {
+        if (a->wl[k].t.cap) { /* the latest closed table is the spare */
             free(a->spare.tab);
             a->spare = a->wl[k].t;
-        } else
-            free(a->wl[k].t.tab);
+        }
     }
     memmove(&a->wends[i], &a->wends[i + n], (size_t)(a->nw - i - n) * sizeof *a->wends);
     memmove(&a->wl[i], &a->wl[i + n], (size_t)(a->nw - i - n) * sizeof *a->wl);
@@ -805,20 +805,21 @@ static int table_insert(agg_task *a, agg_entry *e)
     int i;
     if (widx_add(a, e, &i)) return XE_NOMEM;
     htab *t = &a->wl[i].t;
-    /* a new window's table starts as large as the newest one's, so that it
-     * does not grow step by step again */
-    if (!t->cap && a->spare.cap && a->spare.cap >= a->wtab_cap) {
+    /* a new window's table starts with room for as many entries as the
+     * window that closed last had */
+    uint32_t want = 16;
+    while (want < (1u << 30) && (uint64_t)want * 3 < (uint64_t)a->wlast_n * 4) want *= 2;
+    if (!t->cap && a->spare.cap >= want && a->spare.cap <= 2 * want) {
         memset(a->spare.tab, 0, (size_t)a->spare.cap * sizeof *a->spare.tab);
         *t = (htab){a->spare.tab, a->spare.cap, 0};
         a->spare = (htab){NULL, 0, 0};
     }
-    if (htab_room(t, a->wtab_cap > 1024 ? a->wtab_cap : 1024)) {
+    if (htab_room(t, want)) {
         widx_del(a, e);
         return XE_NOMEM;
     }
     htab_place(t, e);
     t->n++;
-    if (i == a->nw - 1) a->wtab_cap = t->cap;
     a->nentries++;
     return 0;
 }
@@ -1459,7 +1460,10 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     if (o->out.nrows && (rc = op_emit(o, task, &o->out, err))) return rc;
     batch_reset(&o->out);
     int session = is_session(o);
-    if (!session && nclose) dirty_drop_closed(a, a->wends[nclose - 1]);
+    if (!session && nclose) {
+        dirty_drop_closed(a, a->wends[nclose - 1]);
+        a->wlast_n = a->wl[nclose - 1].n;
+    }
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i].e;
         if (e->wend != WM_END && e->wend + grace > a->max_closed) a->max_closed = e->wend + grace;

@@ -242,6 +242,38 @@ static void test_windows_many_groups(void **state)
     sbuf_fini(&in);
 }
 
+/* Many fixed windows open at once (60 one-second hops) with few groups:
+ * each window's table starts small and grows with its window. */
+static int64_t hop_rows, hop_count;
+static int hop_check(void *ctx, const batch *b)
+{
+    (void)ctx;
+    for (int r = 0; r < b->nrows; r++) {
+        hop_rows++;
+        hop_count += batch_row(b, r)[1].i;
+    }
+    return 0;
+}
+
+static void test_many_open_windows(void **state)
+{
+    (void)state;
+    sbuf in;
+    sbuf_init(&in);
+    for (int i = 0; i < 2000; i++) sbuf_printf(&in, "%d,%d\n", i * 100, i % 3);
+    engine *e = open_mem();
+    exec_out out = {NULL, NULL, hop_check, NULL, NULL};
+    run(e, &out,
+        "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp='ts');"
+        "SELECT k, COUNT(*) AS n FROM s WINDOW HOPPING (SIZE 60 SECONDS, ADVANCE BY 1 SECOND) GROUP BY k EMIT FINAL;");
+    ingest(e, "s", in.p, 1);
+    engine_close(e);
+    /* starts -59 s .. 199 s: 259 windows, each with the 3 keys; each row is in 60 windows */
+    assert_int_equal(hop_rows, 259 * 3);
+    assert_int_equal(hop_count, 2000 * 60);
+    sbuf_fini(&in);
+}
+
 static void test_session_windows(void **state)
 {
     (void)state;
@@ -756,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_issue_example),
         cmocka_unit_test(test_hopping_and_having),
         cmocka_unit_test(test_windows_many_groups),
+        cmocka_unit_test(test_many_open_windows),
         cmocka_unit_test(test_session_windows),
         cmocka_unit_test(test_late_rows_counted),
         cmocka_unit_test(test_global_and_where),
