@@ -914,6 +914,34 @@ static void test_handshake_and_echo(void **state)
     assert_int_equal(net_ctx_nconns(fx->srv.ctx), 0);
 }
 
+/* A standby that takes over changes its context's role while members'
+ * handshakes are in flight: a connection proves the role its HELLO said. */
+static void test_role_change_mid_handshake(void **state)
+{
+    netfix *fx = *state;
+    peer *cli = &fx->cli;
+    peer_init(fx, cli, "n1", WIRE_ROLE_NODE, &fx->secret, NULL);
+    net_conn *c = connect_client(fx, cli);
+    /* until the server's HELLO is in (its proof may still be to come) */
+    uint64_t end = clock_mono_ns() + 3000ull * 1000000;
+    while (!net_peer_role(c) && clock_mono_ns() < end) uv_run(&fx->loop, UV_RUN_ONCE);
+    assert_int_equal(net_peer_role(c), WIRE_ROLE_COORDINATOR);
+    net_ctx_set_role(fx->srv.ctx, WIRE_ROLE_NODE);
+    assert_true(run_until(fx, &cli->ready, 1, 3000));
+    assert_true(run_until(fx, &fx->srv.ready, 1, 3000));
+    assert_int_equal(net_peer_role(c), WIRE_ROLE_COORDINATOR);
+    assert_false(has_log(cli, "authentication failed"));
+    /* a new connection announces the new role */
+    peer other;
+    peer_init(fx, &other, "n2", WIRE_ROLE_NODE, &fx->secret, NULL);
+    net_conn *c2 = connect_client(fx, &other);
+    assert_true(run_until(fx, &other.ready, 1, 3000));
+    assert_int_equal(net_peer_role(c2), WIRE_ROLE_NODE);
+    net_ctx_free(other.ctx);
+    run_for(fx, 20);
+    sbuf_fini(&other.log);
+}
+
 static void test_wrong_secret_refused(void **state)
 {
     netfix *fx = *state;
@@ -1294,6 +1322,7 @@ int main(void)
         cmocka_unit_test(test_secret_file),
         cmocka_unit_test(test_hmac_proofs),
         cmocka_unit_test_setup_teardown(test_handshake_and_echo, setup_net, teardown_net),
+        cmocka_unit_test_setup_teardown(test_role_change_mid_handshake, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_garbage_then_good_client, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_handshake_timeout, setup_net, teardown_net),
