@@ -69,7 +69,9 @@ want=$(wc -l <ref.csv)
 i=0
 while [ "$(wc -l <sub.csv)" -lt "$want" ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
 sleep 0.5
-pkill -f "SUBSCRIBE q" 2>/dev/null
+# SUB is the subshell running sqlc: its ares-sql child goes first (never a
+# pattern match: it would hit other tests' subscribers on the machine)
+pkill -P "$SUB" 2>/dev/null
 kill "$SUB" 2>/dev/null
 wait "$SUB" 2>/dev/null
 grep -q "reconnected to the coordinator of term 2" sub.err || { cat sub.err; fail "the subscriber did not fail over"; }
@@ -79,6 +81,7 @@ wait "$PUSH" || { cat push.err; fail "the push query's client failed"; }
 grep -q "reconnected to the coordinator of term 2" push.err || { cat push.err; fail "the push query did not fail over"; }
 same_rows push.csv ref.csv
 wait_rows sub2.csv "$want" 50
+pkill -P "$SUB2" 2>/dev/null
 kill "$SUB2" 2>/dev/null
 grep -q "reconnected to the coordinator of term 2" sub2.err || { cat sub2.err; fail "the second subscriber did not fail over"; }
 same_rows sub2.csv ref.csv
