@@ -271,7 +271,7 @@ int cli_cluster_run(const cli_cluster *r)
         cli_error(NULL, "cannot install signal handlers");
         return CLI_ESQL;
     }
-    clu_client_opts co = {r->addrs, r->secret_file, "ares-sql", 0};
+    clu_client_opts co = {r->addrs, r->secret_file, "ares-sql", 0, cli_interrupted};
     xerr err;
     xerr_clear(&err);
     if (clu_client_open(&co, &s.cl, &err) < 0) {

@@ -102,6 +102,7 @@ struct clu_client {
     /* failover */
     char addrs[1024];
     unsigned timeout_ms;
+    int (*interrupted)(void);
     int active;         /* the coordinator announced its term on this connection */
     int at;             /* the index in addrs of the address connected to */
     uint64_t term;
@@ -456,6 +457,12 @@ static int failover(clu_client *c, xerr *err)
     if (c->timeout_ms > FAILOVER_CONNECT_MS) c->timeout_ms = FAILOVER_CONNECT_MS;
     for (;;) {
         if ((rc = connect_any(c, from, err)) == 0) break;
+        if (c->interrupted && c->interrupted()) {
+            c->timeout_ms = timeout;
+            fail_results(c);
+            return xerr_set(err, XE_IO, "the connection to the coordinator was lost (%s); interrupted while looking "
+                            "for another", lost);
+        }
         if (rc == XE_AUTH || clock_mono_ns() >= until) {
             c->timeout_ms = timeout;
             fail_results(c);
@@ -545,6 +552,7 @@ int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err)
     }
     snprintf(c->addrs, sizeof c->addrs, "%s", o->addrs ? o->addrs : "");
     c->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
+    c->interrupted = o->interrupted;
     if ((rc = connect_any(c, 0, err))) {
         clu_client_free(c);
         return rc;

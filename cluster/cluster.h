@@ -67,6 +67,7 @@ typedef struct clu_client_opts {
     const char *secret_file; /* the cluster secret (required) */
     const char *name;        /* our name in HELLO; NULL = "ares-sql" */
     unsigned timeout_ms;     /* connect and handshake, per address; 0 = 5000 */
+    int (*interrupted)(void); /* may be NULL; nonzero ends a failover's search at once (Ctrl-C) */
 } clu_client_opts;
 
 /* Connect and authenticate.  XE_AUTH when the coordinator refused our
