@@ -43,6 +43,10 @@
 #include "cluster/node.h"
 
 #define FT_SETTLE_MS 150 /* deaths this close together are one failure event */
+/* ... when the first was a closed connection (a crashed process: the rest of
+ * its domain's connections close within milliseconds, where silences end up
+ * to a heartbeat apart) */
+#define FT_SETTLE_CLOSED_MS 50
 
 /* Rows delivered, by hash (row_hash), for dropping repeats (dd_filter). */
 struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; };
@@ -2430,8 +2434,10 @@ static void promote_shadows(node *n)
 }
 
 /* x is dead (or left): one failure event for a whole domain, the deaths of
- * the next FT_SETTLE_MS join it.  A standby's death is no failure event. */
-static void member_lost(node *n, peer *x)
+ * the next FT_SETTLE_MS (FT_SETTLE_CLOSED_MS when its connection closed
+ * rather than fell silent) join it; the event runs at the end of that, not
+ * at the next tick.  A standby's death is no failure event. */
+static void member_lost(node *n, peer *x, int closed)
 {
     coord *co = n->co;
     int was_dead = x->state == WIRE_MEMBER_DEAD; /* a failed reconnect to a dead node */
@@ -2443,9 +2449,11 @@ static void member_lost(node *n, peer *x)
     co->members_dirty = 1;
     if (!n->stopping && !was_dead && !x->standby) {
         if (!co->recover_at) {
+            int settle = closed ? FT_SETTLE_CLOSED_MS : FT_SETTLE_MS;
             co->death_ns = clock_mono_ns();
-            co->recover_at = (int64_t)(co->death_ns / 1000000) + FT_SETTLE_MS;
+            co->recover_at = (int64_t)(co->death_ns / 1000000) + settle;
             sbuf_reset(&co->dead_names);
+            node_tick_in(n, (unsigned)settle + 1);
         }
         sbuf_printf(&co->dead_names, "%s%s", co->dead_names.len ? "," : "", x->name);
     }
@@ -2508,7 +2516,7 @@ void coord_closed(node *n, cs *s)
     }
     peer *x = s->peer;
     if (!x || x->link != s || !joined(x)) return;
-    member_lost(n, x);
+    member_lost(n, x, s->close_why != NET_CLOSE_DEAD);
     for (pend *p = co->pends, *nx; p; p = nx) {
         nx = p->next;
         if (p->kind == PK_BROADCAST) {
@@ -2671,7 +2679,7 @@ static void takeover_deaths(node *n)
         peer *x = n->peers[i];
         if (x->probe && x->probe->c && !x->probe->closing) net_close(x->probe->c, "takeover done");
         x->probe = NULL;
-        if (joined(x) && !x->rejoined && x->state != WIRE_MEMBER_DEAD) member_lost(n, x);
+        if (joined(x) && !x->rejoined && x->state != WIRE_MEMBER_DEAD) member_lost(n, x, x->gone);
     }
     if (!co->recover_at) co->takeover_event = 0;
 }

@@ -1720,6 +1720,11 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
+void node_tick_in(node *n, unsigned ms)
+{
+    uv_timer_start(&n->tick, on_tick, ms, NODE_TICK_MS);
+}
+
 static void on_signal(uv_signal_t *h, int signo)
 {
     node *n = h->data;

@@ -209,6 +209,9 @@ peer *node_peer(node *n, const char *name, size_t len); /* find */
 peer *node_peer_add(node *n, const char *name, const char *domain, const char *addr);
 /* The connection to send to p on, connecting when there is none. */
 cs *node_link(node *n, peer *p);
+/* The next tick in MS ms (then every NODE_TICK_MS): what coord_tick waits
+ * for is due then. */
+void node_tick_in(node *n, unsigned ms);
 /* A connection to ADDR ("host:port") for a node we know no name of; NULL
  * when it cannot be started. */
 cs *node_dial(node *n, const char *addr);
