@@ -469,7 +469,7 @@ static int failover(clu_client *c, xerr *err)
             return xerr_set(err, rc, "the connection to the coordinator was lost (%s) and no coordinator answered "
                             "within %d s: %s", lost, FAILOVER_MS / 1000, err->msg);
         }
-        uv_sleep(200);
+        uv_sleep(50);
     }
     c->timeout_ms = timeout;
     c->failovers++;

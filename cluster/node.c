@@ -544,6 +544,9 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
         }
     if (n->coord_link == s) {
         n->coord_link = NULL;
+        n->coord_lost_at = clock_wall_ms();
+        n->coord_lost_why = why;
+        if (n->standby && !n->co && s->ready && !n->stopping) node_tick_in(n, 1); /* standby_tick: ask now */
         /* the standby we granted a term takes over in a moment: ask it often */
         n->coord_retry_at = clock_wall_ms() + (n->join_hint[0]                ? NODE_RETRY_MS / 20
                                                : join_addr(n, 0, NULL, 0) > 1 ? NODE_RETRY_MS / 5
@@ -1464,7 +1467,7 @@ static void standby_takes_over(node *n)
     xerr err;
     xerr_clear(&err);
     node_log(n, NET_LOG_WARN, "standby: taking over as the coordinator of term %llu (%lld ms after the active was lost)",
-             (unsigned long long)term, (long long)(clock_wall_ms() - n->sb_lost_at));
+             (unsigned long long)term, (long long)(clock_wall_ms() - (n->coord_lost_at ? n->coord_lost_at : n->sb_lost_at)));
     if (n->coord_link) net_close(n->coord_link->c, "taking over");
     n->coord_link = NULL;
     if (coord_takeover(n, term, &err)) {
@@ -1485,8 +1488,11 @@ static void standby_tick(node *n)
         return;
     }
     if (!n->sb_lost_at) {
-        n->sb_lost_at = now;
-        return;
+        /* a closed connection is a crash or a goodbye: ask at once; a
+         * silent one may be a late heartbeat: two more heartbeats first */
+        int closed = n->coord_lost_at && now - n->coord_lost_at < 1000 && n->coord_lost_why != NET_CLOSE_DEAD;
+        n->sb_lost_at = closed ? n->coord_lost_at - 2 * (int64_t)net_ctx_heartbeat_ms(n->net) : now;
+        if (!closed) return;
     }
     if (!n->sb_synced || now - n->sb_lost_at < 2 * (int64_t)net_ctx_heartbeat_ms(n->net)) return;
     int granted = 1;
@@ -1496,7 +1502,7 @@ static void standby_tick(node *n)
         standby_takes_over(n);
         return;
     }
-    if (n->sb_ask && now - n->sb_ask_at < 300) return;
+    if (n->sb_ask && now - n->sb_ask_at < 100) return;
     if (!n->sb_ask) {
         n->sb_ask = n->term + 1;
         node_log(n, NET_LOG_WARN, "standby: the active coordinator is lost; asking the members for term %llu",

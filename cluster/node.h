@@ -183,6 +183,8 @@ struct node {
     int standby;         /* --coordinator --join: a standby until it takes over */
     int sb_synced;       /* it holds a whole catalog (CATALOG dump) */
     int64_t sb_lost_at;  /* wall ms the active was lost (0: it is up) */
+    int64_t coord_lost_at; /* wall ms coord_link last closed, and why (enum net_close_why) */
+    int coord_lost_why;
     uint64_t sb_ask;     /* the term it asks the members for (0: none) */
     int64_t sb_ask_at;
     int base_alive;      /* members alive in the last MEMBERSHIP, the coordinator's entry included */
