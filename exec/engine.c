@@ -1852,6 +1852,15 @@ void engine_close(engine *e)
     engine_cancel_push(e);
     for (int i = 0; i < e->nqueries; i++) detach_query_io(e, e->queries[i]);
     io_stop(e);
+    /* stopping the sources may have handed over their last rows, and ending
+     * the push queries may have written: that epoch too (t_sockets once
+     * tripped store_close's assertion on an open transaction here) */
+    for (int i = 0; e->txn && i < 4; i++)
+        if (engine_commit(e, &err)) fprintf(stderr, "ares: committing the last epoch failed: %s\n", err.msg);
+    if (e->txn) {
+        store_abort(e->txn);
+        e->txn = NULL;
+    }
     free(e->lsubs);
     for (int i = 0; i < e->nqueries; i++) query_free(e->queries[i]);
     free(e->queries);
