@@ -259,6 +259,10 @@ static void on_result(clu_client *c, const wire_msg *m, uint16_t flags)
         }
         break;
     }
+    case RES_WARN:
+        /* shown even when quiet: rows were lost */
+        fprintf(stderr, "ares-sql: WARNING: %.*s\n", (int)r.len, (const char *)r.p);
+        break;
     case RES_ACKED: {
         if (req != c->cur || r.len < 8) break;
         uint64_t seq = be64_get(r.p);

@@ -106,6 +106,7 @@ typedef struct cquery {
     sbuf enc;
     int ended;
     int64_t wm_sent;    /* the sink watermark last sent to subscribers (RES_WM) */
+    int64_t loss_said;  /* wall ms its clients were last told of lost rows */
     node *co_node;
     /* after a takeover (or a lost push query client), until orphan_until:
      * the sink's rows since, for every subscriber that attaches again (each
@@ -193,6 +194,11 @@ struct coord {
     int members_kept;           /* the member count last written to the catalog ("members") */
     int wait_majority;          /* restarted with a standby known: serve once this many / 2 + 1 joined */
     char standby_addr[128];     /* the standby's address (catalog "standby_addr") */
+    /* rows nodes dropped for peers (LOSS), judged once a death would have
+     * been declared: a live peer means a partial partition */
+    struct closs { char from[WIRE_NAME_MAX + 1], peer[WIRE_NAME_MAX + 1]; uint32_t qid; uint64_t batches;
+                   int64_t at; } loss[32];
+    int nloss;
     cs *probe;                  /* fenced or waiting: a connection to it, to hear of a newer term */
     int64_t probe_at;
 };
@@ -2566,6 +2572,12 @@ void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
     } else {
         switch (m->type) {
         case WIRE_JOIN: handle_join(n, s, m); return;
+        case WIRE_LOSS: {
+            char to[WIRE_NAME_MAX + 1];
+            snprintf(to, sizeof to, "%.*s", (int)m->u.loss.peer.n, m->u.loss.peer.p);
+            coord_loss(n, s->peer ? s->peer->name : "?", (uint32_t)m->u.loss.query, m->u.loss.batches, to);
+            return;
+        }
         case WIRE_RESULT:
         case WIRE_ACK:
         case WIRE_ERROR: on_answer(n, s, m, f); return;
@@ -2586,6 +2598,51 @@ static void close_clients(node *n, const char *why)
             cs_error(o, 0, XE_IO, why);
             net_close(o->c, why);
         }
+}
+
+void coord_loss(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to)
+{
+    coord *co = n->co;
+    if (!co || co->nloss >= (int)(sizeof co->loss / sizeof co->loss[0])) return;
+    struct closs *l = &co->loss[co->nloss++];
+    snprintf(l->from, sizeof l->from, "%s", from);
+    snprintf(l->peer, sizeof l->peer, "%s", to);
+    l->qid = qid;
+    l->batches = batches;
+    l->at = clock_wall_ms();
+}
+
+/* A LOSS old enough that the peer's death would have been declared: if it
+ * is still alive, the rows are lost for good (nothing replays them: a known
+ * gap), and the query's clients are told so rather than left to find out. */
+static void judge_losses(node *n, int64_t now)
+{
+    coord *co = n->co;
+    int64_t wait = (int64_t)net_ctx_dead_ms(n->net) + FT_SETTLE_MS + 2 * NODE_TICK_MS;
+    int k = 0;
+    for (int i = 0; i < co->nloss; i++) {
+        struct closs *l = &co->loss[i];
+        if (now - l->at < wait) {
+            co->loss[k++] = *l;
+            continue;
+        }
+        peer *p = node_peer(n, l->peer, strlen(l->peer));
+        if (!p || p->state != WIRE_MEMBER_UP || co->recover_at) continue; /* dead: the recovery replays them */
+        for (cquery *q = co->queries; q; q = q->next) {
+            int hit = l->qid ? q->qid == l->qid : 0;
+            for (int t = 0; !l->qid && t < q->ntasks; t++) hit |= q->tnode[t] && !strcmp(q->tnode[t], l->peer);
+            if (!hit || q->ended || now - q->loss_said < 5000) continue;
+            q->loss_said = now;
+            char msg[512];
+            snprintf(msg, sizeof msg, "query %s: rows were lost: node %s could not reach node %s, which is alive (a "
+                     "partial partition), and dropped %llu batches for it; this query's output misses rows from "
+                     "about %lld ms ago, and nothing recovers them", q->name ? q->name : "push", l->from, l->peer,
+                     (unsigned long long)l->batches, (long long)(now - l->at));
+            node_log(n, NET_LOG_ERROR, "%s", msg);
+            for (csub *x = q->subs; x; x = x->next) cs_result(x->to, x->req, 0, RES_WARN, 0, msg, strlen(msg));
+        }
+    }
+    co->nloss = k;
 }
 
 const char *coord_standby_addr(node *n)
@@ -2758,6 +2815,7 @@ void coord_tick(node *n)
         co->wait_majority = 0;
     }
     if (!co->takeover_until && !co->takeover_event) check_quorum(n);
+    if (co->nloss) judge_losses(n, now);
     if (co->fenced) {
         probe_standby(n, now);
         return;

@@ -227,15 +227,19 @@ static void release_waiters(cs *d)
     }
 }
 
+static void report_loss(node *n, peer *to, uint32_t qid, uint64_t batches);
+
 static void ovf_drop(cs *d)
 {
     if (d->src_paused) {
         d->src_paused = 0;
         engine_pause_sources(d->n->eng, 0);
     }
-    if (d->ovf_frames)
+    if (d->ovf_frames) {
         node_log(d->n, NET_LOG_WARN, "%zu frames (%zu bytes) for %s are lost with its connection", d->ovf_frames,
                  d->ovf_bytes, d->peer ? d->peer->name : net_peer_addr(d->c));
+        if (d->peer && !d->peer->is_coord) report_loss(d->n, d->peer, 0, d->ovf_frames);
+    }
     while (d->ovf) {
         qframe *q = d->ovf;
         d->ovf = q->next;
@@ -679,16 +683,40 @@ static void dep_free(dep *d)
     free(d);
 }
 
-/* The engine has rows for a task on another node. */
+/* Rows for TO are lost (dropped, or with a connection that failed): the
+ * coordinator hears of it (LOSS, at most once a second per peer).  If TO is
+ * dead the recovery replays them; if it lives (a partial partition) nothing
+ * does, and the coordinator says so to the query's clients. */
+static void report_loss(node *n, peer *to, uint32_t qid, uint64_t batches)
+{
+    if (!to) return;
+    to->lost += batches;
+    if (qid) to->lost_qid = qid;
+    int64_t now = clock_wall_ms();
+    if (now - to->lost_said < 1000) return;
+    if (n->co) coord_loss(n, n->cfg.name, to->lost_qid, to->lost, to->name);
+    else if (n->coord_link && n->coord_link->ready) {
+        wire_msg m = {.type = WIRE_LOSS};
+        m.u.loss.query = to->lost_qid;
+        m.u.loss.batches = to->lost;
+        m.u.loss.peer = wire_str_of(to->name);
+        cs_send_msg(n->coord_link, &m);
+    } else
+        return;
+    to->lost_said = now;
+    to->lost = 0;
+}
+
 /* Data for a task on a node that cannot be reached: dropped (see hook_batch);
  * said a few times, not for every batch. */
-static int unreachable(node *n, peer *to)
+static int unreachable(node *n, peer *to, uint32_t qid)
 {
     static uint64_t drops;
     if (drops++ % 10000 == 0)
         node_log(n, NET_LOG_WARN, "node %s cannot be reached: dropping its rows until the failure is handled "
                                   "(%llu batches so far; the stream log keeps them for the replay)",
                  to ? to->name : "?", (unsigned long long)drops);
+    report_loss(n, to, qid, 1);
     return 0;
 }
 
@@ -704,7 +732,7 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint6
      * redeploy its tasks and the stream's home replays the log, so these
      * rows are not lost by dropping them here; failing would stop the
      * ingest that produced them. */
-    if (!l || l->closing) return unreachable(n, to);
+    if (!l || l->closing) return unreachable(n, to, qid);
     int64_t rows = batch_peek_rows(p, len);
     unsigned char h[36];
     be64_put(h, qid);
@@ -717,7 +745,7 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint6
     int rc = sbuf_add(&b, h, 32);
     if (!rc) rc = sbuf_add(&b, p, len);
     if (!rc) rc = cs_send(l, WIRE_BATCH, 0, b.p, b.len);
-    if (rc == XE_IO) rc = unreachable(n, to);
+    if (rc == XE_IO) rc = unreachable(n, to, qid);
     if (!rc) {
         n->out_rows += (uint64_t)(rows < 0 ? 0 : rows);
         n->out_batch_bytes += b.len + WIRE_HDR_SIZE;
@@ -744,11 +772,11 @@ static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int
         if (seen || !d->nodes[ni]) continue;
         cs *l = node_link(n, d->nodes[ni]);
         if (!l || l->closing) {
-            unreachable(n, d->nodes[ni]);
+            unreachable(n, d->nodes[ni], qid);
             continue;
         }
         int rc = cs_send(l, WIRE_WATERMARK, 0, h, sizeof h);
-        if (rc == XE_IO) rc = unreachable(n, d->nodes[ni]);
+        if (rc == XE_IO) rc = unreachable(n, d->nodes[ni], qid);
         if (rc) return rc;
     }
     return 0;

@@ -41,6 +41,7 @@ enum res_part {
     RES_ACKED = 7,  /* u64 seq: the chunks of the ingest session up to seq are in (home and shadow) */
     RES_WM = 8,     /* i64: the sink's watermark after the rows before it (subscriptions) */
     RES_NAME = 9,   /* the query's name: the result can be attached again after a failover (ATTACH) */
+    RES_WARN = 10,  /* blob text: a warning the client shows on stderr even when quiet (rows were lost) */
 };
 
 /* channel of BATCH and WATERMARK frames: operator, input side, task */
@@ -113,6 +114,9 @@ struct peer {
     uint64_t granted;    /* standby: the term it granted us */
     cs *link;            /* where we send to it (may still be connecting) */
     int64_t retry_at;    /* no reconnect before (ms) */
+    uint64_t lost;       /* batches for it dropped since the last LOSS report; lost_qid: the last query */
+    uint32_t lost_qid;
+    int64_t lost_said;   /* wall ms of the last LOSS report */
     int64_t last_hb;     /* coordinator: wall-clock ms of the last sign of life */
     uint64_t seen;       /* coordinator: frames+heartbeats received, at the last tick */
 };
@@ -247,6 +251,9 @@ int coord_takeover(node *n, uint64_t term, xerr *err);
 int coord_serving(node *n);
 /* A node refused us: a coordinator of a newer term is active. */
 void coord_deposed(node *n, uint64_t term);
+/* A node dropped BATCHES batches of query QID (0: unknown) for PEER, which
+ * it could not reach (LOSS). */
+void coord_loss(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to);
 /* The standby's address the coordinator knows ("" if none). */
 const char *coord_standby_addr(node *n);
 void coord_stop(node *n);

@@ -45,6 +45,7 @@ static const char *const type_names[] = {
     [WIRE_CATALOG] = "CATALOG",
     [WIRE_TERM] = "TERM",
     [WIRE_ATTACH] = "ATTACH",
+    [WIRE_LOSS] = "LOSS",
 };
 
 const char *wire_type_name(int type)
@@ -629,6 +630,11 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         PUT_S(w, m->u.term.name);
         PUT_S(w, m->u.term.addr);
         break;
+    case WIRE_LOSS:
+        wire_put_u64(w, m->u.loss.query);
+        wire_put_u64(w, m->u.loss.batches);
+        PUT_S(w, m->u.loss.peer);
+        break;
     case WIRE_ATTACH:
         wire_put_u64(w, m->u.attach.req_id);
         PUT_S(w, m->u.attach.query);
@@ -784,6 +790,11 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_str(&r, &m->u.term.addr);
         if (!r.err && (m->u.term.kind < WIRE_TERM_ANNOUNCE || m->u.term.kind > WIRE_TERM_REFUSE))
             return xerr_set(e, XE_PROTO, "TERM: unknown kind %u", m->u.term.kind);
+        break;
+    case WIRE_LOSS:
+        wire_get_u64(&r, &m->u.loss.query);
+        wire_get_u64(&r, &m->u.loss.batches);
+        wire_get_str(&r, &m->u.loss.peer);
         break;
     case WIRE_ATTACH:
         wire_get_u64(&r, &m->u.attach.req_id);

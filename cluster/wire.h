@@ -94,7 +94,8 @@ enum wire_type {
     WIRE_CATALOG = 24,       /* active coordinator -> standby: one catalog record written or deleted */
     WIRE_TERM = 25,          /* coordinator terms: announce, ask for a takeover, grant or refuse it */
     WIRE_ATTACH = 26,        /* client -> coordinator: subscribe again after a failover, with what it has */
-    WIRE_TYPE_MAX = WIRE_ATTACH
+    WIRE_LOSS = 27,          /* node -> coordinator: rows of a query were dropped on their way to a live peer */
+    WIRE_TYPE_MAX = WIRE_LOSS
 };
 
 /* Roles announced in HELLO. */
@@ -318,6 +319,9 @@ typedef struct wire_msg {
         /* wm: the sink's watermark the client last heard (RES_WM);
          * rows: n x (u64 row hash, u32 times delivered) of its recent rows */
         struct { uint64_t req_id; wire_str query; int64_t wm; wire_str rows; } attach;
+        /* query: its id (0: some query with tasks on peer); batches: how many
+         * were dropped since the last report */
+        struct { uint64_t query; uint64_t batches; wire_str peer; } loss;
     } u;
 } wire_msg;
 
