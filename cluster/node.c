@@ -693,7 +693,7 @@ static void report_loss(node *n, peer *to, uint32_t qid, uint64_t batches)
     to->lost += batches;
     if (qid) to->lost_qid = qid;
     int64_t now = clock_wall_ms();
-    if (now - to->lost_said < 1000) return;
+    if (now - to->lost_said < 1000 && to->lost_qid == to->lost_qid_said) return; /* a new query is said at once */
     if (n->co) coord_loss(n, n->cfg.name, to->lost_qid, to->lost, to->name);
     else if (n->coord_link && n->coord_link->ready) {
         wire_msg m = {.type = WIRE_LOSS};
@@ -704,6 +704,7 @@ static void report_loss(node *n, peer *to, uint32_t qid, uint64_t batches)
     } else
         return;
     to->lost_said = now;
+    to->lost_qid_said = to->lost_qid;
     to->lost = 0;
 }
 

@@ -115,7 +115,7 @@ struct peer {
     cs *link;            /* where we send to it (may still be connecting) */
     int64_t retry_at;    /* no reconnect before (ms) */
     uint64_t lost;       /* batches for it dropped since the last LOSS report; lost_qid: the last query */
-    uint32_t lost_qid;
+    uint32_t lost_qid, lost_qid_said;
     int64_t lost_said;   /* wall ms of the last LOSS report */
     int64_t last_hb;     /* coordinator: wall-clock ms of the last sign of life */
     uint64_t seen;       /* coordinator: frames+heartbeats received, at the last tick */
