@@ -69,14 +69,10 @@ echo "ok: run 1, the output after SIGKILL of the coordinator's domain equals the
 stop_cluster
 
 # ---- run 2: cut rack-a off
-NET="10.215.$(($$ % 250))"
-if ! netns_domains "$NET" rack-a rack-b rack-c; then
+if ! ft_netns "10.215.$(($$ % 250))"; then
     echo "SKIP: run 2 (cut) $NS_WHY; not run"
     exit 0
 fi
-for d in rack_a rack_b rack_c; do
-    eval "FT_PREFIX_$d=\"ip netns exec \$NS_$d\" FT_HOST_$d=\$IP_$d"
-done
 ft_cluster run2
 # slower input (a chunk every 0.15 s: about 12 s), so that it still flows
 # when the cut heals and when rack-c fails too

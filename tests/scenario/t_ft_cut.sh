@@ -16,8 +16,7 @@ set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
 export LC_ALL=C
 
-NET="10.214.$(($$ % 250))"
-if ! netns_domains "$NET" rack-a rack-b rack-c; then
+if ! ft_netns "10.214.$(($$ % 250))"; then
     echo "SKIP: t_ft_cut $NS_WHY; not run"
     exit 0
 fi
@@ -29,9 +28,6 @@ s = socket.socket(); s.settimeout(3)
 try: s.connect(('$IP_rack_c', 9))
 except ConnectionRefusedError: sys.exit(0)
 except OSError: sys.exit(1)" || fail "no route between the namespaces"
-for d in rack_a rack_b rack_c; do
-    eval "FT_PREFIX_$d=\"ip netns exec \$NS_$d\" FT_HOST_$d=\$IP_$d"
-done
 
 [ -n "${ARES_FT:-}" ] && FT_SET="SET ft = '$ARES_FT';"
 ft_data 40000 500

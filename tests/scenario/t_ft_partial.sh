@@ -21,15 +21,10 @@ set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
 export LC_ALL=C
 
-
-NET="10.216.$(($$ % 250))"
-if ! netns_domains "$NET" rack-a rack-b rack-c; then
+if ! ft_netns "10.216.$(($$ % 250))"; then
     echo "SKIP: t_ft_partial $NS_WHY; not run"
     exit 0
 fi
-for d in rack_a rack_b rack_c; do
-    eval "FT_PREFIX_$d=\"ip netns exec \$NS_$d\" FT_HOST_$d=\$IP_$d"
-done
 PART_MS=${PART_MS:-2500}
 
 ft_data 40000 500
