@@ -110,6 +110,7 @@ struct clu_client {
     /* the ingest session in flight */
     const char *ing_stream;
     uint64_t session, next_seq, lines_sent;
+    int resend;          /* RES_RESEND came: the stream's home moved (a copy of its log took over) */
     chunk *unacked, *unacked_tail;
     size_t unacked_bytes;
 };
@@ -262,6 +263,9 @@ static void on_result(clu_client *c, const wire_msg *m, uint16_t flags)
     case RES_WARN:
         /* shown even when quiet: rows were lost */
         fprintf(stderr, "ares-sql: WARNING: %.*s\n", (int)r.len, (const char *)r.p);
+        break;
+    case RES_RESEND:
+        if (req == c->cur) c->resend = 1;
         break;
     case RES_ACKED: {
         if (req != c->cur || r.len < 8) break;
@@ -685,6 +689,16 @@ static int resend_all(clu_client *c, const clu_ingest_opts *o, xerr *err)
     return rc;
 }
 
+/* The stream's home moved within the same coordinator (RES_RESEND): the
+ * chunks not acknowledged go again, in order, to the new home. */
+static int resend_kept(clu_client *c, const clu_ingest_opts *o, xerr *err)
+{
+    c->resend = 0;
+    int rc = 0;
+    for (chunk *k = c->unacked; k && !rc; k = k->next) rc = send_kept(c, o, k, err);
+    return rc;
+}
+
 static void drop_unacked(clu_client *c)
 {
     while (c->unacked) {
@@ -722,6 +736,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
     c->ing = o;
     c->ing_stream = stream;
     c->session = new_session();
+    c->resend = 0;
     c->next_seq = c->lines_sent = 0;
     memset(&c->ing_st, 0, sizeof c->ing_st);
     char *buf = malloc(INGEST_CHUNK);
@@ -733,6 +748,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
             break;
         }
         if (c->closed && (rc = resend_all(c, o, err))) break;
+        if (c->resend && (rc = resend_kept(c, o, err))) break;
         if (c->unacked_bytes > UNACKED_MAX) { /* the home is behind: wait for it */
             spin(c, 20);
             continue;
@@ -758,6 +774,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
         rc = send_chunk(c, &o2, NULL, 0, 1, err);
         while (!rc && !c->cur_done) {
             if (c->closed) rc = resend_all(c, &o2, err);
+            else if (c->resend) rc = resend_kept(c, &o2, err);
             else spin(c, 100);
         }
     }

@@ -135,6 +135,8 @@ struct pend {
     int failed;         /* a forwarded ingest that failed: swallow the rest */
     uint64_t acked;     /* an ingest session's chunks the node has (RES_ACKED) */
     int quiet;          /* a forward to a stream's shadow: its answers are not the client's */
+    int moving;         /* a forwarded ingest whose home was lost: it goes to the next home */
+    char *stream;       /* PK_FWD_INGEST: the stream */
     void (*done)(node *n, pend *p);
     cquery *q;
     pend *next;
@@ -150,6 +152,10 @@ typedef struct cstream {
      * order, with the same TICKs, so its log holds the same records at the
      * same offsets, and it becomes the home when the home is lost. */
     char *shadow;
+    /* Otherwise (a socket source, or after a failure took the home or the
+     * shadow) the home copies its log to lshadow, in another domain
+     * (shadow.c, LOGSHADOW). */
+    char *lshadow;
     int dirty;          /* input went out since the last TICK */
 } cstream;
 
@@ -409,6 +415,7 @@ static void pend_unlink(node *n, pend *p)
 static void pend_free(pend *p)
 {
     if (!p) return;
+    free(p->stream);
     free(p->wait);
     free(p);
 }
@@ -1394,22 +1401,27 @@ static int drop_query(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *er
 /* SHOW STREAMS in a cluster: where each stream lives. */
 static int show_streams(node *n, cs *s, uint64_t req)
 {
-    static const char *names[] = {"name", "home", "shadow", "sql"};
-    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT};
+    static const char *names[] = {"name", "home", "shadow", "copy", "sql"};
+    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT};
     coord *co = n->co;
     batch b;
-    if (batch_init(&b, 4, 8)) return XE_NOMEM;
+    if (batch_init(&b, 5, 8)) return XE_NOMEM;
     for (int i = 0; i < co->nstreams; i++) {
         const cstream *c = &co->streams[i];
         val *r = batch_add_row(&b);
         if (!r) break;
         batch_put_text(&b, &r[0], c->name, strlen(c->name));
         batch_put_text(&b, &r[1], c->home, strlen(c->home));
-        if (c->shadow) batch_put_text(&b, &r[2], c->shadow, strlen(c->shadow));
-        else r[2] = val_null();
-        batch_put_text(&b, &r[3], c->sql, strlen(c->sql));
+        /* the shadow gets the input as the home does, or a copy of its log */
+        const char *sh = c->shadow ? c->shadow : c->lshadow, *how = c->shadow ? "input" : "log";
+        if (sh) {
+            batch_put_text(&b, &r[2], sh, strlen(sh));
+            batch_put_text(&b, &r[3], how, strlen(how));
+        } else
+            r[2] = r[3] = val_null();
+        batch_put_text(&b, &r[4], c->sql, strlen(c->sql));
     }
-    send_table(s, req, 4, names, types, &b);
+    send_table(s, req, 5, names, types, &b);
     batch_fini(&b);
     return 0;
 }
@@ -1667,20 +1679,21 @@ static const char *pick_shadow(node *n, const char *home, int start)
     return NULL;
 }
 
-/* "stream/<name>" = home [TAB shadow] LF CREATE STREAM text */
+/* "stream/<name>" = home [TAB shadow [TAB lshadow]] LF CREATE STREAM text */
 static int persist_stream(node *n, cstream *c, xerr *err)
 {
     char key[600];
     snprintf(key, sizeof key, "stream/%s", c->name);
     sbuf rec;
     sbuf_init(&rec);
-    sbuf_printf(&rec, "%s%s%s\n%s", c->home, c->shadow ? "\t" : "", c->shadow ? c->shadow : "", c->sql);
+    sbuf_printf(&rec, "%s\t%s\t%s\n%s", c->home, c->shadow ? c->shadow : "", c->lshadow ? c->lshadow : "", c->sql);
     int rc = cat_put(n, key, rec.p, rec.len, err);
     sbuf_fini(&rec);
     return rc;
 }
 
 static void tick_stream(node *n, cstream *c);
+static void send_logshadow(node *n, cstream *c, const char *source);
 
 /* An INSERT into a shadowed stream goes to the shadow too (first, after a
  * TICK: both see it at the same point of the input); nobody waits for it. */
@@ -1739,20 +1752,20 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         cst->home = strdup(home);
         cst->sql = strdup(st->text);
         cst->lite = lite;
-        cst->shadow = NULL;
+        cst->shadow = cst->lshadow = NULL;
         cst->dirty = 0;
         if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
-        if (!lite) {
-            const char *sh = pick_shadow(n, home, co->rr_home);
-            if (sh && !(cst->shadow = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
-        }
+        const char *sh = pick_shadow(n, home, co->rr_home);
+        if (sh && !(*(lite ? &cst->lshadow : &cst->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
         rc = persist_stream(n, cst, err);
         if (rc) return rc;
         node_log(n, NET_LOG_INFO, "stream %s: home node %s%s%s%s", st->name, home,
-                 lite ? " (it alone reads the stream's source)" : "", cst->shadow ? ", shadow " : "",
-                 cst->shadow ? cst->shadow : "");
-        return job_broadcast_stream(n, s, req, cst, err);
+                 lite ? " (it alone reads the stream's source)" : "", sh ? (lite ? ", its log copied to " : ", shadow ") : "",
+                 sh ? sh : "");
+        rc = job_broadcast_stream(n, s, req, cst, err);
+        if (rc >= 0 && cst->lshadow) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */
+        return rc;
     }
     case ST_DROP_STREAM: {
         if ((rc = exec_local(n, s, req, st, err))) return rc;
@@ -1766,6 +1779,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         free(cst->sql);
         free(cst->lite);
         free(cst->shadow);
+        free(cst->lshadow);
         *cst = co->streams[--co->nstreams];
         return job_broadcast(n, s, req, st->text, err);
     }
@@ -1937,6 +1951,41 @@ static pend *fwd_open(node *n, cs *s, uint64_t req, peer *x, int quiet)
     return p;
 }
 
+/* A client's ingest (a session it can resend) whose home was lost, into a
+ * stream whose log is copied elsewhere: it waits for the failure event,
+ * which makes the copy the home (promote_shadows); then the client sends
+ * the chunks the copy lacks again (RES_RESEND) and they go there. */
+static int ingest_can_move(node *n, pend *p)
+{
+    cstream *c = p->stream ? stream_find(n->co, p->stream) : NULL;
+    if (!c || !c->lshadow || !p->client || !p->client->sess || p->client->sess->ing_req != p->creq) return 0;
+    p->moving = 1;
+    p->home = NULL;
+    return 1;
+}
+
+static void move_ingests(node *n)
+{
+    for (pend *p = n->co->pends; p; p = p->next) {
+        if (p->kind != PK_FWD_INGEST || !p->moving) continue;
+        p->moving = 0;
+        cstream *c = p->stream ? stream_find(n->co, p->stream) : NULL;
+        peer *h = c ? node_peer(n, c->home, strlen(c->home)) : NULL;
+        int here = c && !strcmp(c->home, n->cfg.name);
+        if (!here && (!h || !alive(h))) {
+            p->failed = 1;
+            if (p->client) cs_error(p->client, p->creq, XE_IO, "the stream's home and its copy were lost");
+            continue;
+        }
+        if (here) p->failed = 1; /* the chunks are fed here from now on */
+        else p->home = h;
+        p->acked = 0;
+        node_log(n, NET_LOG_WARN, "ingest into %s goes on at its new home %s: the client sends what it lacks again",
+                 p->stream, c->home);
+        if (p->client) cs_result(p->client, p->creq, 0, RES_RESEND, 0, NULL, 0);
+    }
+}
+
 static void fwd_send(node *n, cs *s, pend *p, const wire_frame *f)
 {
     unsigned char *copy = malloc(f->length);
@@ -1986,7 +2035,8 @@ static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fra
             if (!who[i] || !strcmp(who[i], n->cfg.name)) continue;
             peer *x = node_peer(n, who[i], strlen(who[i]));
             if (!x || !alive(x)) continue;
-            if (!fwd_open(n, s, req, x, i == 1)) {
+            pend *p = fwd_open(n, s, req, x, i == 1);
+            if (!p || !(p->stream = strdup(name))) {
                 cs_error(s, req, XE_NOMEM, "out of memory");
                 return;
             }
@@ -2006,7 +2056,7 @@ static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fra
         node_ingest(n, s, m, strcmp(cst->home, n->cfg.name) != 0);
         if (ss) {
             ss->ing_here = 1;
-            ss->ing_local = m->u.ingest.seq;
+            ss->ing_local = node_ingest_safe(n, s, req, m->u.ingest.seq);
         }
     }
     if (s->sess && m->u.ingest.session && !last) ingest_acked(n, s, req);
@@ -2167,6 +2217,14 @@ static void ingest_acked(node *n, cs *s, uint64_t req)
     unsigned char v[8];
     be64_put(v, lo);
     cs_result(s, req, 0, RES_ACKED, 0, v, sizeof v);
+}
+
+void coord_ingest_safe(node *n, cs *s, uint64_t req, uint64_t safe)
+{
+    csess *ss = s->sess;
+    if (!ss || ss->ing_req != req || !ss->ing_here) return;
+    ss->ing_local = safe;
+    ingest_acked(n, s, req);
 }
 
 /* ------------------------------------------------------------------ connection events */
@@ -2414,28 +2472,102 @@ static int shadow_takes_over(node *n, pend *p)
     return p->client && node_ingest_loud(n, p->client, p->creq);
 }
 
-/* At a failure event: a stream whose home died and whose shadow lives moves
- * there (it has the same log); the queries' source tasks follow it. */
+/* The socket source of a stream's CREATE STREAM text ("" when none). */
+static void source_of(const cstream *c, char *out, size_t cap)
+{
+    out[0] = 0;
+    ast_stmt *st = NULL;
+    xerr err;
+    if (!c->lite || parse_one(c->sql, strlen(c->sql), &st, &err)) return;
+    const ast_option *o = st->kind == ST_CREATE_STREAM ? ast_option_get(st->with, "source") : NULL;
+    if (o) snprintf(out, cap, "%s", o->value);
+    ast_stmt_free(st);
+}
+
+/* Tell a stream's home where its log's copy goes (LOGSHADOW), and with
+ * source, that it reads the stream's socket from now on. */
+static void send_logshadow(node *n, cstream *c, const char *source)
+{
+    const char *sh = c->lshadow ? c->lshadow : "";
+    if (!strcmp(c->home, n->cfg.name)) {
+        node_logshadow(n, c->name, sh, source);
+        return;
+    }
+    peer *h = node_peer(n, c->home, strlen(c->home));
+    if (!h || !alive(h)) return;
+    wire_msg m = {.type = WIRE_LOGSHADOW};
+    m.u.logshadow.stream = wire_str_of(c->name);
+    m.u.logshadow.shadow = wire_str_of(sh);
+    m.u.logshadow.source = wire_str_of(source ? source : "");
+    cs_send_msg(h->link, &m);
+}
+
+static int lives(node *n, const char *name)
+{
+    if (!name) return 0;
+    if (!strcmp(name, n->cfg.name)) return 1;
+    peer *p = node_peer(n, name, strlen(name));
+    return p && alive(p);
+}
+
+/* At a failure event: a stream whose home died moves to its shadow, which
+ * has the same log (the queries' source tasks follow it); a stream that
+ * lost its shadow, or whose shadow is now its home, gets its log copied to
+ * a live node in another domain, so that the next failure is survived too
+ * (while there is another domain). */
 static void promote_shadows(node *n)
 {
     coord *co = n->co;
     for (int i = 0; i < co->nstreams; i++) {
         cstream *c = &co->streams[i];
-        if (!strcmp(c->home, n->cfg.name) || !c->shadow) continue;
-        peer *h = node_peer(n, c->home, strlen(c->home)), *sh = node_peer(n, c->shadow, strlen(c->shadow));
-        if (h && alive(h)) continue;
-        if (strcmp(c->shadow, n->cfg.name) && (!sh || !alive(sh))) {
-            node_log(n, NET_LOG_ERROR, "stream %s: its home %s and its shadow %s are both lost", c->name, c->home,
-                     c->shadow);
-            continue;
+        int changed = 0;
+        char source[1024] = "";
+        if (!lives(n, c->home)) {
+            char *to = lives(n, c->shadow) ? c->shadow : lives(n, c->lshadow) ? c->lshadow : NULL;
+            if (!to) {
+                if (c->shadow || c->lshadow)
+                    node_log(n, NET_LOG_ERROR, "stream %s: its home %s and its shadow %s are both lost", c->name,
+                             c->home, c->shadow ? c->shadow : c->lshadow);
+                continue;
+            }
+            node_log(n, NET_LOG_WARN, "stream %s: home node %s lost; its shadow %s is the home now", c->name, c->home,
+                     to);
+            if (c->lite) source_of(c, source, sizeof source);
+            free(c->home);
+            c->home = strdup(to);
+            free(c->shadow);
+            free(c->lshadow);
+            c->shadow = c->lshadow = NULL;
+            c->dirty = 0; /* no TICK any more: the new home cuts its slices itself */
+            changed = 1;
         }
-        node_log(n, NET_LOG_WARN, "stream %s: home node %s lost; its shadow %s is the home now (no shadow left)",
-                 c->name, c->home, c->shadow);
-        free(c->home);
-        c->home = c->shadow;
-        c->shadow = NULL;
+        if (c->shadow && !lives(n, c->shadow)) {
+            node_log(n, NET_LOG_WARN, "stream %s: its shadow %s is lost", c->name, c->shadow);
+            free(c->shadow);
+            c->shadow = NULL;
+            c->dirty = 0;
+            changed = 1;
+        }
+        if (c->lshadow && !lives(n, c->lshadow)) {
+            node_log(n, NET_LOG_WARN, "stream %s: the copy of its log on %s is lost", c->name, c->lshadow);
+            free(c->lshadow);
+            c->lshadow = NULL;
+            changed = 1;
+        }
+        if (!changed || !c->home) continue;
+        if (!c->shadow) {
+            const char *sh = pick_shadow(n, c->home, co->rr_home++);
+            if (sh) {
+                c->lshadow = strdup(sh);
+                node_log(n, NET_LOG_WARN, "stream %s: its home %s copies its log to %s from now on", c->name, c->home,
+                         sh);
+            } else
+                node_log(n, NET_LOG_ERROR, "stream %s: no live node outside its home's domain: the next failure of "
+                         "that domain loses it", c->name);
+        }
         xerr err;
         if (persist_stream(n, c, &err)) node_log(n, NET_LOG_ERROR, "stream %s: %s", c->name, err.msg);
+        if (!c->shadow) send_logshadow(n, c, source);
     }
 }
 
@@ -2540,6 +2672,7 @@ void coord_closed(node *n, cs *s)
                 p->home = NULL;
                 continue;
             }
+            if (p->kind == PK_FWD_INGEST && ingest_can_move(n, p)) continue;
             if (p->client) {
                 char msg[200];
                 snprintf(msg, sizeof msg, "node %s left", x->name);
@@ -2845,6 +2978,7 @@ void coord_tick(node *n)
         node_log(n, NET_LOG_WARN, "failure event: %s dead (detected %.1f ms ago)", co->dead_names.p,
                  (double)(clock_mono_ns() - co->death_ns) / 1e6);
         promote_shadows(n);
+        move_ingests(n);
         replace_after_death(n, co->dead_names.p);
         ft_recover(n);
         if (co->takeover_event) {
@@ -2937,7 +3071,9 @@ static int load_stream(void *ctx, const char *key, const void *v, size_t len)
     c->name = strdup(key + strlen("stream/"));
     const char *tab = memchr(v, '\t', (size_t)(nl - (const char *)v));
     c->home = xstrndup(v, (size_t)((tab ? tab : nl) - (const char *)v));
-    c->shadow = tab ? xstrndup(tab + 1, (size_t)(nl - tab - 1)) : NULL;
+    const char *tab2 = tab ? memchr(tab + 1, '\t', (size_t)(nl - tab - 1)) : NULL;
+    c->shadow = tab && (tab2 ? tab2 : nl) > tab + 1 ? xstrndup(tab + 1, (size_t)((tab2 ? tab2 : nl) - tab - 1)) : NULL;
+    c->lshadow = tab2 && nl > tab2 + 1 ? xstrndup(tab2 + 1, (size_t)(nl - tab2 - 1)) : NULL;
     c->dirty = 0;
     c->sql = xstrndup(nl + 1, len - (size_t)(nl + 1 - (const char *)v));
     c->lite = c->sql ? strip_source(c->sql) : NULL;
@@ -3208,6 +3344,7 @@ void coord_stop(node *n)
         free(co->streams[i].sql);
         free(co->streams[i].lite);
         free(co->streams[i].shadow);
+        free(co->streams[i].lshadow);
     }
     free(co->streams);
     for (int i = 0; i < co->nsets; i++) {

@@ -557,6 +557,7 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
                                                                               : NODE_RETRY_MS);
     }
     if (n->cur_in == s) n->cur_in = NULL;
+    shadow_conn_closed(n, s);
     for (cs *o = n->conns; o; o = o->next)
         for (int i = 0; i < o->nwait; i++)
             if (o->waiters[i] == s) o->waiters[i--] = o->waiters[--o->nwait];
@@ -953,14 +954,20 @@ static void ft_after_deploy(node *n, dep *d)
     if (engine_ft_resume(n->eng, d->qid, tmp, d->src_task, &d->nsrc, &err)) d->nsrc = 0;
     if (!d->ft.prev) {
         struct ftorigin *o = origin_of(n, d->qid);
-        if (o || !(o = calloc(1, sizeof *o))) return;
-        o->origin = d->qid;
-        if (engine_source_offsets(n->eng, d->qid, o->off, &o->nsrc, &err)) {
-            free(o);
-            return;
+        uint64_t off[2];
+        int nsrc;
+        if ((o && o->have == 0) || engine_source_offsets(n->eng, d->qid, off, &nsrc, &err)) return;
+        if (!o) {
+            if (!(o = calloc(1, sizeof *o))) return;
+            o->origin = d->qid;
+            o->next = n->origins;
+            n->origins = o;
         }
-        o->next = n->origins;
-        n->origins = o;
+        /* a stream's home that copies its log to us said where it started
+         * (o->have); the other sources start here */
+        for (int k = 0; k < nsrc && k < 2; k++)
+            if (!(o->have & 1 << k)) o->off[k] = off[k];
+        o->nsrc = nsrc;
         return;
     }
     if (d->ft.ft == ENGINE_FT_NONE) return;
@@ -1212,13 +1219,14 @@ static void ing_reject(void *ctx, int64_t line, const char *msg)
     sbuf_fini(&b);
 }
 
-/* The chunks of g's session fed so far, to whoever forwards it (the
- * coordinator tells the client once the home and the shadow both have them). */
-static void ing_ack(ingsess *g)
+/* The chunks of g's session fed so far (or, when its stream's log has a
+ * copy, those the copy holds), to whoever forwards it (the coordinator tells
+ * the client once the home and the shadow both have them). */
+static void ing_ack(node *n, ingsess *g)
 {
     if (!g->session || !g->from || g->from->kind != CS_NODE) return; /* here, the coordinator counts it */
     unsigned char b[8];
-    be64_put(b, g->seq);
+    be64_put(b, g->stream && shadow_guarded(n, g->stream) ? g->safe : g->seq);
     cs_result(g->from, g->req, 0, RES_ACKED, 0, b, sizeof b);
 }
 
@@ -1229,10 +1237,34 @@ static void ingsess_free(node *n, ingsess *g, int end)
         exec_ingest_stats st;
         if (exec_ingest_close(g->in, end, &st, &err)) node_log(n, NET_LOG_WARN, "closing an ingest: %s", err.msg);
     }
+    free(g->stream);
     free(g);
 }
 
-static void send_done(cs *to, uint64_t req, int64_t lines, int64_t rows, int64_t rejected)
+void node_ingest_acks(node *n, const char *stream)
+{
+    int guarded = shadow_guarded(n, stream);
+    for (ingsess *g = n->ings; g; g = g->next) {
+        if (!g->session || !g->from || !g->stream || strcmp(g->stream, stream)) continue;
+        uint64_t seq = guarded ? g->safe : g->seq;
+        if (g->from->kind == CS_CLIENT) {
+            if (n->co) coord_ingest_safe(n, g->from, g->req, seq);
+            continue;
+        }
+        unsigned char b[8];
+        be64_put(b, seq);
+        cs_result(g->from, g->req, 0, RES_ACKED, 0, b, sizeof b);
+    }
+}
+
+uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed)
+{
+    for (ingsess *g = n->ings; g; g = g->next)
+        if (g->from == s && g->req == req) return g->stream && shadow_guarded(n, g->stream) ? g->safe : fed;
+    return fed;
+}
+
+void node_send_done(cs *to, uint64_t req, int64_t lines, int64_t rows, int64_t rejected)
 {
     unsigned char b[24];
     be64_put(b, (uint64_t)lines);
@@ -1300,13 +1332,29 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         o.header = in->header <= FMT_HEADER_NO ? (fmt_header)in->header : FMT_HEADER_AUTO;
         o.on_reject = ing_reject;
         o.ctx = g;
+        g->stream = strdup(stream);
         if ((rc = exec_ingest_open(n->eng, stream, &o, &g->in, &err))) {
             g->failed = 1;
             if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
+        } else if (in->session && (rc = shadow_session(n, stream, in->session, g->in, &g->seq, &err)) != 0) {
+            /* the home we copied was lost: its session goes on here */
+            if (rc < 0) {
+                g->failed = 1;
+                if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
+            } else {
+                g->safe = g->seq;
+                node_log(n, NET_LOG_WARN, "ingest session %016llx into %s resumes here from the copied log, "
+                         "after chunk %llu", (unsigned long long)in->session, stream, (unsigned long long)g->seq);
+            }
         } else
             node_log(n, NET_LOG_INFO, "ingest into %s started", stream);
     }
     int dup = in->session && in->seq && in->seq <= g->seq; /* resent after a failover: in already */
+    if (in->session && in->seq > g->seq + 1) {
+        /* a chunk sent before the client heard that the stream moved here
+         * (RES_RESEND): it comes again, in order, after the ones before it */
+        return;
+    }
     if (!g->failed && in->data.n && !dup) {
         uint64_t t0 = clock_mono_ns();
         cs *saved = n->cur_in;
@@ -1323,7 +1371,8 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
     }
     if (in->session && in->seq > g->seq) g->seq = in->seq;
     if (!(m->flags & WIRE_F_LAST)) {
-        if (!g->failed) ing_ack(g);
+        if (!g->failed) ing_ack(n, g);
+        if (g->stream && !dup) shadow_ship_soon(n, g->stream);
         return;
     }
     /* the last chunk: unlink, close, answer */
@@ -1343,7 +1392,11 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
             if (st.rejected < g->rejected) st.rejected = g->rejected;
             node_log(n, NET_LOG_INFO, "ingest of %.*s done: %lld rows, %lld rejected%s", (int)in->stream.n,
                      in->stream.p, (long long)st.rows, (long long)st.rejected, in->end ? ", stream ended" : "");
-            if (!g->quiet) send_done(from, in->req_id, st.lines, st.rows, st.rejected);
+            if (!g->quiet && g->stream && shadow_guarded(n, g->stream))
+                shadow_done_later(n, g->stream, from, in->req_id, st.lines, st.rows, st.rejected);
+            else if (!g->quiet)
+                node_send_done(from, in->req_id, st.lines, st.rows, st.rejected);
+            if (g->stream) shadow_ship_soon(n, g->stream);
         }
     }
     ingsess_free(n, g, 0);
@@ -1403,7 +1456,7 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
     }
     parse_result_free(r);
     if (rc) cs_error(from, req, rc, err.msg[0] ? err.msg : xerr_name(rc));
-    else send_done(from, req, 0, 0, 0);
+    else node_send_done(from, req, 0, 0, 0);
 }
 
 /* ------------------------------------------------------------------ frames */
@@ -1660,6 +1713,21 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
         if (!from_coord || !n->standby) break;
         catalog_frame(n, &m);
         return;
+    case WIRE_LOGSHIP:
+    case WIRE_LOGACK:
+        if (s->kind != CS_NODE) break;
+        shadow_frame(n, s, &m);
+        return;
+    case WIRE_LOGSHADOW:
+        if (from_coord) {
+            char st[512], sh[WIRE_NAME_MAX + 1], src[1024];
+            snprintf(st, sizeof st, "%.*s", (int)m.u.logshadow.stream.n, m.u.logshadow.stream.p);
+            snprintf(sh, sizeof sh, "%.*s", (int)m.u.logshadow.shadow.n, m.u.logshadow.shadow.p);
+            snprintf(src, sizeof src, "%.*s", (int)m.u.logshadow.source.n, m.u.logshadow.source.p);
+            node_logshadow(n, st, sh, src);
+            return;
+        }
+        break;
     case WIRE_BATCH:
     case WIRE_WATERMARK:
     case WIRE_STATE_DELTA:
@@ -1749,6 +1817,7 @@ static void on_tick(uv_timer_t *t)
     for (dep *d = n->deps; d; d = d->next)
         if (d->rs_on && clock_wall_ms() >= d->rs_deadline) resume_replay(n, d);
     if (n->co) coord_tick(n);
+    shadow_tick(n);
     if (++ticks % 10 == 0) {
         xerr err;
         if (engine_commit(n->eng, &err)) node_log(n, NET_LOG_ERROR, "commit: %s", err.msg);
@@ -1860,6 +1929,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
         n->origins = o->next;
         free(o);
     }
+    shadow_free(n);
     engine_close(n->eng);
     for (int i = 0; i < n->npeers; i++) free(n->peers[i]);
     free(n->peers);

@@ -42,6 +42,7 @@ enum res_part {
     RES_WM = 8,     /* i64: the sink's watermark after the rows before it (subscriptions) */
     RES_NAME = 9,   /* the query's name: the result can be attached again after a failover (ATTACH) */
     RES_WARN = 10,  /* blob text: a warning the client shows on stderr even when quiet (rows were lost) */
+    RES_RESEND = 11, /* the ingest's stream has a new home: send every chunk not acknowledged again */
 };
 
 /* channel of BATCH and WATERMARK frames: operator, input side, task */
@@ -156,8 +157,13 @@ typedef struct ingsess {
     uint64_t session, seq; /* the client's session id and the last chunk fed (0: not resumable) */
     int64_t orphan_at;   /* its forwarder left at (wall ms); 0 while it has one */
     int64_t rejected;
+    char *stream;
+    uint64_t safe;       /* a stream with a log copy: the chunks the copy holds (acknowledged) */
     struct ingsess *next;
 } ingsess;
+
+typedef struct lship lship;   /* shadow.c */
+typedef struct shsess shsess;
 
 struct node {
     node_config cfg;
@@ -204,7 +210,9 @@ struct node {
     coord *co;           /* the coordinator's state, NULL elsewhere */
     /* fault tolerance: where each query first started reading its streams'
      * logs here, by its first id, so that a redeployment replays from there */
-    struct ftorigin { uint32_t origin; int nsrc; uint64_t off[2]; struct ftorigin *next; } *origins;
+    struct ftorigin { uint32_t origin; int nsrc, have; uint64_t off[2]; struct ftorigin *next; } *origins;
+    lship *lships;       /* streams homed here whose log is copied (shadow.c) */
+    shsess *shsess;      /* ingest sessions of streams copied here */
     int stopping;
 };
 
@@ -235,6 +243,32 @@ int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err);
  * until its home is lost; node_ingest_loud then makes it answer). */
 void node_ingest(node *n, cs *from, const wire_msg *m, int quiet);
 int node_ingest_loud(node *n, cs *from, uint64_t req);
+/* Ingest answers: the end of an ingest (RES_DONE), and the chunks of every
+ * session of stream that are safe (RES_ACKED). */
+void node_send_done(cs *to, uint64_t req, int64_t lines, int64_t rows, int64_t rejected);
+void node_ingest_acks(node *n, const char *stream);
+/* The chunks of the client's ingest session (s, req) that can be
+ * acknowledged: all fed ones, or those the stream's log copy holds. */
+uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed);
+
+/* ---------------------------------------------------------------- shadow.c */
+
+/* The coordinator made this node the home of stream: copy its log to
+ * shadow ("" = none) and, with source, start reading the stream's socket. */
+void node_logshadow(node *n, const char *stream, const char *shadow, const char *source);
+void shadow_frame(node *n, cs *s, const wire_msg *m); /* LOGSHIP, LOGACK */
+void shadow_tick(node *n);
+void shadow_ship_soon(node *n, const char *stream);   /* input went into the stream */
+int shadow_guarded(node *n, const char *stream);      /* its log has a copy to wait for */
+/* An ingest's end, answered once the copy holds it. */
+void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, int64_t lines, int64_t rows,
+                       int64_t rejected);
+/* A client's ingest session the home had: load its decoder into in; 1 and
+ * *seq (its chunks fed) when the copy had it, 0 when not. */
+int shadow_session(node *n, const char *stream, uint64_t session, exec_ingest *in, uint64_t *seq, xerr *err);
+void shadow_conn_closed(node *n, cs *s);
+void shadow_free(node *n);
+
 /* A TICK: end the stream's partial slice, in order with its input. */
 void node_tick(node *n, const char *stream, size_t len);
 /* Run the statements of a QUERY frame from the coordinator and answer it. */
@@ -254,6 +288,9 @@ void coord_deposed(node *n, uint64_t term);
 /* A node dropped BATCHES batches of query QID (0: unknown) for PEER, which
  * it could not reach (LOSS). */
 void coord_loss(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to);
+/* This node is the home of the client's ingest (s, req): its chunks up to
+ * safe are in (and in the stream's log copy). */
+void coord_ingest_safe(node *n, cs *s, uint64_t req, uint64_t safe);
 /* The standby's address the coordinator knows ("" if none). */
 const char *coord_standby_addr(node *n);
 void coord_stop(node *n);

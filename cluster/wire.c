@@ -46,6 +46,9 @@ static const char *const type_names[] = {
     [WIRE_TERM] = "TERM",
     [WIRE_ATTACH] = "ATTACH",
     [WIRE_LOSS] = "LOSS",
+    [WIRE_LOGSHADOW] = "LOGSHADOW",
+    [WIRE_LOGSHIP] = "LOGSHIP",
+    [WIRE_LOGACK] = "LOGACK",
 };
 
 const char *wire_type_name(int type)
@@ -635,6 +638,23 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u64(w, m->u.loss.batches);
         PUT_S(w, m->u.loss.peer);
         break;
+    case WIRE_LOGSHADOW:
+        PUT_S(w, m->u.logshadow.stream);
+        PUT_S(w, m->u.logshadow.shadow);
+        PUT_S(w, m->u.logshadow.source);
+        break;
+    case WIRE_LOGSHIP:
+        PUT_S(w, m->u.logship.stream);
+        wire_put_u64(w, m->u.logship.ship);
+        wire_put_blob(w, m->u.logship.log.p, m->u.logship.log.n);
+        wire_put_blob(w, m->u.logship.origins.p, m->u.logship.origins.n);
+        wire_put_blob(w, m->u.logship.sessions.p, m->u.logship.sessions.n);
+        break;
+    case WIRE_LOGACK:
+        PUT_S(w, m->u.logack.stream);
+        wire_put_u64(w, m->u.logack.ship);
+        wire_put_u64(w, m->u.logack.end);
+        break;
     case WIRE_ATTACH:
         wire_put_u64(w, m->u.attach.req_id);
         PUT_S(w, m->u.attach.query);
@@ -795,6 +815,23 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_u64(&r, &m->u.loss.query);
         wire_get_u64(&r, &m->u.loss.batches);
         wire_get_str(&r, &m->u.loss.peer);
+        break;
+    case WIRE_LOGSHADOW:
+        wire_get_str(&r, &m->u.logshadow.stream);
+        wire_get_str(&r, &m->u.logshadow.shadow);
+        wire_get_str(&r, &m->u.logshadow.source);
+        break;
+    case WIRE_LOGSHIP:
+        wire_get_str(&r, &m->u.logship.stream);
+        wire_get_u64(&r, &m->u.logship.ship);
+        wire_get_blob(&r, &m->u.logship.log);
+        wire_get_blob(&r, &m->u.logship.origins);
+        wire_get_blob(&r, &m->u.logship.sessions);
+        break;
+    case WIRE_LOGACK:
+        wire_get_str(&r, &m->u.logack.stream);
+        wire_get_u64(&r, &m->u.logack.ship);
+        wire_get_u64(&r, &m->u.logack.end);
         break;
     case WIRE_ATTACH:
         wire_get_u64(&r, &m->u.attach.req_id);

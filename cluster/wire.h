@@ -95,7 +95,10 @@ enum wire_type {
     WIRE_TERM = 25,          /* coordinator terms: announce, ask for a takeover, grant or refuse it */
     WIRE_ATTACH = 26,        /* client -> coordinator: subscribe again after a failover, with what it has */
     WIRE_LOSS = 27,          /* node -> coordinator: rows of a query were dropped on their way to a live peer */
-    WIRE_TYPE_MAX = WIRE_LOSS
+    WIRE_LOGSHADOW = 28,     /* coordinator -> a stream's home: copy its log to this shadow home */
+    WIRE_LOGSHIP = 29,       /* home -> shadow: records of a stream's log, its counters, its ingest sessions */
+    WIRE_LOGACK = 30,        /* shadow -> home: the copy holds the log up to this offset */
+    WIRE_TYPE_MAX = WIRE_LOGACK
 };
 
 /* Roles announced in HELLO. */
@@ -322,6 +325,16 @@ typedef struct wire_msg {
         /* query: its id (0: some query with tasks on peer); batches: how many
          * were dropped since the last report */
         struct { uint64_t query; uint64_t batches; wire_str peer; } loss;
+        /* stream: the receiver is its home (from now on); shadow: the node
+         * to copy its log to ("" = none); source: the stream's socket
+         * source when the receiver must start reading it ("" = none) */
+        struct { wire_str stream, shadow, source; } logshadow;
+        /* ship: the home's number for this shipment; log: engine_log_export's
+         * bytes; origins: n x (u32 query, u8 source, u64 offset) where the
+         * home's queries started reading the stream; sessions: n x (u64
+         * session, u64 seq, blob exec_ingest_save) of its ingests */
+        struct { wire_str stream; uint64_t ship; wire_str log, origins, sessions; } logship;
+        struct { wire_str stream; uint64_t ship, end; } logack;
     } u;
 } wire_msg;
 

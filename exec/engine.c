@@ -35,8 +35,6 @@
 /* Log record prefix: be64 the stream's largest event time so far, be64
  * flags (LOG_WM_STEP: the watermark advanced after this record, so that a
  * replay moves it at the same points). */
-#define LOG_HDR 16
-#define LOG_WM_STEP 1u
 #define DEFAULT_RETAIN_BYTES (256ull << 20) /* per stream */
 
 static void notice(const exec_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -83,6 +81,7 @@ const char *engine_dir(const engine *e) { return e->dir; }
 static int64_t stream_wm(const stream_rt *s)
 {
     if (s->ended) return WM_END;
+    if (s->guard) return s->rel_wm; /* what the queries were given */
     if (s->max_ts == WM_MIN || s->ps->ts_col < 0) return WM_MIN;
     return s->max_ts - s->ps->watermark_ms;
 }
@@ -299,6 +298,7 @@ static int process_rows(engine *e, int si, const batch *b, xerr *err)
     uint64_t off;
     if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
     s->log_bytes += e->tmp.len;
+    if (s->guard) return 0; /* the queries read it once its copy has it (engine_log_release) */
     for (int i = 0; i < e->nqueries; i++) {
         query *q = e->queries[i];
         for (int k = 0; k < q->nsrc; k++)
@@ -338,7 +338,7 @@ static int stream_rows(engine *e, int si, const batch *b, xerr *err)
         if ((rc = process_rows(e, si, &view, err))) return rc;
         s->rows_total += (uint64_t)n;
         off += n;
-        if (s->rows_total % EXEC_SLICE_ROWS == 0 && (rc = advance_wm(e, si, err))) return rc;
+        if (s->rows_total % EXEC_SLICE_ROWS == 0 && !s->guard && (rc = advance_wm(e, si, err))) return rc;
     }
     return 0;
 }
@@ -363,11 +363,11 @@ static int end_partial_slice(engine *e, int si, xerr *err)
         if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
         s->log_bytes += e->tmp.len;
         s->open_slice = 0;
-        for (int i = 0; i < e->nqueries; i++)
+        for (int i = 0; i < e->nqueries && !s->guard; i++)
             for (int k = 0; k < e->queries[i]->nsrc; k++)
                 if (e->queries[i]->src_stream[k] == si && !e->queries[i]->hold) e->queries[i]->offset[k] = off + 1;
     }
-    return advance_wm(e, si, err);
+    return s->guard ? 0 : advance_wm(e, si, err);
 }
 
 int io_stream_rows(engine *e, int si, const batch *b, xerr *err)
@@ -422,6 +422,10 @@ static int end_stream(engine *e, int si, xerr *err)
 {
     int rc;
     if ((rc = eng_txn(e, err))) return rc;
+    if (e->streams[si]->guard) {
+        e->streams[si]->end_pending = 1; /* the queries see the end with the last record */
+        return 0;
+    }
     e->streams[si]->ended = 1;
     if ((rc = advance_wm(e, si, err))) return rc;
     finish_ended_push(e);
@@ -525,6 +529,16 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
     batch_fini(&in->b);
     free(in);
     return rc;
+}
+
+int exec_ingest_save(const exec_ingest *in, sbuf *out)
+{
+    return fmt_decoder_save(in->dec, out);
+}
+
+int exec_ingest_load(exec_ingest *in, const void *p, size_t n, xerr *err)
+{
+    return fmt_decoder_load(in->dec, p, n, err);
 }
 
 int engine_push_rows(engine *e, const char *stream, const batch *b, xerr *err)
@@ -1748,13 +1762,45 @@ int eng_catch_up(engine *e, query *q, xerr *err)
         stream_rt *s = e->streams[q->src_stream[k]];
         replay_ctx c = {e, q, k, {0}, err, 0};
         if (batch_init(&c.b, s->ps->schema.ncols, 1024)) return xerr_set(err, XE_NOMEM, "out of memory");
-        int rc = store_log_read(e->txn, s->ps->name, q->offset[k], 0, replay_one, &c, err);
+        size_t max = 0;
+        if (s->guard) max = s->hw > q->offset[k] ? (size_t)(s->hw - q->offset[k]) : 0;
+        int rc = s->guard && !max ? 0 : store_log_read(e->txn, s->ps->name, q->offset[k], max, replay_one, &c, err);
         batch_fini(&c.b);
         if (c.rc) return c.rc;
         if (rc) return rc;
         if ((rc = query_watermark(q, k, stream_wm(s), err))) return rc;
     }
     return 0;
+}
+
+/* A guarded stream's records up to `upto` reach its queries (logship.c). */
+int eng_release(engine *e, int si, uint64_t upto, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        for (int k = 0; k < q->nsrc; k++) {
+            if (q->src_stream[k] != si || q->hold || q->offset[k] >= upto) continue;
+            replay_ctx c = {e, q, k, {0}, err, 0};
+            if (batch_init(&c.b, s->ps->schema.ncols, 1024)) return xerr_set(err, XE_NOMEM, "out of memory");
+            int rc = store_log_read(e->txn, s->ps->name, q->offset[k], (size_t)(upto - q->offset[k]), replay_one, &c,
+                                    err);
+            batch_fini(&c.b);
+            if (c.rc) return c.rc;
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+/* A guarded stream whose end was held back: its queries see it now. */
+int eng_end_released(engine *e, int si, xerr *err)
+{
+    e->streams[si]->end_pending = 0;
+    e->streams[si]->ended = 1;
+    int rc = advance_wm(e, si, err);
+    finish_ended_push(e);
+    return rc;
 }
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)

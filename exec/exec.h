@@ -123,6 +123,34 @@ int engine_end_stream(engine *e, const char *stream, xerr *err);
  * the idle timer.  The first call switches the stream to that mode. */
 int engine_stream_tick(engine *e, const char *stream, xerr *err);
 
+/* Save an ingest's decoder state between two feeds (a line it has only the
+ * start of, line numbers, the CSV header's column order) and load it into a
+ * fresh ingest of the same stream and format, which goes on as this one
+ * would: the shadow home of a stream takes over a client's ingest. */
+int exec_ingest_save(const exec_ingest *in, sbuf *out);
+int exec_ingest_load(exec_ingest *in, const void *p, size_t n, xerr *err);
+
+/* Copies of a stream's log in another failure domain (exec/logship.c).  The
+ * home exports its records (at most about max bytes from offset `from`, at
+ * least one; *next: the offset after the last exported) with the stream's
+ * counters, and the copy imports them at the same offsets (*end: its log's
+ * end after that), so that it can go on as the log.  While the guard is on,
+ * the stream's queries read its records only below the end the copy has
+ * acknowledged (engine_log_release): whatever a query saw, the copy holds.
+ * Turning the guard off releases everything.  engine_log_needed: the oldest
+ * record a query or a recovery may still read (where a new copy starts).
+ * engine_stream_source: start the stream's socket source here (a copy that
+ * became the home of a stream read from a socket). */
+int engine_log_guard(engine *e, const char *stream, int on, xerr *err);
+int engine_log_release(engine *e, const char *stream, uint64_t upto, xerr *err);
+int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, sbuf *out, uint64_t *next,
+                      xerr *err);
+int engine_log_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err);
+int engine_log_needed(engine *e, const char *stream, uint64_t *from, xerr *err);
+int engine_stream_source(engine *e, const char *stream, const char *uri, xerr *err);
+/* The streams a deployed query reads, per source (plan order). */
+int engine_source_streams(engine *e, uint32_t qid, const char *names[2], int *nsrc, xerr *err);
+
 /* Run file sources (WITH (source = 'file:///...')) until each has reached
  * its end; returns the number of rows read.  Idempotent after the end. */
 int engine_run_file_sources(engine *e, int64_t *rows, xerr *err);

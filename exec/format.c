@@ -628,6 +628,54 @@ inval:
     return XE_INVAL;
 }
 
+/* The state between two calls of fmt_decode, for fmt_decoder_load: where
+ * the input is (lines, the start of an unfinished line) and what its header
+ * said.  u32 version, then be64 fields, then the map, then the carry. */
+#define DEC_SAVE_VERSION 1
+int fmt_decoder_save(const fmt_decoder *d, sbuf *out)
+{
+    unsigned char h[4 + 8 * 8];
+    be32_put(h, DEC_SAVE_VERSION);
+    uint64_t v[8] = {(uint64_t)d->kind, (uint64_t)d->line, (uint64_t)d->st.lines, (uint64_t)d->st.rows,
+                     (uint64_t)d->st.rejected, (uint64_t)d->header_done | (uint64_t)d->discarding << 1,
+                     (uint64_t)d->nmap, d->carry.len};
+    for (int i = 0; i < 8; i++) be64_put(h + 4 + 8 * i, v[i]);
+    if (sbuf_add(out, h, sizeof h)) return XE_NOMEM;
+    for (int i = 0; i < d->nmap; i++) {
+        unsigned char m[4];
+        be32_put(m, (uint32_t)(d->map[i] + 1)); /* -1: a field no column takes */
+        if (sbuf_add(out, m, 4)) return XE_NOMEM;
+    }
+    return sbuf_add(out, d->carry.p, d->carry.len) ? XE_NOMEM : 0;
+}
+
+int fmt_decoder_load(fmt_decoder *d, const void *p, size_t n, xerr *err)
+{
+    const unsigned char *b = p;
+    if (n < 4 + 8 * 8 || be32_get(b) != DEC_SAVE_VERSION)
+        return xerr_set(err, XE_CORRUPT, "a saved input decoder is truncated or of another version");
+    uint64_t v[8];
+    for (int i = 0; i < 8; i++) v[i] = be64_get(b + 4 + 8 * i);
+    size_t at = 4 + 8 * 8;
+    if (v[0] != (uint64_t)d->kind || v[6] > (uint64_t)d->ncols + 1 || n - at < 4 * v[6] ||
+        n - at - 4 * v[6] != v[7])
+        return xerr_set(err, XE_CORRUPT, "a saved input decoder does not fit this stream");
+    d->line = (int64_t)v[1];
+    d->st.lines = (int64_t)v[2];
+    d->st.rows = (int64_t)v[3];
+    d->st.rejected = (int64_t)v[4];
+    d->header_done = (int)(v[5] & 1);
+    d->discarding = (int)(v[5] >> 1 & 1);
+    d->nmap = (int)v[6];
+    for (int i = 0; i < d->nmap; i++, at += 4) {
+        int64_t c = (int64_t)be32_get(b + at) - 1;
+        if (c > d->ncols) return xerr_set(err, XE_CORRUPT, "a saved input decoder names column %lld", (long long)c);
+        d->map[i] = (int)c;
+    }
+    sbuf_reset(&d->carry);
+    return sbuf_add(&d->carry, b + at, n - at) ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
+}
+
 void fmt_decoder_free(fmt_decoder *d)
 {
     if (!d) return;

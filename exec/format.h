@@ -149,6 +149,13 @@ int fmt_decode(fmt_decoder *d, const void *p, size_t n, batch *out, xerr *err);
  * rejections and counts are kept). */
 int fmt_decode_finish(fmt_decoder *d, batch *out, xerr *err);
 
+/* Save the decoder's state between two fmt_decode calls (its line count, an
+ * unfinished line, the header's column order) and load it into a new
+ * decoder of the same kind and schema, which then goes on exactly as this
+ * one would: a stream's shadow home takes over an ingest in the middle. */
+int fmt_decoder_save(const fmt_decoder *d, sbuf *out);
+int fmt_decoder_load(fmt_decoder *d, const void *p, size_t n, xerr *err);
+
 typedef struct fmt_dec_stats {
     int64_t lines;    /* lines seen, including header, blank and rejected lines */
     int64_t rows;     /* rows produced */

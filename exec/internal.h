@@ -146,6 +146,11 @@ typedef struct stream_rt {
     uint64_t log_bytes;     /* bytes held in the stream log */
     int open_slice;         /* rows logged since the last watermark step (a marker record ends it) */
     int ext_ticks;          /* partial slices end on engine_stream_tick only (a shadowed stream) */
+    /* a log copied to a shadow home (logship.c): queries read records below hw only */
+    int guard;
+    uint64_t hw;
+    int64_t rel_wm;         /* the watermark the queries were given */
+    int end_pending;        /* the stream ended past hw */
     uint64_t retain_bytes;  /* retention: keep at most this many log bytes */
     int64_t retain_ms;      /* retention: drop records older than this behind the watermark (0 = no limit) */
     const char **names;
@@ -204,6 +209,11 @@ int io_sink_open(engine *e, query *q, const char *uri, const char *format, xerr 
 int io_outlet_rows(io_outlet *o, const batch *b);
 void io_outlet_close(engine *e, io_outlet *o);
 int eng_stream_index(const engine *e, const char *name);
+/* Stream log records: the largest event time so far, then flags, then a batch. */
+#define LOG_HDR 16
+#define LOG_WM_STEP 1u
+int eng_release(engine *e, int si, uint64_t upto, xerr *err); /* logship.c */
+int eng_end_released(engine *e, int si, xerr *err);
 
 /* ops.c */
 int query_start(engine *e, query *q, xerr *err);     /* build operator instances */

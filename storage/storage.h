@@ -139,6 +139,11 @@ int store_log_drop(store_txn *t, const char *stream, xerr *err);
  * trimming) goes to *offset. */
 int store_log_append(store_txn *t, const char *stream, const void *rec, size_t n, uint64_t *offset, xerr *err);
 
+/* Put a record at a given offset (a copy of another log, in order): 1 when
+ * the log holds that offset already (nothing written), 0 when appended.  An
+ * empty log may start at any offset; otherwise offset must be the end. */
+int store_log_put(store_txn *t, const char *stream, uint64_t offset, const void *rec, size_t n, xerr *err);
+
 /* The next offset to be assigned (= number of records ever appended). */
 int store_log_end(store_txn *t, const char *stream, uint64_t *end, xerr *err);
 /* The oldest offset still kept (after trims); == end when empty. */

@@ -63,11 +63,7 @@ for v in $VN; do eval "kill -KILL \$PID_$v"; done
 KILL_NS=$(date +%s%N)
 wait $ING || { cat ingest.err; fail "ingest failed"; }
 want=$(wc -l <ref.csv)
-i=0
-while [ "$(wc -l <sub.csv)" -lt "$want" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 0.3
-kill "$SUB" 2>/dev/null
-wait "$SUB" 2>/dev/null
+sub_finish "$want"
 grep -q "recovered as query" c0.log || fail "the coordinator did not recover q"
 if [ "$KILL" = home ]; then
     grep -q "its shadow $shadow is the home now" c0.log || fail "the shadow $shadow did not take over"

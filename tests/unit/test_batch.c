@@ -761,6 +761,70 @@ static void test_csv_splits(void **state)
     check_every_split(FMT_CSV, &schema3, "1,a,1\n\n2,b,2\r\n3,\"c\r\nd\",3\n");
 }
 
+/* A decoder saved between two chunks and loaded into a new one goes on
+ * exactly as the first would: the header's column order, the unfinished
+ * line, the line numbers of rejections (a shadow home taking over an
+ * ingest).  Every split point of the input is tried. */
+static void test_decoder_save_load(void **state)
+{
+    (void)state;
+    static const char *in[] = {"price,ID\n2.5,1\n,2\nbad,3\n4.5,4\n7,7", "{\"id\":1,\"price\":2}\n{\"id\":\"x\"}\n{\"id\":3}\n"};
+    static const fmt_kind kinds[] = {FMT_CSV, FMT_JSON};
+    for (int k = 0; k < 2; k++) {
+        batch whole, parts;
+        assert_int_equal(batch_init(&whole, 3, 4), 0);
+        assert_int_equal(batch_init(&parts, 3, 4), 0);
+        fmt_decoder *d = decode_str(kinds[k], &schema3, NULL, in[k], &whole);
+        xerr e;
+        assert_int_equal(fmt_decode_finish(d, &whole, &e), 0);
+        char *want = as_csv(&schema3, &whole);
+        sbuf rej;
+        sbuf_init(&rej);
+        fmt_rejects_print(fmt_decoder_rejects(d), &rej);
+        fmt_dec_stats ws = fmt_decoder_stats(d);
+        fmt_decoder_free(d);
+        for (size_t cut = 0; cut <= strlen(in[k]); cut++) {
+            batch_reset(&parts);
+            fmt_decoder *a, *b;
+            assert_int_equal(fmt_decoder_new(kinds[k], &schema3, NULL, &a), 0);
+            assert_int_equal(fmt_decode(a, in[k], cut, &parts, &e), 0);
+            sbuf saved;
+            sbuf_init(&saved);
+            assert_int_equal(fmt_decoder_save(a, &saved), 0);
+            fmt_decoder_free(a);
+            assert_int_equal(fmt_decoder_new(kinds[k], &schema3, NULL, &b), 0);
+            assert_int_equal(fmt_decoder_load(b, saved.p, saved.len, &e), 0);
+            assert_int_equal(fmt_decode(b, in[k] + cut, strlen(in[k]) - cut, &parts, &e), 0);
+            assert_int_equal(fmt_decode_finish(b, &parts, &e), 0);
+            char *got = as_csv(&schema3, &parts);
+            assert_string_equal(got, want);
+            free(got);
+            fmt_dec_stats gs = fmt_decoder_stats(b);
+            assert_int_equal(gs.lines, ws.lines);
+            assert_int_equal(gs.rows, ws.rows);
+            assert_int_equal(gs.rejected, ws.rejected);
+            /* the rejections after the cut carry the same line numbers */
+            sbuf r2;
+            sbuf_init(&r2);
+            fmt_rejects_print(fmt_decoder_rejects(b), &r2);
+            if (r2.len) assert_non_null(strstr(rej.p, r2.p));
+            sbuf_fini(&r2);
+            /* a state of another kind, or cut short, is refused */
+            fmt_decoder *c;
+            assert_int_equal(fmt_decoder_new(kinds[1 - k], &schema3, NULL, &c), 0);
+            assert_int_equal(fmt_decoder_load(c, saved.p, saved.len, &e), XE_CORRUPT);
+            assert_int_equal(fmt_decoder_load(c, saved.p, 10, &e), XE_CORRUPT);
+            fmt_decoder_free(c);
+            sbuf_fini(&saved);
+            fmt_decoder_free(b);
+        }
+        free(want);
+        sbuf_fini(&rej);
+        batch_fini(&whole);
+        batch_fini(&parts);
+    }
+}
+
 static void test_csv_header(void **state)
 {
     (void)state;
@@ -1136,6 +1200,7 @@ int main(void)
         cmocka_unit_test(test_csv_basic),
         cmocka_unit_test(test_csv_splits),
         cmocka_unit_test(test_csv_header),
+        cmocka_unit_test(test_decoder_save_load),
         cmocka_unit_test(test_csv_rejects),
         cmocka_unit_test(test_line_cap),
         cmocka_unit_test(test_json_lines),

@@ -118,6 +118,81 @@ static void ingest(engine *e, const char *stream, const char *data, int end)
 
 /* ------------------------------------------------------------------ tests */
 
+/* A stream's log copied to another engine (a cluster's shadow home): the
+ * home's queries see nothing until the copy has it (the guard); the copy
+ * goes on with a client's ingest from the home's saved decoder, and its
+ * log ends up equal, byte for byte and counters included, to that of an
+ * engine that got the whole input. */
+static void test_log_copy(void **state)
+{
+    (void)state;
+    const char *ddl = "CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp='ts');";
+    const char *q = "SELECT k, COUNT(*) AS n, SUM(v) AS s FROM ev WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k EMIT FINAL;";
+    const char *part1 = "ts,k,v\n1000,1,2.5\n12000,2,1\n15", *part2 = "000,2,4\n25000,3,1\n";
+    engine *h = open_mem(), *c = open_mem(), *r = open_mem();
+    cap ch;
+    exec_out oh = cap_out(&ch);
+    run(h, &oh, ddl);
+    run(h, &oh, q);
+    run(c, NULL, ddl);
+    run(r, NULL, ddl);
+    xerr err;
+    assert_int_equal(engine_log_guard(h, "ev", 1, &err), 0);
+    exec_ingest *in, *ic, *ir;
+    exec_ingest_opts o = {0};
+    assert_int_equal(exec_ingest_open(h, "ev", &o, &in, &err), 0);
+    assert_int_equal(exec_ingest_feed(in, part1, strlen(part1), &err), 0);
+    assert_int_equal(ch.text.len, 0); /* 12000 closed [0, 10 s), but the copy has nothing yet */
+    sbuf ship, st;
+    sbuf_init(&ship);
+    sbuf_init(&st);
+    uint64_t next, end, hend;
+    assert_int_equal(engine_log_export(h, "ev", 0, 1 << 20, &ship, &next, &err), 0);
+    assert_int_equal(exec_ingest_save(in, &st), 0);
+    assert_int_equal(engine_log_import(c, "ev", ship.p, ship.len, &end, &err), 0);
+    assert_int_equal(end, next);
+    /* the same shipment again (a resend) changes nothing */
+    assert_int_equal(engine_log_import(c, "ev", ship.p, ship.len, &hend, &err), 0);
+    assert_int_equal(hend, end);
+    assert_int_equal(engine_log_release(h, "ev", end, &err), 0);
+    assert_int_equal(ch.text.len, 0); /* the slice is not over: the watermark has not moved */
+    /* the home is lost: the copy goes on with the client's next chunk */
+    assert_int_equal(exec_ingest_open(c, "ev", &o, &ic, &err), 0);
+    assert_int_equal(exec_ingest_load(ic, st.p, st.len, &err), 0);
+    assert_int_equal(exec_ingest_feed(ic, part2, strlen(part2), &err), 0);
+    assert_int_equal(exec_ingest_close(ic, 1, NULL, &err), 0);
+    assert_int_equal(exec_ingest_open(r, "ev", &o, &ir, &err), 0);
+    assert_int_equal(exec_ingest_feed(ir, part1, strlen(part1), &err), 0);
+    assert_int_equal(exec_ingest_feed(ir, part2, strlen(part2), &err), 0);
+    assert_int_equal(exec_ingest_close(ir, 1, NULL, &err), 0);
+    sbuf lc, lr;
+    sbuf_init(&lc);
+    sbuf_init(&lr);
+    assert_int_equal(engine_log_export(c, "ev", 0, 1 << 20, &lc, &next, &err), 0);
+    assert_int_equal(engine_log_export(r, "ev", 0, 1 << 20, &lr, &next, &err), 0);
+    assert_int_equal(lc.len, lr.len);
+    assert_memory_equal(lc.p, lr.p, lr.len);
+    /* the home's end waits for the copy too */
+    assert_int_equal(exec_ingest_close(in, 1, NULL, &err), 0);
+    assert_int_equal(ch.ends, 0);
+    assert_int_equal(engine_log_guard(h, "ev", 0, &err), 0);
+    assert_string_equal(sorted(ch.text.p), "1,1,2.5\n2,1,1\n");
+    assert_int_equal(ch.ends, 1);
+    /* a shipment that is not one */
+    assert_int_equal(engine_log_import(c, "ev", "junk", 4, &end, &err), XE_CORRUPT);
+    assert_int_equal(engine_log_import(c, "nosuch", ship.p, ship.len, &end, &err), XE_NAME);
+    sbuf_fini(&ship);
+    sbuf_fini(&st);
+    sbuf_fini(&lc);
+    sbuf_fini(&lr);
+    engine_close(h);
+    engine_close(c);
+    engine_close(r);
+    cap_fini(&ch);
+}
+
+
+
 static void test_issue_example(void **state)
 {
     (void)state;
@@ -799,6 +874,7 @@ int main(void)
         cmocka_unit_test(test_subquery_highest_bid),
         cmocka_unit_test(test_log_retention),
         cmocka_unit_test(test_replica_promotion),
+        cmocka_unit_test(test_log_copy),
         cmocka_unit_test(test_window_start_time_join),
     };
     return cmocka_run_group_tests_name("exec", tests, NULL, NULL);

@@ -392,6 +392,49 @@ static void test_log(void **state)
     check_bounds(f->s, "other", 0, 3);
 }
 
+/* store_log_put: a copy of another log, record by record at the same
+ * offsets: held offsets are skipped, an empty log starts anywhere, a gap in
+ * a log that holds records is refused. */
+static int put_rec(store_txn *t, uint64_t off, const char *text)
+{
+    xerr e = {0};
+    char rec[32];
+    int len = snprintf(rec, sizeof rec, "%s-%llu", text, (unsigned long long)off);
+    return store_log_put(t, "ev", off, rec, (size_t)len, &e);
+}
+
+static void test_log_put(void **state)
+{
+    fixture *f = *state;
+    open_with_log(f, NULL, "ev");
+    xerr e = {0};
+    store_txn *t = begin(f->s, 1);
+    /* an empty log may start at 40 (the home had trimmed 0..39) */
+    assert_int_equal(put_rec(t, 40, "rec"), 0);
+    assert_int_equal(put_rec(t, 41, "rec"), 0);
+    assert_int_equal(put_rec(t, 41, "other"), 1); /* held: a shipment sent again */
+    assert_int_equal(put_rec(t, 40, "other"), 1);
+    assert_int_equal(store_log_put(t, "ev", 44, "x", 1, &e), XE_INVAL); /* 42, 43 missing */
+    assert_non_null(strstr(e.msg, "gap"));
+    assert_int_equal(put_rec(t, 42, "rec"), 0);
+    append_n(t, "ev", 43, 1);
+    assert_int_equal(store_log_put(t, "nosuch", 0, "x", 1, &e), XE_NOTFOUND);
+    commit(t);
+    check_bounds(f->s, "ev", 40, 44);
+    /* the records are the first ones put, after a reopen too */
+    reopen(f, NULL);
+    t = begin(f->s, 0);
+    logread r = {.stop_at = -1};
+    assert_int_equal(store_log_read(t, "ev", 0, 0, read_rec, &r, &e), 0);
+    assert_int_equal(r.n, 4);
+    assert_int_equal(r.first, 40);
+    store_abort(t);
+    t = begin(f->s, 1);
+    assert_int_equal(put_rec(t, 44, "rec"), 0);
+    commit(t);
+    check_bounds(f->s, "ev", 40, 45);
+}
+
 static void test_many_logs(void **state)
 {
     fixture *f = *state;
@@ -1054,6 +1097,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_discards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_put, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_logs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_bulk, setup, teardown),

@@ -1,0 +1,258 @@
+/*
+ * logship.c: copies of a stream's log in another failure domain.
+ *
+ * A cluster keeps a copy of every stream's log on a shadow home, so that
+ * the stream survives the loss of its home's domain.  The home exports its
+ * records as they are written (engine_log_export) and the shadow puts them
+ * at the same offsets (engine_log_import), with the stream's counters, so
+ * that the copy can go on as the log once the shadow is the home.
+ *
+ * The guard.  While a copy is kept, rows reach the home's log at once but
+ * the stream's queries only up to hw, the end the shadow has acknowledged
+ * (engine_log_release), as Kafka's consumers read only below the high
+ * watermark.  A record a query has seen is then always in the copy: when
+ * the home is lost, every result, state and replica position derived from
+ * the stream refers to records the new home holds, and the input past its
+ * end (an ingest's chunks that were not acknowledged, resent by the
+ * client) can be decoded again without contradicting anything.
+ *
+ * Runs on the engine's thread, inside its epochs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/internal.h"
+
+#define SHIP_VERSION 1
+#define SHIP_HDR (4 + 8 * 8 + 4)
+#define SHIP_ENDED 1u
+#define SHIP_OPEN_SLICE 2u
+
+static int stream_of(engine *e, const char *stream, stream_rt **out, xerr *err)
+{
+    int si = eng_stream_index(e, stream);
+    if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
+    *out = e->streams[si];
+    return si;
+}
+
+int engine_log_guard(engine *e, const char *stream, int on, xerr *err)
+{
+    stream_rt *s = NULL;
+    int si = stream_of(e, stream, &s, err), rc;
+    if (si < 0) return si;
+    if (on && !s->guard) {
+        if ((rc = eng_txn(e, err)) || (rc = store_log_end(e->txn, s->ps->name, &s->hw, err))) return rc;
+        /* the queries have had everything so far */
+        s->rel_wm = WM_MIN;
+        if (s->max_ts != WM_MIN && s->ps->ts_col >= 0) s->rel_wm = s->max_ts - s->ps->watermark_ms;
+        s->ext_ticks = 0; /* record boundaries need not match anyone's any more */
+        s->guard = 1;
+        return 0;
+    }
+    if (!on) s->ext_ticks = 0; /* the home, with no copy */
+    if (!on && s->guard) {
+        uint64_t end;
+        if ((rc = eng_txn(e, err)) || (rc = store_log_end(e->txn, s->ps->name, &end, err)) ||
+            (rc = engine_log_release(e, stream, end, err)))
+            return rc;
+        s->guard = 0;
+        if (s->end_pending && (rc = eng_end_released(e, si, err))) return rc;
+    }
+    return 0;
+}
+
+typedef struct wm_scan {
+    const stream_rt *s;
+    int64_t wm;
+} wm_scan;
+
+static int wm_one(void *ctx, uint64_t off, const void *rec, size_t n)
+{
+    (void)off;
+    wm_scan *w = ctx;
+    if (n < LOG_HDR || !(be64_get((const unsigned char *)rec + 8) & LOG_WM_STEP)) return 0;
+    int64_t maxts = (int64_t)be64_get(rec);
+    if (maxts != WM_MIN && w->s->ps->ts_col >= 0) w->wm = maxts - w->s->ps->watermark_ms;
+    return 0;
+}
+
+int engine_log_release(engine *e, const char *stream, uint64_t upto, xerr *err)
+{
+    stream_rt *s = NULL;
+    int si = stream_of(e, stream, &s, err), rc;
+    if (si < 0) return si;
+    if (!s->guard) return 0;
+    uint64_t end;
+    if ((rc = eng_txn(e, err)) || (rc = store_log_end(e->txn, s->ps->name, &end, err))) return rc;
+    if (upto > end) upto = end;
+    if (upto > s->hw) {
+        if ((rc = eng_release(e, si, upto, err))) return rc;
+        wm_scan w = {s, s->rel_wm};
+        if ((rc = store_log_read(e->txn, s->ps->name, s->hw, (size_t)(upto - s->hw), wm_one, &w, err))) return rc;
+        s->rel_wm = w.wm;
+        s->hw = upto;
+    }
+    if (s->end_pending && s->hw == end && (rc = eng_end_released(e, si, err))) return rc;
+    return eng_maybe_commit(e, err);
+}
+
+typedef struct export_ctx {
+    sbuf *out;
+    size_t max;
+    uint64_t next;
+    uint32_t n;
+} export_ctx;
+
+static int export_one(void *ctx, uint64_t off, const void *rec, size_t n)
+{
+    export_ctx *x = ctx;
+    if (x->n && x->out->len + n > x->max) return 1;
+    unsigned char l[4];
+    be32_put(l, (uint32_t)n);
+    if (sbuf_add(x->out, l, 4) || sbuf_add(x->out, rec, n)) return -1;
+    x->next = off + 1;
+    x->n++;
+    return 0;
+}
+
+int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, sbuf *out, uint64_t *next,
+                      xerr *err)
+{
+    stream_rt *s = NULL;
+    int si = stream_of(e, stream, &s, err), rc;
+    if (si < 0) return si;
+    uint64_t begin, end;
+    if ((rc = eng_txn(e, err)) || (rc = store_log_begin(e->txn, s->ps->name, &begin, err)) ||
+        (rc = store_log_end(e->txn, s->ps->name, &end, err)))
+        return rc;
+    if (from < begin) from = begin; /* trimmed: the copy starts later */
+    size_t at = out->len;
+    unsigned char h[SHIP_HDR];
+    if (sbuf_add(out, h, sizeof h)) return xerr_set(err, XE_NOMEM, "out of memory");
+    export_ctx x = {out, at + max, from, 0};
+    xerr_clear(err);
+    rc = from < end ? store_log_read(e->txn, s->ps->name, from, 0, export_one, &x, err) : 0;
+    if (rc < 0 && !err->code) rc = xerr_set(err, XE_NOMEM, "out of memory");
+    if (rc < 0) return rc;
+    xerr_clear(err);
+    unsigned char *p = (unsigned char *)out->p + at;
+    be32_put(p, SHIP_VERSION);
+    uint64_t v[8] = {from,
+                     end,
+                     (uint64_t)s->max_ts,
+                     s->rows_total,
+                     s->src_pos,
+                     (uint64_t)s->rejected,
+                     (s->ended || s->end_pending ? SHIP_ENDED : 0) | (s->open_slice ? SHIP_OPEN_SLICE : 0),
+                     0};
+    for (int i = 0; i < 8; i++) be64_put(p + 4 + 8 * i, v[i]);
+    be32_put(p + 4 + 64, x.n);
+    /* the counters describe the whole log: a partial export says so by next < end */
+    *next = x.next;
+    return 0;
+}
+
+int engine_log_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err)
+{
+    stream_rt *s = NULL;
+    int si = stream_of(e, stream, &s, err), rc;
+    if (si < 0) return si;
+    const unsigned char *b = p;
+    if (n < SHIP_HDR || be32_get(b) != SHIP_VERSION)
+        return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log is truncated or of another version", stream);
+    uint64_t v[8];
+    for (int i = 0; i < 8; i++) v[i] = be64_get(b + 4 + 8 * i);
+    uint32_t nrec = be32_get(b + 4 + 64);
+    if ((rc = eng_txn(e, err))) return rc;
+    /* a copy never cuts a slice of its own (the idle timer would put a
+     * record of ours at an offset the home fills with another) */
+    s->ext_ticks = 1;
+    size_t at = SHIP_HDR;
+    uint64_t off = v[0];
+    for (uint32_t i = 0; i < nrec; i++, off++) {
+        if (n - at < 4 || n - at - 4 < be32_get(b + at))
+            return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log is truncated", stream);
+        size_t len = be32_get(b + at);
+        at += 4;
+        rc = store_log_put(e->txn, s->ps->name, off, b + at, len, err);
+        if (rc == XE_INVAL) {
+            /* our copy ends before the home's log begins (it trimmed what we
+             * missed): start again from the home's */
+            uint64_t mine;
+            xerr_clear(err);
+            if ((rc = store_log_end(e->txn, s->ps->name, &mine, err)) ||
+                (rc = store_log_trim(e->txn, s->ps->name, mine, err)))
+                return rc;
+            s->log_bytes = 0;
+            rc = store_log_put(e->txn, s->ps->name, off, b + at, len, err);
+        }
+        if (rc < 0) return rc;
+        if (rc == 0) s->log_bytes += len;
+        at += len;
+    }
+    if (at != n) return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log has %zu stray bytes", stream, n - at);
+    if ((rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;
+    if (*end == v[1]) {
+        /* we hold the whole log: the counters are ours */
+        s->max_ts = (int64_t)v[2];
+        s->rows_total = v[3];
+        s->src_pos = v[4];
+        s->rejected = (int64_t)v[5];
+        s->open_slice = (v[6] & SHIP_OPEN_SLICE) != 0;
+        if (v[6] & SHIP_ENDED) s->ended = 1;
+    }
+    return eng_maybe_commit(e, err);
+}
+
+int engine_log_needed(engine *e, const char *stream, uint64_t *from, xerr *err)
+{
+    stream_rt *s = NULL;
+    int si = stream_of(e, stream, &s, err), rc;
+    if (si < 0) return si;
+    uint64_t begin;
+    if ((rc = eng_txn(e, err)) || (rc = store_log_begin(e->txn, s->ps->name, &begin, err)) ||
+        (rc = store_log_end(e->txn, s->ps->name, from, err)))
+        return rc;
+    for (int i = 0; i < e->nqueries; i++) {
+        const query *q = e->queries[i];
+        for (int k = 0; k < q->nsrc; k++) {
+            if (q->src_stream[k] != si || q->transient) continue;
+            uint64_t keep = q->offset[k];
+            if (q->deployed && ft_keep_from(q, k) < keep) keep = ft_keep_from(q, k);
+            if (keep < *from) *from = keep;
+        }
+    }
+    if (*from < begin) *from = begin;
+    return 0;
+}
+
+int engine_stream_source(engine *e, const char *stream, const char *uri, xerr *err)
+{
+    stream_rt *s = NULL;
+    int si = stream_of(e, stream, &s, err);
+    if (si < 0) return si;
+    if (s->source) return 0;
+    if (!(s->source = strdup(uri))) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (strncmp(uri, "file://", 7)) {
+        int rc = io_source_start(e, s->ps->name, uri, err);
+        if (rc) {
+            free(s->source);
+            s->source = NULL;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int engine_source_streams(engine *e, uint32_t qid, const char *names[2], int *nsrc, xerr *err)
+{
+    for (int i = 0; i < e->nqueries; i++) {
+        const query *q = e->queries[i];
+        if (!q->deployed || q->id != qid) continue;
+        *nsrc = q->nsrc;
+        for (int k = 0; k < q->nsrc && k < 2; k++) names[k] = e->streams[q->src_stream[k]]->ps->name;
+        return 0;
+    }
+    return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+}
