@@ -164,15 +164,25 @@ int engine_log_import(engine *e, const char *stream, const void *p, size_t n, ui
     uint64_t v[8];
     for (int i = 0; i < 8; i++) v[i] = be64_get(b + 4 + 8 * i);
     uint32_t nrec = be32_get(b + 4 + 64);
+    /* check it all before writing anything: a refused shipment leaves the
+     * epoch as it was */
+    if (v[0] > (1ull << 62) || v[1] < v[0] || v[1] - v[0] < nrec)
+        return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log names offsets %llu..%llu for %u records", stream,
+                        (unsigned long long)v[0], (unsigned long long)v[1], nrec);
+    size_t at = SHIP_HDR;
+    for (uint32_t i = 0; i < nrec; i++) {
+        if (n - at < 4 || n - at - 4 < be32_get(b + at) || be32_get(b + at) < LOG_HDR)
+            return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log is truncated", stream);
+        at += 4 + be32_get(b + at);
+    }
+    if (at != n) return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log has %zu stray bytes", stream, n - at);
     if ((rc = eng_txn(e, err))) return rc;
     /* a copy never cuts a slice of its own (the idle timer would put a
      * record of ours at an offset the home fills with another) */
     s->ext_ticks = 1;
-    size_t at = SHIP_HDR;
+    at = SHIP_HDR;
     uint64_t off = v[0];
     for (uint32_t i = 0; i < nrec; i++, off++) {
-        if (n - at < 4 || n - at - 4 < be32_get(b + at))
-            return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log is truncated", stream);
         size_t len = be32_get(b + at);
         at += 4;
         rc = store_log_put(e->txn, s->ps->name, off, b + at, len, err);
@@ -191,7 +201,6 @@ int engine_log_import(engine *e, const char *stream, const void *p, size_t n, ui
         if (rc == 0) s->log_bytes += len;
         at += len;
     }
-    if (at != n) return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log has %zu stray bytes", stream, n - at);
     if ((rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;
     if (*end == v[1]) {
         /* we hold the whole log: the counters are ours */

@@ -2,3 +2,4 @@
 exec_SRCS += exec/expr.c exec/ops.c exec/agg.c exec/join.c exec/engine.c exec/io.c exec/ft.c exec/logship.c
 exec_USES := storage planner placement parser base
 UNIT_TESTS += test_exec:exec,storage,planner,placement,parser,base
+FUZZ_TARGETS += fuzz_logship:exec,storage,planner,placement,parser,base
