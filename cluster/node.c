@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -235,11 +236,10 @@ static void ovf_drop(cs *d)
         d->src_paused = 0;
         engine_pause_sources(d->n->eng, 0);
     }
-    if (d->ovf_frames) {
-        node_log(d->n, NET_LOG_WARN, "%zu frames (%zu bytes) for %s are lost with its connection", d->ovf_frames,
-                 d->ovf_bytes, d->peer ? d->peer->name : net_peer_addr(d->c));
-        if (d->peer && !d->peer->is_coord) report_loss(d->n, d->peer, 0, d->ovf_frames);
-    }
+    /* data frames among them go again on the next connection (channel.c) */
+    if (d->ovf_frames)
+        node_log(d->n, NET_LOG_INFO, "%zu frames (%zu bytes) for %s were not sent before its connection closed",
+                 d->ovf_frames, d->ovf_bytes, d->peer ? d->peer->name : net_peer_addr(d->c));
     while (d->ovf) {
         qframe *q = d->ovf;
         d->ovf = q->next;
@@ -310,6 +310,17 @@ int cs_send_msg(cs *d, const wire_msg *m)
     return rc;
 }
 
+/* A data frame to a peer, numbered (channel.c). */
+static int chan_send_msg(node *n, peer *p, const wire_msg *m)
+{
+    sbuf b;
+    sbuf_init(&b);
+    int rc = wire_msg_payload(&b, m, NULL);
+    if (!rc) rc = chan_send(n, p, m->type, b.p, b.len);
+    sbuf_fini(&b);
+    return rc;
+}
+
 int cs_result(cs *d, uint64_t req, uint16_t flags, int part, uint32_t nrows, const void *p, size_t len)
 {
     sbuf b;
@@ -338,7 +349,9 @@ int cs_error(cs *d, uint64_t req, int code, const char *msg)
 cs *node_link(node *n, peer *p)
 {
     if (p->link) return p->link;
-    if (p->is_coord && n->coord_link) return n->coord_link;
+    /* the coordinator's link is the one we joined on: not an old
+     * coordinator's, whose frames would reach the new one */
+    if (p->is_coord && n->coord_link) return n->coord_link->peer == p ? n->coord_link : NULL;
     /* A peer the coordinator declared dead, or whose connection just failed,
      * is not dialled again for every frame: each attempt would wait out a
      * connect while the input that produced the frame (and the coordinator's
@@ -558,6 +571,7 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
     }
     if (n->cur_in == s) n->cur_in = NULL;
     shadow_conn_closed(n, s);
+    chan_closed(n, s);
     for (cs *o = n->conns; o; o = o->next)
         for (int i = 0; i < o->nwait; i++)
             if (o->waiters[i] == s) o->waiters[i--] = o->waiters[--o->nwait];
@@ -729,12 +743,6 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint6
     if (op < 0 || op >= d->nops || task < 0 || task >= d->par[op]) return XE_INVAL;
     peer *to = d->nodes[d->assign[d->base[op] + task]];
     if (!to) return XE_INVAL;
-    cs *l = node_link(n, to);
-    /* A peer that cannot be reached is dead or dying: the coordinator will
-     * redeploy its tasks and the stream's home replays the log, so these
-     * rows are not lost by dropping them here; failing would stop the
-     * ingest that produced them. */
-    if (!l || l->closing) return unreachable(n, to, qid);
     int64_t rows = batch_peek_rows(p, len);
     unsigned char h[36];
     be64_put(h, qid);
@@ -746,7 +754,10 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint6
     sbuf_init(&b);
     int rc = sbuf_add(&b, h, 32);
     if (!rc) rc = sbuf_add(&b, p, len);
-    if (!rc) rc = cs_send(l, WIRE_BATCH, 0, b.p, b.len);
+    /* kept until the peer has it (channel.c); a dead peer's tasks are
+     * redeployed and the stream's home replays the log, so these rows are
+     * not lost by dropping them; failing would stop the ingest */
+    if (!rc) rc = chan_send(n, to, WIRE_BATCH, b.p, b.len);
     if (rc == XE_IO) rc = unreachable(n, to, qid);
     if (!rc) {
         n->out_rows += (uint64_t)(rows < 0 ? 0 : rows);
@@ -772,12 +783,7 @@ static int hook_wm(void *ctx, uint32_t qid, int op, int side, int from_task, int
         for (int u = 0; u < t; u++)
             if (d->assign[d->base[op] + u] == ni) seen = 1;
         if (seen || !d->nodes[ni]) continue;
-        cs *l = node_link(n, d->nodes[ni]);
-        if (!l || l->closing) {
-            unreachable(n, d->nodes[ni], qid);
-            continue;
-        }
-        int rc = cs_send(l, WIRE_WATERMARK, 0, h, sizeof h);
+        int rc = chan_send(n, d->nodes[ni], WIRE_WATERMARK, h, sizeof h);
         if (rc == XE_IO) rc = unreachable(n, d->nodes[ni], qid);
         if (rc) return rc;
     }
@@ -805,9 +811,7 @@ static int hook_state(void *ctx, uint32_t qid, int task, uint32_t tid, uint64_t 
     for (int r = 0; r < nr; r++) {
         int ni = d->rassign[task * d->R + r];
         if (ni < 0 || !d->nodes[ni]) continue; /* none, or this node: useless */
-        cs *l = node_link(n, d->nodes[ni]);
-        if (!l || l->closing) continue;
-        if (cs_send_msg(l, &m) == 0) {
+        if (chan_send_msg(n, d->nodes[ni], &m) == 0) {
             n->out_state_bytes += len;
             n->out_state_msgs++;
         }
@@ -914,8 +918,7 @@ static void replica_ack(node *n, dep *d, int task, const uint64_t pos[2])
             replica_acked(n, d, self_index(d), task, pos);
             continue;
         }
-        cs *l = node_link(n, home);
-        if (l && !l->closing) cs_send_msg(l, &m);
+        chan_send_msg(n, home, &m);
     }
 }
 
@@ -992,13 +995,12 @@ static void ft_after_deploy(node *n, dep *d)
             resume_heard(n, d, me, from, nsrc);
             continue;
         }
-        cs *l = node_link(n, home);
         wire_msg m = {.type = WIRE_RESUME};
         m.u.resume.query_id = d->qid;
         m.u.resume.nsrc = (uint8_t)nsrc;
         m.u.resume.from[0] = from[0];
         m.u.resume.from[1] = from[1];
-        if (l && !l->closing) cs_send_msg(l, &m);
+        chan_send_msg(n, home, &m);
     }
 }
 
@@ -1728,12 +1730,18 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
             return;
         }
         break;
+    case WIRE_CHANNEL:
+    case WIRE_CHACK:
+        if (s->kind != CS_NODE) break;
+        chan_recv(n, s, &m);
+        return;
     case WIRE_BATCH:
     case WIRE_WATERMARK:
     case WIRE_STATE_DELTA:
     case WIRE_RESUME:
     case WIRE_REPLICA_ACK:
         if (s->kind != CS_NODE) break;
+        if (chan_recv(n, s, &m)) return; /* had it, or an old connection's */
         if (data_frame(n, s, &m) == 1) hold(s, f);
         return;
     case WIRE_MEMBERSHIP:
@@ -1818,6 +1826,7 @@ static void on_tick(uv_timer_t *t)
         if (d->rs_on && clock_wall_ms() >= d->rs_deadline) resume_replay(n, d);
     if (n->co) coord_tick(n);
     shadow_tick(n);
+    chan_tick(n);
     if (++ticks % 10 == 0) {
         xerr err;
         if (engine_commit(n->eng, &err)) node_log(n, NET_LOG_ERROR, "commit: %s", err.msg);
@@ -1849,6 +1858,8 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
     node nn, *n = &nn;
     memset(n, 0, sizeof *n);
     n->cfg = *cfg;
+    if (getrandom(&n->incarnation, sizeof n->incarnation, 0) != (ssize_t)sizeof n->incarnation || !n->incarnation)
+        n->incarnation = clock_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 1;
     if (n->cfg.slots <= 0) n->cfg.slots = NODE_DEFAULT_SLOTS;
     if (n->cfg.speed <= 0) n->cfg.speed = 1.0;
     if (!n->cfg.domain) n->cfg.domain = "default";
@@ -1931,7 +1942,10 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
     }
     shadow_free(n);
     engine_close(n->eng);
-    for (int i = 0; i < n->npeers; i++) free(n->peers[i]);
+    for (int i = 0; i < n->npeers; i++) {
+        chan_free(n->peers[i]);
+        free(n->peers[i]);
+    }
     free(n->peers);
     auth_secret_fini(&n->secret);
     if (n->rejoin_to[0] && rejoin) {

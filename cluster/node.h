@@ -71,6 +71,7 @@ typedef struct qframe {
     struct qframe *next;
     uint8_t type;
     uint16_t flags;
+    uint64_t seq;        /* a data frame kept until acknowledged (channel.c) */
     size_t len;
     unsigned char p[];
 } qframe;
@@ -120,6 +121,14 @@ struct peer {
     int64_t lost_said;   /* wall ms of the last LOSS report */
     int64_t last_hb;     /* coordinator: wall-clock ms of the last sign of life */
     uint64_t seen;       /* coordinator: frames+heartbeats received, at the last tick */
+    /* the numbered data frames to it (channel.c) */
+    uint64_t tx_next;    /* the last number given */
+    qframe *rtx, *rtx_tail; /* sent, not acknowledged yet */
+    size_t rtx_bytes, rtx_n;
+    cs *tx_cs;           /* the connection the numbering was announced on (CHANNEL) */
+    /* ... and from it */
+    uint64_t rx_inc, rx_last, rx_cur, rx_acked; /* its incarnation, the last number delivered, the next to come, the last acknowledged */
+    cs *rx_cs;           /* the connection of its last CHANNEL */
 };
 
 /* A query deployed on this node. */
@@ -213,6 +222,7 @@ struct node {
     struct ftorigin { uint32_t origin; int nsrc, have; uint64_t off[2]; struct ftorigin *next; } *origins;
     lship *lships;       /* streams homed here whose log is copied (shadow.c) */
     shsess *shsess;      /* ingest sessions of streams copied here */
+    uint64_t incarnation; /* random per process: the numbering of data frames (channel.c) */
     int stopping;
 };
 
@@ -250,6 +260,20 @@ void node_ingest_acks(node *n, const char *stream);
 /* The chunks of the client's ingest session (s, req) that can be
  * acknowledged: all fed ones, or those the stream's log copy holds. */
 uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed);
+
+/* ---------------------------------------------------------------- channel.c */
+
+int chan_data_type(int type); /* BATCH, WATERMARK, STATE_DELTA, RESUME, REPLICA_ACK */
+/* Send a data frame to p, numbered and kept until p acknowledges it; 0 also
+ * when no connection stands (it goes once one does); XE_IO when p is dead. */
+int chan_send(node *n, peer *p, uint8_t type, const void *payload, size_t len);
+/* A CHANNEL, CHACK or data frame arrived on s: 1 when it is consumed or
+ * must be skipped (a duplicate, or from an old connection). */
+int chan_recv(node *n, cs *s, const wire_msg *m);
+void chan_ack(node *n, peer *p);
+void chan_tick(node *n);
+void chan_closed(node *n, cs *s);
+void chan_free(peer *p);
 
 /* ---------------------------------------------------------------- shadow.c */
 

@@ -49,6 +49,8 @@ static const char *const type_names[] = {
     [WIRE_LOGSHADOW] = "LOGSHADOW",
     [WIRE_LOGSHIP] = "LOGSHIP",
     [WIRE_LOGACK] = "LOGACK",
+    [WIRE_CHANNEL] = "CHANNEL",
+    [WIRE_CHACK] = "CHACK",
 };
 
 const char *wire_type_name(int type)
@@ -655,6 +657,11 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u64(w, m->u.logack.ship);
         wire_put_u64(w, m->u.logack.end);
         break;
+    case WIRE_CHANNEL:
+    case WIRE_CHACK:
+        wire_put_u64(w, m->u.channel.incarnation);
+        wire_put_u64(w, m->u.channel.start);
+        break;
     case WIRE_ATTACH:
         wire_put_u64(w, m->u.attach.req_id);
         PUT_S(w, m->u.attach.query);
@@ -832,6 +839,11 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_str(&r, &m->u.logack.stream);
         wire_get_u64(&r, &m->u.logack.ship);
         wire_get_u64(&r, &m->u.logack.end);
+        break;
+    case WIRE_CHANNEL:
+    case WIRE_CHACK:
+        wire_get_u64(&r, &m->u.channel.incarnation);
+        wire_get_u64(&r, &m->u.channel.start);
         break;
     case WIRE_ATTACH:
         wire_get_u64(&r, &m->u.attach.req_id);

@@ -98,7 +98,9 @@ enum wire_type {
     WIRE_LOGSHADOW = 28,     /* coordinator -> a stream's home: copy its log to this shadow home */
     WIRE_LOGSHIP = 29,       /* home -> shadow: records of a stream's log, its counters, its ingest sessions */
     WIRE_LOGACK = 30,        /* shadow -> home: the copy holds the log up to this offset */
-    WIRE_TYPE_MAX = WIRE_LOGACK
+    WIRE_CHANNEL = 31,       /* node -> node: the data frames that follow are numbered from start */
+    WIRE_CHACK = 32,         /* node -> node: every data frame up to start arrived */
+    WIRE_TYPE_MAX = WIRE_CHACK
 };
 
 /* Roles announced in HELLO. */
@@ -335,6 +337,10 @@ typedef struct wire_msg {
          * session, u64 seq, blob exec_ingest_save) of its ingests */
         struct { wire_str stream; uint64_t ship; wire_str log, origins, sessions; } logship;
         struct { wire_str stream; uint64_t ship, end; } logack;
+        /* CHANNEL and CHACK (cluster/channel.c): the sender's incarnation
+         * (a random number per process), and the first number that follows
+         * (CHANNEL) or the last one that arrived (CHACK) */
+        struct { uint64_t incarnation, start; } channel;
     } u;
 } wire_msg;
 
