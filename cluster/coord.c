@@ -188,6 +188,7 @@ struct coord {
     int replicas;               /* SET replicas (default 1) */
     engine_ft ft;               /* SET ft (default replica) */
     int64_t ckpt_ms;            /* SET checkpoint_interval (default 10 s) */
+    int shadow_log;             /* SET shadow = 'log': new streams get a log copy, not a second feed */
     /* the coordinator's own failover (docs/architecture.md, "The coordinator") */
     int64_t takeover_until;     /* a takeover: members that have not joined by then are dead */
     int takeover_event;         /* the failure event of the takeover is pending */
@@ -1651,6 +1652,10 @@ static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr 
         if (l->type != TY_TEXT || engine_ft_parse(l->s, &f))
             return xerr_set(err, XE_INVAL, "ft must be 'replica', 'checkpoint', 'upstream' or 'none'");
         if (apply) co->ft = f;
+    } else if (!strcmp(st->set_key, "shadow")) {
+        if (l->type != TY_TEXT || (strcmp(l->s, "input") && strcmp(l->s, "log")))
+            return xerr_set(err, XE_INVAL, "shadow must be 'input' or 'log'");
+        if (apply) co->shadow_log = !strcmp(l->s, "log");
     } else if (!strcmp(st->set_key, "checkpoint_interval")) {
         int64_t ms;
         if (l->type != TY_TEXT) return xerr_set(err, XE_INVAL, "checkpoint_interval must be an interval such as '5 seconds'");
@@ -1757,11 +1762,12 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
         const char *sh = pick_shadow(n, home, co->rr_home);
-        if (sh && !(*(lite ? &cst->lshadow : &cst->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
+        int by_log = lite || co->shadow_log;
+        if (sh && !(*(by_log ? &cst->lshadow : &cst->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
         rc = persist_stream(n, cst, err);
         if (rc) return rc;
         node_log(n, NET_LOG_INFO, "stream %s: home node %s%s%s%s", st->name, home,
-                 lite ? " (it alone reads the stream's source)" : "", sh ? (lite ? ", its log copied to " : ", shadow ") : "",
+                 lite ? " (it alone reads the stream's source)" : "", sh ? (by_log ? ", its log copied to " : ", shadow ") : "",
                  sh ? sh : "");
         rc = job_broadcast_stream(n, s, req, cst, err);
         if (rc >= 0 && cst->lshadow) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */

@@ -1412,9 +1412,14 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
         if (plan_parse_interval(val_text, &ms, &e2) || ms <= 0)
             return xerr_at(err, XE_INVAL, st->line, st->col,
                            "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", val_text);
+    } else if (!strcmp(k, "shadow")) {
+        /* used by a cluster: how a stream's shadow home keeps up */
+        if (strcmp(val_text, "input") && strcmp(val_text, "log"))
+            return xerr_at(err, XE_INVAL, st->line, st->col, "shadow must be 'input' or 'log', not '%s'", val_text);
     } else if (strcmp(k, "replicas"))
         return xerr_at(err, XE_INVAL, st->line, st->col,
-                       "unknown setting '%s' (known: parallelism, placement, replicas, ft, checkpoint_interval)", k);
+                       "unknown setting '%s' (known: parallelism, placement, replicas, ft, checkpoint_interval, shadow)",
+                       k);
     char key[160];
     snprintf(key, sizeof key, "setting/%s", k);
     int rc;

@@ -72,6 +72,7 @@
 #   REC_KILL_LEAD_MS=100 REC_LATE_MS=250 REC_PARALLELISM=3 REC_SLOTS=2 REC_DEAD_MS=3000
 #   REC_MODES="replica checkpoint upstream" REC_PLACEMENTS="nirvana round-robin"
 #   REC_TP_ROWS=5000000 REC_TP_EVENT_RATE=100000 REC_TP_RUNS=5 (0: no throughput runs)
+#   REC_TP_LOG=1 (each throughput round also runs ft = replica with SET shadow = 'log': figure log_copy_overhead_pct)
 #   REC_CHECKPOINT_INTERVAL='2 seconds' (default: the cluster's, 10 s)
 #   REC_CHECK_ONLY=1 (bench-smoke: no target lines)
 #   KEEP_SCRATCH=1 (keep the logs and raw data in /tmp/ares-rec.*)
@@ -95,6 +96,7 @@ REC_PLACEMENTS=${REC_PLACEMENTS-nirvana round-robin}
 REC_TP_ROWS=${REC_TP_ROWS:-5000000}
 REC_TP_EVENT_RATE=${REC_TP_EVENT_RATE:-100000}
 REC_TP_RUNS=${REC_TP_RUNS:-5}
+REC_TP_LOG=${REC_TP_LOG:-1}
 REC_COORD=${REC_COORD:-1}
 T0=$(date +%s)
 say() { echo "recovery: $*" >&2; }
@@ -113,10 +115,11 @@ Q="SELECT k, COUNT(*) AS n, SUM(v) AS sv, CAST(window_end AS BIGINT) AS we FROM 
 ROWS=$((REC_RATE * REC_SECONDS))
 NODE_OPTS="--slots $REC_SLOTS --dead-ms $REC_DEAD_MS"
 
-# setup PLACEMENT FT: the stream and the query q; the stream's home must be c0
-# (with a standby, it must have a shadow outside d0)
+# setup PLACEMENT FT [SHADOW]: the stream and the query q; the stream's home
+# must be c0 (with a standby, it must have a shadow outside d0); SHADOW =
+# log: the stream's home copies its log to its shadow (SET shadow)
 setup() {
-    sqlc -e "$DDL SET parallelism = $REC_PARALLELISM; SET placement = '$1'; SET ft = '$2';
+    sqlc -e "${3:+SET shadow = '$3'; }$DDL SET parallelism = $REC_PARALLELISM; SET placement = '$1'; SET ft = '$2';
              ${REC_CHECKPOINT_INTERVAL:+SET checkpoint_interval = '$REC_CHECKPOINT_INTERVAL';}" -e "CREATE QUERY q AS $Q;" ||
         die "CREATE QUERY ($1, ft $2)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT"
@@ -231,11 +234,12 @@ done
 [ "$REC_COORD" = 1 ] && recovery_run nirvana replica coord
 SB_ADDR=""
 # ---------------------------------------------------------------- throughput
-# tp_run FT RUN: REC_TP_ROWS rows as fast as the cluster takes them; sets TP (rows/s)
+# tp_run FT RUN [SHADOW]: REC_TP_ROWS rows as fast as the cluster takes them; sets TP (rows/s)
 tp_run() {
     TP=""
-    start9 "tp_$1_$2" "$NODE_OPTS"
-    setup nirvana "$1"
+    start9 "tp_$1${3:+_$3}_$2" "$NODE_OPTS"
+    setup nirvana "$1" "${3:-}"
+    [ -z "${3:-}" ] || grep -q "stream s: home node c0, its log copied to" "$CD/c0.log" || die "the stream's log is not copied"
     subscribe
     t0=$(date +%s%3N)
     "$TOOL" gen --rows "$REC_TP_ROWS" --event-rate "$REC_TP_EVENT_RATE" --keys "$REC_KEYS" --seed 2 --base 0 2>/dev/null |
@@ -255,7 +259,7 @@ tp_run() {
         CPU=$((CPU + $(awk '{ print $14 + $15 }' "/proc/$(eval echo "\$PID_$n")/stat")))
     done
     CPU=$((CPU * 1000 / $(getconf CLK_TCK)))
-    say "throughput, ft = $1 (run $2): $REC_TP_ROWS rows processed in $((last - t0)) ms ($TP rows/s;" \
+    say "throughput, ft = $1${3:+, shadow = $3} (run $2): $REC_TP_ROWS rows processed in $((last - t0)) ms ($TP rows/s;" \
         "the ingest client took $((t1 - t0)) ms); the nodes used $CPU ms of CPU"
 }
 
@@ -265,22 +269,27 @@ if [ "$REC_TP_RUNS" -gt 0 ]; then
         "$B/ares-sql" --memory -q -e "$DDL $Q;" --ingest s >"$W/ref_tp.csv" || die "embedded run (throughput)"
     tail -n +2 "$W/ref_tp.csv" | sort >"$W/ref_tp.csv.sorted"
     : >"$W/tp_pairs"
+    : >"$W/tp_log_pairs"
     r=1
     while [ $r -le "$REC_TP_RUNS" ]; do
         # the order alternates (none first, then replica first, ...), so that
         # what one run leaves behind (page cache, disk writes) weighs on both
+        c=""
         if [ $((r % 2)) = 1 ]; then
             tp_run none $r
             a=$TP ac=$CPU
             tp_run replica $r
             b=$TP bc=$CPU
+            [ "$REC_TP_LOG" = 1 ] && tp_run replica $r log && c=$TP
         else
+            [ "$REC_TP_LOG" = 1 ] && tp_run replica $r log && c=$TP
             tp_run replica $r
             b=$TP bc=$CPU
             tp_run none $r
             a=$TP ac=$CPU
         fi
         [ -n "$a" ] && [ -n "$b" ] && echo "$a $b $ac $bc" >>"$W/tp_pairs"
+        [ -n "$b" ] && [ -n "$c" ] && echo "$b $c" >>"$W/tp_log_pairs"
         r=$((r + 1))
     done
     if [ -s "$W/tp_pairs" ]; then
@@ -295,6 +304,16 @@ if [ "$REC_TP_RUNS" -gt 0 ]; then
         say "throughput: replica / none per run from $4 to $5 (median $(awk -v o="$3" 'BEGIN { printf "%.3f", 1 - o / 100 }'))"
         TP_OVERHEAD=$3
         figure replica_cpu_overhead_pct "$(awk '{ a += $3; b += $4 } END { printf "%.1f", 100 * (b - a) / a }' "$W/tp_pairs")" "%"
+    fi
+    if [ -s "$W/tp_log_pairs" ]; then
+        # the stream's shadow kept by a copy of its log (SET shadow = 'log')
+        # against the second feed from the coordinator, both ft = replica
+        set -- $(awk '{ print $2 / $1, $2 }' "$W/tp_log_pairs" | sort -n | awk '{ r[NR] = $1; c += $2 }
+            END { m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+                  printf "%.0f %.1f %.3f %.3f\n", c / NR, 100 * (1 - m), r[1], r[NR] }')
+        figure throughput_replica_log_copy "$1" "rows/s"
+        figure log_copy_overhead_pct "$2" "%"
+        say "throughput: shadow = log / input per run from $3 to $4"
     fi
 fi
 stop_cluster

@@ -7,6 +7,8 @@
 # replica; t_ft_modes.sh runs checkpoint and upstream through this script).
 # KILL=home kills the domain of the stream's home node instead (t_ft_home.sh):
 # its shadow, in another domain, got the same input and takes over.
+# SHADOW=log: the stream's home copies its log to the shadow instead
+# (SET shadow = 'log'; t_ft_home_log.sh).
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 FT=${FT:-replica}
@@ -37,7 +39,7 @@ DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 embedded "$DDL" "$Q;" s <data.csv >ref.csv || fail "embedded run"
 i=0
 while :; do
-    sqlc -e "$DDL" || fail "CREATE STREAM"
+    sqlc -e "${SHADOW:+SET shadow = '$SHADOW'; }$DDL" || fail "CREATE STREAM"
     home=$(grep -o "stream s: home node [a-z0-9]*" c0.log | tail -n 1 | awk '{print $NF}')
     # homes go round-robin: with KILL=home, make streams until s's is outside the coordinator's domain
     case "$KILL $home" in other* | *" n"[3-8]) break ;; esac
@@ -45,7 +47,7 @@ while :; do
     i=$((i + 1))
     [ $i -lt 10 ] || fail "no home outside rack-a"
 done
-shadow=$(grep -o "stream s: home node [a-z0-9]*, shadow [a-z0-9]*" c0.log | tail -n 1 | awk '{print $NF}')
+shadow=$(grep -o -E "stream s: home node [a-z0-9]*, (shadow|its log copied to) [a-z0-9]*" c0.log | tail -n 1 | awk '{print $NF}')
 sqlc -e "SET parallelism = 3; SET replicas = 1; SET ft = '$FT'; SET checkpoint_interval = '500 milliseconds';
          CREATE QUERY q AS $Q;" || fail "CREATE QUERY"
 case "$KILL $home" in

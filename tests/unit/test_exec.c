@@ -176,7 +176,9 @@ static void test_log_copy(void **state)
     assert_int_equal(exec_ingest_close(in, 1, NULL, &err), 0);
     assert_int_equal(ch.ends, 0);
     assert_int_equal(engine_log_guard(h, "ev", 0, &err), 0);
-    assert_string_equal(sorted(ch.text.p), "1,1,2.5\n2,1,1\n");
+    char *rows = sorted(ch.text.p);
+    assert_string_equal(rows, "1,1,2.5\n2,1,1\n");
+    free(rows);
     assert_int_equal(ch.ends, 1);
     /* a shipment that is not one */
     assert_int_equal(engine_log_import(c, "ev", "junk", 4, &end, &err), XE_CORRUPT);
