@@ -65,7 +65,7 @@ static int resume(node *n, peer *p, cs *l)
 
 int chan_send(node *n, peer *p, uint8_t type, const void *payload, size_t len)
 {
-    if (p->state == WIRE_MEMBER_DEAD) return XE_IO;
+    if (p->state == WIRE_MEMBER_DEAD || p->state == WIRE_MEMBER_LEFT) return XE_IO;
     if (p->rtx_bytes + len > CHAN_RTX_MAX) {
         node_log(n, NET_LOG_ERROR, "node %s has not acknowledged %zu bytes of data: dropping them (its rows are lost "
                  "unless it is declared dead)", p->name, p->rtx_bytes);
@@ -157,7 +157,7 @@ void chan_tick(node *n)
     for (int i = 0; i < n->npeers; i++) {
         peer *p = n->peers[i];
         chan_ack(n, p);
-        if (p->state == WIRE_MEMBER_DEAD) {
+        if (p->state == WIRE_MEMBER_DEAD || p->state == WIRE_MEMBER_LEFT) {
             if (p->rtx) rtx_drop(p); /* its tasks are redeployed and replayed */
             p->tx_cs = NULL;
             continue;

@@ -50,6 +50,8 @@ struct lship {
     int nsent;
     int dirty;            /* sessions moved, or the stream ended, since the last shipment */
     int64_t waiting;      /* wall ms of the last progress while shipments wait for answers */
+    uint64_t catch_end;   /* a new copy catches up to here before the guard holds the queries back */
+    int catching;
     /* ingest ends answered once the copy has them */
     int ndone, capdone;
     struct ldone *done;
@@ -185,10 +187,14 @@ static void ship(node *n, lship *ls)
     }
     if (nx == ls->next && !ls->dirty) goto out; /* nothing new */
     if (!(x = calloc(1, sizeof *x))) goto out;
+    /* the sessions' states, and the ingest ends, describe the whole log:
+     * they go with the shipment that reaches its end */
+    int whole = log.len >= 20 && nx == be64_get((const unsigned char *)log.p + 12);
     int ns = 0, bad = 0;
-    for (ingsess *g = n->ings; g; g = g->next) ns += g->session && g->in && g->stream && !strcmp(g->stream, ls->stream);
+    for (ingsess *g = n->ings; g && whole; g = g->next)
+        ns += g->session && g->in && g->stream && !strcmp(g->stream, ls->stream);
     if (ns && !(x->sess = calloc((size_t)ns * 2, sizeof *x->sess))) goto out;
-    for (ingsess *g = n->ings; g; g = g->next) {
+    for (ingsess *g = n->ings; g && whole; g = g->next) {
         if (!g->session || !g->in || !g->stream || strcmp(g->stream, ls->stream)) continue;
         size_t at = ses.len;
         unsigned char len[4] = {0};
@@ -211,10 +217,12 @@ static void ship(node *n, lship *ls)
     if (cs_send_msg(l, &m)) goto out;
     x->ship = ls->ship;
     x->end = nx;
-    x->done = ls->done;
-    x->ndone = ls->ndone;
-    ls->done = NULL;
-    ls->ndone = ls->capdone = 0;
+    if (whole) {
+        x->done = ls->done;
+        x->ndone = ls->ndone;
+        ls->done = NULL;
+        ls->ndone = ls->capdone = 0;
+    }
     if (ls->sent_tail) ls->sent_tail->next = x;
     else {
         ls->sent = x;
@@ -223,7 +231,7 @@ static void ship(node *n, lship *ls)
     ls->sent_tail = x;
     ls->nsent++;
     ls->next = nx;
-    ls->dirty = 0;
+    ls->dirty = !whole; /* the states still have to go */
     x = NULL;
 out:
     if (x) sent_free(x);
@@ -286,20 +294,26 @@ void node_logshadow(node *n, const char *stream, const char *shadow, const char 
         ls->next_ls = n->lships;
         n->lships = ls;
     }
-    if (engine_log_guard(n->eng, stream, 1, &err)) {
-        node_log(n, NET_LOG_ERROR, "stream %s: %s", stream, err.msg);
-        return;
-    }
     if (strcmp(ls->shadow, shadow)) {
-        uint64_t from = 0;
-        if (engine_log_needed(n->eng, stream, &from, &err))
+        uint64_t from = 0, end = 0;
+        if (engine_log_needed(n->eng, stream, &from, &end, &err))
             node_log(n, NET_LOG_ERROR, "stream %s: %s", stream, err.msg);
         snprintf(ls->shadow, sizeof ls->shadow, "%s", shadow);
         ls->link = NULL;
         ls->acked = from;
         sent_drop(ls);
-        node_log(n, NET_LOG_INFO, "stream %s: home here; its log is copied to %s from offset %llu", stream, shadow,
-                 (unsigned long long)from);
+        /* A new copy first gets the log's history.  Until it has it the
+         * stream is not safe anyway (losing the home now loses it), so the
+         * queries are not held back meanwhile: the guard holds from the
+         * moment the copy has caught up with the log as it is now. */
+        ls->catching = end > from;
+        ls->catch_end = end;
+        node_log(n, NET_LOG_INFO, "stream %s: home here; its log is copied to %s from offset %llu%s", stream, shadow,
+                 (unsigned long long)from, ls->catching ? " (the queries wait for the copy once it has caught up)" : "");
+    }
+    if (engine_log_guard(n->eng, stream, !ls->catching, &err)) {
+        node_log(n, NET_LOG_ERROR, "stream %s: %s", stream, err.msg);
+        return;
     }
     ship(n, ls);
 }
@@ -329,6 +343,12 @@ static void logack(node *n, cs *s, const wire_msg *m)
         sent_free(x);
     }
     xerr err;
+    if (ls->catching && ls->acked >= ls->catch_end) {
+        ls->catching = 0;
+        if (engine_log_guard(n->eng, ls->stream, 1, &err)) node_log(n, NET_LOG_ERROR, "stream %s: %s", ls->stream, err.msg);
+        node_log(n, NET_LOG_INFO, "stream %s: its copy on %s caught up (offset %llu)", ls->stream, ls->shadow,
+                 (unsigned long long)ls->acked);
+    }
     if (engine_log_release(n->eng, ls->stream, ls->acked, &err))
         node_log(n, NET_LOG_ERROR, "stream %s: %s", ls->stream, err.msg);
     if (any) node_ingest_acks(n, ls->stream);
@@ -364,7 +384,10 @@ static void logship(node *n, cs *s, const wire_msg *m)
         x->have |= 1 << k;
         if (x->nsrc < k + 1) x->nsrc = k + 1;
     }
-    /* the home's ingest sessions: these, and no others */
+    /* the home's ingest sessions: these, and no others, once we hold its
+     * whole log (a shipment of the history carries none) */
+    const unsigned char *lh = (const unsigned char *)m->u.logship.log.p;
+    if (m->u.logship.log.n < 20 || end != be64_get(lh + 12)) goto ack;
     for (shsess **pp = &n->shsess; *pp;) {
         shsess *x = *pp;
         if (!strcmp(x->stream, stream)) {
@@ -397,6 +420,7 @@ static void logship(node *n, cs *s, const wire_msg *m)
         n->shsess = x;
         at += 20 + sl;
     }
+ack:;
     wire_msg a = {.type = WIRE_LOGACK};
     a.u.logack.stream = m->u.logship.stream;
     a.u.logack.ship = m->u.logship.ship;

@@ -138,7 +138,8 @@ int exec_ingest_load(exec_ingest *in, const void *p, size_t n, xerr *err);
  * the stream's queries read its records only below the end the copy has
  * acknowledged (engine_log_release): whatever a query saw, the copy holds.
  * Turning the guard off releases everything.  engine_log_needed: the oldest
- * record a query or a recovery may still read (where a new copy starts).
+ * record a query or a recovery may still read (where a new copy starts),
+ * and the log's end.
  * engine_stream_source: start the stream's socket source here (a copy that
  * became the home of a stream read from a socket). */
 int engine_log_guard(engine *e, const char *stream, int on, xerr *err);
@@ -146,7 +147,7 @@ int engine_log_release(engine *e, const char *stream, uint64_t upto, xerr *err);
 int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, sbuf *out, uint64_t *next,
                       xerr *err);
 int engine_log_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err);
-int engine_log_needed(engine *e, const char *stream, uint64_t *from, xerr *err);
+int engine_log_needed(engine *e, const char *stream, uint64_t *from, uint64_t *end, xerr *err);
 int engine_stream_source(engine *e, const char *stream, const char *uri, xerr *err);
 /* The streams a deployed query reads, per source (plan order). */
 int engine_source_streams(engine *e, uint32_t qid, const char *names[2], int *nsrc, xerr *err);

@@ -214,15 +214,16 @@ int engine_log_import(engine *e, const char *stream, const void *p, size_t n, ui
     return eng_maybe_commit(e, err);
 }
 
-int engine_log_needed(engine *e, const char *stream, uint64_t *from, xerr *err)
+int engine_log_needed(engine *e, const char *stream, uint64_t *from, uint64_t *end, xerr *err)
 {
     stream_rt *s = NULL;
     int si = stream_of(e, stream, &s, err), rc;
     if (si < 0) return si;
     uint64_t begin;
     if ((rc = eng_txn(e, err)) || (rc = store_log_begin(e->txn, s->ps->name, &begin, err)) ||
-        (rc = store_log_end(e->txn, s->ps->name, from, err)))
+        (rc = store_log_end(e->txn, s->ps->name, end, err)))
         return rc;
+    *from = *end;
     for (int i = 0; i < e->nqueries; i++) {
         const query *q = e->queries[i];
         for (int k = 0; k < q->nsrc; k++) {

@@ -61,6 +61,7 @@ copy=$(grep -o "its home $shadow copies its log to [a-z0-9]*" c0.log | tail -n 1
 wait_log c0.log "recovered as query" 1 50 || fail "q was not recovered after the first failure"
 # the copy catches up, and the input goes on for a while with the new copy
 wait_log "$shadow.log" "its log is copied to $copy" 1 50 || fail "$shadow did not start copying to $copy"
+wait_log "$shadow.log" "its copy on $copy caught up" 1 50 || fail "the copy on $copy did not catch up"
 sleep 0.8
 kill -0 $ING 2>/dev/null || fail "the ingest ended before the second failure: feed slower"
 if [ "${SECOND:-1}" = 1 ]; then
