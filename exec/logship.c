@@ -145,11 +145,19 @@ int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, 
                      s->src_pos,
                      (uint64_t)s->rejected,
                      (s->ended || s->end_pending ? SHIP_ENDED : 0) | (s->open_slice ? SHIP_OPEN_SLICE : 0),
-                     0};
+                     begin};
     for (int i = 0; i < 8; i++) be64_put(p + 4 + 8 * i, v[i]);
     be32_put(p + 4 + 64, x.n);
     /* the counters describe the whole log: a partial export says so by next < end */
     *next = x.next;
+    return 0;
+}
+
+static int sum_bytes(void *ctx, uint64_t off, const void *rec, size_t n)
+{
+    (void)off;
+    (void)rec;
+    *(uint64_t *)ctx += n;
     return 0;
 }
 
@@ -202,6 +210,19 @@ int engine_log_import(engine *e, const char *stream, const void *p, size_t n, ui
         at += len;
     }
     if ((rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;
+    /* what the home's retention let go of, the copy lets go of too (its own
+     * queries read nothing here, so they hold nothing back) */
+    uint64_t mine;
+    if ((rc = store_log_begin(e->txn, s->ps->name, &mine, err))) return rc;
+    if (v[7] > mine) {
+        uint64_t gone = 0, upto = v[7] < *end ? v[7] : *end;
+        if ((rc = store_log_read(e->txn, s->ps->name, mine, (size_t)(upto - mine), sum_bytes, &gone, err)) ||
+            (rc = store_log_trim(e->txn, s->ps->name, upto, err)) ||
+            (v[7] > upto && (rc = store_log_skip(e->txn, s->ps->name, v[7], err))) ||
+            (rc = store_log_end(e->txn, s->ps->name, end, err)))
+            return rc;
+        s->log_bytes = s->log_bytes > gone ? s->log_bytes - gone : 0;
+    }
     if (*end == v[1]) {
         /* we hold the whole log: the counters are ours */
         s->max_ts = (int64_t)v[2];

@@ -703,6 +703,22 @@ int store_log_put(store_txn *t, const char *stream, uint64_t offset, const void 
     return store_log_append(t, stream, rec, n, NULL, err);
 }
 
+int store_log_skip(store_txn *t, const char *stream, uint64_t at, xerr *err)
+{
+    txlog *l;
+    uint64_t begin;
+    int rc = check_txn(t, 1, err);
+    if (rc < 0 || (rc = log_ref(t, stream, &l, err)) < 0 || (rc = log_next(t, l, err)) < 0 ||
+        (rc = store_log_begin(t, stream, &begin, err)) < 0)
+        return rc;
+    if (begin != l->next)
+        return xerr_set(err, XE_INVAL, "log of '%s' holds records: it cannot skip to %llu", stream,
+                        (unsigned long long)at);
+    if (at <= l->next) return 0;
+    l->floor = l->next = at;
+    return put_floor(t, stream, at, err);
+}
+
 int store_log_end(store_txn *t, const char *stream, uint64_t *end, xerr *err)
 {
     txlog *l;

@@ -144,6 +144,10 @@ int store_log_append(store_txn *t, const char *stream, const void *rec, size_t n
  * empty log may start at any offset; otherwise offset must be the end. */
 int store_log_put(store_txn *t, const char *stream, uint64_t offset, const void *rec, size_t n, xerr *err);
 
+/* An empty log's next offset moves forward to at (a copy following a log
+ * its home emptied); XE_INVAL when the log holds records. */
+int store_log_skip(store_txn *t, const char *stream, uint64_t at, xerr *err);
+
 /* The next offset to be assigned (= number of records ever appended). */
 int store_log_end(store_txn *t, const char *stream, uint64_t *end, xerr *err);
 /* The oldest offset still kept (after trims); == end when empty. */

@@ -180,6 +180,34 @@ static void test_log_copy(void **state)
     assert_string_equal(rows, "1,1,2.5\n2,1,1\n");
     free(rows);
     assert_int_equal(ch.ends, 1);
+    /* the home's retention trims its log: the copy follows at the next shipment */
+    engine *h2 = open_mem(), *c2 = open_mem();
+    run(h2, NULL, "CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp='ts', retention = '10 bytes');");
+    run(c2, NULL, ddl);
+    for (int i = 0; i < 4; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "%d,1,1\n", 1000 * (i + 1));
+        ingest(h2, "ev", line, 0);
+        sbuf x;
+        sbuf_init(&x);
+        assert_int_equal(engine_log_export(h2, "ev", 0, 1 << 20, &x, &next, &err), 0);
+        assert_int_equal(engine_log_import(c2, "ev", x.p, x.len, &end, &err), 0);
+        sbuf_fini(&x);
+    }
+    assert_int_equal(engine_commit(h2, &err), 0);
+    sbuf x2, y2;
+    sbuf_init(&x2);
+    sbuf_init(&y2);
+    assert_int_equal(engine_log_export(h2, "ev", 0, 1 << 20, &x2, &next, &err), 0);
+    assert_int_equal(engine_log_import(c2, "ev", x2.p, x2.len, &end, &err), 0);
+    assert_int_equal(engine_log_export(c2, "ev", 0, 1 << 20, &y2, &next, &err), 0);
+    assert_true(be64_get((unsigned char *)x2.p + 4) > 0); /* the home trimmed */
+    assert_int_equal(x2.len, y2.len); /* the copy holds what the home holds, counters included */
+    assert_memory_equal(x2.p, y2.p, x2.len);
+    sbuf_fini(&x2);
+    sbuf_fini(&y2);
+    engine_close(h2);
+    engine_close(c2);
     /* a shipment that is not one */
     assert_int_equal(engine_log_import(c, "ev", "junk", 4, &end, &err), XE_CORRUPT);
     assert_int_equal(engine_log_import(c, "nosuch", ship.p, ship.len, &end, &err), XE_NAME);

@@ -433,6 +433,20 @@ static void test_log_put(void **state)
     assert_int_equal(put_rec(t, 44, "rec"), 0);
     commit(t);
     check_bounds(f->s, "ev", 40, 45);
+    /* a copy of a log its home emptied: an empty log skips forward, never back */
+    t = begin(f->s, 1);
+    assert_int_equal(store_log_skip(t, "ev", 50, &e), XE_INVAL); /* it holds records */
+    assert_int_equal(store_log_trim(t, "ev", 45, &e), 0);
+    assert_int_equal(store_log_skip(t, "ev", 50, &e), 0);
+    assert_int_equal(store_log_skip(t, "ev", 47, &e), 0);
+    commit(t);
+    check_bounds(f->s, "ev", 50, 50);
+    reopen(f, NULL);
+    check_bounds(f->s, "ev", 50, 50);
+    t = begin(f->s, 1);
+    assert_int_equal(put_rec(t, 50, "rec"), 0);
+    commit(t);
+    check_bounds(f->s, "ev", 50, 51);
 }
 
 static void test_many_logs(void **state)
