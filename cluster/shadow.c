@@ -25,7 +25,10 @@
 #include "cluster/node.h"
 
 #define SHIP_INFLIGHT 4
-#define SHIP_MAX (4u << 20) /* log bytes per shipment (a frame holds 16 MiB) */
+/* log bytes per shipment (a frame holds 16 MiB): small enough that building
+ * and sending one holds the event loop for a few ms (about 10 ms a MiB,
+ * measured on a busy 2-core VM) */
+#define SHIP_MAX (1u << 20)
 #define SHIP_RETRY_MS 1000  /* no answer for this long: ship again from what the copy has */
 
 /* A shipment waiting for its LOGACK. */
@@ -172,7 +175,9 @@ static void ship(node *n, lship *ls)
         ls->next = ls->acked;
         sent_drop(ls);
     }
-    if (ls->nsent >= SHIP_INFLIGHT) return;
+    /* the history goes one shipment at a time: the live work (a recovery
+     * that started the copy, above all) keeps the loop */
+    if (ls->nsent >= (ls->catching ? 1 : SHIP_INFLIGHT)) return;
     sbuf log, org, ses;
     sbuf_init(&log);
     sbuf_init(&org);
@@ -315,7 +320,9 @@ void node_logshadow(node *n, const char *stream, const char *shadow, const char 
         node_log(n, NET_LOG_ERROR, "stream %s: %s", stream, err.msg);
         return;
     }
-    ship(n, ls);
+    /* the history goes from the next tick on: a failure event's recovery
+     * comes first */
+    if (!ls->catching) ship(n, ls);
 }
 
 /* The copy holds shipment `ship`: what it carried is safe. */
