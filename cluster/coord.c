@@ -1770,7 +1770,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
                  lite ? " (it alone reads the stream's source)" : "", sh ? (by_log ? ", its log copied to " : ", shadow ") : "",
                  sh ? sh : "");
         rc = job_broadcast_stream(n, s, req, cst, err);
-        if (rc >= 0 && cst->lshadow) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */
+        if (rc >= 0 && sh) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */
         return rc;
     }
     case ST_DROP_STREAM: {
@@ -2494,9 +2494,11 @@ static void source_of(const cstream *c, char *out, size_t cap)
  * source, that it reads the stream's socket from now on. */
 static void send_logshadow(node *n, cstream *c, const char *source)
 {
-    const char *sh = c->lshadow ? c->lshadow : "";
+    /* a shadow fed the input hears from the home only where its log begins */
+    const char *sh = c->lshadow ? c->lshadow : c->shadow ? c->shadow : "";
+    int fed = !c->lshadow && c->shadow;
     if (!strcmp(c->home, n->cfg.name)) {
-        node_logshadow(n, c->name, sh, source);
+        node_logshadow(n, c->name, sh, source, fed);
         return;
     }
     peer *h = node_peer(n, c->home, strlen(c->home));
@@ -2505,6 +2507,7 @@ static void send_logshadow(node *n, cstream *c, const char *source)
     m.u.logshadow.stream = wire_str_of(c->name);
     m.u.logshadow.shadow = wire_str_of(sh);
     m.u.logshadow.source = wire_str_of(source ? source : "");
+    m.u.logshadow.flags = fed ? WIRE_LOGSHADOW_FED : 0;
     cs_send_msg(h->link, &m);
 }
 

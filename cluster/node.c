@@ -1726,7 +1726,7 @@ static void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
             snprintf(st, sizeof st, "%.*s", (int)m.u.logshadow.stream.n, m.u.logshadow.stream.p);
             snprintf(sh, sizeof sh, "%.*s", (int)m.u.logshadow.shadow.n, m.u.logshadow.shadow.p);
             snprintf(src, sizeof src, "%.*s", (int)m.u.logshadow.source.n, m.u.logshadow.source.p);
-            node_logshadow(n, st, sh, src);
+            node_logshadow(n, st, sh, src, m.u.logshadow.flags & WIRE_LOGSHADOW_FED);
             return;
         }
         break;

@@ -279,7 +279,9 @@ void chan_free(peer *p);
 
 /* The coordinator made this node the home of stream: copy its log to
  * shadow ("" = none) and, with source, start reading the stream's socket. */
-void node_logshadow(node *n, const char *stream, const char *shadow, const char *source);
+/* fed: the shadow gets the input from the coordinator; the home only tells
+ * it where its log begins (retention). */
+void node_logshadow(node *n, const char *stream, const char *shadow, const char *source, int fed);
 void shadow_frame(node *n, cs *s, const wire_msg *m); /* LOGSHIP, LOGACK */
 void shadow_tick(node *n);
 void shadow_ship_soon(node *n, const char *stream);   /* input went into the stream */

@@ -55,6 +55,8 @@ struct lship {
     int64_t waiting;      /* wall ms of the last progress while shipments wait for answers */
     uint64_t catch_end;   /* a new copy catches up to here before the guard holds the queries back */
     int catching;
+    int fed;              /* the shadow gets the input from the coordinator: only where the log begins goes */
+    uint64_t sent_begin;  /* fed: the begin it was last told */
     /* ingest ends answered once the copy has them */
     int ndone, capdone;
     struct ldone *done;
@@ -113,7 +115,29 @@ static void sent_drop(lship *ls)
 int shadow_guarded(node *n, const char *stream)
 {
     lship *ls = find(n, stream, strlen(stream));
-    return ls && ls->shadow[0];
+    return ls && ls->shadow[0] && !ls->fed;
+}
+
+/* A shadow fed the input hears where the home's log begins when that
+ * moved, so that its retention follows the home's. */
+static void ship_begin(node *n, lship *ls, cs *l)
+{
+    sbuf log;
+    sbuf_init(&log);
+    uint64_t nx;
+    xerr err;
+    if (!engine_log_export(n->eng, ls->stream, 0, 0, &log, &nx, &err) && log.len >= 68) {
+        uint64_t begin = be64_get((const unsigned char *)log.p + 4 + 56);
+        if (begin > ls->sent_begin) {
+            wire_msg m = {.type = WIRE_LOGSHIP};
+            m.u.logship.stream = wire_str_of(ls->stream);
+            m.u.logship.ship = ++ls->ship;
+            m.u.logship.log = (wire_str){log.p, log.len};
+            if (!cs_send_msg(l, &m)) ls->sent_begin = begin;
+        }
+    } else if (err.code == XE_NAME)
+        ls->shadow[0] = 0; /* dropped */
+    sbuf_fini(&log);
 }
 
 void shadow_moved(node *n, const char *stream)
@@ -173,7 +197,12 @@ static void ship(node *n, lship *ls)
     if (l != ls->link) {
         ls->link = l;
         ls->next = ls->acked;
+        ls->sent_begin = 0;
         sent_drop(ls);
+    }
+    if (ls->fed) {
+        ship_begin(n, ls, l);
+        return;
     }
     /* the history goes one shipment at a time: the live work (a recovery
      * that started the copy, above all) keeps the loop */
@@ -269,7 +298,7 @@ void shadow_ship_soon(node *n, const char *stream)
     }
 }
 
-void node_logshadow(node *n, const char *stream, const char *shadow, const char *source)
+void node_logshadow(node *n, const char *stream, const char *shadow, const char *source, int fed)
 {
     xerr err;
     lship *ls = find(n, stream, strlen(stream));
@@ -298,6 +327,19 @@ void node_logshadow(node *n, const char *stream, const char *shadow, const char 
         }
         ls->next_ls = n->lships;
         n->lships = ls;
+    }
+    if (fed) {
+        /* no guard, no shipments: the coordinator feeds the shadow */
+        snprintf(ls->shadow, sizeof ls->shadow, "%s", shadow);
+        ls->fed = 1;
+        ls->link = NULL;
+        sent_drop(ls);
+        ls->dirty = 0;
+        return;
+    }
+    if (ls->fed) {
+        ls->fed = 0;
+        ls->shadow[0] = 0; /* a copy from scratch */
     }
     if (strcmp(ls->shadow, shadow)) {
         uint64_t from = 0, end = 0;

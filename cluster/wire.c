@@ -644,6 +644,7 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         PUT_S(w, m->u.logshadow.stream);
         PUT_S(w, m->u.logshadow.shadow);
         PUT_S(w, m->u.logshadow.source);
+        wire_put_u8(w, m->u.logshadow.flags);
         break;
     case WIRE_LOGSHIP:
         PUT_S(w, m->u.logship.stream);
@@ -827,6 +828,7 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_str(&r, &m->u.logshadow.stream);
         wire_get_str(&r, &m->u.logshadow.shadow);
         wire_get_str(&r, &m->u.logshadow.source);
+        wire_get_u8(&r, &m->u.logshadow.flags);
         break;
     case WIRE_LOGSHIP:
         wire_get_str(&r, &m->u.logship.stream);

@@ -103,6 +103,8 @@ enum wire_type {
     WIRE_TYPE_MAX = WIRE_CHACK
 };
 
+#define WIRE_LOGSHADOW_FED 1
+
 /* Roles announced in HELLO. */
 enum wire_role { WIRE_ROLE_NODE = 1, WIRE_ROLE_COORDINATOR = 2, WIRE_ROLE_CLIENT = 3 };
 
@@ -329,8 +331,10 @@ typedef struct wire_msg {
         struct { uint64_t query; uint64_t batches; wire_str peer; } loss;
         /* stream: the receiver is its home (from now on); shadow: the node
          * to copy its log to ("" = none); source: the stream's socket
-         * source when the receiver must start reading it ("" = none) */
-        struct { wire_str stream, shadow, source; } logshadow;
+         * source when the receiver must start reading it ("" = none);
+         * flags: WIRE_LOGSHADOW_FED = the shadow gets the input from the
+         * coordinator (send it only where the log begins, for its retention) */
+        struct { wire_str stream, shadow, source; uint8_t flags; } logshadow;
         /* ship: the home's number for this shipment; log: engine_log_export's
          * bytes; origins: n x (u32 query, u8 source, u64 offset) where the
          * home's queries started reading the stream; sessions: n x (u64

@@ -144,6 +144,8 @@ int exec_ingest_load(exec_ingest *in, const void *p, size_t n, xerr *err);
  * became the home of a stream read from a socket). */
 int engine_log_guard(engine *e, const char *stream, int on, xerr *err);
 int engine_log_release(engine *e, const char *stream, uint64_t upto, xerr *err);
+/* max = 0: no records, only the log's bounds (a shadow fed the input trims
+ * its log below the home's begin on import). */
 int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, sbuf *out, uint64_t *next,
                       xerr *err);
 int engine_log_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err);

@@ -27,6 +27,7 @@
 #define SHIP_HDR (4 + 8 * 8 + 4)
 #define SHIP_ENDED 1u
 #define SHIP_OPEN_SLICE 2u
+#define SHIP_TRIM_ONLY 4u /* max = 0: no records, only where the home's log begins */
 
 static int stream_of(engine *e, const char *stream, stream_rt **out, xerr *err)
 {
@@ -132,7 +133,7 @@ int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, 
     if (sbuf_add(out, h, sizeof h)) return xerr_set(err, XE_NOMEM, "out of memory");
     export_ctx x = {out, at + max, from, 0};
     xerr_clear(err);
-    rc = from < end ? store_log_read(e->txn, s->ps->name, from, 0, export_one, &x, err) : 0;
+    rc = from < end && max ? store_log_read(e->txn, s->ps->name, from, 0, export_one, &x, err) : 0;
     if (rc < 0 && !err->code) rc = xerr_set(err, XE_NOMEM, "out of memory");
     if (rc < 0) return rc;
     xerr_clear(err);
@@ -144,7 +145,8 @@ int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, 
                      s->rows_total,
                      s->src_pos,
                      (uint64_t)s->rejected,
-                     (s->ended || s->end_pending ? SHIP_ENDED : 0) | (s->open_slice ? SHIP_OPEN_SLICE : 0),
+                     (s->ended || s->end_pending ? SHIP_ENDED : 0) | (s->open_slice ? SHIP_OPEN_SLICE : 0) |
+                         (max ? 0 : SHIP_TRIM_ONLY),
                      begin};
     for (int i = 0; i < 8; i++) be64_put(p + 4 + 8 * i, v[i]);
     be32_put(p + 4 + 64, x.n);
@@ -158,6 +160,23 @@ static int sum_bytes(void *ctx, uint64_t off, const void *rec, size_t n)
     (void)off;
     (void)rec;
     *(uint64_t *)ctx += n;
+    return 0;
+}
+
+/* Trim the log below `before`; past its end (*end), the emptied log skips
+ * there.  *end is the log's end after. */
+static int trim_to(engine *e, stream_rt *s, uint64_t before, uint64_t *end, xerr *err)
+{
+    uint64_t mine;
+    int rc = store_log_begin(e->txn, s->ps->name, &mine, err);
+    if (rc || before <= mine) return rc;
+    uint64_t gone = 0, upto = before < *end ? before : *end;
+    if ((rc = store_log_read(e->txn, s->ps->name, mine, (size_t)(upto - mine), sum_bytes, &gone, err)) ||
+        (rc = store_log_trim(e->txn, s->ps->name, upto, err)) ||
+        (before > upto && (rc = store_log_skip(e->txn, s->ps->name, before, err))) ||
+        (rc = store_log_end(e->txn, s->ps->name, end, err)))
+        return rc;
+    s->log_bytes = s->log_bytes > gone ? s->log_bytes - gone : 0;
     return 0;
 }
 
@@ -185,6 +204,11 @@ int engine_log_import(engine *e, const char *stream, const void *p, size_t n, ui
     }
     if (at != n) return xerr_set(err, XE_CORRUPT, "a copy of stream '%s''s log has %zu stray bytes", stream, n - at);
     if ((rc = eng_txn(e, err))) return rc;
+    if (v[6] & SHIP_TRIM_ONLY) {
+        /* a shadow fed the input: only what the home's retention let go of */
+        if ((rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;
+        return trim_to(e, s, v[7] < *end ? v[7] : *end, end, err);
+    }
     /* a copy never cuts a slice of its own (the idle timer would put a
      * record of ours at an offset the home fills with another) */
     s->ext_ticks = 1;
@@ -211,18 +235,9 @@ int engine_log_import(engine *e, const char *stream, const void *p, size_t n, ui
     }
     if ((rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;
     /* what the home's retention let go of, the copy lets go of too (its own
-     * queries read nothing here, so they hold nothing back) */
-    uint64_t mine;
-    if ((rc = store_log_begin(e->txn, s->ps->name, &mine, err))) return rc;
-    if (v[7] > mine) {
-        uint64_t gone = 0, upto = v[7] < *end ? v[7] : *end;
-        if ((rc = store_log_read(e->txn, s->ps->name, mine, (size_t)(upto - mine), sum_bytes, &gone, err)) ||
-            (rc = store_log_trim(e->txn, s->ps->name, upto, err)) ||
-            (v[7] > upto && (rc = store_log_skip(e->txn, s->ps->name, v[7], err))) ||
-            (rc = store_log_end(e->txn, s->ps->name, end, err)))
-            return rc;
-        s->log_bytes = s->log_bytes > gone ? s->log_bytes - gone : 0;
-    }
+     * queries read nothing here, so they hold nothing back); a log the home
+     * emptied ends where the home's does */
+    if ((rc = trim_to(e, s, v[7], end, err))) return rc;
     if (*end == v[1]) {
         /* we hold the whole log: the counters are ours */
         s->max_ts = (int64_t)v[2];
