@@ -527,7 +527,9 @@ static int dec_of(double d, int s, int64_t *m)
 {
     double x = d * pow10_tab[s];
     int in = x > -4503599627370496.0 && x < 4503599627370496.0; /* |x| < 2^52, and not NaN */
-    int64_t r = in ? (int64_t)(x < 0 ? x - 0.5 : x + 0.5) : 0;
+    /* rounded half away from zero, without a branch on the sign (random
+     * signs would mispredict half the time) */
+    int64_t r = in ? (int64_t)(x + copysign(0.5, x)) : 0;
     double back = (double)r / pow10_tab[s];
     uint64_t a, b;
     memcpy(&a, &back, 8);
