@@ -74,31 +74,42 @@ typedef struct agg_slot {
     };
 } agg_slot;
 
+typedef struct cslot { /* a compact SUM, AVG, MIN or MAX of DOUBLEs (COUNT(*): n alone) */
+    int64_t n;
+    double d;
+} cslot;
+
+typedef struct cop { /* what the update of a compact slot needs, side by side */
+    int fast;            /* FAST_COUNT_STAR, FAST_SUM_D, FAST_MIN_D or FAST_MAX_D */
+    int off;             /* the slot's offset in the entry's slots */
+    int col;             /* the argument's column */
+} cop;
+
 enum { KIN = 10 }; /* key bytes kept in the entry's first cache line */
 
 typedef struct agg_entry {
     /* Entries are 64-byte aligned: the first line holds what only closing,
      * flushing, sessions and the pool read; from the second on, what a
      * probe and an update touch (the probe's fields, the dirty mark, the
-     * slots).  Pooled entries of fixed-width keys are whole lines with no
-     * slack (three slots and one group: three lines), so that a window's
-     * working set is as small as it can be. */
+     * slots).  A fixed window's table holds one window, so a probe there
+     * needs neither the window start nor the end: both are in the first
+     * line.  Pooled entries of fixed-width keys are whole lines with no
+     * slack.  With compact slots (see agg_task) the probe and the update of
+     * a COUNT(*), a SUM and a MAX read one line of the entry. */
     int64_t pwend, pwstart;   /* sessions: where it is persisted; pwend == WM_MIN when not */
-    struct agg_entry *next;   /* pool free list */
     int64_t wpos;             /* position in its window's list of entries */
     unsigned char *key;       /* encoded group values: kin when they fit */
     val *gv;                  /* group values (text in this allocation) */
-    agg_ext *ext;             /* naggs of them, or NULL (read only when the task has_ext) */
-    int64_t dpos;             /* index in the dirty list while dirty */
-    int64_t wend;
+    int64_t wend, wstart;
+    int64_t dpos;             /* sessions: index in the dirty list while dirty */
     uint64_t hash;            /* of the group key (and window for fixed windows) */
-    int64_t wstart;
     uint32_t klen;
     uint8_t dirty, pooled;
     unsigned char kin[KIN];   /* the key's first KIN bytes */
-    agg_slot slots[];
+    agg_slot slots[];         /* naggs of them, or compact slots (then read through slot_get) */
 } agg_entry;
-_Static_assert(offsetof(agg_entry, wend) == 64, "agg_entry: the hot fields start the second cache line");
+_Static_assert(offsetof(agg_entry, hash) == 64, "agg_entry: the hot fields start the second cache line");
+_Static_assert(sizeof(agg_entry) == 88, "agg_entry: 40 bytes of slots fit the second cache line");
 
 typedef struct tslot {
     uint64_t tag; /* the entry's hash (1 for a hash of 0); 0 = empty */
@@ -146,6 +157,15 @@ typedef struct pwin { /* a fixed window with records in LMDB */
 struct agg_task {
     int naggs, ngroups;
     int has_ext;
+    /* Compact slots: fixed windows whose every aggregate is COUNT(*) or a
+     * SUM, AVG, MIN or MAX of a bare DOUBLE column keep COUNT(*) in 8 bytes
+     * (n) and the others in 16 (n, d), cops[k].off bytes into the slots, instead
+     * of 24-byte agg_slots: three aggregates and the probe's fields then
+     * share one cache line.  Everything but the update reads and writes
+     * them as agg_slots through slot_get and slot_put. */
+    int compact;
+    cop *cops;
+    size_t slots_bytes;       /* the slots' size in an entry */
     int uses_progs;           /* some group or argument goes through the interpreter */
     int key_max;              /* the longest encoded group key when none is TEXT, else -1 */
     int session;              /* session windows (else fixed: tumbling, hopping, global) */
@@ -210,7 +230,10 @@ struct agg_task {
     int64_t ndels;
     /* closed entries are recycled: new windows reuse their memory */
     size_t pool_size;     /* the size of a pooled entry, whole cache lines */
-    agg_entry *pool;      /* free list through next */
+    agg_entry **pool;     /* recycled entries, a stack with room for every pooled entry (so that a
+                           * push cannot fail, and a pop can prefetch the entries of later pops) */
+    int64_t npool, cappool;
+    int64_t npooled;      /* entries in the slabs */
     char *slabs;          /* the allocations pooled entries live in */
     char *slab_next;      /* the newest slab's first entry not handed out yet */
     int slab_left;
@@ -272,6 +295,19 @@ agg_task *agg_new(opinst *o, int task)
             (ag->arg->type == TY_TEXT || ag->arg->type == TY_NULL))
             a->has_ext = 1;
     }
+    if (!(a->cops = calloc((size_t)a->naggs + 1, sizeof *a->cops))) {
+        agg_free(a);
+        return NULL;
+    }
+    a->compact = !a->session && !a->has_ext;
+    for (int k = 0; k < a->naggs; k++) {
+        int f = a->args[k].fast;
+        if (f != FAST_COUNT_STAR && f != FAST_SUM_D && f != FAST_MIN_D && f != FAST_MAX_D) a->compact = 0;
+    }
+    for (int k = 0; k < a->naggs; k++) {
+        a->cops[k] = (cop){a->args[k].fast, (int)a->slots_bytes, a->args[k].col};
+        a->slots_bytes += !a->compact ? sizeof(agg_slot) : a->args[k].fast == FAST_COUNT_STAR ? 8 : sizeof(cslot);
+    }
     return a;
 }
 
@@ -284,12 +320,19 @@ static void dset_free(dset *s)
     free(s);
 }
 
+/* e's naggs agg_exts, right after its slots, or NULL when the task has none. */
+static inline agg_ext *entry_ext(const agg_task *a, const agg_entry *e)
+{
+    return a->has_ext ? (agg_ext *)((char *)e + sizeof(agg_entry) + a->slots_bytes) : NULL;
+}
+
 static void ext_clear(agg_task *a, agg_entry *e)
 {
-    for (int i = 0; e->ext && i < a->naggs; i++) {
-        free(e->ext[i].mtext);
-        dset_free(e->ext[i].ds);
-        memset(&e->ext[i], 0, sizeof e->ext[i]);
+    agg_ext *x = entry_ext(a, e);
+    for (int i = 0; x && i < a->naggs; i++) {
+        free(x[i].mtext);
+        dset_free(x[i].ds);
+        memset(&x[i], 0, sizeof x[i]);
     }
 }
 
@@ -319,8 +362,8 @@ static void entry_free(agg_task *a, agg_entry *e)
     if (a->session) dirty_drop(a, e);
     ext_clear(a, e);
     if (e->pooled) {
-        e->next = a->pool;
-        a->pool = e;
+        assert(a->npool < a->cappool);
+        a->pool[a->npool++] = e;
     } else
         free(e);
 }
@@ -340,10 +383,12 @@ void agg_free(agg_task *a)
     }
     free(a->t.tab);
     free(a->spare.tab);
+    free(a->pool);
     free(a->cands);
     free(a->gtmp);
     free(a->args);
     free(a->gargs);
+    free(a->cops);
     free(a->closing);
     free(a->ctmp);
     free(a->bcount);
@@ -547,9 +592,48 @@ static val slot_result(const plan_agg *ag, const agg_slot *s)
     }
 }
 
+/* Slot k of e as an agg_slot (a copy when the slots are compact). */
+static inline void slot_get(const agg_task *a, const agg_entry *e, int k, agg_slot *s)
+{
+    if (!a->compact) {
+        *s = e->slots[k];
+        return;
+    }
+    const char *p = (const char *)e->slots + a->cops[k].off;
+    memset(s, 0, sizeof *s);
+    memcpy(&s->n, p, 8);
+    if (a->cops[k].fast == FAST_COUNT_STAR) return;
+    double d;
+    memcpy(&d, p + 8, 8);
+    if (a->cops[k].fast == FAST_SUM_D) s->d = d;
+    else if (s->n) s->m = val_double(d); /* MIN, MAX: what set_m keeps of a DOUBLE */
+}
+
+/* Slot k of e from an agg_slot.  A compact slot holds what slot_update
+ * makes of DOUBLE arguments: n, the sum in d (i stays 0), a DOUBLE m. */
+static inline void slot_put(const agg_task *a, agg_entry *e, int k, const agg_slot *s)
+{
+    if (!a->compact) {
+        e->slots[k] = *s;
+        return;
+    }
+    char *p = (char *)e->slots + a->cops[k].off;
+    memcpy(p, &s->n, 8);
+    if (a->cops[k].fast == FAST_COUNT_STAR) return;
+    double d = a->cops[k].fast == FAST_SUM_D ? (s->i ? s->d + (double)s->i : s->d)
+               : !s->n ? 0
+               : s->m.type == TY_DOUBLE ? s->m.d
+                                        : (double)s->m.i; /* an integer from a damaged or foreign record */
+    memcpy(p + 8, &d, 8);
+}
+
 static void slots_clear(agg_task *a, agg_entry *e)
 {
     ext_clear(a, e);
+    if (a->compact) {
+        memset(e->slots, 0, a->slots_bytes);
+        return;
+    }
     for (int k = 0; k < a->naggs; k++) {
         e->slots[k].n = 0;
         e->slots[k].m = val_null(); /* also i = d = 0 */
@@ -560,25 +644,38 @@ static void slots_clear(agg_task *a, agg_entry *e)
 
 /* A pooled entry: a recycled one, or the next of the current slab (one
  * allocation for SLAB_ENTRIES, handed out as they are needed, so that fresh
- * memory is touched once).  NULL when out of memory. */
-enum { SLAB_ENTRIES = 64 };
+ * memory is touched once).  NULL when out of memory.  A recycled entry is
+ * cold (windows close in hash order): the one POOL_AHEAD pops later is
+ * fetched now, every line entry_new clears, so that a new window's first
+ * rows do not wait for memory one entry at a time. */
+enum { SLAB_ENTRIES = 64, POOL_AHEAD = 4 };
 static agg_entry *pool_get(agg_task *a)
 {
-    agg_entry *e = a->pool;
-    if (e) {
-        a->pool = e->next;
-        __builtin_prefetch(a->pool); /* the next one's link, read at the next call */
+    if (a->npool) {
+        agg_entry *e = a->pool[--a->npool];
+        if (a->npool >= POOL_AHEAD) {
+            const char *f = (const char *)a->pool[a->npool - POOL_AHEAD];
+            for (size_t at = 0; at < a->pool_size; at += 64) __builtin_prefetch(f + at, 1);
+        }
         return e;
     }
     if (a->slab_left == 0) {
+        if (a->cappool < a->npooled + SLAB_ENTRIES) { /* room to recycle every entry, the new slab's too */
+            int64_t cap = a->cappool ? a->cappool * 2 : 4 * SLAB_ENTRIES;
+            agg_entry **v = realloc(a->pool, (size_t)cap * sizeof *v);
+            if (!v) return NULL;
+            a->pool = v;
+            a->cappool = cap;
+        }
         char *blk = aligned_alloc(64, 64 + SLAB_ENTRIES * a->pool_size);
         if (!blk) return NULL;
         memcpy(blk, &a->slabs, sizeof a->slabs); /* slabs are chained through their first bytes */
         a->slabs = blk;
         a->slab_next = blk + 64;
         a->slab_left = SLAB_ENTRIES;
+        a->npooled += SLAB_ENTRIES;
     }
-    e = (agg_entry *)a->slab_next;
+    agg_entry *e = (agg_entry *)a->slab_next;
     a->slab_next += a->pool_size;
     a->slab_left--;
     return e;
@@ -590,7 +687,7 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
     for (int i = 0; i < a->ngroups; i++)
         if (gv[i].type == TY_TEXT) text += gv[i].len;
     size_t ext = a->has_ext ? (size_t)a->naggs * sizeof(agg_ext) : 0;
-    size_t base = sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot) + ext + (size_t)a->ngroups * sizeof(val);
+    size_t base = sizeof(agg_entry) + a->slots_bytes + ext + (size_t)a->ngroups * sizeof(val);
     size_t kout = klen > KIN ? klen : 0; /* a key that fits stays in kin only */
     size_t sz = base + kout + text;
     /* pooled entries are whole cache lines, so that an entry's first bytes
@@ -606,11 +703,7 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
         e->pooled = 1;
     } else if (!(e = calloc(1, sz)))
         return NULL;
-    char *p = (char *)e + sizeof(agg_entry) + (size_t)a->naggs * sizeof(agg_slot);
-    if (ext) {
-        e->ext = (agg_ext *)p;
-        p += ext;
-    }
+    char *p = (char *)e + sizeof(agg_entry) + a->slots_bytes + ext; /* the agg_exts (entry_ext), then: */
     e->gv = (val *)p;
     e->key = kout ? (unsigned char *)(e->gv + a->ngroups) : e->kin;
     char *tp = (char *)(e->gv + a->ngroups) + kout;
@@ -861,7 +954,11 @@ static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
     if (!row) return xerr_set(err, XE_NOMEM, "out of memory");
     int c = 0;
     for (int i = 0; i < a->ngroups; i++) row[c++] = e->gv[i]; /* entry memory outlives the push */
-    for (int i = 0; i < a->naggs; i++) row[c++] = slot_result(&o->op->aggs[i], &e->slots[i]);
+    for (int i = 0; i < a->naggs; i++) {
+        agg_slot s;
+        slot_get(a, e, i, &s);
+        row[c++] = slot_result(&o->op->aggs[i], &s);
+    }
     row[c++] = e->wstart == WM_MIN ? val_null() : val_int(TY_TIMESTAMP, e->wstart);
     row[c++] = e->wend == WM_END ? val_null() : val_int(TY_TIMESTAMP, e->wend);
     return 0;
@@ -904,19 +1001,66 @@ static inline int slot_fast(const agg_arg *g, agg_slot *s, const val *row)
     }
 }
 
-static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xerr *err)
+/* slot_fast for compact slot c of the entry whose slots are at p: 1 when
+ * done, 0 to take slot_update. */
+static inline int cslot_fast(const cop *c, char *p, const val *row)
+{
+    if (c->fast == FAST_COUNT_STAR) {
+        (*(int64_t *)(p + c->off))++;
+        return 1;
+    }
+    const val *v = &row[c->col];
+    cslot *s = (cslot *)(p + c->off);
+    if (v->type != TY_DOUBLE) return 0;
+    if (c->fast == FAST_SUM_D) {
+        s->n++;
+        s->d += v->d;
+        return 1;
+    }
+    /* MIN, MAX: NaN takes val_compare's order (d is 0 while n is 0; a sum
+     * that is NaN only for infinities of both signs just takes the long way) */
+    if (isnan(v->d + s->d)) return 0;
+    if (!s->n || (c->fast == FAST_MIN_D ? v->d < s->d : v->d > s->d)) s->d = v->d;
+    s->n++;
+    return 1;
+}
+
+/* Row into e's slots from slot k0 on (those before it are done), and e
+ * marked dirty. */
+static int update_from(opinst *o, agg_task *a, agg_entry *e, const val *row, int k0, xerr *err)
 {
     const plan_op *op = o->op;
-    for (int k = 0; k < op->naggs; k++) {
-        if (slot_fast(&a->args[k], &e->slots[k], row)) continue;
+    agg_ext *x = entry_ext(a, e);
+    for (int k = k0; k < op->naggs; k++) {
+        if (a->compact ? cslot_fast(&a->cops[k], (char *)e->slots, row)
+                       : slot_fast(&a->args[k], &e->slots[k], row))
+            continue;
         val tmp;
         const val *v = a->args[k].prog >= 0 ? arg_ref(o, &a->args[k], row, &tmp) : NULL;
-        if (slot_update(a, op->aggs[k].fn, &e->slots[k], a->has_ext ? &e->ext[k] : NULL, v))
-            return xerr_set(err, XE_NOMEM, "out of memory");
+        agg_slot s;
+        slot_get(a, e, k, &s);
+        if (slot_update(a, op->aggs[k].fn, &s, x ? &x[k] : NULL, v)) return xerr_set(err, XE_NOMEM, "out of memory");
+        slot_put(a, e, k, &s);
     }
     if (a->uses_progs) batch_reset(&o->q->scratch);
     if (mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
     return 0;
+}
+
+static int update_entry(opinst *o, agg_task *a, agg_entry *e, const val *row, xerr *err)
+{
+    return update_from(o, a, e, row, 0, err);
+}
+
+/* The row's common case into compact slots, inline (no call per row, which
+ * costs a fifth of the aggregate): how many slots from the first on it did;
+ * update_from does the rest. */
+static inline int compact_update(const agg_task *a, agg_entry *e, const val *row)
+{
+    char *p = (char *)e->slots;
+    int k = 0;
+    while (k < a->naggs && cslot_fast(&a->cops[k], p, row)) k++;
+    return k;
 }
 
 /* A new (window, group) entry with empty slots, in the table; NULL when
@@ -928,7 +1072,7 @@ static agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t kle
     e->hash = h;
     e->wstart = ws;
     e->wend = we;
-    for (int k = 0; k < a->naggs; k++) e->slots[k].m = val_null();
+    for (int k = 0; !a->compact && k < a->naggs; k++) e->slots[k].m = val_null(); /* compact: zeros */
     if (table_insert(a, e)) {
         entry_free(a, e);
         return NULL;
@@ -962,9 +1106,12 @@ static inline int key_eq(const agg_entry *e, const unsigned char *key, uint32_t 
     return klen <= KIN || !memcmp(e->key + KIN, key + KIN, klen - KIN);
 }
 
-static inline int entry_is(const agg_entry *e, uint64_t h, int64_t ws, const unsigned char *key, uint32_t klen)
+/* e is the entry of hash h and key in a fixed window's table (which holds
+ * one window: its start need not be compared, and stays in the entry's
+ * first line, which a probe does not read). */
+static inline int entry_is(const agg_entry *e, uint64_t h, const unsigned char *key, uint32_t klen)
 {
-    return e->hash == h && e->wstart == ws && key_eq(e, key, klen);
+    return e->hash == h && key_eq(e, key, klen);
 }
 
 /* The table of the fixed window ending at we, or NULL when it has no
@@ -981,14 +1128,14 @@ static inline htab *win_table(agg_task *a, int64_t we)
     return &a->wl[i].t;
 }
 
-static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t ws, int64_t we, const unsigned char *key, uint32_t klen)
+static agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t we, const unsigned char *key, uint32_t klen)
 {
     htab *t = win_table(a, we);
     if (!t || !t->cap) return NULL;
     uint32_t m = t->cap - 1;
     uint64_t tag = HTAG(h);
     for (uint32_t i = (uint32_t)h & m; t->tab[i].tag; i = (i + 1) & m)
-        if (t->tab[i].tag == tag && entry_is(t->tab[i].e, h, ws, key, klen)) return t->tab[i].e;
+        if (t->tab[i].tag == tag && entry_is(t->tab[i].e, h, key, klen)) return t->tab[i].e;
     return NULL;
 }
 
@@ -1117,7 +1264,7 @@ static int batch_keys(opinst *o, agg_task *a, const batch *in)
 static agg_entry *fixed_entry(opinst *o, agg_task *a, const val *row, int r, uint64_t h, int64_t ws, int64_t we)
 {
     const unsigned char *key = (const unsigned char *)a->keys.p + a->rkoff[r];
-    agg_entry *e = find_fixed(a, h, ws, we, key, a->rklen[r]);
+    agg_entry *e = find_fixed(a, h, we, key, a->rklen[r]);
     if (e) return e;
     group_vals(o, a, row); /* text from functions lives in scratch until the entry copies it */
     e = entry_open(a, key, a->rklen[r], h, ws, we);
@@ -1155,10 +1302,10 @@ static int push_session(opinst *o, agg_task *a, const batch *in, int emit_change
                 target = e;
                 continue;
             }
-            /* merge e into target */
+            /* merge e into target (sessions: never compact slots) */
+            agg_ext *tx = entry_ext(a, target), *ex = entry_ext(a, e);
             for (int k = 0; k < a->naggs; k++)
-                if (slot_merge(&op->aggs[k], &target->slots[k], target->ext ? &target->ext[k] : NULL, &e->slots[k],
-                               e->ext ? &e->ext[k] : NULL))
+                if (slot_merge(&op->aggs[k], &target->slots[k], tx ? &tx[k] : NULL, &e->slots[k], ex ? &ex[k] : NULL))
                     return xerr_set(err, XE_NOMEM, "out of memory");
             if (e->wstart < target->wstart) target->wstart = e->wstart;
             if (e->wend > target->wend) entry_move_end(a, target, e->wend);
@@ -1232,7 +1379,7 @@ static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes
             agg_entry *e = a->rcand[c] = probe_tag(win_table(a, ROW_WE(c)), a->rh[c]);
             if (e) {
                 __builtin_prefetch((char *)e + 64);
-                __builtin_prefetch((char *)e + 128);
+                if (!a->compact) __builtin_prefetch((char *)e + 128);
             }
         }
         int u = r - PF_AHEAD;
@@ -1242,10 +1389,11 @@ static int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes
         int64_t ws = a->rts[u];
         uint64_t h = a->rh[u];
         agg_entry *e = a->rcand[u];
-        if (!e || !entry_is(e, h, ws, (const unsigned char *)a->keys.p + a->rkoff[u], a->rklen[u]))
+        if (!e || !entry_is(e, h, (const unsigned char *)a->keys.p + a->rkoff[u], a->rklen[u]))
             e = fixed_entry(o, a, row, u, h, ws, ROW_WE(u));
         if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
-        if (update_entry(o, a, e, row, err)) return err->code;
+        int k = a->compact ? compact_update(a, e, row) : 0;
+        if ((k < a->naggs || !e->dirty) && update_from(o, a, e, row, k, err)) return err->code;
         if (emit_changes && emit_entry(o, a, e, err)) return err->code;
     }
 #undef ROW_WE
@@ -1391,10 +1539,11 @@ static void sort_window(agg_task *a, csort *v, int64_t n)
     memcpy(v, a->ctmp, (size_t)n * sizeof *v);
 }
 
-static int closing_push(agg_task *a, agg_entry *e)
+/* e, of window [ws, we), closes. */
+static int closing_push(agg_task *a, agg_entry *e, int64_t ws, int64_t we)
 {
     if (room_for_one(&a->closing, a->nclosing, &a->capclosing, sizeof *a->closing)) return XE_NOMEM;
-    a->closing[a->nclosing++] = (csort){e->wend, e->wstart, e->hash, e};
+    a->closing[a->nclosing++] = (csort){we, ws, e->hash, e};
     return 0;
 }
 
@@ -1419,17 +1568,22 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             if (!a->t.tab[si].tag) continue;
             agg_entry *e = a->t.tab[si].e;
             int closes = wm == WM_END || (e->wend != WM_END && e->wend <= wm - grace);
-            if (closes && closing_push(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+            if (closes && closing_push(a, e, e->wstart, e->wend)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
     } else
         for (; nclose < a->nw; nclose++) {
             if (wm != WM_END && (a->wends[nclose] == WM_END || a->wends[nclose] > wm - grace)) break;
             const struct wlist *l = &a->wl[nclose];
+            /* a fixed window's entries share their start (sessions' windows
+             * are one entry each): only the hash is read from each entry */
+            int64_t ws = l->n ? l->v[0]->wstart : 0;
             for (int64_t j = 0; j < l->n; j++) {
                 if (j + PF_AHEAD < l->n) {
                     __builtin_prefetch((char *)l->v[j + PF_AHEAD] + 64);
                 }
-                if (closing_push(a, l->v[j])) return xerr_set(err, XE_NOMEM, "out of memory");
+                agg_entry *e = l->v[j];
+                if (closing_push(a, e, a->session ? e->wstart : ws, a->wends[nclose]))
+                    return xerr_set(err, XE_NOMEM, "out of memory");
             }
         }
     if (!a->nclosing) return 0;
@@ -1466,14 +1620,15 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     }
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i].e;
-        if (e->wend != WM_END && e->wend + grace > a->max_closed) a->max_closed = e->wend + grace;
+        int64_t we = a->closing[i].wend;
+        if (we != WM_END && we + grace > a->max_closed) a->max_closed = we + grace;
         if (session) {
             if (i + PF_AHEAD < a->nclosing)
                 __builtin_prefetch(&a->t.tab[a->closing[i + PF_AHEAD].hash & (a->t.cap - 1)]);
             if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
             htab_remove(&a->t, e);
-        } else if (skey_end(e->wend) > a->del_to)
-            a->del_to = skey_end(e->wend); /* its window's records go at the flush */
+        } else if (skey_end(we) > a->del_to)
+            a->del_to = skey_end(we); /* its window's records go at the flush */
         a->nentries--;
         entry_free(a, e);
     }
@@ -1505,8 +1660,10 @@ static int entry_put(const agg_task *a, const plan_op *op, const agg_entry *e, s
     p = varint_put(p, e->klen);
     memcpy(p, e->klen <= KIN ? e->kin : e->key, e->klen);
     p += e->klen;
+    const agg_ext *x = entry_ext(a, e);
     for (int k = 0; k < a->naggs; k++) {
-        const agg_slot *s = &e->slots[k];
+        agg_slot sv, *s = &sv;
+        slot_get(a, e, k, s);
         plan_fn fn = op->aggs[k].fn;
         p = varint_put(p, (uint64_t)s->n);
         if (fn == FN_SUM || fn == FN_AVG) {
@@ -1522,7 +1679,7 @@ static int entry_put(const agg_task *a, const plan_op *op, const agg_entry *e, s
             if (val_key_encode(&s->m, 1, v) || sbuf_reserve(v, (size_t)(a->naggs - k) * SLOT_MAX)) return XE_NOMEM;
             p = (unsigned char *)v->p + v->len;
         } else if (fn == FN_COUNT_DISTINCT) {
-            const dset *ds = e->ext ? e->ext[k].ds : NULL;
+            const dset *ds = x ? x[k].ds : NULL;
             size_t bl = ds ? ds->bytes.len : 0;
             p = varint_put(p, bl);
             v->len = (size_t)((char *)p - v->p);
@@ -1681,8 +1838,10 @@ static int entry_encode(agg_task *a, const plan_op *op, const agg_entry *e, sbuf
     if (sbuf_add(k, e->key, e->klen) || sbuf_add(k, b8, 8)) return XE_NOMEM;
     uint32_t kl = e->klen;
     if (sbuf_add(v, &kl, 4)) return XE_NOMEM;
+    const agg_ext *x = entry_ext(a, e);
     for (int i = 0; i < a->naggs; i++) {
-        const agg_slot *s = &e->slots[i];
+        agg_slot sv, *s = &sv;
+        slot_get(a, e, i, s);
         int sum = op->aggs[i].fn == FN_SUM || op->aggs[i].fn == FN_AVG;
         int64_t si = sum ? s->i : 0;
         double sd = sum ? s->d : 0;
@@ -1696,7 +1855,7 @@ static int entry_encode(agg_task *a, const plan_op *op, const agg_entry *e, sbuf
             ml = (uint32_t)(v->len - at - 4);
             memcpy(v->p + at, &ml, 4);
         }
-        const dset *ds = e->ext ? e->ext[i].ds : NULL;
+        const dset *ds = x ? x[i].ds : NULL;
         uint32_t dn = ds ? ds->n : 0;
         if (sbuf_add(v, &dn, 4)) return XE_NOMEM;
         if (dn) {
@@ -1778,7 +1937,7 @@ static agg_entry *load_entry(load_ctx *c, const unsigned char *k, uint32_t gkl, 
 {
     agg_task *a = c->a;
     uint64_t kh = key_hash(k, gkl), h = is_session(c->o) ? kh : fixed_hash(kh, ws);
-    agg_entry *e = is_session(c->o) ? NULL : find_fixed(a, h, ws, wend, k, gkl);
+    agg_entry *e = is_session(c->o) ? NULL : find_fixed(a, h, wend, k, gkl);
     if (e) {
         slots_clear(a, e);
         return e;
@@ -1807,8 +1966,10 @@ static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, size_t
         agg_entry *e = load_entry(c, v + at, (uint32_t)x, ws, wend);
         if (!e) return c->rc;
         at += x;
+        agg_ext *ex = entry_ext(a, e);
         for (int i = 0; i < a->naggs; i++) {
-            agg_slot *s = &e->slots[i];
+            agg_slot sv, *s = &sv;
+            slot_get(a, e, i, s);
             plan_fn fn = op->aggs[i].fn;
             if (varint_get(v, n, &at, &x)) return XE_CORRUPT;
             s->n = (int64_t)x;
@@ -1821,13 +1982,14 @@ static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, size_t
                 val m;
                 batch_reset(&c->tmp);
                 int r = val_key_decode(v + at, n - at, &m, 1, &c->tmp, c->err);
-                if (r < 0 || set_m(s, e->ext ? &e->ext[i] : NULL, &m)) return XE_CORRUPT;
+                if (r < 0 || set_m(s, ex ? &ex[i] : NULL, &m)) return XE_CORRUPT;
                 at += (size_t)r;
             } else if (fn == FN_COUNT_DISTINCT) {
-                if (varint_get(v, n, &at, &x) || x > n - at || !e->ext || dset_add_all(&e->ext[i], v + at, x))
+                if (varint_get(v, n, &at, &x) || x > n - at || !ex || dset_add_all(&ex[i], v + at, x))
                     return XE_CORRUPT;
                 at += x;
             }
+            slot_put(a, e, i, s);
         }
         a->pw[pi].nwritten++;
     }
@@ -1847,9 +2009,11 @@ static int load_entry_record(load_ctx *c, int64_t wend, const unsigned char *k, 
     if (!e) return c->rc;
     e->pwstart = e->wstart;
     e->pwend = wend;
+    agg_ext *ex = entry_ext(a, e);
     for (int i = 0; i < a->naggs; i++) {
-        agg_slot *s = &e->slots[i];
-        agg_ext *x = e->ext ? &e->ext[i] : NULL;
+        agg_slot sv, *s = &sv;
+        slot_get(a, e, i, s);
+        agg_ext *x = ex ? &ex[i] : NULL;
         uint32_t ml, dn;
         if (end - v < 28) return XE_CORRUPT;
         memcpy(&s->n, v, 8); memcpy(&s->i, v + 8, 8); memcpy(&s->d, v + 16, 8); memcpy(&ml, v + 24, 4);
@@ -1873,6 +2037,7 @@ static int load_entry_record(load_ctx *c, int64_t wend, const unsigned char *k, 
             if ((size_t)(end - v) < bl || !x || dset_add_all(x, v, bl)) return XE_CORRUPT;
             v += bl;
         }
+        slot_put(a, e, i, s);
     }
     return 0;
 }
