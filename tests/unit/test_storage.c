@@ -303,6 +303,88 @@ static void check_bounds(store *s, const char *stream, uint64_t begin_want, uint
     commit(t);
 }
 
+/* Records of sizes around whole overflow pages (4 KB pages: 4,080 bytes in
+ * one, 8,176 in two): those just over are stored as a head and a tail
+ * (storage.c) and must read back whole, from any offset, after trims and a
+ * reopen, and inside the transaction that wrote them. */
+static size_t split_size(uint64_t off)
+{
+    static const size_t sizes[] = {1, 100, 2000, 4079, 4080, 4081, 4269, 5104, 5105, 8176, 8177, 8500, 9199, 12300};
+    return sizes[off % (sizeof sizes / sizeof sizes[0])];
+}
+
+static void split_fill(unsigned char *p, uint64_t off, size_t n)
+{
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(off * 31 + i * 7 + (i >> 8));
+}
+
+typedef struct splitread {
+    uint64_t next;
+    int n, stop_at;
+} splitread;
+
+static int read_split(void *ctx, uint64_t offset, const void *rec, size_t n)
+{
+    splitread *r = ctx;
+    static unsigned char want[12300];
+    assert_int_equal(offset, r->next);
+    assert_int_equal(n, split_size(offset));
+    split_fill(want, offset, n);
+    assert_memory_equal(rec, want, n);
+    r->next++;
+    return ++r->n == r->stop_at ? 5 : 0;
+}
+
+/* Read "big" from `from` (its first record is at `first` or later). */
+static void split_read(store *s, store_txn *tw, uint64_t from, uint64_t first, size_t max, int stop_at, int want_rc,
+                       int want_n)
+{
+    xerr e = {0};
+    store_txn *t = tw ? tw : begin(s, 0);
+    splitread r = {from > first ? from : first, 0, stop_at};
+    assert_int_equal(store_log_read(t, "big", from, max, read_split, &r, &e), want_rc);
+    assert_int_equal(r.n, want_n);
+    if (!tw) commit(t);
+}
+
+static void test_log_split(void **state)
+{
+    fixture *f = *state;
+    f->s = open_ok(f->dir, NULL);
+    xerr e = {0};
+    static unsigned char rec[12300];
+    store_txn *t = begin(f->s, 1);
+    assert_int_equal(store_log_create(t, "big", &e), 0);
+    for (uint64_t off = 0; off < 70; off++) {
+        size_t n = split_size(off);
+        split_fill(rec, off, n);
+        uint64_t got = 0;
+        assert_int_equal(store_log_append(t, "big", rec, n, &got, &e), 0);
+        assert_int_equal(got, off);
+    }
+    split_read(f->s, t, 0, 0, 0, -1, 0, 70); /* before the commit */
+    commit(t);
+    check_bounds(f->s, "big", 0, 70);
+    split_read(f->s, NULL, 0, 0, 0, -1, 0, 70);
+    for (uint64_t from = 0; from < 14; from++) split_read(f->s, NULL, from, 0, 3, -1, 0, 3);
+    split_read(f->s, NULL, 6, 0, 0, 4, 5, 4); /* fn stops the read at a split record */
+    split_read(f->s, NULL, 69, 0, 0, -1, 0, 1);
+    split_read(f->s, NULL, 70, 0, 0, -1, 0, 0);
+
+    t = begin(f->s, 1);
+    assert_int_equal(store_log_trim(t, "big", 6, &e), 0); /* offset 6 is split: 4,269 bytes */
+    commit(t);
+    check_bounds(f->s, "big", 6, 70);
+    reopen(f, NULL);
+    check_bounds(f->s, "big", 6, 70);
+    split_read(f->s, NULL, 0, 6, 0, -1, 0, 64);
+    t = begin(f->s, 1);
+    assert_int_equal(store_log_trim(t, "big", 1000, &e), 0);
+    commit(t);
+    check_bounds(f->s, "big", 70, 70);
+    split_read(f->s, NULL, 0, 70, 0, -1, 0, 0);
+}
+
 static void test_log(void **state)
 {
     fixture *f = *state;
@@ -925,17 +1007,10 @@ static void test_concurrent_readers(void **state)
 
 /* ------------------------------------------------------------------ bad directories */
 
-static void test_version_mismatch(void **state)
+/* Every copy of the format version `from` in the data file (the key and
+ * value sit side by side in an LMDB leaf node) becomes `to`; how many. */
+static int patch_version(const char *path, uint32_t from, uint32_t to)
 {
-    fixture *f = *state;
-    f->s = open_ok(f->dir, NULL);
-    store_close(f->s);
-    f->s = NULL;
-
-    /* Rewrite the format version in place, as another build would have left it:
-     * the key and value sit side by side in an LMDB leaf node. */
-    char path[128];
-    snprintf(path, sizeof path, "%s/data.mdb", f->dir);
     FILE *fp = fopen(path, "rb");
     assert_non_null(fp);
     static unsigned char buf[1 << 20];
@@ -945,12 +1020,25 @@ static void test_version_mismatch(void **state)
     size_t kl = strlen(key);
     int patched = 0;
     for (size_t i = 0; i + kl + 4 <= n; i++)
-        if (memcmp(buf + i, key, kl) == 0 && be32_get(buf + i + kl) == STORE_FORMAT_VERSION) {
-            be32_put(buf + i + kl, 99);
+        if (memcmp(buf + i, key, kl) == 0 && be32_get(buf + i + kl) == from) {
+            be32_put(buf + i + kl, to);
             patched++;
         }
-    assert_true(patched > 0);
     write_file(path, buf, n);
+    return patched;
+}
+
+static void test_version_mismatch(void **state)
+{
+    fixture *f = *state;
+    f->s = open_ok(f->dir, NULL);
+    store_close(f->s);
+    f->s = NULL;
+
+    /* Rewrite the format version in place, as another build would have left it. */
+    char path[128];
+    snprintf(path, sizeof path, "%s/data.mdb", f->dir);
+    assert_true(patch_version(path, STORE_FORMAT_VERSION, 99) > 0);
 
     store *s = NULL;
     xerr e = {0};
@@ -958,6 +1046,34 @@ static void test_version_mismatch(void **state)
     assert_null(s);
     assert_non_null(strstr(e.msg, f->dir));
     assert_non_null(strstr(e.msg, "99"));
+}
+
+/* A version 2 directory (logs without split records) opens, and is then
+ * version 3, so that an older build refuses it rather than misread it. */
+static void test_version_upgrade(void **state)
+{
+    fixture *f = *state;
+    f->s = open_ok(f->dir, NULL);
+    xerr e = {0};
+    store_txn *t = begin(f->s, 1);
+    assert_int_equal(store_log_create(t, "ev", &e), 0);
+    append_n(t, "ev", 0, 5);
+    commit(t);
+    store_close(f->s);
+    f->s = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/data.mdb", f->dir);
+    assert_true(patch_version(path, STORE_FORMAT_VERSION, 2) > 0);
+    f->s = open_ok(f->dir, NULL);
+    t = begin(f->s, 0);
+    logread r = {.stop_at = -1};
+    assert_int_equal(store_log_read(t, "ev", 0, 0, read_rec, &r, &e), 0);
+    assert_int_equal(r.n, 5);
+    commit(t);
+    store_close(f->s);
+    f->s = NULL;
+    assert_true(patch_version(path, STORE_FORMAT_VERSION, STORE_FORMAT_VERSION) > 0); /* it says 3 again */
+    f->s = open_ok(f->dir, NULL);
 }
 
 static void test_garbage_dir(void **state)
@@ -1112,6 +1228,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_discards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_put, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_logs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_bulk, setup, teardown),
@@ -1120,6 +1237,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_map_full_with_reader, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_upgrade, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_atomicity, setup, teardown),
     };
