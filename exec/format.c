@@ -204,17 +204,27 @@ static void put_digits(char *buf, unsigned x, int width)
     for (int i = width - 1; i >= 0; i--, x /= 10) buf[i] = (char)('0' + x % 10);
 }
 
-/* An int64 in decimal; buf needs 21 bytes.  Returns the length. */
+/* "00" to "99": two digits a step, half the divisions of one at a time. */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                     "8081828384858687888990919293949596979899";
+
+/* An int64 in decimal; buf needs 21 bytes.  Returns the length.  The digits
+ * are counted first and written from the last, two at a time. */
 static size_t put_i64(char *buf, int64_t v)
 {
-    char tmp[20];
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    size_t n = 0, o = 0;
-    do tmp[n++] = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
-    if (v < 0) buf[o++] = '-';
-    while (n) buf[o++] = tmp[--n];
-    return o;
+    size_t o = v < 0, n = 1;
+    for (uint64_t x = u; x >= 10; x /= 10) n++;
+    if (v < 0) buf[0] = '-';
+    char *p = buf + o + n;
+    for (; u >= 100; u /= 100) {
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * (u % 100), 2);
+    }
+    if (u >= 10) memcpy(p - 2, digit_pairs + 2 * u, 2);
+    else p[-1] = (char)('0' + u);
+    return o + n;
 }
 
 size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
@@ -273,9 +283,7 @@ static u128 pow10_u128(int q)
  * independent chains of two digits at a time. */
 static void digits_n(char *ds, uint64_t N, int P)
 {
-    static const char d2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                "8081828384858687888990919293949596979899";
+    const char *d2 = digit_pairs;
     uint32_t lo = (uint32_t)(N % 100000000u), hi = (uint32_t)(N / 100000000u);
     char *p = ds + P;
     for (int i = 0; i < 4; i++, lo /= 100) {
