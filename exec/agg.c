@@ -803,7 +803,8 @@ static void widx_drop(agg_task *a, int i, int n);
 static int widx_add(agg_task *a, agg_entry *e, int *at)
 {
     if (a->widx_broken) return 0;
-    int i = widx_find(a, e->wend);
+    /* rows come mostly in time order: the window probed last is tried first */
+    int i = a->wlast < a->nw && a->wends[a->wlast] == e->wend ? a->wlast : widx_find(a, e->wend);
     if (i == a->nw || a->wends[i] != e->wend) {
         if (a->nw == a->capw) {
             int cap = a->capw ? a->capw * 2 : 16;
@@ -901,7 +902,7 @@ static int table_insert(agg_task *a, agg_entry *e)
     /* a new window's table starts with room for as many entries as the
      * window that closed last had */
     uint32_t want = 16;
-    while (want < (1u << 30) && (uint64_t)want * 3 < (uint64_t)a->wlast_n * 4) want *= 2;
+    while (!t->cap && want < (1u << 30) && (uint64_t)want * 3 < (uint64_t)a->wlast_n * 4) want *= 2;
     if (!t->cap && a->spare.cap >= want && a->spare.cap <= 2 * want) {
         memset(a->spare.tab, 0, (size_t)a->spare.cap * sizeof *a->spare.tab);
         *t = (htab){a->spare.tab, a->spare.cap, 0};
