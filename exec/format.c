@@ -316,8 +316,15 @@ static size_t fixed_double(double d, char buf[FMT_DOUBLE_BUF])
     /* the decimal exponent E of the exact value: 10^E <= a < 10^(E+1),
      * first from the binary exponent (log10(2) ~ 0.30103), then exactly */
     int E = (int)floor((double)(52 - s) * 0.30102999566398120);
-    while (!ge_pow10(m, s, E)) E--;
-    while (ge_pow10(m, s, E + 1)) E++;
+    if (a >= 1) { /* 10^0 .. 10^15 are doubles: exact comparisons, no 128-bit products */
+        static const double p10[16] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+        E = E < 0 ? 0 : E > 14 ? 14 : E;
+        while (E > 0 && a < p10[E]) E--;
+        while (E < 14 && a >= p10[E + 1]) E++;
+    } else {
+        while (!ge_pow10(m, s, E)) E--;
+        while (ge_pow10(m, s, E + 1)) E++;
+    }
     for (int P = 15; P <= 17; P++) {
         int q = P - 1 - E, X = E;
         u128 y = (u128)m * pow10_u128(q); /* a * 10^q * 2^s */
