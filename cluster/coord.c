@@ -1634,6 +1634,16 @@ out:
 
 static void insert_reply(node *n, pend *p) { job_step_done(n, p); }
 
+/* An INSERT run here into a stream whose log has a copy: the copy has it. */
+static void insert_durable(node *n, uint64_t id)
+{
+    for (pend *p = n->co ? n->co->pends : NULL; p; p = p->next)
+        if (p->id == id && p->kind == PK_FWD_INSERT) {
+            pend_finish(n, p);
+            return;
+        }
+}
+
 /* SET placement and SET replicas: checked (apply = 0), then applied. */
 static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr *err)
 {
@@ -1843,7 +1853,18 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         cstream *cst = stream_find(co, st->name);
         peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
         if (cst && cst->shadow) insert_to_shadow(n, cst, st);
-        if (!cst || !strcmp(cst->home, n->cfg.name)) return exec_local(n, s, req, st, err);
+        if (!cst || !strcmp(cst->home, n->cfg.name)) {
+            if ((rc = exec_local(n, s, req, st, err)) || !cst || !shadow_guarded(n, cst->name)) return rc;
+            /* the home is here and its log has a copy: done once the copy has the rows */
+            pend *p = pend_new(n, PK_FWD_INSERT);
+            if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
+            p->client = s;
+            p->creq = req;
+            p->done = insert_reply;
+            shadow_call_later(n, cst->name, insert_durable, p->id);
+            shadow_ship_soon(n, cst->name);
+            return 1;
+        }
         if (!home || !alive(home))
             return xerr_set(err, XE_IO, "stream '%s' lives on node %s, which is not alive", st->name, cst->home);
         pend *p = pend_new(n, PK_FWD_INSERT);

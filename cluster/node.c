@@ -1438,6 +1438,7 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
     xerr err;
     xerr_clear(&err);
     int rc = 0;
+    const char *guarded = NULL; /* an INSERT into a stream whose log has a copy: answered once the copy has it */
     for (int i = 0; i < r->nstmts && !rc; i++) {
         ast_stmt *st = r->stmts[i];
         if (st->kind == ST_CREATE_STREAM) {
@@ -1455,10 +1456,15 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
         n->cur_in = from;
         rc = engine_exec(n->eng, st, &out, &err);
         n->cur_in = saved;
+        if (!rc && st->kind == ST_INSERT && shadow_guarded(n, st->name)) guarded = st->name;
     }
-    parse_result_free(r);
     if (rc) cs_error(from, req, rc, err.msg[0] ? err.msg : xerr_name(rc));
-    else node_send_done(from, req, 0, 0, 0);
+    else if (guarded) {
+        shadow_done_later(n, guarded, from, req, 0, 0, 0);
+        shadow_ship_soon(n, guarded);
+    } else
+        node_send_done(from, req, 0, 0, 0);
+    parse_result_free(r);
 }
 
 /* ------------------------------------------------------------------ frames */

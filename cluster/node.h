@@ -289,6 +289,9 @@ int shadow_guarded(node *n, const char *stream);      /* its log has a copy to w
 /* An ingest's end, answered once the copy holds it. */
 void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, int64_t lines, int64_t rows,
                        int64_t rejected);
+/* fn(n, req) once the copy holds the stream's log as it is now (at once
+ * when it has no copy). */
+void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t req), uint64_t req);
 /* A client's ingest session the home had: load its decoder into in; 1 and
  * *seq (its chunks fed) when the copy had it, 0 when not. */
 int shadow_session(node *n, const char *stream, uint64_t session, exec_ingest *in, uint64_t *seq, xerr *err);

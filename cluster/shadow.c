@@ -37,7 +37,8 @@ typedef struct lsent {
     int nsess;
     uint64_t *sess;       /* nsess x (session, seq) */
     int ndone;
-    struct ldone { cs *to; uint64_t req; int64_t lines, rows, rejected; } *done;
+    /* answered once the copy has what came before: to (RES_DONE) or fn */
+    struct ldone { cs *to; uint64_t req; int64_t lines, rows, rejected; void (*fn)(node *n, uint64_t req); } *done;
     struct lsent *next;
 } lsent;
 
@@ -83,6 +84,12 @@ static void sent_free(lsent *x)
     free(x->sess);
     free(x->done);
     free(x);
+}
+
+static void done_fire(node *n, const struct ldone *d)
+{
+    if (d->fn) d->fn(n, d->req);
+    else if (d->to) node_send_done(d->to, d->req, d->lines, d->rows, d->rejected);
 }
 
 static void done_add(lship *ls, struct ldone d)
@@ -151,7 +158,18 @@ void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, int64_
 {
     lship *ls = find(n, stream, strlen(stream));
     if (!ls) return;
-    done_add(ls, (struct ldone){to, req, lines, rows, rejected});
+    done_add(ls, (struct ldone){to, req, lines, rows, rejected, NULL});
+}
+
+void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t req), uint64_t req)
+{
+    lship *ls = find(n, stream, strlen(stream));
+    if (!ls) {
+        fn(n, req);
+        return;
+    }
+    done_add(ls, (struct ldone){NULL, req, 0, 0, 0, fn});
+    ls->dirty = 1;
     ls->dirty = 1;
 }
 
@@ -310,9 +328,7 @@ void node_logshadow(node *n, const char *stream, const char *shadow, const char 
         if (ls) {
             ls->shadow[0] = 0;
             sent_drop(ls);
-            for (int i = 0; i < ls->ndone; i++)
-                if (ls->done[i].to) node_send_done(ls->done[i].to, ls->done[i].req, ls->done[i].lines,
-                                                   ls->done[i].rows, ls->done[i].rejected);
+            for (int i = 0; i < ls->ndone; i++) done_fire(n, &ls->done[i]);
             ls->ndone = 0;
         }
         node_log(n, NET_LOG_WARN, "stream %s: home here, no shadow home (no other domain has a live node)", stream);
@@ -386,9 +402,7 @@ static void logack(node *n, cs *s, const wire_msg *m)
                     g->safe = x->sess[2 * i + 1];
                     any = 1;
                 }
-        for (int i = 0; i < x->ndone; i++)
-            if (x->done[i].to)
-                node_send_done(x->done[i].to, x->done[i].req, x->done[i].lines, x->done[i].rows, x->done[i].rejected);
+        for (int i = 0; i < x->ndone; i++) done_fire(n, &x->done[i]);
         sent_free(x);
     }
     xerr err;

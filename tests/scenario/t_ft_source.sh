@@ -48,6 +48,15 @@ wait_log "$home.log" "stream s: home here; its log is copied to $copy" || fail "
 sqlc -e "SET parallelism = 2; SET replicas = 1; CREATE QUERY q AS $Q;" || fail "CREATE QUERY"
 sqlc -e "SHOW STREAMS;" >streams.csv || fail "SHOW STREAMS"
 grep -q "^s,$home,$copy,log," streams.csv || { cat streams.csv; fail "SHOW STREAMS does not show s's log copy"; }
+# an INSERT into a stream whose log is copied is answered once the copy has
+# it, whether its home is the coordinator or another node (homes go round-robin)
+for i in 1 2 3 4; do
+    timeout 10 "$A" --connect "$CADDR" --secret-file "$SECRET" -q \
+        -e "SET shadow = 'log'; CREATE STREAM ins$i (ts BIGINT, k BIGINT) WITH (timestamp = 'ts'); INSERT INTO ins$i VALUES (1, $i);" \
+        >ins.out 2>&1 || { cat ins.out; fail "an INSERT into a log-copied stream did not complete"; }
+done
+grep -o "stream ins[0-9]: home node [a-z0-9]*, its log copied to [a-z0-9]*" c0.log | sed 's/^/  /'
+grep -q "stream ins[0-9]: home node c0," c0.log || fail "no INSERT went to a stream homed on the coordinator (4 live nodes, round-robin)"
 echo "stream s: home $home ($(dom_of "$home")), its log copied to $copy ($(dom_of "$copy")), source port $P"
 
 sqlc -e "SUBSCRIBE q;" >sub.csv 2>sub.err &
