@@ -711,15 +711,9 @@ static int trim_one(void *ctx, uint64_t off, const void *rec, size_t n)
     return 0;
 }
 
-/* Retention: drop the oldest records beyond the stream's size or time
- * limit, never one a standing query has not consumed yet. */
-static int apply_retention(engine *e, int si, xerr *err)
+uint64_t eng_keep_from(const engine *e, int si)
 {
-    stream_rt *s = e->streams[si];
-    int64_t wm = stream_wm(s);
-    int64_t cutoff = s->retain_ms && wm != WM_MIN && wm != WM_END ? wm - s->retain_ms : WM_MIN;
-    if (s->log_bytes <= s->retain_bytes && cutoff == WM_MIN) return 0;
-    trim_ctx t = {s, cutoff, UINT64_MAX, 0, 0};
+    uint64_t from = UINT64_MAX;
     for (int i = 0; i < e->nqueries; i++)
         for (int k = 0; k < e->queries[i]->nsrc; k++) {
             const query *q = e->queries[i];
@@ -728,8 +722,20 @@ static int apply_retention(engine *e, int si, xerr *err)
              * (exec/ft.c): from what its replicas acknowledged, or the start */
             uint64_t keep = q->offset[k];
             if (q->deployed && ft_keep_from(q, k) < keep) keep = ft_keep_from(q, k);
-            if (keep < t.keep_from) t.keep_from = keep;
+            if (keep < from) from = keep;
         }
+    return from;
+}
+
+/* Retention: drop the oldest records beyond the stream's size or time
+ * limit, never one a standing query has not consumed yet. */
+static int apply_retention(engine *e, int si, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    int64_t wm = stream_wm(s);
+    int64_t cutoff = s->retain_ms && wm != WM_MIN && wm != WM_END ? wm - s->retain_ms : WM_MIN;
+    if (s->log_bytes <= s->retain_bytes && cutoff == WM_MIN) return 0;
+    trim_ctx t = {s, cutoff, eng_keep_from(e, si), 0, 0};
     uint64_t begin;
     int rc = store_log_begin(e->txn, s->ps->name, &begin, err);
     if (!rc) rc = store_log_read(e->txn, s->ps->name, begin, 0, trim_one, &t, err);

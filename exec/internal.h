@@ -213,6 +213,8 @@ int eng_stream_index(const engine *e, const char *name);
 #define LOG_HDR 16
 #define LOG_WM_STEP 1u
 int eng_release(engine *e, int si, uint64_t upto, xerr *err); /* logship.c */
+/* The oldest record of stream si a standing query, or its recovery, may read (UINT64_MAX: none). */
+uint64_t eng_keep_from(const engine *e, int si);
 int eng_end_released(engine *e, int si, xerr *err);
 
 /* ops.c */

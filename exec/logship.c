@@ -259,16 +259,8 @@ int engine_log_needed(engine *e, const char *stream, uint64_t *from, uint64_t *e
     if ((rc = eng_txn(e, err)) || (rc = store_log_begin(e->txn, s->ps->name, &begin, err)) ||
         (rc = store_log_end(e->txn, s->ps->name, end, err)))
         return rc;
-    *from = *end;
-    for (int i = 0; i < e->nqueries; i++) {
-        const query *q = e->queries[i];
-        for (int k = 0; k < q->nsrc; k++) {
-            if (q->src_stream[k] != si || q->transient) continue;
-            uint64_t keep = q->offset[k];
-            if (q->deployed && ft_keep_from(q, k) < keep) keep = ft_keep_from(q, k);
-            if (keep < *from) *from = keep;
-        }
-    }
+    uint64_t keep = eng_keep_from(e, si);
+    *from = keep < *end ? keep : *end;
     if (*from < begin) *from = begin;
     return 0;
 }

@@ -726,16 +726,11 @@ int store_log_put(store_txn *t, const char *stream, uint64_t offset, const void 
     int rc = check_txn(t, 1, err);
     if (rc < 0 || (rc = log_ref(t, stream, &l, err)) < 0 || (rc = log_next(t, l, err)) < 0) return rc;
     if (offset < l->next) return 1; /* held already */
-    if (offset > l->next) {
-        uint64_t begin;
-        if ((rc = store_log_begin(t, stream, &begin, err)) < 0) return rc;
-        if (begin != l->next)
-            return xerr_set(err, XE_INVAL, "log of '%s': record %llu would leave a gap after %llu", stream,
-                            (unsigned long long)offset, (unsigned long long)l->next);
-        /* an empty log starts where the copied one is */
-        l->floor = l->next = offset;
-        if ((rc = put_floor(t, stream, offset, err)) < 0) return rc;
-    }
+    /* an empty log starts where the copied one is */
+    if (offset > l->next && (rc = store_log_skip(t, stream, offset, err)) < 0)
+        return rc == XE_INVAL ? xerr_set(err, XE_INVAL, "log of '%s': record %llu would leave a gap after %llu", stream,
+                                         (unsigned long long)offset, (unsigned long long)l->next)
+                              : rc;
     return store_log_append(t, stream, rec, n, NULL, err);
 }
 

@@ -118,6 +118,14 @@ static void ingest(engine *e, const char *stream, const char *data, int end)
 
 /* ------------------------------------------------------------------ tests */
 
+/* One row of stream ev at second i + 1, in an ingest of its own. */
+static void ingest_second(engine *e, int i)
+{
+    char line[64];
+    snprintf(line, sizeof line, "%d,1,1\n", 1000 * (i + 1));
+    ingest(e, "ev", line, 0);
+}
+
 /* A stream's log copied to another engine (a cluster's shadow home): the
  * home's queries see nothing until the copy has it (the guard); the copy
  * goes on with a client's ingest from the home's saved decoder, and its
@@ -185,9 +193,7 @@ static void test_log_copy(void **state)
     run(h2, NULL, "CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp='ts', retention = '10 bytes');");
     run(c2, NULL, ddl);
     for (int i = 0; i < 4; i++) {
-        char line[64];
-        snprintf(line, sizeof line, "%d,1,1\n", 1000 * (i + 1));
-        ingest(h2, "ev", line, 0);
+        ingest_second(h2, i);
         sbuf x;
         sbuf_init(&x);
         assert_int_equal(engine_log_export(h2, "ev", 0, 1 << 20, &x, &next, &err), 0);
@@ -209,11 +215,7 @@ static void test_log_copy(void **state)
      * (export with max 0) and trims below it, never past its own end */
     engine *f2 = open_mem();
     run(f2, NULL, ddl);
-    for (int i = 0; i < 4; i++) {
-        char line[64];
-        snprintf(line, sizeof line, "%d,1,1\n", 1000 * (i + 1));
-        ingest(f2, "ev", line, 0);
-    }
+    for (int i = 0; i < 4; i++) ingest_second(f2, i);
     sbuf t2;
     sbuf_init(&t2);
     assert_int_equal(engine_log_export(h2, "ev", 0, 0, &t2, &next, &err), 0);
