@@ -168,6 +168,7 @@ struct agg_task {
     size_t slots_bytes;       /* the slots' size in an entry */
     int uses_progs;           /* some group or argument goes through the interpreter */
     int key_max;              /* the longest encoded group key when none is TEXT, else -1 */
+    int fx_type;              /* push_fixed1 applies: the type of the one integer group column, else 0 */
     int session;              /* session windows (else fixed: tumbling, hopping, global) */
     agg_arg *args;            /* naggs */
     agg_arg *gargs;           /* ngroups */
@@ -204,6 +205,8 @@ struct agg_task {
     int64_t *rts;
     uint8_t *rskip;
     agg_entry **rcand;
+    uint64_t *rkw;            /* push_fixed1: the encoded key's first 8 bytes, */
+    uint8_t *rkb;             /* and its ninth */
     sbuf keys;
     sbuf vbuf;                /* scratch value */
     sbuf pkey;                /* scratch LMDB key */
@@ -303,6 +306,14 @@ agg_task *agg_new(opinst *o, int task)
     for (int k = 0; k < a->naggs; k++) {
         int f = a->args[k].fast;
         if (f != FAST_COUNT_STAR && f != FAST_SUM_D && f != FAST_MIN_D && f != FAST_MAX_D) a->compact = 0;
+    }
+    const ast_window *w = &op->window;
+    int one_window = w->kind == WIN_NONE || w->kind == WIN_TUMBLING ||
+                     (w->kind == WIN_HOPPING && w->advance_ms == w->size_ms);
+    if (a->compact && one_window && op->emit != EMIT_CHANGES && a->ngroups == 1 && a->gargs[0].col >= 0 &&
+        !a->uses_progs && !o->q->eng->general_agg) {
+        sql_type t = op->groups[0]->type;
+        if (t == TY_INT || t == TY_BIGINT || t == TY_TIMESTAMP || t == TY_INTERVAL) a->fx_type = (int)t;
     }
     for (int k = 0; k < a->naggs; k++) {
         a->cops[k] = (cop){a->args[k].fast, (int)a->slots_bytes, a->args[k].col};
@@ -405,6 +416,8 @@ void agg_free(agg_task *a)
     free(a->rts);
     free(a->rskip);
     free(a->rcand);
+    free(a->rkw);
+    free(a->rkb);
     free(a->dirty);
     free(a->dsorted);
     free(a->pw);
@@ -1026,22 +1039,28 @@ static inline int cslot_fast(const cop *c, char *p, const val *row)
     return 1;
 }
 
+/* Row into e's slot k the long way (any value, any aggregate); XE_NOMEM. */
+static int slot_slow(opinst *o, agg_task *a, agg_entry *e, const val *row, int k)
+{
+    agg_ext *x = entry_ext(a, e);
+    val tmp;
+    const val *v = a->args[k].prog >= 0 ? arg_ref(o, &a->args[k], row, &tmp) : NULL;
+    agg_slot s;
+    slot_get(a, e, k, &s);
+    if (slot_update(a, o->op->aggs[k].fn, &s, x ? &x[k] : NULL, v)) return XE_NOMEM;
+    slot_put(a, e, k, &s);
+    return 0;
+}
+
 /* Row into e's slots from slot k0 on (those before it are done), and e
  * marked dirty. */
 static int update_from(opinst *o, agg_task *a, agg_entry *e, const val *row, int k0, xerr *err)
 {
-    const plan_op *op = o->op;
-    agg_ext *x = entry_ext(a, e);
-    for (int k = k0; k < op->naggs; k++) {
+    for (int k = k0; k < a->naggs; k++) {
         if (a->compact ? cslot_fast(&a->cops[k], (char *)e->slots, row)
                        : slot_fast(&a->args[k], &e->slots[k], row))
             continue;
-        val tmp;
-        const val *v = a->args[k].prog >= 0 ? arg_ref(o, &a->args[k], row, &tmp) : NULL;
-        agg_slot s;
-        slot_get(a, e, k, &s);
-        if (slot_update(a, op->aggs[k].fn, &s, x ? &x[k] : NULL, v)) return xerr_set(err, XE_NOMEM, "out of memory");
-        slot_put(a, e, k, &s);
+        if (slot_slow(o, a, e, row, k)) return xerr_set(err, XE_NOMEM, "out of memory");
     }
     if (a->uses_progs) batch_reset(&o->q->scratch);
     if (mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -1158,6 +1177,13 @@ static int64_t floor_div(int64_t a, int64_t b)
     return q;
 }
 
+/* key_hash of a key of klen <= 16 bytes given as its first 8 bytes (w0,
+ * little-endian) and its last klen - 8 (w1, 0 when klen <= 8). */
+static inline uint64_t key_hash_words(uint64_t w0, uint64_t w1, uint32_t klen)
+{
+    return HTAG(hash64_mix((w0 * 0x9e3779b97f4a7c15ULL) ^ (w1 * 0xc2b2ae3d27d4eb4fULL) ^ ((uint64_t)klen << 56)));
+}
+
 /* The hash of an encoded group key (in memory only: a restart recomputes
  * it); never 0, so that a table slot's tag is the hash itself.  Keys of up to 16 bytes, one or two fixed-width values, take two
  * multiplications and one mix instead of hash64's loop. */
@@ -1175,7 +1201,7 @@ static inline uint64_t key_hash(const unsigned char *key, uint32_t klen)
         }
     } else
         for (uint32_t i = 0; i < klen; i++) w0 |= (uint64_t)key[i] << (8 * i);
-    return HTAG(hash64_mix((w0 * 0x9e3779b97f4a7c15ULL) ^ (w1 * 0xc2b2ae3d27d4eb4fULL) ^ ((uint64_t)klen << 56)));
+    return key_hash_words(w0, w1, klen);
 }
 static uint64_t fixed_hash(uint64_t kh, int64_t ws) { return HTAG(hash64_mix(kh ^ (uint64_t)ws)); }
 
@@ -1195,7 +1221,7 @@ static int rows_reserve(agg_task *a, int n)
     int cap = a->rcap ? a->rcap : 256;
     while (cap < n) cap *= 2;
 #define GROW(p) do { void *np_ = realloc(a->p, (size_t)cap * sizeof *a->p); if (!np_) return XE_NOMEM; a->p = np_; } while (0)
-    GROW(rkoff); GROW(rklen); GROW(rkh); GROW(rh); GROW(rts); GROW(rskip); GROW(rcand);
+    GROW(rkoff); GROW(rklen); GROW(rkh); GROW(rh); GROW(rts); GROW(rskip); GROW(rcand); GROW(rkw); GROW(rkb);
 #undef GROW
     a->rcap = cap;
     return 0;
@@ -1429,13 +1455,233 @@ static int push_hopping(opinst *o, agg_task *a, const batch *in, int emit_change
     return 0;
 }
 
+/* ------------------------------------------------------------------ the fast path
+ *
+ * Tumbling (or global) windows grouped by one integer column whose every
+ * aggregate is COUNT(*) or a SUM, AVG, MIN or MAX of a bare DOUBLE (compact
+ * slots), without EMIT CHANGES: the shape of most windowed counts.  For such
+ * a batch push_fixed1 does what push_single does, in passes that each do
+ * one thing for every row, so that no row pays for the general case's
+ * branches and calls:
+ *   1. fx_prepare checks every row (an event time, a key of the plan's type,
+ *      a window still open; any other batch takes push_single, before
+ *      anything changed) and computes its window, its encoded key (the nine
+ *      bytes val_key_put writes, as a word and a byte) and its hash, as
+ *      key_hash and fixed_hash give them;
+ * then, FX_CHUNK rows at a time:
+ *   2. each row's table slot is prefetched;
+ *   3. probe: the entry whose tag matches is the row's candidate, and is
+ *      prefetched; a row with none opens its entry now, so that a later row
+ *      of the same new group finds it;
+ *   4. each candidate's key is checked (a 64-bit hash collision takes
+ *      find_fixed, which compares every key of the run);
+ *   5. the slots are updated an aggregate at a time, the rows in order, so
+ *      that each slot sees the rows in push_single's order (sums are the
+ *      same to the bit); a value the inline update does not take (NULL, an
+ *      integer, NaN, a first MIN or MAX) goes through slot_slow;
+ *   6. the entries are marked dirty.
+ * Entries, tables, window lists and the dirty list end up as push_single
+ * leaves them; agg_fast_test compares the two. */
+enum { FX_CHUNK = 256, FX_AHEAD = 16 };
+
+/* Pass 1 over the batch; 0 when some row needs push_single.  (The arrays
+ * are local restrict pointers: a byte store may alias anything, and would
+ * make every other pointer be read again for each row.) */
+static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
+{
+    const ast_window *w = &o->op->window;
+    int global = w->kind == WIN_NONE, kc = a->gargs[0].col, ts_col = o->op->win_ts_col, nc = in->ncols;
+    int n = in->nrows, kt = a->fx_type;
+    int64_t size = w->size_ms, grace = w->grace_ms, closed = a->closed_wm;
+    int64_t cws = 1, cwe = 0, ws = WM_MIN; /* [cws, cwe): the last row's window */
+    int64_t *restrict rts = a->rts;
+    uint64_t *restrict rkw = a->rkw, *restrict rh = a->rh;
+    uint8_t *restrict rkb = a->rkb;
+    const val *restrict row = in->v;
+    for (int r = 0; r < n; r++, row += nc) {
+        if (row[kc].type != kt) return 0;
+        if (!global) {
+            if (row[ts_col].type == TY_NULL) return 0;
+            int64_t ts = row[ts_col].i;
+            if (ts < cws || ts >= cwe) {
+                cws = floor_div(ts, size) * size;
+                cwe = cws + size;
+                if (cwe != WM_END && cwe + grace <= closed) return 0; /* late: counted there */
+            }
+            ws = cws;
+        }
+        uint64_t be = __builtin_bswap64((uint64_t)row[kc].i ^ 0x8000000000000000ULL);
+        uint64_t w0 = (uint64_t)(kt + 1) | be << 8; /* the type byte, then the value big-endian */
+        rts[r] = ws;
+        rkw[r] = w0;
+        rkb[r] = (uint8_t)(be >> 56);
+        rh[r] = fixed_hash(key_hash_words(w0, be >> 56, 9), ws);
+    }
+    return 1;
+}
+
+/* Row r's entry, opened (look = 0: the caller knows it is not in the
+ * table) or found by comparing keys; NULL when out of memory.  As
+ * entry_open, for a key that fits kin and a pooled entry. */
+static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int look)
+{
+    if (look) {
+        unsigned char key[9];
+        memcpy(key, &a->rkw[r], 8);
+        key[8] = a->rkb[r];
+        agg_entry *e = find_fixed(a, a->rh[r], we, key, 9);
+        if (e) return e;
+    }
+    size_t base = sizeof(agg_entry) + a->slots_bytes + sizeof(val);
+    if (!a->pool_size) a->pool_size = (base + 63) & ~(size_t)63; /* as entry_new */
+    agg_entry *e = pool_get(a);
+    if (!e) return NULL;
+    memset(e, 0, base);
+    e->pooled = 1;
+    e->gv = (val *)((char *)e + sizeof(agg_entry) + a->slots_bytes);
+    e->gv[0] = row[a->gargs[0].col];
+    e->key = e->kin;
+    memcpy(e->kin, &a->rkw[r], 8);
+    e->kin[8] = a->rkb[r];
+    e->klen = 9;
+    e->pwend = WM_MIN;
+    e->hash = a->rh[r];
+    e->wstart = a->rts[r];
+    e->wend = we;
+    if (table_insert(a, e)) {
+        entry_free(a, e);
+        return NULL;
+    }
+    return e;
+}
+
+/* The slots of window ws's table (*m = 0: it has none yet). */
+typedef struct fx_tab {
+    int64_t ws;
+    const tslot *tab;
+    uint32_t m;
+} fx_tab;
+
+static inline void fx_table(agg_task *a, int global, int64_t size, int64_t ws, fx_tab *t)
+{
+    const htab *h = win_table(a, global ? WM_END : ws + size);
+    t->ws = ws;
+    t->tab = h ? h->tab : NULL;
+    t->m = h && h->cap ? h->cap - 1 : 0;
+}
+
+/* The candidate entry of rows [c0, c1) into cand (passes 2 and 3); XE_NOMEM.
+ * A software pipeline: the table slot of row r + FX_AHEAD is fetched while
+ * row r is probed (and its entry fetched for pass 4).  Fetching a whole
+ * chunk's slots first would fill the line fill buffers, and a prefetch that
+ * finds none free waits. */
+static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1)
+{
+    int global = o->op->window.kind == WIN_NONE;
+    int64_t size = o->op->window.size_ms;
+    const int64_t *restrict rts = a->rts;
+    const uint64_t *restrict rh = a->rh;
+    agg_entry **restrict cand = a->rcand;
+    fx_tab t, pt; /* the tables of the probed row's window and of the prefetched row's */
+    fx_table(a, global, size, rts[c0], &t);
+    pt = t;
+    for (int r = c0; r < c1 && r < c0 + FX_AHEAD; r++) {
+        if (rts[r] != pt.ws) fx_table(a, global, size, rts[r], &pt);
+        if (pt.m) __builtin_prefetch(&pt.tab[rh[r] & pt.m]);
+    }
+    for (int r = c0; r < c1; r++) {
+        int f = r + FX_AHEAD;
+        if (f < c1) {
+            if (rts[f] != pt.ws) fx_table(a, global, size, rts[f], &pt);
+            if (pt.m) __builtin_prefetch(&pt.tab[rh[f] & pt.m]);
+        }
+        if (rts[r] != t.ws) fx_table(a, global, size, rts[r], &t);
+        uint64_t h = rh[r];
+        agg_entry *e = NULL;
+        if (t.m) {
+            uint64_t tag;
+            for (uint32_t i = (uint32_t)h & t.m; (tag = t.tab[i].tag); i = (i + 1) & t.m)
+                if (tag == h) {
+                    e = t.tab[i].e;
+                    break;
+                }
+        }
+        if (e) __builtin_prefetch((char *)e + 64);
+        else {
+            if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0))) return XE_NOMEM;
+            /* opening it may have made or moved the tables: look them up again */
+            fx_table(a, global, size, t.ws, &t);
+            fx_table(a, global, size, pt.ws, &pt);
+        }
+        cand[r] = e;
+    }
+    return 0;
+}
+
+static int push_fixed1(opinst *o, agg_task *a, const batch *in, xerr *err)
+{
+    int global = o->op->window.kind == WIN_NONE, nc = in->ncols;
+    int64_t size = o->op->window.size_ms;
+    for (int c0 = 0; c0 < in->nrows; c0 += FX_CHUNK) {
+        int c1 = in->nrows - c0 < FX_CHUNK ? in->nrows : c0 + FX_CHUNK;
+        if (fx_probe(o, a, in, c0, c1)) return xerr_set(err, XE_NOMEM, "out of memory");
+        agg_entry **restrict cand = a->rcand;
+        const uint64_t *restrict rkw = a->rkw;
+        const uint8_t *restrict rkb = a->rkb;
+        /* 4: the candidates' keys */
+        for (int r = c0; r < c1; r++) {
+            const agg_entry *e = cand[r];
+            uint64_t x;
+            memcpy(&x, e->kin, 8);
+            if (x == rkw[r] && e->kin[8] == rkb[r] && e->klen == 9) continue;
+            if (!(cand[r] = fx_entry(a, batch_row(in, r), r, global ? WM_END : a->rts[r] + size, 1)))
+                return xerr_set(err, XE_NOMEM, "out of memory");
+        }
+        /* 5: the slots, an aggregate at a time */
+        for (int k = 0; k < a->naggs; k++) {
+            const cop c = a->cops[k];
+            const val *v = in->v + (size_t)c0 * (size_t)nc + c.col;
+            int r = c0;
+            if (c.fast == FAST_COUNT_STAR) {
+                for (; r < c1; r++) (*(int64_t *)((char *)cand[r]->slots + c.off))++;
+                continue;
+            }
+            while (r < c1) { /* a stretch of the inline update, then one row the long way */
+                if (c.fast == FAST_SUM_D)
+                    for (; r < c1 && v->type == TY_DOUBLE; r++, v += nc) {
+                        cslot *s = (cslot *)((char *)cand[r]->slots + c.off);
+                        s->n++;
+                        s->d += v->d;
+                    }
+                else /* MIN, MAX: as cslot_fast */
+                    for (; r < c1 && v->type == TY_DOUBLE; r++, v += nc) {
+                        cslot *s = (cslot *)((char *)cand[r]->slots + c.off);
+                        if (isnan(v->d + s->d)) break;
+                        if (!s->n || (c.fast == FAST_MIN_D ? v->d < s->d : v->d > s->d)) s->d = v->d;
+                        s->n++;
+                    }
+                if (r == c1) break;
+                if (slot_slow(o, a, cand[r], batch_row(in, r), k)) return xerr_set(err, XE_NOMEM, "out of memory");
+                r++;
+                v += nc;
+            }
+        }
+        /* 6: dirty */
+        for (int r = c0; r < c1; r++)
+            if (!cand[r]->dirty && mark_dirty(a, cand[r])) return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
 int agg_push(opinst *o, int task, const batch *in, xerr *err)
 {
     agg_task *a = o->agg[task];
     const ast_window *w = &o->op->window;
     int emit_changes = o->op->emit == EMIT_CHANGES;
     batch_reset(&o->out);
-    if (rows_reserve(a, in->nrows) || batch_keys(o, a, in)) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (rows_reserve(a, in->nrows)) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (a->fx_type && fx_prepare(a, o, in)) return push_fixed1(o, a, in, err);
+    if (batch_keys(o, a, in)) return xerr_set(err, XE_NOMEM, "out of memory");
     int rc;
     if (w->kind == WIN_SESSION) rc = push_session(o, a, in, emit_changes, err);
     else if (w->kind == WIN_HOPPING && w->advance_ms != w->size_ms) rc = push_hopping(o, a, in, emit_changes, err);

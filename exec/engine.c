@@ -149,7 +149,11 @@ static int catalog_count(store_txn *t, uint64_t *n, xerr *err)
     return store_kv_scan(t, STORE_CATALOG, "", count_one, n, err);
 }
 
-int engine_commit(engine *e, xerr *err)
+/* Commit the open epoch.  background = 1 (an epoch that ends on the data
+ * path): its sync to disk runs on the store's thread while the next epoch
+ * goes on, and the next commit waits for it; else the epoch is on disk when
+ * this returns. */
+static int commit_epoch(engine *e, int background, xerr *err)
 {
     if (!e->txn) return 0;
     int rc;
@@ -170,7 +174,7 @@ int engine_commit(engine *e, xerr *err)
     rc = store_commit(e->txn, err);
     e->txn = NULL;
     if (rc) return rc;
-    rc = store_sync(e->st, err);
+    rc = background ? store_sync_start(e->st, err) : store_sync(e->st, err);
     if (!rc) ft_send(e);
     return rc;
 fail:
@@ -179,12 +183,17 @@ fail:
     return rc;
 }
 
+int engine_commit(engine *e, xerr *err)
+{
+    return commit_epoch(e, 0, err);
+}
+
 int eng_maybe_commit(engine *e, xerr *err)
 {
     if (!e->txn) return 0;
     if (store_txn_bytes(e->txn) >= EXEC_EPOCH_BYTES ||
         clock_mono_ns() - e->epoch_start_ns >= (uint64_t)EXEC_EPOCH_MS * 1000000ull)
-        return engine_commit(e, err);
+        return commit_epoch(e, 1, err);
     return 0;
 }
 
@@ -1841,6 +1850,7 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
     if (!e->dir || batch_init(&e->scratch, 1, 4) || batch_init(&e->rbatch, 1, 4)) { free(e->dir); free(e); return xerr_set(err, XE_NOMEM, "out of memory"); }
     e->log = o->log;
     e->log_ctx = o->log_ctx;
+    e->general_agg = o->general_agg;
     store_opts so = {0};
     so.map_size = o->map_size;
     if ((rc = store_open(e->dir, &so, &e->st, err))) goto fail;

@@ -14,7 +14,11 @@
  * restarts then give the same windows).  An epoch (EXEC_EPOCH_MS of wall
  * time, or EXEC_EPOCH_BYTES written, whichever comes first) commits, in one
  * LMDB transaction, the log records, every query's dirty window state, the
- * offsets it consumed and its sink position.
+ * offsets it consumed and its sink position.  An epoch that ends on the data
+ * path is synced to disk in the background while the next one runs (a
+ * process crash loses nothing committed; a power loss may lose the last
+ * epoch); engine_commit, DDL, INSERT, the end of a stream and engine_close
+ * return once it is on disk.
  *
  * This header also exposes the value, batch and format layers (batch.h,
  * format.h), which the shell and the cluster use to move and print rows.
@@ -49,6 +53,7 @@ typedef struct engine_opts {
      * NULL prints "ares: ..." on stderr. */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
+    int general_agg;      /* tests: aggregates take the general path only, to compare the fast one with */
 } engine_opts;
 
 /* Where results go.  All callbacks are optional.  A result is begin, any
@@ -82,7 +87,8 @@ int engine_push_active(const engine *e);
 /* Stop every push query (Ctrl-C in the shell); their end callbacks run. */
 void engine_cancel_push(engine *e);
 
-/* Commit the current epoch now (also done automatically). */
+/* Commit the current epoch now (also done automatically) and sync it to
+ * disk. */
 int engine_commit(engine *e, xerr *err);
 
 /* ------------------------------------------------------------------ ingest */

@@ -162,6 +162,7 @@ struct engine {
     store *st;
     char *dir;
     int memory;
+    int general_agg;        /* engine_opts.general_agg */
     int nstreams;
     stream_rt **streams;
     int nqueries;

@@ -88,6 +88,16 @@ struct store {
     size_t grow_to;     /* map size asked for by a MAP_FULL, 0 = none */
     logent *logs;       /* committed log handles */
     store_txn *spare;   /* one txn struct kept for reuse */
+
+    /* The background sync (store_sync_start): a thread that runs fdatasync
+     * on the data file when asked, one at a time. */
+    pthread_mutex_t smu;  /* guards the fields below */
+    pthread_cond_t scv;   /* a request, the end of a sync, or quit */
+    pthread_t syncer;
+    int syncer_up;        /* the thread was started */
+    int sync_busy;        /* a sync was asked for and has not finished */
+    int sync_errno;       /* of the last background sync that failed, until reported */
+    int sync_quit;
 };
 
 /* What a transaction knows about one log, so appends skip the lookups. */
@@ -428,10 +438,60 @@ int store_write(store *s, store_write_fn fn, void *ctx, xerr *err)
     }
 }
 
+static void *syncer_main(void *arg)
+{
+    store *s = arg;
+    int fd = -1;
+    mdb_env_get_fd(s->env, &fd);
+    pthread_mutex_lock(&s->smu);
+    for (;;) {
+        while (!s->sync_busy && !s->sync_quit) pthread_cond_wait(&s->scv, &s->smu);
+        if (!s->sync_busy) break; /* quit, nothing asked for */
+        pthread_mutex_unlock(&s->smu);
+        int rc = fdatasync(fd) ? errno : 0;
+        pthread_mutex_lock(&s->smu);
+        if (rc && !s->sync_errno) s->sync_errno = rc;
+        s->sync_busy = 0;
+        pthread_cond_broadcast(&s->scv);
+    }
+    pthread_mutex_unlock(&s->smu);
+    return NULL;
+}
+
+/* Wait for the background sync, if one runs; its error, once. */
+static int sync_wait(store *s, xerr *err)
+{
+    if (!s->syncer_up) return 0;
+    pthread_mutex_lock(&s->smu);
+    while (s->sync_busy) pthread_cond_wait(&s->scv, &s->smu);
+    int e = s->sync_errno;
+    s->sync_errno = 0;
+    pthread_mutex_unlock(&s->smu);
+    return e ? xerr_set(err, XE_IO, "%s: syncing to disk: %s", s->dir, strerror(e)) : 0;
+}
+
 int store_sync(store *s, xerr *err)
 {
-    int rc = mdb_env_sync(s->env, 1);
+    int rc = sync_wait(s, err);
+    if (rc) return rc;
+    rc = mdb_env_sync(s->env, 1);
     return rc ? lmdb_err(s, NULL, err, rc, "sync") : 0;
+}
+
+int store_sync_start(store *s, xerr *err)
+{
+    int rc = sync_wait(s, err);
+    if (rc) return rc;
+    if (!s->syncer_up) {
+        if ((rc = pthread_create(&s->syncer, NULL, syncer_main, s)))
+            return store_sync(s, err); /* no thread: sync here */
+        s->syncer_up = 1;
+    }
+    pthread_mutex_lock(&s->smu);
+    s->sync_busy = 1;
+    pthread_cond_broadcast(&s->scv);
+    pthread_mutex_unlock(&s->smu);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ catalog and meta */
@@ -1393,6 +1453,8 @@ int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
     s->lockfd = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->grown, NULL);
+    pthread_mutex_init(&s->smu, NULL);
+    pthread_cond_init(&s->scv, NULL);
     long pg = sysconf(_SC_PAGESIZE);
     s->pagesize = pg > 0 ? (size_t)pg : 4096;
     size_t map = page_round_up(o.map_size ? o.map_size : DEFAULT_MAP, s->pagesize);
@@ -1476,6 +1538,14 @@ void store_close(store *s)
 {
     if (!s) return;
     assert(s->active == 0);
+    if (s->syncer_up) { /* the last sync finishes: what was committed is on disk */
+        pthread_mutex_lock(&s->smu);
+        s->sync_quit = 1;
+        pthread_cond_broadcast(&s->scv);
+        pthread_mutex_unlock(&s->smu);
+        pthread_join(s->syncer, NULL);
+        if (s->sync_errno) fprintf(stderr, "ares: %s: syncing to disk: %s\n", s->dir, strerror(s->sync_errno));
+    }
     if (s->env) mdb_env_close(s->env);
     for (logent *e = s->logs, *n; e; e = n) {
         n = e->next;
@@ -1485,6 +1555,8 @@ void store_close(store *s)
     if (s->lockfd >= 0) close(s->lockfd);
     pthread_cond_destroy(&s->grown);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->scv);
+    pthread_mutex_destroy(&s->smu);
     free(s->dir);
     free(s);
 }

@@ -17,7 +17,9 @@
  * caller-owned buffers, never borrowed beyond the call.
  *
  * Durability: the environment opens with MDB_NOSYNC (not MDB_WRITEMAP) and
- * store_sync() runs an explicit mdb_env_sync once per epoch (group commit).
+ * store_sync() runs an explicit mdb_env_sync once per epoch (group commit),
+ * or store_sync_start() an fdatasync on a thread of the store's own, while
+ * the caller goes on.
  * A commit is atomic and reaches the OS page cache, so a process crash
  * (kill -9) loses nothing that was committed.  A power loss or kernel crash
  * loses the commits since the last store_sync, and if the filesystem
@@ -83,8 +85,14 @@ void store_close(store *s); /* NULL is a no-op; aborts nothing: commit or abort 
 const char *store_dir(const store *s); /* owned by s */
 
 /* Flush committed transactions to disk (once per epoch).  Until then a
- * power loss may lose them; a process crash does not. */
+ * power loss may lose them; a process crash does not.  Waits for a
+ * background sync first (and returns its error, if it failed). */
 int store_sync(store *s, xerr *err);
+/* The same in the background: a thread of the store syncs what is
+ * committed now while the caller goes on (the next epoch's work overlaps the
+ * disk's).  One at a time: this waits for the previous one and returns its
+ * error, XE_IO.  store_sync and store_close wait for it too. */
+int store_sync_start(store *s, xerr *err);
 
 /* ------------------------------------------------------------------ transactions */
 
