@@ -115,6 +115,44 @@ static void write_file(const char *path, const void *p, size_t n)
 
 /* ------------------------------------------------------------------ open, kv */
 
+/* Background syncs: commits go on while the store's thread syncs the
+ * previous ones; store_sync and store_close wait for it; a write begun
+ * right after store_sync_start sees what was committed; everything is
+ * there after a reopen. */
+static void test_background_sync(void **state)
+{
+    fixture *f = *state;
+    f->s = open_ok(f->dir, NULL);
+    xerr e = {0};
+    for (int i = 0; i < 50; i++) {
+        char key[32], val[32];
+        snprintf(key, sizeof key, "k%03d", i);
+        snprintf(val, sizeof val, "v%d", i);
+        store_txn *t = begin(f->s, 1);
+        assert_int_equal(store_kv_put(t, STORE_CATALOG, key, val, strlen(val), &e), 0);
+        commit(t);
+        if (i % 10 == 9) assert_int_equal(store_sync(f->s, &e), 0);
+        else assert_int_equal(store_sync_start(f->s, &e), 0);
+    }
+    reopen(f, NULL); /* store_close waits for the last background sync */
+    store_txn *t = begin(f->s, 0);
+    sbuf b;
+    sbuf_init(&b);
+    for (int i = 0; i < 50; i++) {
+        char key[32], val[32];
+        snprintf(key, sizeof key, "k%03d", i);
+        snprintf(val, sizeof val, "v%d", i);
+        assert_int_equal(store_kv_get(t, STORE_CATALOG, key, &b, &e), 0);
+        assert_int_equal(b.len, strlen(val));
+        assert_memory_equal(b.p, val, b.len);
+    }
+    commit(t);
+    sbuf_fini(&b);
+    assert_int_equal(store_sync_start(f->s, &e), 0); /* nothing committed since: a no-op sync */
+}
+
+
+
 static void test_open_close_reopen(void **state)
 {
     fixture *f = *state;
@@ -1225,6 +1263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_close_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kv, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_discards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_put, setup, teardown),
