@@ -962,19 +962,39 @@ static int note_delete(agg_task *a, const agg_entry *e)
     return 0;
 }
 
+/* slot_result of compact slot k, read in place. */
+static inline val cslot_result(const agg_task *a, const plan_agg *ag, const agg_entry *e, int k)
+{
+    const char *p = (const char *)e->slots + a->cops[k].off;
+    int64_t n;
+    double d;
+    memcpy(&n, p, 8);
+    if (a->cops[k].fast == FAST_COUNT_STAR) return val_int(TY_BIGINT, n);
+    if (!n) return val_null();
+    memcpy(&d, p + 8, 8);
+    if (a->cops[k].fast != FAST_SUM_D) return val_double(d); /* MIN, MAX */
+    d += 0.0; /* as slot_result's d + (double)i, which makes -0 +0 */
+    return val_double(ag->fn == FN_AVG ? d / (double)n : d);
+}
+
 static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
 {
-    val *row = batch_add_row(&o->out);
+    val *row = batch_add_row_raw(&o->out); /* every value is set below */
     if (!row) return xerr_set(err, XE_NOMEM, "out of memory");
     int c = 0;
     for (int i = 0; i < a->ngroups; i++) row[c++] = e->gv[i]; /* entry memory outlives the push */
     for (int i = 0; i < a->naggs; i++) {
+        if (a->compact) {
+            row[c++] = cslot_result(a, &o->op->aggs[i], e, i);
+            continue;
+        }
         agg_slot s;
         slot_get(a, e, i, &s);
         row[c++] = slot_result(&o->op->aggs[i], &s);
     }
     row[c++] = e->wstart == WM_MIN ? val_null() : val_int(TY_TIMESTAMP, e->wstart);
     row[c++] = e->wend == WM_END ? val_null() : val_int(TY_TIMESTAMP, e->wend);
+    for (; c < o->out.ncols; c++) row[c] = val_null();
     return 0;
 }
 
@@ -1203,7 +1223,13 @@ static inline uint64_t key_hash(const unsigned char *key, uint32_t klen)
         for (uint32_t i = 0; i < klen; i++) w0 |= (uint64_t)key[i] << (8 * i);
     return key_hash_words(w0, w1, klen);
 }
-static uint64_t fixed_hash(uint64_t kh, int64_t ws) { return HTAG(hash64_mix(kh ^ (uint64_t)ws)); }
+/* The hash of a fixed window's entry: its key's (each window has a table of
+ * its own, and closing sorts a window's entries by it). */
+static inline uint64_t fixed_hash(uint64_t kh, int64_t ws)
+{
+    (void)ws;
+    return kh;
+}
 
 /* The group values of row in gtmp. */
 static void group_vals(opinst *o, agg_task *a, const val *row)
@@ -1474,17 +1500,18 @@ static int push_hopping(opinst *o, agg_task *a, const batch *in, int emit_change
  *      prefetched; a row with none opens its entry now, so that a later row
  *      of the same new group finds it;
  *   4. each candidate's key is checked (a 64-bit hash collision takes
- *      find_fixed, which compares every key of the run);
+ *      find_fixed, which compares every key of the run), and its entry
+ *      marked dirty;
  *   5. the slots are updated an aggregate at a time, the rows in order, so
  *      that each slot sees the rows in push_single's order (sums are the
  *      same to the bit); a value the inline update does not take (NULL, an
- *      integer, NaN, a first MIN or MAX) goes through slot_slow;
- *   6. the entries are marked dirty.
+ *      integer, NaN, a first MIN or MAX) goes through slot_slow.
  * Entries, tables, window lists and the dirty list end up as push_single
  * leaves them; agg_fast_test compares the two. */
 enum { FX_CHUNK = 256, FX_AHEAD = 16 };
 
-/* Pass 1 over the batch; 0 when some row needs push_single.  (The arrays
+/* Pass 1 over the batch; 0 when some row needs push_single, 2 when every
+ * row is in one window, else 1.  (The arrays
  * are local restrict pointers: a byte store may alias anything, and would
  * make every other pointer be read again for each row.) */
 static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
@@ -1494,6 +1521,7 @@ static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
     int n = in->nrows, kt = a->fx_type;
     int64_t size = w->size_ms, grace = w->grace_ms, closed = a->closed_wm;
     int64_t cws = 1, cwe = 0, ws = WM_MIN; /* [cws, cwe): the last row's window */
+    int windows = 0;
     int64_t *restrict rts = a->rts;
     uint64_t *restrict rkw = a->rkw, *restrict rh = a->rh;
     uint8_t *restrict rkb = a->rkb;
@@ -1506,6 +1534,7 @@ static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
             if (ts < cws || ts >= cwe) {
                 cws = floor_div(ts, size) * size;
                 cwe = cws + size;
+                windows++;
                 if (cwe != WM_END && cwe + grace <= closed) return 0; /* late: counted there */
             }
             ws = cws;
@@ -1517,13 +1546,14 @@ static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
         rkb[r] = (uint8_t)(be >> 56);
         rh[r] = fixed_hash(key_hash_words(w0, be >> 56, 9), ws);
     }
-    return 1;
+    return windows <= 1 ? 2 : 1;
 }
 
 /* Row r's entry, opened (look = 0: the caller knows it is not in the
- * table) or found by comparing keys; NULL when out of memory.  As
- * entry_open, for a key that fits kin and a pooled entry. */
-static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int look)
+ * table; slot >= 0: the free slot its probe ended at in the table of
+ * window index a->wlast) or found by comparing keys; NULL when out of
+ * memory.  As entry_open, for a key that fits kin and a pooled entry. */
+static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int look, int64_t slot)
 {
     if (look) {
         unsigned char key[9];
@@ -1548,6 +1578,19 @@ static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int l
     e->hash = a->rh[r];
     e->wstart = a->rts[r];
     e->wend = we;
+    int i = a->wlast;
+    if (slot >= 0 && i < a->nw && a->wends[i] == we) { /* table_insert's common case, the probe's slot */
+        struct wlist *l = &a->wl[i];
+        htab *t = &l->t;
+        if (l->n < l->cap && (uint64_t)(t->n + 1) * 4 <= (uint64_t)t->cap * 3 && slot < t->cap && !t->tab[slot].tag) {
+            e->wpos = l->n;
+            l->v[l->n++] = e;
+            t->tab[slot] = (tslot){e->hash, e};
+            t->n++;
+            a->nentries++;
+            return e;
+        }
+    }
     if (table_insert(a, e)) {
         entry_free(a, e);
         return NULL;
@@ -1575,7 +1618,7 @@ static inline void fx_table(agg_task *a, int global, int64_t size, int64_t ws, f
  * row r is probed (and its entry fetched for pass 4).  Fetching a whole
  * chunk's slots first would fill the line fill buffers, and a prefetch that
  * finds none free waits. */
-static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1)
+static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1, int one_window)
 {
     int global = o->op->window.kind == WIN_NONE;
     int64_t size = o->op->window.size_ms;
@@ -1585,6 +1628,31 @@ static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1)
     fx_tab t, pt; /* the tables of the probed row's window and of the prefetched row's */
     fx_table(a, global, size, rts[c0], &t);
     pt = t;
+    if (one_window) { /* the common case, without the window checks */
+        for (int r = c0; r < c1 && r < c0 + FX_AHEAD && t.m; r++) __builtin_prefetch(&t.tab[rh[r] & t.m]);
+        for (int r = c0; r < c1; r++) {
+            if (r + FX_AHEAD < c1 && t.m) __builtin_prefetch(&t.tab[rh[r + FX_AHEAD] & t.m]);
+            uint64_t h = rh[r], tag;
+            agg_entry *e = NULL;
+            int64_t slot = -1;
+            if (t.m) {
+                uint32_t i = (uint32_t)h & t.m;
+                for (; (tag = t.tab[i].tag); i = (i + 1) & t.m)
+                    if (tag == h) {
+                        e = t.tab[i].e;
+                        break;
+                    }
+                slot = i;
+            }
+            if (e) __builtin_prefetch((char *)e + 64);
+            else {
+                if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0, slot))) return XE_NOMEM;
+                fx_table(a, global, size, t.ws, &t); /* it may have made or moved the table */
+            }
+            cand[r] = e;
+        }
+        return 0;
+    }
     for (int r = c0; r < c1 && r < c0 + FX_AHEAD; r++) {
         if (rts[r] != pt.ws) fx_table(a, global, size, rts[r], &pt);
         if (pt.m) __builtin_prefetch(&pt.tab[rh[r] & pt.m]);
@@ -1608,7 +1676,9 @@ static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1)
         }
         if (e) __builtin_prefetch((char *)e + 64);
         else {
-            if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0))) return XE_NOMEM;
+            /* the table of t.ws to insert into: look it up (the prefetching side may have moved wlast) */
+            fx_table(a, global, size, t.ws, &t);
+            if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0, -1))) return XE_NOMEM;
             /* opening it may have made or moved the tables: look them up again */
             fx_table(a, global, size, t.ws, &t);
             fx_table(a, global, size, pt.ws, &pt);
@@ -1618,24 +1688,26 @@ static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1)
     return 0;
 }
 
-static int push_fixed1(opinst *o, agg_task *a, const batch *in, xerr *err)
+static int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *err)
 {
     int global = o->op->window.kind == WIN_NONE, nc = in->ncols;
     int64_t size = o->op->window.size_ms;
     for (int c0 = 0; c0 < in->nrows; c0 += FX_CHUNK) {
         int c1 = in->nrows - c0 < FX_CHUNK ? in->nrows : c0 + FX_CHUNK;
-        if (fx_probe(o, a, in, c0, c1)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (fx_probe(o, a, in, c0, c1, one_window)) return xerr_set(err, XE_NOMEM, "out of memory");
         agg_entry **restrict cand = a->rcand;
         const uint64_t *restrict rkw = a->rkw;
         const uint8_t *restrict rkb = a->rkb;
-        /* 4: the candidates' keys */
+        /* 4: the candidates' keys; the entries marked dirty */
         for (int r = c0; r < c1; r++) {
-            const agg_entry *e = cand[r];
+            agg_entry *e = cand[r];
             uint64_t x;
             memcpy(&x, e->kin, 8);
-            if (x == rkw[r] && e->kin[8] == rkb[r] && e->klen == 9) continue;
-            if (!(cand[r] = fx_entry(a, batch_row(in, r), r, global ? WM_END : a->rts[r] + size, 1)))
-                return xerr_set(err, XE_NOMEM, "out of memory");
+            if (x != rkw[r] || e->kin[8] != rkb[r] || e->klen != 9) {
+                if (!(e = cand[r] = fx_entry(a, batch_row(in, r), r, global ? WM_END : a->rts[r] + size, 1, -1)))
+                    return xerr_set(err, XE_NOMEM, "out of memory");
+            }
+            if (!e->dirty && mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
         /* 5: the slots, an aggregate at a time */
         for (int k = 0; k < a->naggs; k++) {
@@ -1666,9 +1738,6 @@ static int push_fixed1(opinst *o, agg_task *a, const batch *in, xerr *err)
                 v += nc;
             }
         }
-        /* 6: dirty */
-        for (int r = c0; r < c1; r++)
-            if (!cand[r]->dirty && mark_dirty(a, cand[r])) return xerr_set(err, XE_NOMEM, "out of memory");
     }
     return 0;
 }
@@ -1680,7 +1749,8 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
     int emit_changes = o->op->emit == EMIT_CHANGES;
     batch_reset(&o->out);
     if (rows_reserve(a, in->nrows)) return xerr_set(err, XE_NOMEM, "out of memory");
-    if (a->fx_type && fx_prepare(a, o, in)) return push_fixed1(o, a, in, err);
+    int fx = a->fx_type ? fx_prepare(a, o, in) : 0;
+    if (fx) return push_fixed1(o, a, in, fx == 2, err);
     if (batch_keys(o, a, in)) return xerr_set(err, XE_NOMEM, "out of memory");
     int rc;
     if (w->kind == WIN_SESSION) rc = push_session(o, a, in, emit_changes, err);

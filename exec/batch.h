@@ -66,6 +66,13 @@ int batch_append_row(batch *b, const val *row);
 /* Start a row in place: returns a pointer to ncols values that the caller
  * fills (TEXT through batch_put_text).  NULL when memory runs out. */
 val *batch_add_row(batch *b);
+/* batch_add_row for a caller that sets every value of the row: the values
+ * are not cleared first. */
+static inline val *batch_add_row_raw(batch *b)
+{
+    if (b->nrows < b->cap && b->v) return batch_row(b, b->nrows++);
+    return batch_add_row(b);
+}
 /* Copy s[0..n) into b's arena and store it in *dst as TEXT. */
 int batch_put_text(batch *b, val *dst, const char *s, size_t n);
 
