@@ -209,22 +209,64 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
                                      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                      "8081828384858687888990919293949596979899";
 
-/* An int64 in decimal; buf needs 21 bytes.  Returns the length.  The digits
- * are counted first and written from the last, two at a time. */
-static size_t put_i64(char *buf, int64_t v)
+/* 10^0 .. 10^19, but 0 for 10^0: dec_len's table (see there). */
+static const uint64_t dec_len_pow10[20] = {0ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+                                           10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+                                           100000000000ull, 1000000000000ull, 10000000000000ull,
+                                           100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+                                           100000000000000000ull, 1000000000000000000ull,
+                                           10000000000000000000ull};
+
+/* The number of decimal digits of u (1 for 0), without a loop: t =
+ * floor(bits * log10(2)) (1233 / 4096 is close enough for 64 bits) is the
+ * digit count of 2^(bits-1) minus one, and u has one more when u >= 10^t.
+ * The table's 0 for 10^0 makes 0..7 (t = 0) count one digit. */
+static int dec_len(uint64_t u)
 {
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    size_t o = v < 0, n = 1;
-    for (uint64_t x = u; x >= 10; x /= 10) n++;
-    if (v < 0) buf[0] = '-';
-    char *p = buf + o + n;
-    for (; u >= 100; u /= 100) {
+    int t = ((64 - __builtin_clzll(u | 1)) * 1233) >> 12;
+    return t + (u >= dec_len_pow10[t]);
+}
+
+/* u in decimal at buf (room for 20 bytes; no NUL).  Returns the length.
+ * Below 10^4 (keys, counts, the whole part of prices) two digits at a time
+ * straight away; above, the length comes first, then the digits from the
+ * last, two at a time. */
+static size_t put_u64(char *buf, uint64_t u)
+{
+    if (u < 10000) {
+        unsigned x = (unsigned)u, hi = x / 100, lo = x % 100;
+        if (x < 10) {
+            buf[0] = (char)('0' + x);
+            return 1;
+        }
+        if (x < 100) {
+            memcpy(buf, digit_pairs + 2 * x, 2);
+            return 2;
+        }
+        size_t o = hi >= 10;
+        if (o) memcpy(buf, digit_pairs + 2 * hi, 2);
+        else buf[0] = (char)('0' + hi);
+        memcpy(buf + o + 1, digit_pairs + 2 * lo, 2);
+        return o + 3;
+    }
+    size_t n = (size_t)dec_len(u);
+    char *p = buf + n;
+    while (u >= 100) {
+        uint64_t q = u / 100;
         p -= 2;
-        memcpy(p, digit_pairs + 2 * (u % 100), 2);
+        memcpy(p, digit_pairs + 2 * (u - q * 100), 2);
+        u = q;
     }
     if (u >= 10) memcpy(p - 2, digit_pairs + 2 * u, 2);
     else p[-1] = (char)('0' + u);
-    return o + n;
+    return n;
+}
+
+/* An int64 in decimal; buf needs 21 bytes (no NUL).  Returns the length. */
+static size_t put_i64(char *buf, int64_t v)
+{
+    buf[0] = '-';
+    return (size_t)(v < 0) + put_u64(buf + (v < 0), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
 size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
@@ -254,177 +296,247 @@ size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
     return o + 20;
 }
 
-/* fmt_double without printf for 1e-4 <= |d| < 1e15, where "%.Pg" prints
- * fixed notation for P = 15..17.  d = m * 2^-s exactly (m < 2^53, s <= 66),
- * so d * 10^q rounded half-even to an integer N (the P significant digits
- * printf would print) is exact in 128-bit integers, and so is the test
- * whether N * 10^-q reads back as d: it does when it lies within half an
- * ulp of d (a tie goes to the even mantissa, as strtod rounds).  The output
- * is then byte for byte what the printf loop below gives.  Returns 0 when d
- * is out of range. */
-__extension__ typedef unsigned __int128 u128;
+/* ------------------------------------------------------------------ doubles as text
+ *
+ * The reference is printf: "%.15g", then "%.16g", then "%.17g", the first
+ * that reads back exactly (strtod rounds to nearest, ties to even).  That is
+ * the shortest text that reads back, in %g's layout: fixed notation when the
+ * exponent X of the (rounded) first digit is in -4 .. P-1, P the precision
+ * that won; the fraction's trailing zeros dropped.  printf_double is that
+ * loop, kept for what the paths below leave.
+ *
+ * fmt_double gets the same bytes without printf on two paths:
+ *   - the double nearest to M / 10^4, 1e-4 <= |d| < 1e11 (put_short):
+ *     prices, readings, anything typed with up to four decimals, whole
+ *     numbers; one division tells, and M's digits are the text;
+ *   - the rest of 2^-14 <= |d| < 2^50 with X in -4 .. 14 (fixed_double):
+ *     exact integer arithmetic finds the digits printf would print at each
+ *     precision and whether they read back.
+ * Digits are made 8 at a time in one 64-bit word (digits8) and stored with
+ * fixed-length copies, so writers may scribble up to FMT_DOUBLE_BUF bytes
+ * past buf before the NUL.  Doubles are binary64; integers may be either
+ * endian (words are stored through to_le64). */
 
-static u128 pow10_u128(int q)
+static size_t printf_double(double d, char buf[FMT_DOUBLE_BUF])
 {
-    u128 p = 1;
-    while (q >= 19) {
-        p *= 10000000000000000000ull;
-        q -= 19;
-    }
-    static const uint64_t small[19] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
-                                       100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
-                                       1000000000000ull, 10000000000000ull, 100000000000000ull,
-                                       1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
-                                       1000000000000000000ull};
-    return p * small[q];
-}
-
-/* The P (9..19) decimal digits of N < 10^P, most significant first: two
- * independent chains of two digits at a time. */
-static void digits_n(char *ds, uint64_t N, int P)
-{
-    const char *d2 = digit_pairs;
-    uint32_t lo = (uint32_t)(N % 100000000u), hi = (uint32_t)(N / 100000000u);
-    char *p = ds + P;
-    for (int i = 0; i < 4; i++, lo /= 100) {
-        p -= 2;
-        memcpy(p, d2 + 2 * (lo % 100), 2);
-    }
-    for (; p > ds + 1; hi /= 100) {
-        p -= 2;
-        memcpy(p, d2 + 2 * (hi % 100), 2);
-    }
-    if (p > ds) *--p = (char)('0' + hi);
-}
-
-/* m * 2^-s >= 10^E, exactly (|E| <= 20). */
-static int ge_pow10(uint64_t m, int s, int E)
-{
-    if (E >= 0) return (u128)m >= pow10_u128(E) << s;
-    return (u128)m * pow10_u128(-E) >= (u128)1 << s;
-}
-
-static size_t fixed_double(double d, char buf[FMT_DOUBLE_BUF])
-{
-    double a = fabs(d);
-    if (!(a >= 1e-4 && a < 1e15)) return 0;
-    uint64_t bits;
-    memcpy(&bits, &a, 8);
-    int e2 = (int)(bits >> 52); /* a is normal here */
-    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
-    int s = 1075 - e2;          /* a = m * 2^-s, 3 <= s <= 66 */
-    /* the decimal exponent E of the exact value: 10^E <= a < 10^(E+1),
-     * first from the binary exponent (log10(2) ~ 0.30103), then exactly */
-    int E = (int)floor((double)(52 - s) * 0.30102999566398120);
-    if (a >= 1) { /* 10^0 .. 10^15 are doubles: exact comparisons, no 128-bit products */
-        static const double p10[16] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-        E = E < 0 ? 0 : E > 14 ? 14 : E;
-        while (E > 0 && a < p10[E]) E--;
-        while (E < 14 && a >= p10[E + 1]) E++;
-    } else {
-        while (!ge_pow10(m, s, E)) E--;
-        while (ge_pow10(m, s, E + 1)) E++;
-    }
-    for (int P = 15; P <= 17; P++) {
-        int q = P - 1 - E, X = E;
-        u128 y = (u128)m * pow10_u128(q); /* a * 10^q * 2^s */
-        u128 half = (u128)1 << (s - 1), rem = y & (((u128)1 << s) - 1);
-        uint64_t N = (uint64_t)(y >> s);
-        if (rem > half || (rem == half && (N & 1))) N++;
-        if (N == (uint64_t)pow10_u128(P)) { /* 9.99..95 rounded up: one digit more to the left */
-            N /= 10;
-            q--;
-            X++;
-            if (X >= P) return 0;
-            y = (u128)m * pow10_u128(q);
-        }
-        if (X >= P || X < -4) return 0; /* printf's exponent notation */
-        /* does N * 10^-q read back as m * 2^-s? */
-        u128 x = (u128)N << s, diff = x > y ? x - y : y - x;
-        u128 lim = pow10_u128(q);
-        int below = x < y && m == (1ull << 52); /* the double below d is closer */
-        u128 twice = below ? diff * 4 : diff * 2;
-        if (twice > lim || (twice == lim && (m & 1))) continue;
-        /* the P digits of N, the point after X + 1 of them, the fraction's
-         * trailing zeros dropped */
-        char ds[20];
-        digits_n(ds, N, P);
-        int fstart = X >= 0 ? X + 1 : 0, end = P;
-        while (end > fstart && ds[end - 1] == '0') end--;
-        size_t o = 0;
-        if (d < 0) buf[o++] = '-';
-        if (X < 0) buf[o++] = '0';
-        else {
-            memcpy(buf + o, ds, (size_t)X + 1);
-            o += (size_t)X + 1;
-        }
-        if (end > fstart) {
-            buf[o++] = '.';
-            for (int z = -1; z > X; z--) buf[o++] = '0';
-            memcpy(buf + o, ds + fstart, (size_t)(end - fstart));
-            o += (size_t)(end - fstart);
-        }
-        buf[o] = '\0';
-        return o;
-    }
-    return 0;
-}
-
-/* fmt_double of a short decimal: d the double nearest to M / 10^4 with
- * 0 < |M| < 10^15 (prices, readings, whatever was typed with a few decimal
- * places).  d lies within half an ulp (2^-53 of |d|) of M / 10^4, far less
- * than half a unit of its 15th digit, so "%.15g" prints M's digits, and they
- * read back as d; printed here with one division instead of fixed_double's
- * 128-bit arithmetic.  Returns 0 when d is not one. */
-static size_t short_decimal(double d, char buf[FMT_DOUBLE_BUF])
-{
-    double a = fabs(d);
-    if (!(a >= 1e-4 && a < 1e11)) return 0;
-    double x = a * 1e4;
-    int64_t M = (int64_t)(x + 0.5);
-    if ((double)M / 1e4 != a) return 0;
-    size_t o = 0;
-    if (d < 0) buf[o++] = '-';
-    o += put_i64(buf + o, M / 10000);
-    int f = (int)(M % 10000), nd = 4;
-    if (f) {
-        while (f % 10 == 0) {
-            f /= 10;
-            nd--;
-        }
-        buf[o++] = '.';
-        for (int i = nd - 1; i >= 0; i--, f /= 10) buf[o + (size_t)i] = (char)('0' + f % 10);
-        o += (size_t)nd;
-    }
-    buf[o] = '\0';
-    return o;
-}
-
-size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
-{
-    const char *special = isnan(d) ? "NaN" : isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : NULL;
-    if (special) {
-        size_t n = strlen(special);
-        memcpy(buf, special, n + 1);
-        return n;
-    }
-    if (d == floor(d) && fabs(d) < 9007199254740992.0 && !(d == 0 && signbit(d))) {
-        size_t n = put_i64(buf, (int64_t)d); /* integral: what %g would print, faster */
-        if (n <= 15) {
-            buf[n] = '\0';
-            return n;
-        }
-    }
-    size_t fast = short_decimal(d, buf);
-    if (fast) return fast;
-    fast = fixed_double(d, buf);
-    if (fast) return fast;
     int r = 0;
     for (int prec = 15; prec <= 17; prec++) {
         r = snprintf(buf, FMT_DOUBLE_BUF, "%.*g", prec, d);
         if (strtod(buf, NULL) == d) break;
     }
     return r < 0 ? 0 : (size_t)r;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/* 5^0 .. 5^21 */
+static const uint64_t pow5_tab[22] = {1ull, 5ull, 25ull, 125ull, 625ull, 3125ull, 15625ull, 78125ull, 390625ull,
+                                      1953125ull, 9765625ull, 48828125ull, 244140625ull, 1220703125ull,
+                                      6103515625ull, 30517578125ull, 152587890625ull, 762939453125ull,
+                                      3814697265625ull, 19073486328125ull, 95367431640625ull, 476837158203125ull};
+
+static uint64_t to_le64(uint64_t x)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap64(x);
+#else
+    return x;
+#endif
+}
+
+/* The 8 decimal digits of x < 10^8 (leading zeros included) as one digit
+ * (0..9) a byte, the first digit in the lowest byte, so that a little-endian
+ * store writes them in order.  Lanes of one 64-bit word split the number:
+ * two 4-digit halves in 32-bit lanes, each divided by 100 (x * 10486 >> 20
+ * is x / 100 for x < 10^4), then four 2-digit values in 16-bit lanes, each
+ * divided by 10 (x * 103 >> 10 is x / 10 for x < 100).  No lane's product
+ * reaches the next lane's bits, and the masks drop what the shift brings
+ * down from the lane above. */
+static inline uint64_t digits8(uint32_t x)
+{
+    uint64_t v = x / 10000 | (uint64_t)(x % 10000) << 32;
+    uint64_t h = (v * 10486 >> 20) & 0x0000007f0000007full;
+    v = h | (v - h * 100) << 16;
+    h = (v * 103 >> 10) & 0x000f000f000f000full;
+    return h | (v - h * 10) << 8;
+}
+
+/* N's P digits (15 <= P <= 17, 10^(P-1) <= N < 10^P) in fixed notation,
+ * the first digit's exponent X in -4 .. P-1, trailing zeros of the fraction
+ * dropped: what "%.Pg" prints.  Returns the length; buf gets a NUL. */
+static size_t put_fixed(char *buf, int neg, uint64_t N, int P, int X)
+{
+    /* tmp[2..2+P) are the digits; the whole of tmp is set, because the
+     * copies below are of fixed length (a couple of moves each, where a
+     * length-exact copy is a call). */
+    char tmp[48];
+    memset(tmp, '0', sizeof tmp);
+    char *ds = tmp + 2;
+    uint64_t hi = N / 100000000, top = hi / 100000000; /* N < 10^17: top < 10 */
+    uint32_t lo = (uint32_t)(N - hi * 100000000), mid = (uint32_t)(hi - top * 100000000);
+    uint64_t wm = digits8(mid), wl = digits8(lo), z = 0x3030303030303030ull;
+    ds[P - 17] = (char)('0' + top); /* P < 17: top is 0 and lands before the digits */
+    uint64_t t = to_le64(wm | z);
+    memcpy(ds + P - 16, &t, 8);     /* P = 15: mid's leading 0 lands before them */
+    t = to_le64(wl | z);
+    memcpy(ds + P - 8, &t, 8);
+    /* trailing zero digits: the top zero bytes of a word (mid is not 0
+     * when P < 17, as N >= 10^(P-1)) */
+    int tz = lo ? __builtin_clzll(wl) / 8 : mid ? 8 + __builtin_clzll(wm) / 8 : 16;
+    int nd = P - tz;
+    size_t o = 0;
+    buf[0] = '-';
+    o += (size_t)neg;
+    if (X >= 0) {
+        memcpy(buf + o, ds, 16); /* X + 1 <= 16 digits before the point */
+        o += (size_t)X + 1;
+        if (nd > X + 1) {
+            buf[o++] = '.';
+            memcpy(buf + o, ds + X + 1, 16); /* at most 16 after it */
+            o += (size_t)(nd - X - 1);
+        }
+    } else {
+        memcpy(buf + o, "0.000000", 8);
+        o += (size_t)(1 - X); /* "0." and -X-1 zeros */
+        memcpy(buf + o, ds, 24);
+        o += (size_t)nd;
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+/* M / 10^4 (0 < M < 10^15) as "%.15g" prints the double nearest to it
+ * (see fmt_double): the whole part, then the four decimals to the last
+ * that is not 0.  The last 8 digits come from one digits8 word: the whole
+ * part's in its low 4 bytes, the decimals' in its high 4. */
+static inline size_t put_short(char *buf, int neg, uint64_t M)
+{
+    const uint64_t z = 0x3030303030303030ull;
+    uint64_t dw = digits8((uint32_t)(M % 100000000)), t;
+    size_t o = (size_t)neg;
+    buf[0] = '-';
+    if (M < 100000000) {
+        /* the whole part's leading zeros, but the last of them (for 0.x):
+         * the sentinel bit in byte 3 stops the count there */
+        int lead = __builtin_ctzll(dw | 1ull << 24) / 8;
+        t = to_le64((dw | z) >> (8 * lead));
+        memcpy(buf + o, &t, 8); /* 4 - lead digits count */
+        o += (size_t)(4 - lead);
+    } else {
+        o += put_u64(buf + o, M / 10000);
+    }
+    if (dw >> 32) {
+        buf[o] = '.';
+        t = to_le64(dw >> 32 | z);
+        memcpy(buf + o + 1, &t, 8);
+        o += (size_t)(5 - __builtin_clzll(dw) / 8); /* '.' and the decimals to the last non-zero */
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+/* One precision's candidate: V = T * w + r + f / 2^sh exactly, T with 17
+ * digits, w 1 or 10, r < w, f < 2^sh, sh <= 46 (see fixed_double).  The
+ * P = 17 - log10(div) digits printf prints are N = T / div rounded
+ * half-even on the exact rest R (V - N * div * w, times 2^sh, against
+ * W = div * w * 2^sh).  They read back as d when their distance to V is
+ * within half an ulp of d (lim: the ulp at this scale, times 2^sh), a tie
+ * going to d when m is even.  (Below a power of two the double under d is
+ * half as far, but the powers of two here, 2^-14 .. 2^49, have at most 15
+ * significant digits: they print exactly, at distance 0.)  W, R and
+ * 2 * D are below 1000 * 2^47: 64 bits do. */
+typedef struct cand {
+    uint64_t N; /* rounded */
+    int ok;     /* reads back as d */
+} cand;
+
+static inline cand candidate(uint64_t T, unsigned div, unsigned w, unsigned r, uint64_t f, int sh, uint64_t lim,
+                             uint64_t m)
+{
+    uint64_t N = T / div;
+    uint64_t W = (uint64_t)(div * w) << sh, R = ((T - N * div) * w + r) << sh | f;
+    int up = 2 * R > W || (2 * R == W && (N & 1));
+    uint64_t D = up ? W - R : R;
+    int ok = 2 * D < lim || (2 * D == lim && !(m & 1));
+    return (cand){N + (uint64_t)up, ok};
+}
+
+/* The digits of a candidate that won, or 0 when rounding made it 10^P and
+ * so moved X to P, which printf writes in exponent notation. */
+static size_t put_cand(char *buf, int neg, cand c, int P, int X)
+{
+    if (c.N == dec_len_pow10[P]) {
+        c.N /= 10;
+        if (++X >= P) return 0;
+    }
+    return put_fixed(buf, neg, c.N, P, X);
+}
+
+/* d = +-a, a = m * 2^-s (2^52 <= m < 2^53, 3 <= s <= 66, so 2^-14 <= a <
+ * 2^50); see the top of this section.  Returns 0 unless X is in -4 .. 14. */
+__attribute__((noinline)) static size_t fixed_double(uint64_t m, int s, int neg, char *buf)
+{
+    /* E = floor((52 - s) * log10(2)) (78913 / 2^18 is close enough for
+     * |52 - s| <= 66), so 10^E <= a < 10^(E+2) and V = a * 10^q, q = 16 - E,
+     * is in 10^16 .. 10^18: T = floor(V) has 17 or 18 digits.  V = m * 5^q /
+     * 2^sh with sh = s - q in 1 .. 46 over this range: m * 5^q < 2^53 * 5^21
+     * fits 128 bits, and the fraction f = V - T, times 2^sh, fits 64. */
+    int E = ((52 - s) * 78913) >> 18, q = 16 - E, sh = s - q;
+    u128 y = (u128)m * pow5_tab[q];
+    uint64_t lo = (uint64_t)y, hi = (uint64_t)(y >> 64);
+    uint64_t T = lo >> sh | hi << (64 - sh), f = lo & ((1ull << sh) - 1);
+    unsigned w = 1, r = 0;
+    if (T >= 100000000000000000ull) { /* 18 digits: the last joins the rest */
+        r = (unsigned)(T % 10);
+        T /= 10;
+        w = 10;
+        E++;
+    }
+    if (E < -4 || E > 14) return 0;
+    uint64_t lim = pow5_tab[q]; /* an ulp of a is 10^q / 2^s = 5^q / 2^sh in V */
+    /* When 15 digits read back, so do 16 (the 16-digit candidate is at
+     * least as close, and the bound is the same on both sides), so 15 is
+     * tried only after 16 succeeds.  17 digits always read back. */
+    cand c16 = candidate(T, 10, w, r, f, sh, lim, m);
+    if (c16.ok) {
+        cand c15 = candidate(T, 100, w, r, f, sh, lim, m);
+        return c15.ok ? put_cand(buf, neg, c15, 15, E) : put_cand(buf, neg, c16, 16, E);
+    }
+    return put_cand(buf, neg, candidate(T, 1, w, r, f, sh, lim, m), 17, E);
+}
+
+size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
+{
+    uint64_t bits;
+    memcpy(&bits, &d, 8);
+    int neg = (int)(bits >> 63);
+    double a = fabs(d);
+    /* The double nearest to M / 10^4, 0 < M < 10^15 (prices, readings,
+     * whatever was typed with a few decimal places, and whole numbers):
+     * M < 2^53 and 10^4 are exact doubles, so the division is correctly
+     * rounded and gives a exactly when a is that nearest double.  M / 10^4
+     * has at most 15 significant digits, so "%.15g" prints them (any
+     * 15-digit decimal survives the trip through the nearest double), and
+     * its X is in -4 .. 10. */
+    if (a >= 1e-4 && a < 1e11) {
+        int64_t M = (int64_t)(a * 1e4 + 0.5);
+        if ((double)M / 1e4 == a) return put_short(buf, neg, (uint64_t)M);
+    }
+    unsigned e2 = (unsigned)(bits >> 52) & 0x7ff;
+    if (e2 - 1009u < 64u) { /* 2^-14 <= a < 2^50 */
+        size_t n = fixed_double((bits & ((1ull << 52) - 1)) | (1ull << 52), 1075 - (int)e2, neg, buf);
+        if (n) return n;
+    } else if (e2 == 0x7ff) {
+        const char *special = bits << 12 ? "NaN" : neg ? "-Infinity" : "Infinity";
+        size_t n = strlen(special);
+        memcpy(buf, special, n + 1);
+        return n;
+    } else if (!(bits << 1)) {
+        if (neg) memcpy(buf, "-0", 3); /* "%.15g" of -0 and 0 */
+        else memcpy(buf, "0", 2);
+        return (size_t)neg + 1;
+    }
+    return printf_double(d, buf);
 }
 
 enum { VAL_TEXT_MAX = FMT_TS_BUF > FMT_DOUBLE_BUF ? FMT_TS_BUF : FMT_DOUBLE_BUF };
@@ -1242,24 +1354,38 @@ static int csv_header_row(fmt_encoder *e, sbuf *out)
     return sbuf_addc(out, '\n');
 }
 
-/* Rows written straight into out's reserved room, but for TEXT fields. */
+/* Rows written straight into out's reserved room, but for TEXT fields:
+ * through a local pointer (stores through out->p could alias out->len),
+ * out->len is set once a row. */
 static int csv_rows(fmt_encoder *e, const batch *b, sbuf *out)
 {
     size_t row_max = (size_t)e->ncols * (VAL_TEXT_MAX + 1) + 1;
+    int ncols = e->ncols;
+    char delim = e->delim;
     for (int r = 0; r < b->nrows; r++) {
         const val *row = batch_row(b, r);
-        if (sbuf_reserve(out, row_max) < 0) return XE_NOMEM;
-        for (int c = 0; c < e->ncols; c++) {
-            if (c) out->p[out->len++] = e->delim;
+        if (out->len + row_max >= out->cap && sbuf_reserve(out, row_max) < 0) return XE_NOMEM;
+        char *p = out->p + out->len;
+        for (int c = 0; c < ncols; c++) {
+            if (c) *p++ = delim;
             const val *v = &row[c];
-            if (v->type == TY_TEXT) {
-                if (csv_field(out, v->s, v->len, e->delim, v->len == 0) < 0 || sbuf_reserve(out, row_max) < 0)
+            switch (v->type) {
+            case TY_NULL: break;
+            case TY_DOUBLE: p += fmt_double(v->d, p); break;
+            case TY_INT:
+            case TY_BIGINT: p += put_i64(p, v->i); break;
+            case TY_TEXT:
+                out->len = (size_t)(p - out->p);
+                if (csv_field(out, v->s, v->len, delim, v->len == 0) < 0 || sbuf_reserve(out, row_max) < 0)
                     return XE_NOMEM;
-            } else if (v->type != TY_NULL)
-                out->len += val_text_at(v, out->p + out->len);
+                p = out->p + out->len;
+                break;
+            default: p += val_text_at(v, p); break;
+            }
         }
-        out->p[out->len++] = '\n';
-        out->p[out->len] = '\0';
+        *p++ = '\n';
+        *p = '\0';
+        out->len = (size_t)(p - out->p);
     }
     return 0;
 }

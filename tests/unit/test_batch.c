@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,6 +530,26 @@ static void test_timestamps(void **state)
     }
 }
 
+/* fmt_double against what it stands in for: "%.15g", "%.16g", "%.17g",
+ * the first that reads back. */
+static void check_double(double d)
+{
+    char want[64], got[FMT_DOUBLE_BUF];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(want, sizeof want, "%.*g", prec, d);
+        if (strtod(want, NULL) == d) break;
+    }
+    if (isnan(d)) strcpy(want, "NaN");
+    else if (isinf(d)) strcpy(want, d > 0 ? "Infinity" : "-Infinity");
+    size_t n = fmt_double(d, got);
+    if (strcmp(got, want) != 0 || n != strlen(want)) {
+        uint64_t bits;
+        memcpy(&bits, &d, 8);
+        print_error("fmt_double(%a = 0x%016llx): '%s', printf '%s'\n", d, (unsigned long long)bits, got, want);
+        fail();
+    }
+}
+
 static void test_double_text(void **state)
 {
     (void)state;
@@ -542,30 +563,55 @@ static void test_double_text(void **state)
         fmt_double(cases[i].d, buf);
         assert_string_equal(buf, cases[i].s);
     }
-    /* Random bit patterns read back exactly, and not longer than needed. */
-    for (int i = 0; i < 100000; i++) {
+    /* Every other case against the printf loop fmt_double stands in for. */
+    for (int i = 0; i < 1000; i++) {
+        check_double((double)i / 1000);
+        check_double(-(double)i);
+    }
+    for (int e = -1074; e <= 1023; e++) { /* powers of two and their neighbours: uneven ulps */
+        double p = ldexp(1, e);
+        check_double(p);
+        check_double(-nextafter(p, 0));
+        check_double(nextafter(p, INFINITY));
+    }
+    for (int e = -30; e <= 30; e++) { /* powers of ten and their neighbours: where X changes */
+        double p = pow(10, e);
+        for (int k = -3; k <= 3; k++) {
+            double x = p;
+            for (int j = 0; j < (k < 0 ? -k : k); j++) x = nextafter(x, k < 0 ? 0 : INFINITY);
+            check_double(x);
+            check_double(-x);
+        }
+        check_double(p * 0.9999999999999999);
+        check_double(p * 0.99999999999999999);
+        check_double(p - p / 1e15);
+        check_double(p - p / 1e16);
+    }
+    double specials[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, DBL_MIN, -DBL_MIN, DBL_MAX, DBL_TRUE_MIN,
+                         nextafter(DBL_MIN, 0), 1e15, 999999999999999.0, 999999999999999.9, 9999999999999998.0,
+                         1e-4, 9.99999999999999e-5, 0.99999999999999994, 0.30000000000000004, 9007199254740993.0};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) check_double(specials[i]);
+    const char *env = getenv("ARES_DOUBLE_CHECKS");
+    long n = env ? atol(env) : 250000; /* per kind below; ARES_DOUBLE_CHECKS=3000000 for a long run */
+    for (long i = 0; i < n; i++) {
         uint64_t bits = rnd();
         double d;
         memcpy(&d, &bits, 8);
-        if (!isfinite(d)) continue;
-        size_t n = fmt_double(d, buf);
-        double back = strtod(buf, NULL);
-        assert_memory_equal(&back, &d, 8);
-        assert_true(n < 25);
-    }
-    /* Decimals with a few places (the short path) and sums of them print
-     * byte for byte what the printf loop prints. */
-    for (int i = 0; i < 300000; i++) {
+        check_double(d);                                          /* random bit patterns */
+        bits = (bits & 0x800fffffffffffffull) | (uint64_t)(1009 + rnd() % 64) << 52;
+        memcpy(&d, &bits, 8);
+        check_double(d);                                          /* the same, where the fast paths work */
         int64_t c = (int64_t)(rnd() % 2000000001) - 1000000000;
-        double d = i % 3 == 0 ? (double)c / 100.0 : i % 3 == 1 ? (double)c / 10000.0 : (double)c / 100.0 + 0.07;
-        if (i % 1000 == 0) d = (double)(int64_t)(rnd() % 100000000000000ull) / 1000.0;
-        char want[64];
-        for (int prec = 15; prec <= 17; prec++) {
-            snprintf(want, sizeof want, "%.*g", prec, d);
-            if (strtod(want, NULL) == d) break;
-        }
-        fmt_double(d, buf);
-        assert_string_equal(buf, want);
+        int k = 1 + (int)(rnd() % 3);
+        check_double((double)c / (k == 1 ? 10.0 : k == 2 ? 100.0 : 1000.0)); /* 1-3 decimals */
+        double sum = 0;
+        for (int j = 1 + (int)(rnd() % 20); j > 0; j--)
+            sum += (double)((int64_t)(rnd() % 200001) - 100000) / 100.0;
+        check_double(sum);                                        /* sums of cents, like SUM(v) */
+        check_double((double)(int64_t)(rnd() >> (rnd() % 64)) * (rnd() & 1 ? 1 : -1)); /* integers */
+        check_double((double)(int64_t)(rnd() % 100000000000000ull) / 1000.0);
+        check_double(ldexp((double)(rnd() >> 11), -(int)(rnd() % 120)));  /* small and tiny */
+        check_double(ldexp((double)(rnd() >> 11), (int)(rnd() % 60)));    /* large */
     }
 }
 
