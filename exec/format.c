@@ -313,8 +313,8 @@ size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
  *     exact integer arithmetic finds the digits printf would print at each
  *     precision and whether they read back.
  * Digits are made 8 at a time in one 64-bit word (digits8) and stored with
- * fixed-length copies, so writers may scribble up to FMT_DOUBLE_BUF bytes
- * past buf before the NUL.  Doubles are binary64; integers may be either
+ * fixed-length copies, so fmt_double may write anywhere in
+ * buf[0..FMT_DOUBLE_BUF), past the NUL too.  Doubles are binary64; integers may be either
  * endian (words are stored through to_le64). */
 
 static size_t printf_double(double d, char buf[FMT_DOUBLE_BUF])
@@ -364,7 +364,7 @@ static inline uint64_t digits8(uint32_t x)
 /* N's P digits (15 <= P <= 17, 10^(P-1) <= N < 10^P) in fixed notation,
  * the first digit's exponent X in -4 .. P-1, trailing zeros of the fraction
  * dropped: what "%.Pg" prints.  Returns the length; buf gets a NUL. */
-static size_t put_fixed(char *buf, int neg, uint64_t N, int P, int X)
+static inline size_t put_fixed(char *buf, int neg, uint64_t N, int P, int X)
 {
     /* tmp[2..2+P) are the digits; the whole of tmp is set, because the
      * copies below are of fixed length (a couple of moves each, where a
@@ -412,7 +412,7 @@ static size_t put_fixed(char *buf, int neg, uint64_t N, int P, int X)
 static inline size_t put_short(char *buf, int neg, uint64_t M)
 {
     const uint64_t z = 0x3030303030303030ull;
-    uint64_t dw = digits8((uint32_t)(M % 100000000)), t;
+    uint64_t dw = digits8((uint32_t)(M < 100000000 ? M : M % 100000000)), t;
     size_t o = (size_t)neg;
     buf[0] = '-';
     if (M < 100000000) {
@@ -461,17 +461,6 @@ static inline cand candidate(uint64_t T, unsigned div, unsigned w, unsigned r, u
     return (cand){N + (uint64_t)up, ok};
 }
 
-/* The digits of a candidate that won, or 0 when rounding made it 10^P and
- * so moved X to P, which printf writes in exponent notation. */
-static size_t put_cand(char *buf, int neg, cand c, int P, int X)
-{
-    if (c.N == dec_len_pow10[P]) {
-        c.N /= 10;
-        if (++X >= P) return 0;
-    }
-    return put_fixed(buf, neg, c.N, P, X);
-}
-
 /* d = +-a, a = m * 2^-s (2^52 <= m < 2^53, 3 <= s <= 66, so 2^-14 <= a <
  * 2^50); see the top of this section.  Returns 0 unless X is in -4 .. 14. */
 __attribute__((noinline)) static size_t fixed_double(uint64_t m, int s, int neg, char *buf)
@@ -497,12 +486,20 @@ __attribute__((noinline)) static size_t fixed_double(uint64_t m, int s, int neg,
     /* When 15 digits read back, so do 16 (the 16-digit candidate is at
      * least as close, and the bound is the same on both sides), so 15 is
      * tried only after 16 succeeds.  17 digits always read back. */
-    cand c16 = candidate(T, 10, w, r, f, sh, lim, m);
-    if (c16.ok) {
+    cand c = candidate(T, 10, w, r, f, sh, lim, m);
+    int P = 16;
+    if (c.ok) {
         cand c15 = candidate(T, 100, w, r, f, sh, lim, m);
-        return c15.ok ? put_cand(buf, neg, c15, 15, E) : put_cand(buf, neg, c16, 16, E);
+        if (c15.ok) c = c15, P = 15;
+    } else {
+        c = candidate(T, 1, w, r, f, sh, lim, m);
+        P = 17;
     }
-    return put_cand(buf, neg, candidate(T, 1, w, r, f, sh, lim, m), 17, E);
+    if (c.N == dec_len_pow10[P]) { /* rounded up to 10^P: one digit less, X one more */
+        c.N /= 10;
+        if (++E >= P) return 0;    /* printf's exponent notation */
+    }
+    return put_fixed(buf, neg, c.N, P, E);
 }
 
 size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
@@ -1366,14 +1363,22 @@ static int csv_rows(fmt_encoder *e, const batch *b, sbuf *out)
         const val *row = batch_row(b, r);
         if (out->len + row_max >= out->cap && sbuf_reserve(out, row_max) < 0) return XE_NOMEM;
         char *p = out->p + out->len;
-        for (int c = 0; c < ncols; c++) {
-            if (c) *p++ = delim;
+        for (int c = 0; c < ncols; c++, *p++ = delim) { /* the last delimiter becomes the '\n' */
             const val *v = &row[c];
             switch (v->type) {
             case TY_NULL: break;
             case TY_DOUBLE: p += fmt_double(v->d, p); break;
             case TY_INT:
-            case TY_BIGINT: p += put_i64(p, v->i); break;
+            case TY_BIGINT:
+                if ((uint64_t)v->i < 10) { /* counts, flags: no call */
+                    *p++ = (char)('0' + v->i);
+                } else if ((uint64_t)v->i < 100) {
+                    memcpy(p, digit_pairs + 2 * v->i, 2);
+                    p += 2;
+                } else {
+                    p += put_i64(p, v->i);
+                }
+                break;
             case TY_TEXT:
                 out->len = (size_t)(p - out->p);
                 if (csv_field(out, v->s, v->len, delim, v->len == 0) < 0 || sbuf_reserve(out, row_max) < 0)
@@ -1383,7 +1388,8 @@ static int csv_rows(fmt_encoder *e, const batch *b, sbuf *out)
             default: p += val_text_at(v, p); break;
             }
         }
-        *p++ = '\n';
+        if (ncols) p[-1] = '\n';
+        else *p++ = '\n';
         *p = '\0';
         out->len = (size_t)(p - out->p);
     }

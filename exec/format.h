@@ -98,7 +98,8 @@ int fmt_parse_value(sql_type t, const char *s, size_t n, int empty_is_null, val 
 /* Writers into a caller's buffer; return the length (the text is NUL-terminated). */
 size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF]);  /* 2023-11-14T22:13:20.000Z; years
                                                           * past 9999 get more digits, before 0 a '-' */
-size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF]);   /* shortest exact: 6, 0.1, 1e+21 */
+size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF]);   /* shortest exact: 6, 0.1, 1e+21; may
+                                                          * write all of buf, past the NUL too */
 
 /* Appends the plain text of a value: NULL as "NULL", TEXT as its bytes. */
 int fmt_val_text(const val *v, sbuf *out);
