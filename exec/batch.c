@@ -58,6 +58,7 @@
  */
 #include "exec/batch.h"
 
+#include <emmintrin.h> /* SSE2: part of x86-64 */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -538,115 +539,377 @@ static int dec_of(double d, int s, int64_t *m)
     return in & (a == b);
 }
 
-/* Columns [c0, c0 + nc) of b in one pass over the rows: each column's
- * values' 8 payload bytes into cols[c - c0] (n apart), and its type into
- * types[c - c0] when every value has that one type and it is an integer
- * type or DOUBLE, else -1 (NULLs, TEXT, BOOL, mixed: tagged). */
-static inline __attribute__((always_inline)) unsigned columns_nc(const batch *b, int c0, int nc, uint64_t *cols,
-                                                                   const int *types)
+/* The encoder below reads each column where it lies in the batch, with no
+ * copy of the column in between.  The fast path assumes what a stream
+ * log's columns are (a TIMESTAMP in order, a key, a price): every value
+ * of a column has one type, so each pass is one tight loop whose type
+ * check is a branch never taken, and other shapes cost more but come out
+ * the same:
+ *   - an integer column computes the extremes its coding needs and usually
+ *     no others: a column in order has its minimum and maximum at its ends,
+ *     and a sample of the differences usually shows that they are wider
+ *     than the values (a key), so that their extremes are not needed;
+ *   - the decimal check runs on two doubles at a time (SSE2), with the
+ *     scaled values as int32, and falls back to the exact scalar check for
+ *     anything else;
+ *   - widths 1 to 32 are packed eight values at a time by code made for
+ *     that width (eight values of w bits are w bytes), with constant shifts.
+ * The bytes are those of the straightforward encoder (the unit test keeps
+ * it and compares); only the work to find them differs. */
+
+/* A column of a batch, read in place: value r is at at + r * stride. */
+typedef struct col_ref {
+    const unsigned char *at;
+    size_t stride;
+} col_ref;
+
+static inline const val *col_val(col_ref k, int r) { return (const val *)(k.at + (size_t)r * k.stride); }
+
+/* Whether every value of the column has type t. */
+static int col_all_type(col_ref k, int n, int t)
 {
-    int n = b->nrows;
-    unsigned differ = 0;
-    for (int r = 0; r < n; r++) {
-        const val *v = batch_row(b, r) + c0;
-        for (int k = 0; k < nc; k++) {
-            differ |= (unsigned)(v[k].type != types[k]) << k;
-            cols[(size_t)k * (size_t)n + (size_t)r] = (uint64_t)v[k].i;
+    for (int r = 0; r < n; r++)
+        if (col_val(k, r)->type != t) return 0;
+    return 1;
+}
+
+static inline void min_max(int64_t x, int64_t *lo, int64_t *hi)
+{
+    *lo = x < *lo ? x : *lo;
+    *hi = x > *hi ? x : *hi;
+}
+
+/* The extremes of a column of integers of type t (n >= 1), or 0 when not
+ * every value has type t.  Two rows a turn, for fewer loop instructions. */
+static int scan_ints(col_ref k, int n, unsigned char t, int64_t *mn, int64_t *mx)
+{
+    const unsigned char *q = k.at, *end = k.at + (size_t)n * k.stride;
+    int64_t lo = ((const val *)q)->i, hi = lo;
+    if (n & 1) q += k.stride; /* row 0 is in lo and hi already */
+    for (; q != end; q += 2 * k.stride) {
+        const val *v0 = (const val *)q, *v1 = (const val *)(q + k.stride);
+        if (v0->type != t || v1->type != t) return 0;
+        min_max(v0->i, &lo, &hi);
+        min_max(v1->i, &lo, &hi);
+    }
+    *mn = lo, *mx = hi;
+    return ((const val *)k.at)->type == t;
+}
+
+/* The same for the differences between neighbours (n >= 2), which wrap
+ * around as the decoder's sums do.  Each difference loads both its values
+ * rather than carry one over in a register: fewer instructions. */
+static inline int64_t delta_at(const unsigned char *q, size_t stride)
+{
+    return (int64_t)((uint64_t)((const val *)q)->i - (uint64_t)((const val *)(q - stride))->i);
+}
+
+static int scan_deltas(col_ref k, int n, unsigned char t, int64_t *dmn, int64_t *dmx)
+{
+    const unsigned char *q = k.at + k.stride, *end = k.at + (size_t)n * k.stride;
+    int64_t lo = delta_at(q, k.stride), hi = lo;
+    if ((n - 1) & 1) q += k.stride;
+    for (; q != end; q += 2 * k.stride) {
+        const val *v0 = (const val *)q, *v1 = (const val *)(q + k.stride);
+        if (v0->type != t || v1->type != t) return 0;
+        min_max(delta_at(q, k.stride), &lo, &hi);
+        min_max(delta_at(q + k.stride, k.stride), &lo, &hi);
+    }
+    *dmn = lo, *dmx = hi;
+    return ((const val *)k.at)->type == t && ((const val *)(k.at + k.stride))->type == t;
+}
+
+/* ---- packing from the batch */
+
+/* Where the values to pack come from, less base: a column's integers
+ * (PK_VALUES), the differences between neighbours (PK_DELTAS: value r is
+ * x[r + 1] - x[r]), scaled decimals in m32 (PK_M32), or decimals
+ * recomputed from a column's doubles at scale `scale` (PK_DEC, rare). */
+enum { PK_VALUES, PK_DELTAS, PK_M32, PK_DEC };
+typedef struct pack_src {
+    col_ref col;
+    const int32_t *m32;
+    int scale;
+    uint64_t base;
+} pack_src;
+
+/* Value i from s's position on; kind is a constant where it matters. */
+static inline __attribute__((always_inline)) uint64_t pack_get(const pack_src *s, int kind, int i)
+{
+    switch (kind) {
+    case PK_VALUES: return (uint64_t)col_val(s->col, i)->i - s->base;
+    case PK_DELTAS: return (uint64_t)col_val(s->col, i + 1)->i - (uint64_t)col_val(s->col, i)->i - s->base;
+    case PK_M32: return (uint64_t)(int64_t)s->m32[i] - s->base;
+    default: {
+        int64_t m;
+        dec_of(col_val(s->col, i)->d, s->scale, &m);
+        return (uint64_t)m - s->base;
+    }
+    }
+}
+
+static inline void pack_skip(pack_src *s, int kind, int i)
+{
+    if (kind == PK_M32) s->m32 += i;
+    else s->col.at += (size_t)i * s->col.stride;
+}
+
+/* Eight values of W bits (W a constant, 1..32; every value below 2^W) as
+ * W bytes at p.  Whole words are stored: up to 7 bytes past p + W are
+ * written too (PACK_SLACK). */
+static inline __attribute__((always_inline)) void pack8(unsigned char *p, const uint64_t *u, const int W)
+{
+    uint64_t acc = 0;
+    int have = 0;
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        acc |= u[i] << have;
+        have += W;
+        if (have >= 64) {
+            memcpy(p, &acc, 8);
+            p += 8;
+            have -= 64;
+            acc = have ? u[i] >> (W - have) : 0;
         }
     }
-    return differ;
+    if (have) memcpy(p, &acc, 8);
 }
 
-static void columns_of(const batch *b, int c0, int nc, uint64_t *cols, int *types)
+/* The first n / 8 * 8 values of s, W bits each.  All eight values of a
+ * group are loaded before anything is stored, so that the stores (which
+ * may alias anything) cost no reloads. */
+static inline __attribute__((always_inline)) unsigned char *pack_groups(unsigned char *p, pack_src s, int kind, int n,
+                                                                        const int W)
 {
-    for (int k = 0; k < nc; k++) types[k] = batch_row(b, 0)[c0 + k].type;
-    unsigned differ;
-    switch (nc) { /* a constant count: the inner loop unrolls */
-    case 1: differ = columns_nc(b, c0, 1, cols, types); break;
-    case 2: differ = columns_nc(b, c0, 2, cols, types); break;
-    case 3: differ = columns_nc(b, c0, 3, cols, types); break;
-    default: differ = columns_nc(b, c0, nc, cols, types); break;
+    for (int r = 0; r + 8 <= n; r += 8, p += W) {
+        uint64_t u[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) u[i] = pack_get(&s, kind, i);
+        pack8(p, u, W);
+        pack_skip(&s, kind, 8);
     }
-    for (int k = 0; k < nc; k++)
-        if ((differ >> k & 1) || (types[k] != TY_DOUBLE && !is_int_type(types[k]))) types[k] = -1;
+    return p;
 }
 
-/* One column of integers (in tmp): plain frame of reference, or of the
- * differences between neighbours when those are narrower (timestamps). */
-static unsigned char *put_int_column(unsigned char *p, int n, int type, uint64_t *tmp)
+enum { PACK_FIXED_MAX = 32, PACK_SLACK = 16 };
+
+#define PACK_W4(W) \
+    case W: return pack_groups(p, s, kind, n, W); \
+    case W + 1: return pack_groups(p, s, kind, n, W + 1); \
+    case W + 2: return pack_groups(p, s, kind, n, W + 2); \
+    case W + 3: return pack_groups(p, s, kind, n, W + 3);
+#define PACK_WIDTHS PACK_W4(1) PACK_W4(5) PACK_W4(9) PACK_W4(13) PACK_W4(17) PACK_W4(21) PACK_W4(25) PACK_W4(29)
+
+static unsigned char *pack_groups_values(unsigned char *p, pack_src s, int n, int w)
 {
-    int64_t mn = (int64_t)tmp[0], mx = mn, dmn = INT64_MAX, dmx = INT64_MIN;
-    for (int r = 1; r < n; r++) {
-        int64_t x = (int64_t)tmp[r], d = (int64_t)(tmp[r] - tmp[r - 1]);
-        mn = x < mn ? x : mn;
-        mx = x > mx ? x : mx;
-        dmn = d < dmn ? d : dmn;
-        dmx = d > dmx ? d : dmx;
+    const int kind = PK_VALUES;
+    switch (w) { PACK_WIDTHS }
+    return p;
+}
+
+static unsigned char *pack_groups_deltas(unsigned char *p, pack_src s, int n, int w)
+{
+    const int kind = PK_DELTAS;
+    switch (w) { PACK_WIDTHS }
+    return p;
+}
+
+static unsigned char *pack_groups_m32(unsigned char *p, pack_src s, int n, int w)
+{
+    const int kind = PK_M32;
+    switch (w) { PACK_WIDTHS }
+    return p;
+}
+
+/* n values of s in w bits each (0..64), as bits_pack packs them. */
+static unsigned char *pack_column(unsigned char *p, pack_src s, int kind, int n, int w)
+{
+    int r = 0;
+    if (w >= 1 && w <= PACK_FIXED_MAX && kind != PK_DEC) {
+        r = n / 8 * 8;
+        p = kind == PK_VALUES ? pack_groups_values(p, s, r, w)
+            : kind == PK_DELTAS ? pack_groups_deltas(p, s, r, w)
+                                : pack_groups_m32(p, s, r, w);
+        pack_skip(&s, kind, r);
     }
-    int w = bit_width((uint64_t)mx - (uint64_t)mn);
-    int dw = n > 1 ? bit_width((uint64_t)dmx - (uint64_t)dmn) : 64;
+    /* The rest (and other widths), 64 values at a time: 64 values of w bits
+     * end on a byte, so bits_pack can go on where the last one stopped. */
+    uint64_t u[64];
+    while (r < n) {
+        int k = n - r < 64 ? n - r : 64;
+        for (int i = 0; i < k; i++) u[i] = pack_get(&s, kind, i);
+        p = bits_pack(p, u, k, w, 0);
+        pack_skip(&s, kind, k);
+        r += k;
+    }
+    return p;
+}
+
+/* ---- integer columns */
+
+/* One column of integers of type `type`: frame of reference, or of the
+ * differences between neighbours when those are narrower (timestamps);
+ * NULL when not every value has that type. */
+static unsigned char *put_int_column(unsigned char *p, col_ref k, int n, int type)
+{
+    /* The differences among the first values: a column in order shows
+     * there, and so does one whose differences are too wide to matter. */
+    int64_t smn = INT64_MAX, smx = INT64_MIN;
+    for (int r = 1; r < n && r <= 32; r++) {
+        int64_t d = (int64_t)((uint64_t)col_val(k, r)->i - (uint64_t)col_val(k, r - 1)->i);
+        smn = d < smn ? d : smn;
+        smx = d > smx ? d : smx;
+    }
+    int64_t x0 = col_val(k, 0)->i, xn = col_val(k, n - 1)->i, mn, mx, dmn = 0, dmx = INT64_MAX;
+    int w, dw = 64; /* dw: 64 until the differences are scanned; then FOR wins as it would */
+    if (n > 1 && smn >= 0) {
+        if (!scan_deltas(k, n, type, &dmn, &dmx)) return NULL;
+        dw = bit_width((uint64_t)dmx - (uint64_t)dmn);
+        /* Non-decreasing: differences >= 0 that cannot have wrapped (n
+         * of them sum to less than 2^63) and the last value not below the
+         * first.  Then the ends are the extremes. */
+        if (dmn >= 0 && dmx <= INT64_MAX >> 16 && xn >= x0) mn = x0, mx = xn;
+        else scan_ints(k, n, type, &mn, &mx);
+        w = bit_width((uint64_t)mx - (uint64_t)mn);
+    } else {
+        if (!scan_ints(k, n, type, &mn, &mx)) return NULL;
+        w = bit_width((uint64_t)mx - (uint64_t)mn);
+        /* the sample's range bounds the differences' from below */
+        if (n > 1 && bit_width((uint64_t)smx - (uint64_t)smn) < w) {
+            scan_deltas(k, n, type, &dmn, &dmx);
+            dw = bit_width((uint64_t)dmx - (uint64_t)dmn);
+        }
+    }
+    pack_src s = {.col = k};
     if (dw < w) {
         *p++ = COL_INT_DELTA;
         *p++ = (unsigned char)type;
-        p = varint_put(p, zigzag(tmp[0]));
+        p = varint_put(p, zigzag((uint64_t)x0));
         p = varint_put(p, zigzag((uint64_t)dmn));
         *p++ = (unsigned char)dw;
-        for (int r = 0; r < n - 1; r++) tmp[r] = tmp[r + 1] - tmp[r];
-        return bits_pack(p, tmp, n - 1, dw, (uint64_t)dmn);
+        s.base = (uint64_t)dmn;
+        return pack_column(p, s, PK_DELTAS, n - 1, dw);
     }
     *p++ = COL_INT;
     *p++ = (unsigned char)type;
     p = varint_put(p, zigzag((uint64_t)mn));
     *p++ = (unsigned char)w;
-    return bits_pack(p, tmp, n, w, (uint64_t)mn);
+    s.base = (uint64_t)mn;
+    return pack_column(p, s, PK_VALUES, n, w);
 }
 
-/* The smallest scale s at which every double of v (as bits) is m / 10^s, or
- * -1; the m go to m.  The scale is guessed from the first values (the
- * largest any of them needs), so that one pass usually checks them all. */
-static int dec_column(const uint64_t *v, int n, int64_t *m)
+/* ---- double columns */
+
+/* The scale guessed from the first values: the largest any of them needs
+ * (taken in order, never lowered), or -1 when one is no decimal. */
+static int dec_scale_guess(col_ref k, int n)
 {
     int s = 0;
-    double d;
+    int64_t m;
     for (int r = 0; r < n && r < 16; r++) {
-        memcpy(&d, &v[r], 8);
-        while (s <= DEC_MAX_SCALE && !dec_of(d, s, &m[r])) s++;
+        while (s <= DEC_MAX_SCALE && !dec_of(col_val(k, r)->d, s, &m)) s++;
         if (s > DEC_MAX_SCALE) return -1;
     }
-    for (;;) {
-        int ok = 1;
-        for (int r = 0; r < n; r++) { /* no early exit: the divisions overlap */
-            memcpy(&d, &v[r], 8);
-            ok &= dec_of(d, s, &m[r]);
-        }
-        if (ok) return s;
-        if (++s > DEC_MAX_SCALE) return -1;
-    }
+    return s;
 }
 
-/* One column of doubles (bits in tmp): as decimals m / 10^s when every
- * value is one with the same small s (prices, readings: what text input
- * gives), else raw. */
-static unsigned char *put_double_column(unsigned char *p, int n, uint64_t *tmp, int64_t *m)
+/* The smallest scale from s on at which every value is a decimal, or -1. */
+static int dec_scale_from(col_ref k, int n, int s)
 {
-    int s = dec_column(tmp, n, m);
+    for (; s <= DEC_MAX_SCALE; s++) {
+        int ok = 1;
+        int64_t m;
+        for (int r = 0; r < n; r++) ok &= dec_of(col_val(k, r)->d, s, &m); /* no early exit: the divisions overlap */
+        if (ok) return s;
+    }
+    return -1;
+}
+
+/* dec_of at scale s for two doubles at once (SSE2, so with m as int32).
+ * m is rounded to nearest (cvtpd2dq), where dec_of rounds half away from
+ * zero: they differ only on x within a rounding of a half, where neither
+ * m / 10^s gives d back.  When it does, x = d * 10^s is within 2^-21 of
+ * m (|m| < 2^31), so dec_of finds the same m.  cvtpd2dq gives INT32_MIN
+ * for anything out of range and for NaN. */
+static inline __attribute__((always_inline)) void dec2(const val *v0, const val *v1, __m128d scale, int32_t *m,
+                                                       __m128i *same, __m128d *lo, __m128d *hi)
+{
+    __m128d d = _mm_loadh_pd(_mm_load_sd(&v0->d), &v1->d);
+    __m128i mi = _mm_cvtpd_epi32(_mm_mul_pd(d, scale));
+    __m128d md = _mm_cvtepi32_pd(mi);
+    __m128d back = _mm_div_pd(md, scale);
+    *same = _mm_and_si128(*same, _mm_cmpeq_epi32(_mm_castpd_si128(back), _mm_castpd_si128(d)));
+    *lo = _mm_min_pd(*lo, md);
+    *hi = _mm_max_pd(*hi, md);
+    _mm_storel_epi64((__m128i *)m, mi);
+}
+
+/* Every value of the column as m / 10^s with m in int32 (into m[0..n],
+ * which has room for n + 1), and their extremes: 1.  0 when some value is
+ * not such a decimal, or its m is INT32_MIN or beyond: those take the
+ * exact way.  -1 when not every value is a DOUBLE. */
+static int dec_fast(col_ref k, int n, int s, int32_t *m, int64_t *mn, int64_t *mx)
+{
+    const __m128d scale = _mm_set1_pd(pow10_tab[s]);
+    __m128d lo = _mm_set1_pd(2147483648.0), hi = _mm_set1_pd(-2147483649.0);
+    __m128i same = _mm_set1_epi32(-1);
+    const unsigned char *q = k.at;
+    int r = 0;
+    for (; r + 2 <= n; r += 2, q += 2 * k.stride) {
+        const val *v0 = (const val *)q, *v1 = (const val *)(q + k.stride);
+        if (v0->type != TY_DOUBLE || v1->type != TY_DOUBLE) return -1;
+        dec2(v0, v1, scale, m + r, &same, &lo, &hi);
+    }
+    if (r < n) {
+        const val *v0 = (const val *)q;
+        if (v0->type != TY_DOUBLE) return -1;
+        dec2(v0, v0, scale, m + r, &same, &lo, &hi);
+    }
+    double l = _mm_cvtsd_f64(_mm_min_sd(lo, _mm_unpackhi_pd(lo, lo)));
+    double h = _mm_cvtsd_f64(_mm_max_sd(hi, _mm_unpackhi_pd(hi, hi)));
+    if (_mm_movemask_epi8(same) != 0xffff || !(l > -2147483648.0)) return 0;
+    *mn = (int64_t)l, *mx = (int64_t)h;
+    return 1;
+}
+
+/* One column of doubles: as decimals m / 10^s when every value is one with
+ * the same small s (prices, readings: what text input gives), else raw;
+ * NULL when not every value is a DOUBLE.  m32: room for n + 1. */
+static unsigned char *put_double_column(unsigned char *p, col_ref k, int n, int32_t *m32)
+{
+    int s = dec_scale_guess(k, n);
+    int64_t mn, mx;
+    pack_src src = {.col = k, .m32 = m32};
     if (s >= 0) {
-        int64_t mn = INT64_MAX, mx = INT64_MIN;
-        for (int r = 0; r < n; r++) {
-            mn = m[r] < mn ? m[r] : mn;
-            mx = m[r] > mx ? m[r] : mx;
+        int fast = dec_fast(k, n, s, m32, &mn, &mx);
+        if (fast < 0) return NULL;
+        if (!fast && (s = dec_scale_from(k, n, s)) >= 0) {
+            mn = INT64_MAX, mx = INT64_MIN;
+            for (int r = 0; r < n; r++) {
+                int64_t m;
+                dec_of(col_val(k, r)->d, s, &m);
+                mn = m < mn ? m : mn;
+                mx = m > mx ? m : mx;
+            }
         }
-        int w = bit_width((uint64_t)mx - (uint64_t)mn);
+        int w = s >= 0 ? bit_width((uint64_t)mx - (uint64_t)mn) : 64;
         if (w < 60) {
             *p++ = COL_DEC;
             *p++ = (unsigned char)s;
             p = varint_put(p, zigzag((uint64_t)mn));
             *p++ = (unsigned char)w;
-            return bits_pack(p, (const uint64_t *)m, n, w, (uint64_t)mn);
+            src.base = (uint64_t)mn;
+            src.scale = s;
+            return pack_column(p, src, fast ? PK_M32 : PK_DEC, n, w);
         }
-    }
+    } else if (!col_all_type(k, n, TY_DOUBLE))
+        return NULL;
     *p++ = COL_RAW_DOUBLE;
-    for (int r = 0; r < n; r++, p += 8) be64_put(p, tmp[r]);
+    for (int r = 0; r < n; r++, p += 8) {
+        uint64_t bits;
+        memcpy(&bits, &col_val(k, r)->d, 8);
+        be64_put(p, bits);
+    }
     return p;
 }
 
@@ -672,14 +935,10 @@ static int encode_v2(const batch *b, sbuf *out)
 {
     size_t start = out->len;
     int n = b->nrows;
-    /* the columns, COLS_AT_ONCE at a time, then scratch for one column */
-    enum { COLS_AT_ONCE = 4 };
-    uint64_t small[(COLS_AT_ONCE + 1) * 1024];
-    uint64_t *tmp = n <= 1024 ? small : malloc((size_t)n * (COLS_AT_ONCE + 1) * sizeof *tmp);
-    if (!tmp) return XE_NOMEM;
-    int types[COLS_AT_ONCE];
+    /* scratch for a decimal column's scaled values (n + 1 of them) */
+    int32_t small[1024 + 1], *m32 = n <= 1024 ? small : NULL;
     /* per column: a mode, a few header bytes, at most 8 bytes a value */
-    int rc = sbuf_reserve(out, 2 + 20 + 4 + (size_t)b->ncols * (32 + (size_t)n * 8));
+    int rc = sbuf_reserve(out, 2 + 20 + 4 + PACK_SLACK + (size_t)b->ncols * (32 + (size_t)n * 8));
     unsigned char *p = rc ? NULL : (unsigned char *)out->p + out->len;
     if (p) {
         *p++ = ENC_MAGIC;
@@ -688,23 +947,29 @@ static int encode_v2(const batch *b, sbuf *out)
         p = varint_put(p, (uint64_t)n);
     }
     for (int c = 0; rc == 0 && c < b->ncols; c++) {
-        int k = c % COLS_AT_ONCE;
-        if (k == 0 && n) columns_of(b, c, b->ncols - c < COLS_AT_ONCE ? b->ncols - c : COLS_AT_ONCE, tmp, types);
-        int t = n ? types[k] : -1;
-        uint64_t *col = tmp + (size_t)k * (size_t)n;
-        if (t == TY_DOUBLE) p = put_double_column(p, n, col, (int64_t *)(tmp + (size_t)COLS_AT_ONCE * (size_t)n));
-        else if (t >= 0) p = put_int_column(p, n, t, col);
-        else {
-            *p++ = COL_TAGGED;
-            if ((rc = put_tagged_column(out, &p, b, c)) == 0) {
-                /* TEXT may have moved the buffer: room for the other columns again */
-                out->len = (size_t)((char *)p - out->p);
-                rc = sbuf_reserve(out, 4 + (size_t)(b->ncols - c) * (32 + (size_t)n * 8));
-                p = (unsigned char *)out->p + out->len;
-            }
+        col_ref k = {(const unsigned char *)(b->v + c), (size_t)b->ncols * sizeof *b->v};
+        int t = n ? b->v[c].type : -1;
+        unsigned char *q = NULL;
+        if (t == TY_DOUBLE && !m32 && !(m32 = malloc(((size_t)n + 1) * sizeof *m32))) {
+            rc = XE_NOMEM;
+            break;
+        }
+        if (t == TY_DOUBLE) q = put_double_column(p, k, n, m32);
+        else if (t >= 0 && is_int_type(t)) q = put_int_column(p, k, n, t);
+        if (q) {
+            p = q;
+            continue;
+        }
+        /* NULLs, TEXT, BOOL, mixed types */
+        *p++ = COL_TAGGED;
+        if ((rc = put_tagged_column(out, &p, b, c)) == 0) {
+            /* TEXT may have moved the buffer: room for the other columns again */
+            out->len = (size_t)((char *)p - out->p);
+            rc = sbuf_reserve(out, 4 + PACK_SLACK + (size_t)(b->ncols - c) * (32 + (size_t)n * 8));
+            p = (unsigned char *)out->p + out->len;
         }
     }
-    if (tmp != small) free(tmp);
+    if (m32 != small) free(m32);
     if (rc == 0) out->len = (size_t)((char *)p - out->p);
     return encoding_end(out, start, rc);
 }

@@ -18,6 +18,8 @@
 
 #include <time.h>
 
+#include "tests/unit/batch_ref.h"
+
 /* ------------------------------------------------------------------ helpers */
 
 static uint64_t rng_state = 88172645463325252ULL;
@@ -341,6 +343,102 @@ static void test_batch_encode_columns(void **state)
     batch_fini(&a);
     batch_fini(&b);
     sbuf_fini(&s);
+}
+
+/* One random column value of a given shape (see test_batch_encode_same_bytes). */
+static val shaped_val(batch *arena, int shape, int r, int n, int64_t *t, int64_t k0, int scale)
+{
+    static const double odd[] = {0.1 + 0.2, -0.0, 1e300, -1e-300, 5e-324, 1.0 / 3, INFINITY, -INFINITY, NAN};
+    static const double p10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7};
+    static const int ints[] = {TY_INT, TY_BIGINT, TY_TIMESTAMP, TY_INTERVAL};
+    int it = ints[(k0 & 0x7fffffff) % 4];
+    switch (shape) {
+    case 0: *t += (int64_t)(rnd() % 3); return val_int(TY_TIMESTAMP, *t); /* in time order */
+    case 1: *t += (int64_t)(rnd() % (1ULL << (k0 & 31))); return val_int(it, *t); /* in order, steps of some width */
+    case 2: *t -= (int64_t)(rnd() % 5); return val_int(it, *t); /* falling */
+    case 3: return val_int(it, k0 + (int64_t)(rnd() % (1ULL << (k0 & 31)))); /* a key of some width */
+    case 4: return val_int(it, (int64_t)rnd()); /* 64 bits wide */
+    case 5: return val_int(it, r % 2 ? INT64_MIN : INT64_MAX);
+    case 6: return val_int(it, k0); /* all equal */
+    case 7: return val_int(it, r % 3 ? INT64_MAX - (int64_t)(rnd() % 4) : INT64_MIN + (int64_t)(rnd() % 4)); /* wraps */
+    case 8: return val_double((double)((int64_t)(rnd() % 200001) - 100000) / 100.0); /* a price */
+    case 9: return val_double((double)((int64_t)(rnd() % (1ULL << (k0 & 31))) - (k0 & 1023)) / p10[scale]);
+    case 10: return val_double((double)(int64_t)(rnd() >> (rnd() % 64)) / p10[scale]); /* int32 and beyond */
+    case 11: return val_double(r == n / 2 ? odd[rnd() % 9] : (double)(int64_t)(rnd() % 1000) / 10.0); /* one odd */
+    case 12: return val_double(odd[rnd() % 9]);
+    case 13: return val_double((double)k0 / p10[scale]); /* all equal */
+    case 14: return val_double(r % 2 ? 2147483647.0 : -2147483648.0); /* the int32 ends */
+    case 15: return val_double(r % 5 ? (double)(int64_t)(rnd() % 100) / 10.0 : (double)(int64_t)(rnd() % 100) / 1000.0); /* scales mix */
+    case 16: return r == n - 1 && n > 1 ? val_null() : val_int(it, (int64_t)(rnd() % 100)); /* a NULL last */
+    case 17: return r == n - 1 && n > 1 ? val_int(TY_BIGINT, 1) : val_double(1.5); /* a stray type last */
+    case 18: return rnd() % 2 ? val_int(TY_INT, (int64_t)(rnd() % 100)) : val_int(TY_BIGINT, (int64_t)(rnd() % 100));
+    case 19: { /* rising in steps that wrap past INT64_MAX midway: the differences look in order */
+        uint64_t u = (uint64_t)INT64_MAX - (uint64_t)n + (uint64_t)r * 2 + (uint64_t)(rnd() % 2);
+        int64_t x;
+        memcpy(&x, &u, 8);
+        return val_int(it, x);
+    }
+    case 20: { /* steps of 2^61: wrapping differences too wide to sum safely */
+        uint64_t u = (uint64_t)r << 61;
+        int64_t x;
+        memcpy(&x, &u, 8);
+        return val_int(it, x);
+    }
+    case 21: return val_int(it, r < 40 ? r : (int64_t)(rnd() % 1000)); /* in order at first only */
+    case 22: return val_int(it, r < n / 2 ? INT64_MAX : INT64_MIN + 3); /* one wrapping step up */
+    default: return random_val(arena, (int)(rnd() % 8)); /* tagged: NULL, BOOL, TEXT, anything */
+    }
+}
+
+/* The encoder's bytes are exactly those of the straightforward encoder of
+ * batch_ref.h (logs of old and new builds are read by both and compared
+ * between replicas), over many shapes of columns and batch sizes. */
+static void test_batch_encode_same_bytes(void **state)
+{
+    (void)state;
+    batch a, b;
+    sbuf s, ref;
+    sbuf_init(&s);
+    sbuf_init(&ref);
+    assert_int_equal(batch_init(&a, 1, 1), 0);
+    memset(&b, 0, sizeof b);
+    xerr e;
+    for (int i = 0; i < 3000; i++) {
+        int nrows = i % 3 == 0 ? 1 + (int)(rnd() % 1024) : i % 3 == 1 ? 1 + (int)(rnd() % 20) : (int)(rnd() % 2100);
+        if (i % 500 == 0) nrows = 20000 + (int)(rnd() % 45537); /* up to 65536: version 2 */
+        int ncols = 1 + (int)(rnd() % 6);
+        assert_int_equal(batch_set_ncols(&a, ncols), 0);
+        int shape[8], scale[8];
+        int64_t t[8], k0[8];
+        for (int c = 0; c < ncols; c++) {
+            shape[c] = (int)(rnd() % 24);
+            scale[c] = (int)(rnd() % 8);
+            k0[c] = (int64_t)rnd() >> (rnd() % 64);
+            t[c] = (int64_t)(rnd() % (1ULL << 41)) - (1LL << 40);
+        }
+        for (int r = 0; r < nrows; r++) {
+            val *row = batch_add_row(&a);
+            assert_non_null(row);
+            for (int c = 0; c < ncols; c++) row[c] = shaped_val(&a, shape[c], r, nrows, &t[c], k0[c], scale[c]);
+        }
+        sbuf_reset(&s);
+        sbuf_reset(&ref);
+        assert_int_equal(batch_encode(&a, &s), 0);
+        assert_int_equal(ref_encode_v2(&a, &ref), 0);
+        if (s.len != ref.len || memcmp(s.p, ref.p, s.len) != 0) {
+            fprintf(stderr, "batch %d: %d rows, shapes", i, nrows);
+            for (int c = 0; c < ncols; c++) fprintf(stderr, " %d/%d", shape[c], scale[c]);
+            fprintf(stderr, ": %zu bytes, the reference %zu\n", s.len, ref.len);
+            fail();
+        }
+        assert_int_equal(batch_decode(s.p, s.len, &b, &e), 0);
+        assert_batches_equal(&a, &b);
+        batch_reset(&a);
+    }
+    batch_fini(&a);
+    batch_fini(&b);
+    sbuf_fini(&s);
+    sbuf_fini(&ref);
 }
 
 static void test_batch_decode_corruption(void **state)
@@ -1238,6 +1336,7 @@ int main(void)
         cmocka_unit_test(test_val_hash_equal_values),
         cmocka_unit_test(test_batch_encode_roundtrip),
         cmocka_unit_test(test_batch_encode_columns),
+        cmocka_unit_test(test_batch_encode_same_bytes),
         cmocka_unit_test(test_batch_decode_corruption),
         cmocka_unit_test(test_key_order),
         cmocka_unit_test(test_timestamps),
