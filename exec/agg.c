@@ -195,9 +195,14 @@ struct agg_task {
      * closes. */
     int nw, capw, widx_broken; /* broken (sessions only): out of memory once, close by scanning */
     int64_t *wends;
-    struct wlist { agg_entry **v; int64_t n, cap; htab t; } *wl; /* per end: its entries (an array, so
-                                                                   * that closing can prefetch ahead),
-                                                                   * and for fixed windows their table */
+    struct wlist {
+        agg_entry **v;     /* its entries (an array, so that closing can prefetch ahead) */
+        int64_t n, cap;
+        htab t;            /* fixed windows: their table */
+        agg_entry **dense; /* push_fixed1: the entry of key dbase + i at i, or NULL (see fx_dense) */
+        uint64_t dbase, dcap;
+        int dtried;        /* whether fx_dense looked at this window */
+    } *wl;
     /* per batch: each row's key (in keys), hash, window, candidate entry */
     int rcap;
     uint32_t *rkoff, *rklen;
@@ -206,7 +211,10 @@ struct agg_task {
     uint8_t *rskip;
     agg_entry **rcand;
     uint64_t *rkw;            /* push_fixed1: the encoded key's first 8 bytes, */
-    uint8_t *rkb;             /* and its ninth */
+    uint8_t *rkb;             /* and its ninth, */
+    int64_t *rkv;             /* and the key itself */
+    agg_entry **dspare;       /* the dense index of the window that closed last, kept for the next */
+    uint64_t dspare_cap;
     sbuf keys;
     sbuf vbuf;                /* scratch value */
     sbuf pkey;                /* scratch LMDB key */
@@ -407,7 +415,10 @@ void agg_free(agg_task *a)
     for (int i = 0; i < a->nw; i++) {
         free(a->wl[i].v);
         free(a->wl[i].t.tab);
+        free(a->wl[i].dense);
     }
+    free(a->dspare);
+    free(a->rkv);
     free(a->wl);
     free(a->rkoff);
     free(a->rklen);
@@ -831,7 +842,7 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
         memmove(&a->wends[i + 1], &a->wends[i], (size_t)(a->nw - i) * sizeof *a->wends);
         memmove(&a->wl[i + 1], &a->wl[i], (size_t)(a->nw - i) * sizeof *a->wl);
         a->wends[i] = e->wend;
-        a->wl[i] = (struct wlist){NULL, 0, 0, {NULL, 0, 0}};
+        a->wl[i] = (struct wlist){.v = NULL};
         a->nw++;
     }
     struct wlist *l = &a->wl[i];
@@ -862,6 +873,11 @@ static void widx_drop(agg_task *a, int i, int n)
         if (a->wl[k].t.cap) { /* the latest closed table is the spare */
             free(a->spare.tab);
             a->spare = a->wl[k].t;
+        }
+        if (a->wl[k].dense) { /* and the latest closed dense index */
+            free(a->dspare);
+            a->dspare = a->wl[k].dense;
+            a->dspare_cap = a->wl[k].dcap;
         }
     }
     memmove(&a->wends[i], &a->wends[i + n], (size_t)(a->nw - i - n) * sizeof *a->wends);
@@ -1247,7 +1263,7 @@ static int rows_reserve(agg_task *a, int n)
     int cap = a->rcap ? a->rcap : 256;
     while (cap < n) cap *= 2;
 #define GROW(p) do { void *np_ = realloc(a->p, (size_t)cap * sizeof *a->p); if (!np_) return XE_NOMEM; a->p = np_; } while (0)
-    GROW(rkoff); GROW(rklen); GROW(rkh); GROW(rh); GROW(rts); GROW(rskip); GROW(rcand); GROW(rkw); GROW(rkb);
+    GROW(rkoff); GROW(rklen); GROW(rkh); GROW(rh); GROW(rts); GROW(rskip); GROW(rcand); GROW(rkw); GROW(rkb); GROW(rkv);
 #undef GROW
     a->rcap = cap;
     return 0;
@@ -1510,8 +1526,9 @@ static int push_hopping(opinst *o, agg_task *a, const batch *in, int emit_change
  * leaves them; agg_fast_test compares the two. */
 enum { FX_CHUNK = 256, FX_AHEAD = 16 };
 
-/* Pass 1 over the batch; 0 when some row needs push_single, 2 when every
- * row is in one window, else 1.  (The arrays
+/* Pass 1 over the batch (no hashes: fx_hashes makes them for the rows that
+ * need them); 0 when some row needs push_single, 2 when every row is in one
+ * window, else 1.  (The arrays
  * are local restrict pointers: a byte store may alias anything, and would
  * make every other pointer be read again for each row.) */
 static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
@@ -1522,8 +1539,8 @@ static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
     int64_t size = w->size_ms, grace = w->grace_ms, closed = a->closed_wm;
     int64_t cws = 1, cwe = 0, ws = WM_MIN; /* [cws, cwe): the last row's window */
     int windows = 0;
-    int64_t *restrict rts = a->rts;
-    uint64_t *restrict rkw = a->rkw, *restrict rh = a->rh;
+    int64_t *restrict rts = a->rts, *restrict rkv = a->rkv;
+    uint64_t *restrict rkw = a->rkw;
     uint8_t *restrict rkb = a->rkb;
     const val *restrict row = in->v;
     for (int r = 0; r < n; r++, row += nc) {
@@ -1540,13 +1557,23 @@ static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
             ws = cws;
         }
         uint64_t be = __builtin_bswap64((uint64_t)row[kc].i ^ 0x8000000000000000ULL);
-        uint64_t w0 = (uint64_t)(kt + 1) | be << 8; /* the type byte, then the value big-endian */
         rts[r] = ws;
-        rkw[r] = w0;
+        rkv[r] = row[kc].i;
+        rkw[r] = (uint64_t)(kt + 1) | be << 8; /* the type byte, then the value big-endian */
         rkb[r] = (uint8_t)(be >> 56);
-        rh[r] = fixed_hash(key_hash_words(w0, be >> 56, 9), ws);
     }
     return windows <= 1 ? 2 : 1;
+}
+
+/* Row r's hash, as key_hash and fixed_hash make it. */
+static inline uint64_t fx_hash(const agg_task *a, int r)
+{
+    return fixed_hash(key_hash_words(a->rkw[r], a->rkb[r], 9), a->rts[r]);
+}
+
+static void fx_hashes(agg_task *a, int c0, int c1)
+{
+    for (int r = c0; r < c1; r++) a->rh[r] = fx_hash(a, r);
 }
 
 /* Row r's entry, opened (look = 0: the caller knows it is not in the
@@ -1555,11 +1582,12 @@ static int fx_prepare(agg_task *a, const opinst *o, const batch *in)
  * memory.  As entry_open, for a key that fits kin and a pooled entry. */
 static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int look, int64_t slot)
 {
+    uint64_t h = fx_hash(a, r);
     if (look) {
         unsigned char key[9];
         memcpy(key, &a->rkw[r], 8);
         key[8] = a->rkb[r];
-        agg_entry *e = find_fixed(a, a->rh[r], we, key, 9);
+        agg_entry *e = find_fixed(a, h, we, key, 9);
         if (e) return e;
     }
     size_t base = sizeof(agg_entry) + a->slots_bytes + sizeof(val);
@@ -1575,7 +1603,7 @@ static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int l
     e->kin[8] = a->rkb[r];
     e->klen = 9;
     e->pwend = WM_MIN;
-    e->hash = a->rh[r];
+    e->hash = h;
     e->wstart = a->rts[r];
     e->wend = we;
     int i = a->wlast;
@@ -1613,12 +1641,26 @@ static inline void fx_table(agg_task *a, int global, int64_t size, int64_t ws, f
     t->m = h && h->cap ? h->cap - 1 : 0;
 }
 
+/* The first entry of table t whose tag is h (its key not checked), or NULL
+ * with *slot the free slot the probe ended at (-1: no table). */
+static inline agg_entry *fx_find(const fx_tab *t, uint64_t h, int64_t *slot)
+{
+    *slot = -1;
+    if (!t->m) return NULL;
+    uint64_t tag;
+    uint32_t i = (uint32_t)h & t->m;
+    for (; (tag = t->tab[i].tag); i = (i + 1) & t->m)
+        if (tag == h) return t->tab[i].e;
+    *slot = i;
+    return NULL;
+}
+
 /* The candidate entry of rows [c0, c1) into cand (passes 2 and 3); XE_NOMEM.
  * A software pipeline: the table slot of row r + FX_AHEAD is fetched while
  * row r is probed (and its entry fetched for pass 4).  Fetching a whole
  * chunk's slots first would fill the line fill buffers, and a prefetch that
  * finds none free waits. */
-static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1, int one_window)
+static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1)
 {
     int global = o->op->window.kind == WIN_NONE;
     int64_t size = o->op->window.size_ms;
@@ -1628,31 +1670,6 @@ static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1, int
     fx_tab t, pt; /* the tables of the probed row's window and of the prefetched row's */
     fx_table(a, global, size, rts[c0], &t);
     pt = t;
-    if (one_window) { /* the common case, without the window checks */
-        for (int r = c0; r < c1 && r < c0 + FX_AHEAD && t.m; r++) __builtin_prefetch(&t.tab[rh[r] & t.m]);
-        for (int r = c0; r < c1; r++) {
-            if (r + FX_AHEAD < c1 && t.m) __builtin_prefetch(&t.tab[rh[r + FX_AHEAD] & t.m]);
-            uint64_t h = rh[r], tag;
-            agg_entry *e = NULL;
-            int64_t slot = -1;
-            if (t.m) {
-                uint32_t i = (uint32_t)h & t.m;
-                for (; (tag = t.tab[i].tag); i = (i + 1) & t.m)
-                    if (tag == h) {
-                        e = t.tab[i].e;
-                        break;
-                    }
-                slot = i;
-            }
-            if (e) __builtin_prefetch((char *)e + 64);
-            else {
-                if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0, slot))) return XE_NOMEM;
-                fx_table(a, global, size, t.ws, &t); /* it may have made or moved the table */
-            }
-            cand[r] = e;
-        }
-        return 0;
-    }
     for (int r = c0; r < c1 && r < c0 + FX_AHEAD; r++) {
         if (rts[r] != pt.ws) fx_table(a, global, size, rts[r], &pt);
         if (pt.m) __builtin_prefetch(&pt.tab[rh[r] & pt.m]);
@@ -1664,16 +1681,8 @@ static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1, int
             if (pt.m) __builtin_prefetch(&pt.tab[rh[f] & pt.m]);
         }
         if (rts[r] != t.ws) fx_table(a, global, size, rts[r], &t);
-        uint64_t h = rh[r];
-        agg_entry *e = NULL;
-        if (t.m) {
-            uint64_t tag;
-            for (uint32_t i = (uint32_t)h & t.m; (tag = t.tab[i].tag); i = (i + 1) & t.m)
-                if (tag == h) {
-                    e = t.tab[i].e;
-                    break;
-                }
-        }
+        int64_t slot;
+        agg_entry *e = fx_find(&t, rh[r], &slot);
         if (e) __builtin_prefetch((char *)e + 64);
         else {
             /* the table of t.ws to insert into: look it up (the prefetching side may have moved wlast) */
@@ -1688,13 +1697,129 @@ static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1, int
     return 0;
 }
 
+/* The dense index of window we (its list), made for rows [c0, c1) if the
+ * window has none yet; NULL when the window has no entries yet, or its keys
+ * are too spread out.  A dense index maps key k to the window's entry of k
+ * at k - dbase (modulo 2^64, so that no bound overflows): a perfect hash,
+ * as engines do for integer group keys of a small range, where a row then
+ * needs no hash, no probe and one cache line less.  It is made once per
+ * window from the keys of one chunk (with room for as many again around
+ * them), when they span at most eight times the groups expected; keys
+ * outside it take the table. */
+static struct wlist *fx_dense(agg_task *a, int64_t we, int c0, int c1)
+{
+    int i = a->wlast;
+    if (i >= a->nw || a->wends[i] != we) {
+        i = widx_find(a, we);
+        if (i == a->nw || a->wends[i] != we) return NULL;
+        a->wlast = i;
+    }
+    struct wlist *l = &a->wl[i];
+    if (l->dense || l->dtried) return l->dense ? l : NULL;
+    l->dtried = 1;
+    int64_t mn = a->rkv[c0], mx = a->rkv[c0];
+    for (int r = c0 + 1; r < c1; r++) {
+        if (a->rkv[r] < mn) mn = a->rkv[r];
+        if (a->rkv[r] > mx) mx = a->rkv[r];
+    }
+    uint64_t range = (uint64_t)mx - (uint64_t)mn;
+    if (range >= (1u << 21)) return NULL;
+    range++;
+    uint64_t groups = (uint64_t)(a->wlast_n > l->n ? a->wlast_n : l->n);
+    if (groups < (uint64_t)(c1 - c0)) groups = (uint64_t)(c1 - c0);
+    if (range > 8 * groups + 4096) return NULL;
+    uint64_t cap = 2 * range;
+    agg_entry **d;
+    if (a->dspare && a->dspare_cap >= cap && a->dspare_cap <= 4 * cap) {
+        d = a->dspare;
+        cap = a->dspare_cap;
+        a->dspare = NULL;
+        memset(d, 0, cap * sizeof *d);
+    } else if (!(d = calloc(cap, sizeof *d)))
+        return NULL; /* the table serves */
+    l->dense = d;
+    l->dcap = cap;
+    l->dbase = (uint64_t)mn - range / 2;
+    return l;
+}
+
+/* Rows [c0, c1) of one window, hashed and probed with the table slots of
+ * the rows FX_AHEAD on prefetched; XE_NOMEM. */
+static int fx_probe_hashed1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
+{
+    int global = o->op->window.kind == WIN_NONE;
+    int64_t size = o->op->window.size_ms;
+    const uint64_t *restrict rh = a->rh;
+    agg_entry **restrict cand = a->rcand;
+    fx_tab t;
+    fx_hashes(a, c0, c1);
+    fx_table(a, global, size, a->rts[c0], &t);
+    for (int r = c0; r < c1 && r < c0 + FX_AHEAD && t.m; r++) __builtin_prefetch(&t.tab[rh[r] & t.m]);
+    for (int r = c0; r < c1; r++) {
+        if (r + FX_AHEAD < c1 && t.m) __builtin_prefetch(&t.tab[rh[r + FX_AHEAD] & t.m]);
+        int64_t slot;
+        agg_entry *e = fx_find(&t, rh[r], &slot);
+        if (e) __builtin_prefetch((char *)e + 64);
+        else {
+            if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0, slot))) return XE_NOMEM;
+            fx_table(a, global, size, t.ws, &t); /* it may have made or moved the table */
+        }
+        cand[r] = e;
+    }
+    return 0;
+}
+
+/* Rows [c0, c1) of one window: each row's candidate from the window's dense
+ * index where its key falls in it; the others hashed and probed, found or
+ * opened entries then entered in the index (checked first: a tag that
+ * matches may be another key's); XE_NOMEM. */
+static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
+{
+    int global = o->op->window.kind == WIN_NONE;
+    int64_t size = o->op->window.size_ms, we = global ? WM_END : a->rts[c0] + size;
+    const struct wlist *l = fx_dense(a, we, c0, c1);
+    if (!l) return fx_probe_hashed1(o, a, in, c0, c1);
+    agg_entry **restrict dense = l->dense;
+    uint64_t base = l->dbase, cap = l->dcap;
+    const int64_t *restrict rkv = a->rkv;
+    agg_entry **restrict cand = a->rcand;
+    int misses = 0;
+    for (int r = c0; r < c1; r++) {
+        uint64_t i = (uint64_t)rkv[r] - base;
+        agg_entry *e = i < cap ? dense[i] : NULL;
+        if (e) __builtin_prefetch((char *)e + 64);
+        else misses++;
+        cand[r] = e;
+    }
+    if (!misses) return 0;
+    fx_tab t;
+    fx_table(a, global, size, a->rts[c0], &t);
+    for (int r = c0; r < c1; r++) {
+        if (cand[r]) continue;
+        int64_t slot;
+        agg_entry *e = fx_find(&t, fx_hash(a, r), &slot);
+        uint64_t x = 0;
+        if (e) memcpy(&x, e->kin, 8);
+        if (!e || x != a->rkw[r] || e->kin[8] != a->rkb[r] || e->klen != 9) {
+            if (!(e = fx_entry(a, batch_row(in, r), r, we, e != NULL, e ? -1 : slot))) return XE_NOMEM;
+            fx_table(a, global, size, t.ws, &t); /* it may have made or moved the table */
+        }
+        uint64_t i = (uint64_t)rkv[r] - base;
+        if (i < cap) dense[i] = e;
+        cand[r] = e;
+    }
+    return 0;
+}
+
 static int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *err)
 {
     int global = o->op->window.kind == WIN_NONE, nc = in->ncols;
     int64_t size = o->op->window.size_ms;
+    if (!one_window) fx_hashes(a, 0, in->nrows);
     for (int c0 = 0; c0 < in->nrows; c0 += FX_CHUNK) {
         int c1 = in->nrows - c0 < FX_CHUNK ? in->nrows : c0 + FX_CHUNK;
-        if (fx_probe(o, a, in, c0, c1, one_window)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (one_window ? fx_probe1(o, a, in, c0, c1) : fx_probe(o, a, in, c0, c1))
+            return xerr_set(err, XE_NOMEM, "out of memory");
         agg_entry **restrict cand = a->rcand;
         const uint64_t *restrict rkw = a->rkw;
         const uint8_t *restrict rkb = a->rkb;
