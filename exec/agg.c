@@ -1782,22 +1782,27 @@ static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
     agg_entry **restrict dense = l->dense;
     uint64_t base = l->dbase, cap = l->dcap;
     const int64_t *restrict rkv = a->rkv;
+    uint64_t *restrict rh = a->rh;
     agg_entry **restrict cand = a->rcand;
     int misses = 0;
+    fx_tab t;
+    fx_table(a, global, size, a->rts[c0], &t);
     for (int r = c0; r < c1; r++) {
         uint64_t i = (uint64_t)rkv[r] - base;
         agg_entry *e = i < cap ? dense[i] : NULL;
         if (e) __builtin_prefetch((char *)e + 64);
-        else misses++;
+        else { /* mostly a new group: its table slot, for the probe and the insert below */
+            misses++;
+            rh[r] = fx_hash(a, r);
+            if (t.m) __builtin_prefetch(&t.tab[rh[r] & t.m]);
+        }
         cand[r] = e;
     }
     if (!misses) return 0;
-    fx_tab t;
-    fx_table(a, global, size, a->rts[c0], &t);
     for (int r = c0; r < c1; r++) {
         if (cand[r]) continue;
         int64_t slot;
-        agg_entry *e = fx_find(&t, fx_hash(a, r), &slot);
+        agg_entry *e = fx_find(&t, rh[r], &slot);
         uint64_t x = 0;
         if (e) memcpy(&x, e->kin, 8);
         if (!e || x != a->rkw[r] || e->kin[8] != a->rkb[r] || e->klen != 9) {
