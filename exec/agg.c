@@ -993,12 +993,18 @@ static inline val cslot_result(const agg_task *a, const plan_agg *ag, const agg_
     return val_double(ag->fn == FN_AVG ? d / (double)n : d);
 }
 
-static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
+/* e's row, with e's window [ws, we) (a closing window passes its bounds,
+ * which its list holds: the row then reads only the entry's second line when
+ * the group is push_fixed1's integer, which its key holds too). */
+static int emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t ws, int64_t we, xerr *err)
 {
     val *row = batch_add_row_raw(&o->out); /* every value is set below */
     if (!row) return xerr_set(err, XE_NOMEM, "out of memory");
     int c = 0;
-    for (int i = 0; i < a->ngroups; i++) row[c++] = e->gv[i]; /* entry memory outlives the push */
+    if (a->fx_type && e->klen == 9 && e->kin[0] == a->fx_type + 1) /* val_key_put's bytes read back */
+        row[c++] = val_int((sql_type)a->fx_type, (int64_t)(be64_get(e->kin + 1) ^ 0x8000000000000000ULL));
+    else
+        for (int i = 0; i < a->ngroups; i++) row[c++] = e->gv[i]; /* entry memory outlives the push */
     for (int i = 0; i < a->naggs; i++) {
         if (a->compact) {
             row[c++] = cslot_result(a, &o->op->aggs[i], e, i);
@@ -1008,10 +1014,15 @@ static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
         slot_get(a, e, i, &s);
         row[c++] = slot_result(&o->op->aggs[i], &s);
     }
-    row[c++] = e->wstart == WM_MIN ? val_null() : val_int(TY_TIMESTAMP, e->wstart);
-    row[c++] = e->wend == WM_END ? val_null() : val_int(TY_TIMESTAMP, e->wend);
+    row[c++] = ws == WM_MIN ? val_null() : val_int(TY_TIMESTAMP, ws);
+    row[c++] = we == WM_END ? val_null() : val_int(TY_TIMESTAMP, we);
     for (; c < o->out.ncols; c++) row[c] = val_null();
     return 0;
+}
+
+static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
+{
+    return emit_window_entry(o, a, e, e->wstart, e->wend, err);
 }
 
 /* The value of a group or an argument for row: a pointer into row for a
@@ -2043,16 +2054,14 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         }
     int rc = 0;
     batch_reset(&o->out);
+    int lines = a->fx_type ? 1 : (int)(a->pool_size ? a->pool_size / 64 : 4); /* what emit reads */
     for (int64_t i = 0; i < a->nclosing; i++) {
-        agg_entry *e = a->closing[i].e;
+        const csort *c = &a->closing[i];
         if (i + PF_AHEAD < a->nclosing) {
             const char *f = (const char *)a->closing[i + PF_AHEAD].e;
-            __builtin_prefetch(f);
-            __builtin_prefetch(f + 64);
-            __builtin_prefetch(f + 128);
-            __builtin_prefetch(f + 192);
+            for (int l = 0; l < lines; l++) __builtin_prefetch(f + (lines == 1 ? 64 : 64 * l));
         }
-        if (op->emit != EMIT_CHANGES && (rc = emit_entry(o, a, e, err))) return rc;
+        if (op->emit != EMIT_CHANGES && (rc = emit_window_entry(o, a, c->e, c->wstart, c->wend, err))) return rc;
         if (o->out.nrows >= EXEC_SLICE_ROWS) {
             if ((rc = op_emit(o, task, &o->out, err))) return rc;
             batch_reset(&o->out);
