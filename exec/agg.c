@@ -1798,7 +1798,15 @@ static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
     int misses = 0;
     fx_tab t;
     fx_table(a, global, size, a->rts[c0], &t);
+    for (int r = c0; r < c1 && r < c0 + FX_AHEAD; r++) {
+        uint64_t i = (uint64_t)rkv[r] - base;
+        if (i < cap) __builtin_prefetch(&dense[i]);
+    }
     for (int r = c0; r < c1; r++) {
+        if (r + FX_AHEAD < c1) {
+            uint64_t f = (uint64_t)rkv[r + FX_AHEAD] - base;
+            if (f < cap) __builtin_prefetch(&dense[f]);
+        }
         uint64_t i = (uint64_t)rkv[r] - base;
         agg_entry *e = i < cap ? dense[i] : NULL;
         if (e) __builtin_prefetch((char *)e + 64);
@@ -1870,7 +1878,8 @@ static int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, 
                     for (; r < c1 && v->type == TY_DOUBLE; r++, v += nc) {
                         cslot *s = (cslot *)((char *)cand[r]->slots + c.off);
                         if (isnan(v->d + s->d)) break;
-                        if (!s->n || (c.fast == FAST_MIN_D ? v->d < s->d : v->d > s->d)) s->d = v->d;
+                        double m = s->n ? s->d : v->d; /* without a branch on the comparison, */
+                        s->d = c.fast == FAST_MIN_D ? (v->d < m ? v->d : m) : (v->d > m ? v->d : m); /* minsd, maxsd */
                         s->n++;
                     }
                 if (r == c1) break;
