@@ -23,6 +23,10 @@
 #include <string.h>
 #include <strings.h>
 
+#if defined(__SSE2__) /* baseline on x86-64; other targets use the scalar put_fixed */
+#include <emmintrin.h>
+#endif
+
 /* ------------------------------------------------------------------ small helpers */
 
 /* The schema's names and types, copied (ncols + 1 entries, zeroed, so that
@@ -306,13 +310,16 @@ size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
  * loop, kept for what the paths below leave.
  *
  * fmt_double gets the same bytes without printf on two paths:
- *   - the double nearest to M / 10^4, 1e-4 <= |d| < 1e11 (put_short):
- *     prices, readings, anything typed with up to four decimals, whole
- *     numbers; one division tells, and M's digits are the text;
- *   - the rest of 2^-14 <= |d| < 2^50 with X in -4 .. 14 (fixed_double):
- *     exact integer arithmetic finds the digits printf would print at each
- *     precision and whether they read back.
- * Digits are made 8 at a time in one 64-bit word (digits8) and stored with
+ *   - the double nearest to M / 10^4, 1e-4 <= |d| < 1e11, and zero
+ *     (short_double, inline in CSV rows): prices, readings, anything typed
+ *     with up to four decimals, whole numbers; one division tells, and M's
+ *     digits are the text;
+ *   - the rest of 2^-14 <= |d| < 2^50 with X in -4 .. 14 (fixed_double,
+ *     called through other_double): exact integer arithmetic finds the
+ *     digits printf would print at each precision and whether they read
+ *     back.
+ * Digits are made 8 at a time in one 64-bit word (digits8), or with SSE2
+ * 16 at a time in one register (digits16, put_fixed17), and stored with
  * fixed-length copies, so fmt_double may write anywhere in
  * buf[0..FMT_DOUBLE_BUF), past the NUL too.  Doubles are binary64; integers may be either
  * endian (words are stored through to_le64). */
@@ -361,6 +368,7 @@ static inline uint64_t digits8(uint32_t x)
     return h | (v - h * 10) << 8;
 }
 
+#if !defined(__SSE2__)
 /* N's P digits (15 <= P <= 17, 10^(P-1) <= N < 10^P) in fixed notation,
  * the first digit's exponent X in -4 .. P-1, trailing zeros of the fraction
  * dropped: what "%.Pg" prints.  Returns the length; buf gets a NUL. */
@@ -405,7 +413,85 @@ static inline size_t put_fixed(char *buf, int neg, uint64_t N, int P, int X)
     return o;
 }
 
-/* M / 10^4 (0 < M < 10^15) as "%.15g" prints the double nearest to it
+#endif
+
+#if defined(__SSE2__)
+/* 16 digits of x < 10^16 (leading zeros included) as ASCII in one SSE2
+ * register, the first digit in byte 0: the same lane splitting as digits8,
+ * on all 16 digits at once.  x's two 8-digit halves go in the 64-bit lanes
+ * and are split into 4-digit values (x * 0xd1b71759 >> 45 is x / 10^4 for
+ * x < 2^32), one in each 32-bit lane; those into 2-digit values in 16-bit
+ * lanes (mulhi by 5243, then >> 3, is x / 100 for x < 10^4); those into
+ * digits in bytes (mulhi by 6554 is x / 10 for x < 100). */
+static inline __m128i digits16(uint64_t x)
+{
+    uint64_t hi = x / 100000000;
+    __m128i v = _mm_unpacklo_epi64(_mm_cvtsi64_si128((long long)hi), _mm_cvtsi64_si128((long long)(x - hi * 100000000)));
+    /* GCC turns a multiplication by 100 or 10 into six shifts and adds;
+     * one pmullw does, so the factors are hidden from it */
+    __m128i k100 = _mm_set1_epi16(100), k10 = _mm_set1_epi16(10);
+    __asm__("" : "+x"(k100), "+x"(k10));
+    __m128i q = _mm_srli_epi64(_mm_mul_epu32(v, _mm_set1_epi32((int)0xd1b71759)), 45);
+    __m128i r = _mm_sub_epi32(v, _mm_mul_epu32(q, _mm_set1_epi32(10000)));
+    v = _mm_or_si128(q, _mm_slli_epi64(r, 32));
+    q = _mm_srli_epi16(_mm_mulhi_epu16(v, _mm_set1_epi16(5243)), 3);
+    r = _mm_sub_epi16(v, _mm_mullo_epi16(q, k100));
+    v = _mm_or_si128(q, _mm_slli_epi32(r, 16));
+    q = _mm_mulhi_epu16(v, _mm_set1_epi16(6554));
+    r = _mm_sub_epi16(v, _mm_mullo_epi16(q, k10));
+    return _mm_or_si128(_mm_or_si128(q, _mm_slli_epi16(r, 8)), _mm_set1_epi8('0'));
+}
+
+/* lead_mask[k]: bytes 0 .. k-1 set (k <= 15); put_fixed17's masks. */
+static const union {
+    uint8_t b[16][16];
+    __m128i v[16];
+} lead_mask = {{
+#define LM_(k) {(k) > 0 ? 255 : 0, (k) > 1 ? 255 : 0, (k) > 2 ? 255 : 0, (k) > 3 ? 255 : 0, (k) > 4 ? 255 : 0, \
+    (k) > 5 ? 255 : 0, (k) > 6 ? 255 : 0, (k) > 7 ? 255 : 0, (k) > 8 ? 255 : 0, (k) > 9 ? 255 : 0,              \
+    (k) > 10 ? 255 : 0, (k) > 11 ? 255 : 0, (k) > 12 ? 255 : 0, (k) > 13 ? 255 : 0, (k) > 14 ? 255 : 0, 0}
+    LM_(0), LM_(1), LM_(2), LM_(3), LM_(4), LM_(5), LM_(6), LM_(7), LM_(8), LM_(9), LM_(10), LM_(11), LM_(12),
+    LM_(13), LM_(14), LM_(15)
+#undef LM_
+}};
+
+/* put_fixed for N with 17 digits (10^16 <= N < 10^17; fewer digits come
+ * with zeros appended, which the trimming drops again), X in -4 .. 14.
+ * The first digit is stored alone, the other 16 as one register: for X <
+ * 0 after "0.000" cut to length; for X >= 0 with the point after its first
+ * X digits, by blending the register with itself moved up one byte (the
+ * byte moved out, the last digit, is stored alone).  Returns the length;
+ * buf gets a NUL.  Writes at most buf[0..24). */
+static inline size_t put_fixed17(char *buf, int neg, uint64_t N, int X)
+{
+    uint64_t top = N / 10000000000000000ull;
+    __m128i d = digits16(N - top * 10000000000000000ull);
+    /* digits to the last that is not '0': 1 + the highest such byte + 1 */
+    unsigned nz = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_set1_epi8('0'))) ^ 0xffffu;
+    int nd = 32 - __builtin_clz(nz << 1 | 1);
+    size_t o = (size_t)neg;
+    buf[0] = '-';
+    if (X < 0) {
+        memcpy(buf + o, "0.000000", 8);
+        o += (size_t)(1 - X); /* "0." and -X-1 zeros */
+        buf[o] = (char)('0' + top);
+        _mm_storeu_si128((__m128i *)(void *)(buf + o + 1), d);
+        o += (size_t)nd;
+    } else {
+        __m128i lo = lead_mask.v[X], hi = lead_mask.v[X + 1];
+        __m128i moved = _mm_andnot_si128(hi, _mm_slli_si128(d, 1));
+        __m128i point = _mm_and_si128(_mm_andnot_si128(lo, hi), _mm_set1_epi8('.'));
+        buf[o] = (char)('0' + top);
+        _mm_storeu_si128((__m128i *)(void *)(buf + o + 1), _mm_or_si128(_mm_or_si128(_mm_and_si128(d, lo), moved), point));
+        buf[o + 17] = (char)(_mm_extract_epi16(d, 7) >> 8);
+        o += (size_t)(nd > X + 1 ? nd + 1 : X + 1);
+    }
+    buf[o] = '\0';
+    return o;
+}
+#endif
+
+/* M / 10^4 (0 <= M < 10^15) as "%.15g" prints the double nearest to it
  * (see fmt_double): the whole part, then the four decimals to the last
  * that is not 0.  The last 8 digits come from one digits8 word: the whole
  * part's in its low 4 bytes, the decimals' in its high 4. */
@@ -418,10 +504,10 @@ static inline size_t put_short(char *buf, int neg, uint64_t M)
     if (M < 100000000) {
         /* the whole part's leading zeros, but the last of them (for 0.x):
          * the sentinel bit in byte 3 stops the count there */
-        int lead = __builtin_ctzll(dw | 1ull << 24) / 8;
-        t = to_le64((dw | z) >> (8 * lead));
-        memcpy(buf + o, &t, 8); /* 4 - lead digits count */
-        o += (size_t)(4 - lead);
+        unsigned lead = (unsigned)__builtin_ctzll(dw | 1ull << 24) & ~7u; /* in bits */
+        t = to_le64((dw | z) >> lead);
+        memcpy(buf + o, &t, 8); /* 4 - lead / 8 digits count */
+        o += 4 - (lead >> 3);
     } else {
         o += put_u64(buf + o, M / 10000);
     }
@@ -429,99 +515,115 @@ static inline size_t put_short(char *buf, int neg, uint64_t M)
         buf[o] = '.';
         t = to_le64(dw >> 32 | z);
         memcpy(buf + o + 1, &t, 8);
-        o += (size_t)(5 - __builtin_clzll(dw) / 8); /* '.' and the decimals to the last non-zero */
+        o += 5 - ((unsigned)__builtin_clzll(dw) >> 3); /* '.' and the decimals to the last non-zero */
     }
     buf[o] = '\0';
     return o;
 }
 
-/* One precision's candidate: V = T * w + r + f / 2^sh exactly, T with 17
- * digits, w 1 or 10, r < w, f < 2^sh, sh <= 46 (see fixed_double).  The
- * P = 17 - log10(div) digits printf prints are N = T / div rounded
- * half-even on the exact rest R (V - N * div * w, times 2^sh, against
- * W = div * w * 2^sh).  They read back as d when their distance to V is
- * within half an ulp of d (lim: the ulp at this scale, times 2^sh), a tie
- * going to d when m is even.  (Below a power of two the double under d is
- * half as far, but the powers of two here, 2^-14 .. 2^49, have at most 15
- * significant digits: they print exactly, at distance 0.)  W, R and
- * 2 * D are below 1000 * 2^47: 64 bits do. */
+/* 10^-4 .. 10^15 as doubles: fixed_double's exact exponent.  Those below 1
+ * are not exact, but each rounds up (0.0001 is 1.00000000000000000479e-4,
+ * and so on), so a >= 10^k holds exactly when a is at least the real 10^k:
+ * no double lies between 10^k and its nearest double. */
+static const double dbl_pow10[20] = {1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5,
+                                     1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+/* One precision's candidate: V = T + f / 2^sh exactly (see fixed_double),
+ * T with 17 digits, f < 2^sh, sh <= 46.  The P = 17 - log10(div) digits
+ * printf prints are N = T / div rounded half-even on the exact rest R
+ * (V - N * div, times 2^sh, against W = div * 2^sh): it rounds up when
+ * 2R > W, or 2R = W and N is odd, that is when 2R + (N & 1) > W.  They
+ * read back as d when their distance D to V is within half an ulp of d
+ * (lim: the ulp at this scale, times 2^sh), a tie going to d when m is
+ * even: 2D <= lim, or < when m is odd, that is 2D < lim + !(m & 1).
+ * (Below a power of two the double under d is half as far, but the powers
+ * of two here, 2^-14 .. 2^49, have at most 15 significant digits: they
+ * print exactly, at distance 0.)  W, R and 2D are below 2^54: 64 bits do. */
 typedef struct cand {
     uint64_t N; /* rounded */
     int ok;     /* reads back as d */
 } cand;
 
-static inline cand candidate(uint64_t T, unsigned div, unsigned w, unsigned r, uint64_t f, int sh, uint64_t lim,
-                             uint64_t m)
+static inline cand candidate(uint64_t T, unsigned div, uint64_t f, int sh, uint64_t lim, uint64_t m)
 {
     uint64_t N = T / div;
-    uint64_t W = (uint64_t)(div * w) << sh, R = ((T - N * div) * w + r) << sh | f;
-    int up = 2 * R > W || (2 * R == W && (N & 1));
+    uint64_t W = (uint64_t)div << sh, R = (T - N * div) << sh | f;
+    int up = 2 * R + (N & 1) > W;
     uint64_t D = up ? W - R : R;
-    int ok = 2 * D < lim || (2 * D == lim && !(m & 1));
-    return (cand){N + (uint64_t)up, ok};
+    return (cand){N + (uint64_t)up, 2 * D < lim + !(m & 1)};
 }
 
 /* d = +-a, a = m * 2^-s (2^52 <= m < 2^53, 3 <= s <= 66, so 2^-14 <= a <
  * 2^50); see the top of this section.  Returns 0 unless X is in -4 .. 14. */
-__attribute__((noinline)) static size_t fixed_double(uint64_t m, int s, int neg, char *buf)
+static inline size_t fixed_double(double a, uint64_t m, int s, int neg, char *buf)
 {
-    /* E = floor((52 - s) * log10(2)) (78913 / 2^18 is close enough for
-     * |52 - s| <= 66), so 10^E <= a < 10^(E+2) and V = a * 10^q, q = 16 - E,
-     * is in 10^16 .. 10^18: T = floor(V) has 17 or 18 digits.  V = m * 5^q /
-     * 2^sh with sh = s - q in 1 .. 46 over this range: m * 5^q < 2^53 * 5^21
-     * fits 128 bits, and the fraction f = V - T, times 2^sh, fits 64. */
-    int E = ((52 - s) * 78913) >> 18, q = 16 - E, sh = s - q;
+    /* E = floor(log10(a)): floor((52 - s) * log10(2)) (78913 / 2^18 is
+     * close enough for |52 - s| <= 66), plus one when a reaches the next
+     * power of ten.  Then V = a * 10^q, q = 16 - E, is in 10^16 .. 10^17:
+     * T = floor(V) has 17 digits.  V = m * 5^q / 2^sh with sh = s - q in
+     * 1 .. 46 for E in -4 .. 14 (2^(52-s) <= a < 10^(E+1) bounds it below,
+     * 10^E <= a < 2^(53-s) above): m * 5^q < 2^53 * 5^20 fits 128 bits,
+     * and the fraction f = V - T, times 2^sh, fits 64. */
+    int E = ((52 - s) * 78913) >> 18; /* -5 .. 14 here */
+    E += a >= dbl_pow10[E + 5];
+    if (E < -4 || E > 14) return 0;
+    int q = 16 - E, sh = s - q;
     u128 y = (u128)m * pow5_tab[q];
     uint64_t lo = (uint64_t)y, hi = (uint64_t)(y >> 64);
     uint64_t T = lo >> sh | hi << (64 - sh), f = lo & ((1ull << sh) - 1);
-    unsigned w = 1, r = 0;
-    if (T >= 100000000000000000ull) { /* 18 digits: the last joins the rest */
-        r = (unsigned)(T % 10);
-        T /= 10;
-        w = 10;
-        E++;
-    }
-    if (E < -4 || E > 14) return 0;
     uint64_t lim = pow5_tab[q]; /* an ulp of a is 10^q / 2^s = 5^q / 2^sh in V */
     /* When 15 digits read back, so do 16 (the 16-digit candidate is at
      * least as close, and the bound is the same on both sides), so 15 is
-     * tried only after 16 succeeds.  17 digits always read back. */
-    cand c = candidate(T, 10, w, r, f, sh, lim, m);
+     * tried only after 16 succeeds.  17 digits always read back: T rounded
+     * half-even on f. */
+    cand c = candidate(T, 10, f, sh, lim, m);
     int P = 16;
     if (c.ok) {
-        cand c15 = candidate(T, 100, w, r, f, sh, lim, m);
+        cand c15 = candidate(T, 100, f, sh, lim, m);
         if (c15.ok) c = c15, P = 15;
     } else {
-        c = candidate(T, 1, w, r, f, sh, lim, m);
+        c.N = T + (2 * f + (T & 1) > 1ull << sh);
         P = 17;
     }
     if (c.N == dec_len_pow10[P]) { /* rounded up to 10^P: one digit less, X one more */
         c.N /= 10;
         if (++E >= P) return 0;    /* printf's exponent notation */
     }
+#if defined(__SSE2__)
+    return put_fixed17(buf, neg, c.N * (P == 17 ? 1 : P == 16 ? 10 : 100), E);
+#else
     return put_fixed(buf, neg, c.N, P, E);
+#endif
 }
 
-size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
+/* The double nearest to M / 10^4, 0 < M < 10^15, 10^-4 <= a < 10^11
+ * (prices, readings, whatever was typed with a few decimal places, and
+ * whole numbers): M < 2^53 and 10^4 are exact doubles, so the division is
+ * correctly rounded and gives a exactly when a is that nearest double.
+ * M / 10^4 has at most 15 significant digits, so "%.15g" prints them (any
+ * 15-digit decimal survives the trip through the nearest double), and its
+ * X is in -4 .. 10.  Returns the length, or 0 when d is not such a double.
+ * Inline: it is most of what CSV rows of measurements print. */
+static inline size_t short_double(double d, char *buf)
+{
+    double a = fabs(d);
+    if (!(a < 1e11)) return 0; /* NaN too */
+    /* Below 10^-4, M is 0 or 1: 1 / 10^4 is not a, and 0 is a only for
+     * zero, which put_short prints as "%.15g" does ("0", "-0"). */
+    int64_t M = (int64_t)(a * 1e4 + 0.5);
+    if ((double)M / 1e4 != a) return 0;
+    return put_short(buf, signbit(d) != 0, (uint64_t)M);
+}
+
+/* fmt_double for what short_double leaves. */
+__attribute__((noinline)) static size_t other_double(double d, char *buf)
 {
     uint64_t bits;
     memcpy(&bits, &d, 8);
     int neg = (int)(bits >> 63);
-    double a = fabs(d);
-    /* The double nearest to M / 10^4, 0 < M < 10^15 (prices, readings,
-     * whatever was typed with a few decimal places, and whole numbers):
-     * M < 2^53 and 10^4 are exact doubles, so the division is correctly
-     * rounded and gives a exactly when a is that nearest double.  M / 10^4
-     * has at most 15 significant digits, so "%.15g" prints them (any
-     * 15-digit decimal survives the trip through the nearest double), and
-     * its X is in -4 .. 10. */
-    if (a >= 1e-4 && a < 1e11) {
-        int64_t M = (int64_t)(a * 1e4 + 0.5);
-        if ((double)M / 1e4 == a) return put_short(buf, neg, (uint64_t)M);
-    }
     unsigned e2 = (unsigned)(bits >> 52) & 0x7ff;
     if (e2 - 1009u < 64u) { /* 2^-14 <= a < 2^50 */
-        size_t n = fixed_double((bits & ((1ull << 52) - 1)) | (1ull << 52), 1075 - (int)e2, neg, buf);
+        size_t n = fixed_double(fabs(d), (bits & ((1ull << 52) - 1)) | (1ull << 52), 1075 - (int)e2, neg, buf);
         if (n) return n;
     } else if (e2 == 0x7ff) {
         const char *special = bits << 12 ? "NaN" : neg ? "-Infinity" : "Infinity";
@@ -534,6 +636,12 @@ size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
         return (size_t)neg + 1;
     }
     return printf_double(d, buf);
+}
+
+size_t fmt_double(double d, char buf[FMT_DOUBLE_BUF])
+{
+    size_t n = short_double(d, buf);
+    return n ? n : other_double(d, buf);
 }
 
 enum { VAL_TEXT_MAX = FMT_TS_BUF > FMT_DOUBLE_BUF ? FMT_TS_BUF : FMT_DOUBLE_BUF };
@@ -1365,27 +1473,33 @@ static int csv_rows(fmt_encoder *e, const batch *b, sbuf *out)
         char *p = out->p + out->len;
         for (int c = 0; c < ncols; c++, *p++ = delim) { /* the last delimiter becomes the '\n' */
             const val *v = &row[c];
-            switch (v->type) {
-            case TY_NULL: break;
-            case TY_DOUBLE: p += fmt_double(v->d, p); break;
-            case TY_INT:
-            case TY_BIGINT:
-                if ((uint64_t)v->i < 10) { /* counts, flags: no call */
-                    *p++ = (char)('0' + v->i);
-                } else if ((uint64_t)v->i < 100) {
-                    memcpy(p, digit_pairs + 2 * v->i, 2);
-                    p += 2;
+            /* integers and doubles first: the columns of aggregates */
+            unsigned t = v->type;
+            if (t - TY_INT <= (unsigned)(TY_BIGINT - TY_INT)) {
+                uint64_t u = (uint64_t)v->i; /* a local: the stores below could alias v */
+                if (u < 100) { /* counts, flags, keys: no call */
+                    memcpy(p, digit_pairs + 2 * u + (u < 10), 2);
+                    p += 1 + (u >= 10);
+                } else if (u < 10000) {
+                    unsigned x = (unsigned)u, h = x / 100;
+                    p[0] = digit_pairs[2 * h]; /* overwritten when h < 10 */
+                    p += h >= 10;
+                    p[0] = digit_pairs[2 * h + 1];
+                    memcpy(p + 1, digit_pairs + 2 * (x - h * 100), 2);
+                    p += 3;
                 } else {
-                    p += put_i64(p, v->i);
+                    p += put_i64(p, (int64_t)u);
                 }
-                break;
-            case TY_TEXT:
+            } else if (t == TY_DOUBLE) {
+                size_t n = short_double(v->d, p);
+                p += n ? n : other_double(v->d, p);
+            } else if (t == TY_TEXT) {
                 out->len = (size_t)(p - out->p);
                 if (csv_field(out, v->s, v->len, delim, v->len == 0) < 0 || sbuf_reserve(out, row_max) < 0)
                     return XE_NOMEM;
                 p = out->p + out->len;
-                break;
-            default: p += val_text_at(v, p); break;
+            } else if (t != TY_NULL) {
+                p += val_text_at(v, p);
             }
         }
         if (ncols) p[-1] = '\n';

@@ -1269,6 +1269,40 @@ static void test_encoders(void **state)
     batch_fini(&empty);
 }
 
+/* CSV rows of integers and doubles (the inline paths of the encoder: below
+ * 100, below 10^4, the rest; short and long doubles) against printf. */
+static void test_csv_numbers(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"i", "bi", "d"};
+    static const sql_type types[] = {TY_INT, TY_BIGINT, TY_DOUBLE};
+    fmt_schema s = {3, names, types};
+    batch b;
+    assert_int_equal(batch_init(&b, 3, 16), 0);
+    sbuf want;
+    sbuf_init(&want);
+    int64_t ints[] = {0, 9, 10, 99, 100, 101, 999, 1000, 1009, 9999, 10000, 123456, -1, -99, -100, -10000,
+                      INT64_MAX, INT64_MIN};
+    char dbuf[64];
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        for (int k = 0; k < 20; k++) {
+            /* neighbours, wrapping at the ends of int64 */
+            int64_t x = (int64_t)((uint64_t)ints[i] + (uint64_t)(int64_t)(k < 10 ? k : -k));
+            int64_t y = (int64_t)(0 - (uint64_t)x);
+            double d = (double)x / 100 + (k & 1 ? 0.1 : 0);
+            val row[3] = {val_int(TY_INT, x), val_int(TY_BIGINT, y), val_double(d)};
+            assert_int_equal(batch_append_row(&b, row), 0);
+            fmt_double(d, dbuf);
+            assert_int_equal(sbuf_printf(&want, "%lld,%lld,%s\n", (long long)x, (long long)y, dbuf), 0);
+        }
+    }
+    char *got = as_csv(&s, &b);
+    assert_string_equal(got, want.p);
+    free(got);
+    sbuf_fini(&want);
+    batch_fini(&b);
+}
+
 /* Random rows survive encode -> decode through CSV and JSON lines. */
 static void test_format_roundtrip(void **state)
 {
@@ -1350,6 +1384,7 @@ int main(void)
         cmocka_unit_test(test_line_cap),
         cmocka_unit_test(test_json_lines),
         cmocka_unit_test(test_encoders),
+        cmocka_unit_test(test_csv_numbers),
         cmocka_unit_test(test_format_roundtrip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
