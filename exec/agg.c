@@ -1783,7 +1783,9 @@ static int fx_probe_hashed1(opinst *o, agg_task *a, const batch *in, int c0, int
 /* Rows [c0, c1) of one window: each row's candidate from the window's dense
  * index where its key falls in it; the others hashed and probed, found or
  * opened entries then entered in the index (checked first: a tag that
- * matches may be another key's); XE_NOMEM. */
+ * matches may be another key's).  1 when every candidate is the row's entry
+ * (an index holds only entries whose key was checked or that were opened
+ * for the key), 0 when the keys are still to be checked, XE_NOMEM. */
 static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
 {
     int global = o->op->window.kind == WIN_NONE;
@@ -1817,7 +1819,7 @@ static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
         }
         cand[r] = e;
     }
-    if (!misses) return 0;
+    if (!misses) return 1;
     for (int r = c0; r < c1; r++) {
         if (cand[r]) continue;
         int64_t slot;
@@ -1832,7 +1834,7 @@ static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
         if (i < cap) dense[i] = e;
         cand[r] = e;
     }
-    return 0;
+    return 1;
 }
 
 static int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *err)
@@ -1842,13 +1844,15 @@ static int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, 
     if (!one_window) fx_hashes(a, 0, in->nrows);
     for (int c0 = 0; c0 < in->nrows; c0 += FX_CHUNK) {
         int c1 = in->nrows - c0 < FX_CHUNK ? in->nrows : c0 + FX_CHUNK;
-        if (one_window ? fx_probe1(o, a, in, c0, c1) : fx_probe(o, a, in, c0, c1))
-            return xerr_set(err, XE_NOMEM, "out of memory");
+        int checked = one_window ? fx_probe1(o, a, in, c0, c1) : fx_probe(o, a, in, c0, c1);
+        if (checked < 0) return xerr_set(err, XE_NOMEM, "out of memory");
         agg_entry **restrict cand = a->rcand;
         const uint64_t *restrict rkw = a->rkw;
         const uint8_t *restrict rkb = a->rkb;
-        /* 4: the candidates' keys; the entries marked dirty */
-        for (int r = c0; r < c1; r++) {
+        /* 4: the candidates' keys (unless checked); the entries marked dirty */
+        for (int r = c0; r < c1 && checked; r++)
+            if (!cand[r]->dirty && mark_dirty(a, cand[r])) return xerr_set(err, XE_NOMEM, "out of memory");
+        for (int r = c0; r < c1 && !checked; r++) {
             agg_entry *e = cand[r];
             uint64_t x;
             memcpy(&x, e->kin, 8);

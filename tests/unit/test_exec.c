@@ -421,45 +421,54 @@ static void test_fast_agg_same_as_general(void **state)
         "k, COUNT(*) AS n, SUM(v) AS s, MAX(v) AS hi",
         "COUNT(*) AS n, MIN(v) AS lo, AVG(v) AS av, k, SUM(v) AS s, MAX(v) AS hi",
     };
-    sbuf in1, in2;
-    sbuf_init(&in1);
-    sbuf_init(&in2);
-    uint64_t x = 0x2545f4914f6cdd1dull;
-    for (int i = 0; i < 60000; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        sbuf *in = i < 30000 ? &in1 : &in2;
-        int64_t ts = (int64_t)i * 3 + 1000 - (int64_t)(x % 1200);
-        if (x % 997 == 0) ts -= 20000; /* late */
-        int64_t k = (int64_t)(x >> 20) % 300 - 150;
-        if (x % 1009 == 0) k = INT64_MIN + (int64_t)(x >> 50);
-        if (x % 1013 == 0) k = INT64_MAX - (int64_t)(x >> 50);
-        double v = (double)((int64_t)(x >> 40) % 200001 - 100000) / 100.0;
-        if (ts % 1019 == 0) sbuf_printf(in, ",%lld,%.2f\n", (long long)k, v);            /* no event time */
-        else if (ts % 1021 == 0) sbuf_printf(in, "%lld,,%.2f\n", (long long)ts, v);      /* NULL key */
-        else if (ts % 1031 == 0) sbuf_printf(in, "%lld,%lld,\n", (long long)ts, (long long)k); /* NULL value */
-        else if (ts % 1033 == 0) sbuf_printf(in, "%lld,%lld,%s\n", (long long)ts, (long long)k, x & 1 ? "1e308" : "-1e308");
-        else sbuf_printf(in, "%lld,%lld,%.2f\n", (long long)ts, (long long)k, v);
-    }
-    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
-        for (size_t ag = 0; ag < sizeof aggs / sizeof *aggs; ag++) {
-            char sql[1024];
-            snprintf(sql, sizeof sql,
-                     "CREATE STREAM s (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp='ts', watermark='1 second');"
-                     "CREATE QUERY q WITH (sink = 'file://%%s', format = 'csv') AS SELECT %s FROM s %s;",
-                     aggs[ag], shapes[sh]);
-            sbuf got[2];
-            for (int general = 0; general < 2; general++) {
-                sbuf_init(&got[general]);
-                fast_run(general, sql, in1.p, in2.p, &got[general]);
-            }
-            if (got[0].len != got[1].len || memcmp(got[0].p, got[1].p, got[0].len))
-                fail_msg("%s %s: the fast path's output differs from the general path's", aggs[ag], shapes[sh]);
-            assert_true(got[0].len > 1000);
-            sbuf_fini(&got[0]);
-            sbuf_fini(&got[1]);
+    /* two inputs: rows far out of order (most batches span several windows:
+     * the probe of mixed windows), and rows nearly in order, four a
+     * millisecond (most batches in one window: the dense index, with keys
+     * now and then outside it) */
+    for (int ordered = 0; ordered < 2; ordered++) {
+        sbuf in1, in2;
+        sbuf_init(&in1);
+        sbuf_init(&in2);
+        uint64_t x = 0x2545f4914f6cdd1dull;
+        for (int i = 0; i < 60000; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            sbuf *in = i < 30000 ? &in1 : &in2;
+            int64_t ts = ordered ? 1000 + i / 4 - (x % 50 == 0 ? (int64_t)(x % 700) : 0)
+                                 : (int64_t)i * 3 + 1000 - (int64_t)(x % 1200);
+            if (x % 997 == 0) ts -= 20000; /* late */
+            int64_t k = (int64_t)(x >> 20) % 300 - 150;
+            if (x % (ordered ? 20011 : 1009) == 0) k = INT64_MIN + (int64_t)(x >> 50);
+            if (x % (ordered ? 20021 : 1013) == 0) k = INT64_MAX - (int64_t)(x >> 50);
+            if (ordered && x % 7 == 0) k += 400; /* beyond the first chunk's range */
+            double v = (double)((int64_t)(x >> 40) % 200001 - 100000) / 100.0;
+            if (ts % 1019 == 0) sbuf_printf(in, ",%lld,%.2f\n", (long long)k, v);            /* no event time */
+            else if (ts % 1021 == 0) sbuf_printf(in, "%lld,,%.2f\n", (long long)ts, v);      /* NULL key */
+            else if (ts % 1031 == 0) sbuf_printf(in, "%lld,%lld,\n", (long long)ts, (long long)k); /* NULL value */
+            else if (ts % 1033 == 0) sbuf_printf(in, "%lld,%lld,%s\n", (long long)ts, (long long)k, x & 1 ? "1e308" : "-1e308");
+            else sbuf_printf(in, "%lld,%lld,%.2f\n", (long long)ts, (long long)k, v);
         }
-    sbuf_fini(&in1);
-    sbuf_fini(&in2);
+        for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+            for (size_t ag = 0; ag < sizeof aggs / sizeof *aggs; ag++) {
+                char sql[1024];
+                snprintf(sql, sizeof sql,
+                         "CREATE STREAM s (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp='ts', watermark='1 second');"
+                         "CREATE QUERY q WITH (sink = 'file://%%s', format = 'csv') AS SELECT %s FROM s %s;",
+                         aggs[ag], shapes[sh]);
+                sbuf got[2];
+                for (int general = 0; general < 2; general++) {
+                    sbuf_init(&got[general]);
+                    fast_run(general, sql, in1.p, in2.p, &got[general]);
+                }
+                if (got[0].len != got[1].len || memcmp(got[0].p, got[1].p, got[0].len))
+                    fail_msg("%s %s%s: the fast path's output differs from the general path's", aggs[ag], shapes[sh],
+                             ordered ? " (rows in order)" : "");
+                assert_true(got[0].len > 1000);
+                sbuf_fini(&got[0]);
+                sbuf_fini(&got[1]);
+            }
+        sbuf_fini(&in1);
+        sbuf_fini(&in2);
+    }
 }
 
 /* Many fixed windows open at once (60 one-second hops) with few groups:
