@@ -5,10 +5,13 @@
 #include "base/base.h"
 
 #include <ctype.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 int xerr_setv(xerr *e, int code, const char *fmt, va_list ap)
 {
@@ -289,4 +292,21 @@ int str_distance(const char *a, const char *b)
             d[i][j] = m;
         }
     return d[la][lb];
+}
+
+size_t base_huge_heap(size_t reserve_mb)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    size_t pad = reserve_mb << 20;
+    if (!pad || pad > (size_t)1 << 30) return 0;
+    mallopt(M_TOP_PAD, (int)pad);
+    mallopt(M_TRIM_THRESHOLD, (int)(2 * pad));
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    void *p = malloc(64); /* the heap starts (or grows) by the pad */
+    if (!p) return 0;
+    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t hi = (uintptr_t)sbrk(0) & ~(huge - 1);
+    size_t n = hi > lo && madvise((void *)lo, hi - lo, MADV_HUGEPAGE) == 0 ? hi - lo : 0;
+    free(p);
+    return n;
 }

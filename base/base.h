@@ -158,4 +158,18 @@ void date_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 /* Edit distance, for "did you mean" suggestions (case-insensitive). */
 int str_distance(const char *a, const char *b);
 
+/* Process set-up for Ares's programs (ares-sql, ares-node, the benchmarks),
+ * called once at the start of main, before any thread: the heap, where the
+ * engine's window state and LMDB's dirty pages live, is backed by
+ * transparent huge pages where the kernel allows them (THP "always" or
+ * "madvise"; elsewhere this changes nothing but the malloc settings).  A
+ * fresh 4 KB page costs a page fault, which in a VM costs microseconds: the
+ * first epoch of a fast stream touches thousands of them.  glibc reserves
+ * reserve_mb of heap at the first allocation (M_TOP_PAD) and keeps
+ * allocations below 4 MB there (M_MMAP_THRESHOLD), and the reserve is
+ * advised MADV_HUGEPAGE; memory freed at the top is kept up to twice the
+ * reserve (M_TRIM_THRESHOLD), as the engine soon needs it again.  Returns
+ * the bytes advised (0: none). */
+size_t base_huge_heap(size_t reserve_mb);
+
 #endif

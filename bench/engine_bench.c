@@ -520,17 +520,24 @@ static int agree(const char *what, const result *got, const result *want)
 static void usage(void)
 {
     fputs("usage: engine_bench [--tuples N] [--keys N] [--rate TUPLES_PER_S] [--tmp DIR]\n"
-          "                    [--ares-sql PATH] [--csv-tuples N] [--only engine|push|loop|csv]...\n",
+          "                    [--ares-sql PATH] [--csv-tuples N] [--only engine|push|loop|csv]...\n"
+          "                    [--small-pages]\n",
           stderr);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
+    /* as ares-sql and ares-node set up their heap (base.h), unless told not to */
+    int small_pages = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--small-pages")) small_pages = 1;
+    size_t huge = small_pages ? 0 : base_huge_heap(64);
     bopts o = {.tuples = 10000000, .keys = 10000, .rate = 100000, .tmp = "/tmp", .ares_sql = NULL};
     int only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--small-pages")) continue;
         if (!v) usage();
         if (!strcmp(a, "--tuples")) o.tuples = atoll(v);
         else if (!strcmp(a, "--keys")) o.keys = atoi(v);
@@ -558,6 +565,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     printf("engine_bench: %lld tuples, %d keys, %lld tuples per second of event time, 1 s tumbling windows\n",
            (long long)o.tuples, o.keys, (long long)o.rate);
+    printf("engine_bench: heap %s\n", small_pages ? "in 4 KB pages (--small-pages)"
+                                     : huge ? "advised for huge pages, as in ares-sql and ares-node"
+                                            : "in 4 KB pages (the kernel refused huge pages)");
     fflush(stdout);
 
     int fail = 0;

@@ -133,6 +133,7 @@ static int run_remote(cli *c, const char *dir, const script_arg *scripts, int ns
 
 int main(int argc, char **argv)
 {
+    base_huge_heap(64); /* before anything allocates: see base.h */
     setlocale(LC_CTYPE, "");
 
     static const struct option longs[] = {

@@ -57,6 +57,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    base_huge_heap(64); /* before anything allocates: see base.h */
     enum { O_NAME = 256, O_DOMAIN, O_LISTEN, O_DATA, O_JOIN, O_COORD, O_SLOTS, O_SPEED, O_SECRET, O_DELAY,
            O_HEARTBEAT, O_DEAD };
     static const struct option longs[] = {
