@@ -302,7 +302,9 @@ size_t base_huge_heap(size_t reserve_mb)
     mallopt(M_TOP_PAD, (int)pad);
     mallopt(M_TRIM_THRESHOLD, (int)(2 * pad));
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
-    void *p = malloc(64); /* the heap starts (or grows) by the pad */
+    /* more than the heap has free at its top, under the mmap threshold: the
+     * heap grows by it and the pad, and p is at the start of that growth */
+    void *p = malloc((4 << 20) - 4096);
     if (!p) return 0;
     uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
     uintptr_t hi = (uintptr_t)sbrk(0) & ~(huge - 1);

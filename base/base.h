@@ -163,13 +163,15 @@ int str_distance(const char *a, const char *b);
  * engine's window state and LMDB's dirty pages live, is backed by
  * transparent huge pages where the kernel allows them (THP "always" or
  * "madvise"; elsewhere this changes nothing but the malloc settings).  A
- * fresh 4 KB page costs a page fault, which in a VM costs microseconds: the
- * first epoch of a fast stream touches thousands of them.  glibc reserves
- * reserve_mb of heap at the first allocation (M_TOP_PAD) and keeps
- * allocations below 4 MB there (M_MMAP_THRESHOLD), and the reserve is
- * advised MADV_HUGEPAGE; memory freed at the top is kept up to twice the
- * reserve (M_TRIM_THRESHOLD), as the engine soon needs it again.  Returns
- * the bytes advised (0: none). */
+ * fresh 4 KB page costs a page fault, which in a VM costs microseconds, and
+ * the first epoch of a fast stream touches thousands of them.  The heap
+ * grows at once by reserve_mb (glibc's M_TOP_PAD, for every later growth
+ * too) and a little more, allocations under 4 MB stay in it
+ * (M_MMAP_THRESHOLD), that growth is advised MADV_HUGEPAGE, and memory freed
+ * at the top is kept up to twice the reserve (M_TRIM_THRESHOLD), as the
+ * engine soon needs it again.  Growth beyond it comes in 4 KB pages.
+ * Returns the bytes advised (0: none, e.g. under ASan, whose allocator has
+ * no such heap). */
 size_t base_huge_heap(size_t reserve_mb);
 
 #endif
