@@ -203,6 +203,78 @@ int eng_maybe_commit(engine *e, xerr *err)
  * written as they come; the length covered by committed epochs is recorded in
  * the epoch, and at restart the file is cut back to it, so rows of an epoch
  * that did not commit are written once, by the replay. */
+static void *sink_writer(void *arg)
+{
+    sink_file *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->qn && !s->quit) pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->qn) break; /* quit with nothing left */
+        sbuf b = s->q[s->qh];
+        s->qh = (s->qh + 1) % SINK_BUFS;
+        s->qn--;
+        s->writing = 1;
+        int failed = s->werr != 0;
+        pthread_mutex_unlock(&s->mu);
+        size_t at = 0;
+        int en = 0;
+        while (!failed && at < b.len) {
+            ssize_t w = write(s->fd, b.p + at, b.len - at);
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) {
+                en = errno;
+                break;
+            }
+            at += (size_t)w;
+        }
+        pthread_mutex_lock(&s->mu);
+        if (en && !s->werr) s->werr = en;
+        s->written += (int64_t)at;
+        sbuf_reset(&b);
+        s->spare[s->nspare++] = b;
+        s->writing = 0;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Hand s->buf to the writer (waiting while SINK_BUFS are queued) and take
+ * an empty buffer for the next rows. */
+static void sink_put(sink_file *s)
+{
+    if (!s->buf.len) return;
+    pthread_mutex_lock(&s->mu);
+    while (!s->nspare) pthread_cond_wait(&s->cv, &s->mu);
+    s->q[(s->qh + s->qn) % SINK_BUFS] = s->buf;
+    s->qn++;
+    s->buf = s->spare[--s->nspare];
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void eng_sink_close(sink_file *s)
+{
+    if (!s) return;
+    if (s->writer_up) {
+        sink_put(s);
+        pthread_mutex_lock(&s->mu);
+        s->quit = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->writer, NULL);
+    }
+    if (s->fd >= 0) close(s->fd);
+    for (int i = 0; i < s->nspare; i++) sbuf_fini(&s->spare[i]);
+    for (int i = 0; i < s->qn; i++) sbuf_fini(&s->q[(s->qh + i) % SINK_BUFS]);
+    sbuf_fini(&s->buf);
+    fmt_encoder_free(s->enc);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->path);
+    free(s);
+}
+
 static int sink_open(query *q, const char *uri, const char *format, int64_t committed, xerr *err)
 {
     if (!strncmp(uri, "tcp://", 6) || !strncmp(uri, "unix://", 7)) return io_sink_open(q->eng, q, uri, format, err);
@@ -213,40 +285,52 @@ static int sink_open(query *q, const char *uri, const char *format, int64_t comm
     if (format && fmt_kind_parse(format, &k)) return xerr_set(err, XE_INVAL, "unknown sink format '%s'", format);
     if (k != FMT_CSV && k != FMT_JSON) return xerr_set(err, XE_INVAL, "a sink's format is csv or json");
     sink_file *s = calloc(1, sizeof *s);
-    if (!s || !(s->path = strdup(path))) {
-        free(s);
+    if (!s) return xerr_set(err, XE_NOMEM, "out of memory");
+    s->fd = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->nspare = SINK_BUFS;
+    if (!(s->path = strdup(path))) {
+        eng_sink_close(s);
         return xerr_set(err, XE_NOMEM, "out of memory");
     }
-    int fd = open(path, O_WRONLY | O_CREAT, 0644);
-    if (fd < 0 || ftruncate(fd, committed) != 0 || lseek(fd, committed, SEEK_SET) < 0) {
+    s->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (s->fd < 0 || ftruncate(s->fd, committed) != 0 || lseek(s->fd, committed, SEEK_SET) < 0) {
         int en = errno;
-        if (fd >= 0) close(fd);
-        free(s->path);
-        free(s);
+        eng_sink_close(s);
         return xerr_set(err, XE_IO, "cannot open sink file '%s': %s", path, strerror(en));
     }
-    s->f = fdopen(fd, "w");
-    s->committed = committed;
+    s->committed = s->base = committed;
     fmt_enc_opts eo = {0};
     eo.no_header = committed > 0;
-    if (!s->f || fmt_encoder_new(k, &q->out_schema, &eo, &s->enc)) {
-        if (s->f) fclose(s->f);
-        else close(fd);
-        free(s->path);
-        free(s);
+    if (fmt_encoder_new(k, &q->out_schema, &eo, &s->enc)) {
+        eng_sink_close(s);
         return xerr_set(err, XE_NOMEM, "out of memory");
     }
+    int rc = pthread_create(&s->writer, NULL, sink_writer, s);
+    if (rc) {
+        eng_sink_close(s);
+        return xerr_set(err, XE_IO, "cannot start the writer of sink file '%s': %s", path, strerror(rc));
+    }
+    s->writer_up = 1;
     q->sink = s;
     return 0;
 }
 
+/* Every byte handed to the writer is written: the epoch may record the
+ * sink's length (a kill -9 then loses nothing below it). */
 static int sink_sync(query *q, xerr *err)
 {
     sink_file *s = q->sink;
     if (!s) return 0;
-    if (fflush(s->f) != 0) return xerr_set(err, XE_IO, "writing sink '%s': %s", s->path, strerror(errno));
-    long pos = ftell(s->f);
-    if (pos >= 0) s->committed = pos;
+    sink_put(s);
+    pthread_mutex_lock(&s->mu);
+    while (s->qn || s->writing) pthread_cond_wait(&s->cv, &s->mu);
+    int en = s->werr;
+    int64_t at = s->base + s->written;
+    pthread_mutex_unlock(&s->mu);
+    if (en) return xerr_set(err, XE_IO, "writing sink '%s': %s", s->path, strerror(en));
+    s->committed = at;
     return 0;
 }
 
@@ -257,11 +341,9 @@ int query_emit(query *q, const batch *b, xerr *err)
         q->limit_left -= b->nrows;
         if (q->limit_left <= 0) q->finished = 1;
     }
-    if (q->sink) {
-        sbuf_reset(&q->sink->buf);
+    if (q->sink) { /* encoded here, written by the sink's writer (sink_sync reports its errors) */
         if (fmt_encode(q->sink->enc, b, &q->sink->buf)) return xerr_set(err, XE_NOMEM, "out of memory");
-        if (q->sink->buf.len && fwrite(q->sink->buf.p, 1, q->sink->buf.len, q->sink->f) != q->sink->buf.len)
-            return xerr_set(err, XE_IO, "writing sink '%s': %s", q->sink->path, strerror(errno));
+        if (q->sink->buf.len >= 32768) sink_put(q->sink);
     }
     if (q->outlet && io_outlet_rows(q->outlet, b)) return xerr_set(err, XE_NOMEM, "out of memory");
     for (int i = 0; i < q->nsubs; i++)

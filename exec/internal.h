@@ -14,6 +14,8 @@
 #include <uv.h>
 
 #include "exec/exec.h"
+
+#include <pthread.h>
 #include "storage/storage.h"
 
 /* ------------------------------------------------------------------ expressions */
@@ -83,13 +85,32 @@ struct opinst {
     unsigned char *timed;   /* per task: restarted empty, recomputes from the resume watermark */
 };
 
+/* A file sink.  The engine's thread encodes rows into buf and hands each
+ * filled buffer to the sink's writer thread, which writes them in order
+ * (SINK_BUFS at most in flight); an epoch's commit waits until every byte
+ * handed over is written (engine.c, sink_sync). */
+enum { SINK_BUFS = 4 };
 typedef struct sink_file {
-    FILE *f;
+    int fd;
     char *path;
     fmt_encoder *enc;
-    sbuf buf;
+    sbuf buf;          /* being filled by the engine's thread */
     int64_t committed; /* bytes durable in the catalog's view */
+    pthread_t writer;
+    int writer_up;
+    pthread_mutex_t mu; /* guards the fields below */
+    pthread_cond_t cv;  /* a buffer queued, written, or quit */
+    sbuf q[SINK_BUFS];  /* queued buffers, a ring: qn of them from qh */
+    int qh, qn;
+    sbuf spare[SINK_BUFS]; /* written buffers, for reuse: nspare of them */
+    int nspare;
+    int writing;       /* the writer holds a buffer */
+    int64_t written;   /* bytes written past committed-at-open */
+    int64_t base;      /* the file's length at open */
+    int werr;          /* errno of a failed write, until reported */
+    int quit;
 } sink_file;
+void eng_sink_close(sink_file *s); /* writes what is queued, stops the writer, frees s */
 
 struct query {
     engine *eng;

@@ -212,13 +212,7 @@ void query_free(query *q)
     if (q->ops)
         for (int i = 0; i < q->dag->nops; i++) op_fini(&q->ops[i]);
     free(q->ops);
-    if (q->sink) {
-        if (q->sink->f) fclose(q->sink->f);
-        fmt_encoder_free(q->sink->enc);
-        sbuf_fini(&q->sink->buf);
-        free(q->sink->path);
-        free(q->sink);
-    }
+    eng_sink_close(q->sink);
     batch_fini(&q->scratch);
     sbuf_fini(&q->deltas);
     sbuf_fini(&q->reemit);
