@@ -210,7 +210,7 @@ static void *sink_writer(void *arg)
     for (;;) {
         while (!s->qn && !s->quit) pthread_cond_wait(&s->cv, &s->mu);
         if (!s->qn) break; /* quit with nothing left */
-        sbuf b = s->q[s->qh];
+        batch b = s->q[s->qh];
         s->qh = (s->qh + 1) % SINK_BUFS;
         s->qn--;
         s->writing = 1;
@@ -218,8 +218,10 @@ static void *sink_writer(void *arg)
         pthread_mutex_unlock(&s->mu);
         size_t at = 0;
         int en = 0;
-        while (!failed && at < b.len) {
-            ssize_t w = write(s->fd, b.p + at, b.len - at);
+        sbuf_reset(&s->wbuf);
+        if (!failed && fmt_encode(s->enc, &b, &s->wbuf)) en = ENOMEM;
+        while (!failed && !en && at < s->wbuf.len) {
+            ssize_t w = write(s->fd, s->wbuf.p + at, s->wbuf.len - at);
             if (w < 0 && errno == EINTR) continue;
             if (w < 0) {
                 en = errno;
@@ -227,10 +229,10 @@ static void *sink_writer(void *arg)
             }
             at += (size_t)w;
         }
+        batch_reset(&b);
         pthread_mutex_lock(&s->mu);
         if (en && !s->werr) s->werr = en;
         s->written += (int64_t)at;
-        sbuf_reset(&b);
         s->spare[s->nspare++] = b;
         s->writing = 0;
         pthread_cond_broadcast(&s->cv);
@@ -239,18 +241,41 @@ static void *sink_writer(void *arg)
     return NULL;
 }
 
-/* Hand s->buf to the writer (waiting while SINK_BUFS are queued) and take
- * an empty buffer for the next rows. */
+/* Hand s->pend to the writer (waiting while SINK_BUFS are queued) and take
+ * an empty batch for the next rows. */
 static void sink_put(sink_file *s)
 {
-    if (!s->buf.len) return;
+    if (!s->pend.nrows) return;
     pthread_mutex_lock(&s->mu);
     while (!s->nspare) pthread_cond_wait(&s->cv, &s->mu);
-    s->q[(s->qh + s->qn) % SINK_BUFS] = s->buf;
+    s->q[(s->qh + s->qn) % SINK_BUFS] = s->pend;
     s->qn++;
-    s->buf = s->spare[--s->nspare];
+    s->pend = s->spare[--s->nspare];
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+}
+
+/* b's rows into s->pend (TEXT bytes copied), handed over by the batch. */
+static int sink_rows(sink_file *s, const batch *b)
+{
+    if (b->ncols != s->pend.ncols) return XE_INVAL;
+    for (int r = 0; r < b->nrows;) {
+        int n = b->nrows - r < SINK_ROWS - s->pend.nrows ? b->nrows - r : SINK_ROWS - s->pend.nrows;
+        int text = s->text;
+        for (const val *v = batch_row(b, r), *end = v + (size_t)n * (size_t)b->ncols; !text && v < end; v++)
+            text = v->type == TY_TEXT; /* not in the schema, but never a pointer the writer could outlive */
+        if (text) {
+            for (int i = 0; i < n; i++)
+                if (batch_append_row(&s->pend, batch_row(b, r + i))) return XE_NOMEM;
+        } else {
+            if (batch_reserve(&s->pend, n)) return XE_NOMEM;
+            memcpy(batch_row(&s->pend, s->pend.nrows), batch_row(b, r), (size_t)n * (size_t)b->ncols * sizeof(val));
+            s->pend.nrows += n;
+        }
+        r += n;
+        if (s->pend.nrows >= SINK_ROWS) sink_put(s);
+    }
+    return 0;
 }
 
 void eng_sink_close(sink_file *s)
@@ -265,9 +290,10 @@ void eng_sink_close(sink_file *s)
         pthread_join(s->writer, NULL);
     }
     if (s->fd >= 0) close(s->fd);
-    for (int i = 0; i < s->nspare; i++) sbuf_fini(&s->spare[i]);
-    for (int i = 0; i < s->qn; i++) sbuf_fini(&s->q[(s->qh + i) % SINK_BUFS]);
-    sbuf_fini(&s->buf);
+    for (int i = 0; i < s->nspare; i++) batch_fini(&s->spare[i]);
+    for (int i = 0; i < s->qn; i++) batch_fini(&s->q[(s->qh + i) % SINK_BUFS]);
+    batch_fini(&s->pend);
+    sbuf_fini(&s->wbuf);
     fmt_encoder_free(s->enc);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -289,8 +315,10 @@ static int sink_open(query *q, const char *uri, const char *format, int64_t comm
     s->fd = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    s->nspare = SINK_BUFS;
-    if (!(s->path = strdup(path))) {
+    int nc = q->out_schema.ncols, bad = batch_init(&s->pend, nc, SINK_ROWS) != 0;
+    for (int i = 0; i < SINK_BUFS; i++) bad |= batch_init(&s->spare[s->nspare++], nc, SINK_ROWS) != 0;
+    for (int i = 0; i < nc; i++) s->text |= q->out_schema.types[i] == TY_TEXT || q->out_schema.types[i] == TY_NULL;
+    if (bad || !(s->path = strdup(path))) {
         eng_sink_close(s);
         return xerr_set(err, XE_NOMEM, "out of memory");
     }
@@ -317,7 +345,7 @@ static int sink_open(query *q, const char *uri, const char *format, int64_t comm
     return 0;
 }
 
-/* Every byte handed to the writer is written: the epoch may record the
+/* Every row handed to the writer is written: the epoch may record the
  * sink's length (a kill -9 then loses nothing below it). */
 static int sink_sync(query *q, xerr *err)
 {
@@ -341,10 +369,8 @@ int query_emit(query *q, const batch *b, xerr *err)
         q->limit_left -= b->nrows;
         if (q->limit_left <= 0) q->finished = 1;
     }
-    if (q->sink) { /* encoded here, written by the sink's writer (sink_sync reports its errors) */
-        if (fmt_encode(q->sink->enc, b, &q->sink->buf)) return xerr_set(err, XE_NOMEM, "out of memory");
-        if (q->sink->buf.len >= 32768) sink_put(q->sink);
-    }
+    if (q->sink && sink_rows(q->sink, b)) /* encoded and written by the sink's writer (sink_sync reports its errors) */
+        return xerr_set(err, XE_NOMEM, "out of memory");
     if (q->outlet && io_outlet_rows(q->outlet, b)) return xerr_set(err, XE_NOMEM, "out of memory");
     for (int i = 0; i < q->nsubs; i++)
         if (io_outlet_rows(q->subs[i], b)) return xerr_set(err, XE_NOMEM, "out of memory");

@@ -85,29 +85,32 @@ struct opinst {
     unsigned char *timed;   /* per task: restarted empty, recomputes from the resume watermark */
 };
 
-/* A file sink.  The engine's thread encodes rows into buf and hands each
- * filled buffer to the sink's writer thread, which writes them in order
- * (SINK_BUFS at most in flight); an epoch's commit waits until every byte
- * handed over is written (engine.c, sink_sync). */
-enum { SINK_BUFS = 4 };
+/* A file sink.  The engine's thread copies a standing query's rows into
+ * pend and hands each full batch to the sink's writer thread, which encodes
+ * (CSV, JSON) and writes them in order (SINK_BUFS batches at most in
+ * flight); an epoch's commit waits until every row handed over is written
+ * (engine.c, sink_sync). */
+enum { SINK_BUFS = 4, SINK_ROWS = 1024 };
 typedef struct sink_file {
     int fd;
     char *path;
-    fmt_encoder *enc;
-    sbuf buf;          /* being filled by the engine's thread */
+    fmt_encoder *enc;  /* the writer's, once it runs */
+    int text;          /* the rows have TEXT values (copied with their bytes) */
+    batch pend;        /* being filled by the engine's thread */
     int64_t committed; /* bytes durable in the catalog's view */
     pthread_t writer;
     int writer_up;
+    sbuf wbuf;         /* the writer's encoded bytes */
     pthread_mutex_t mu; /* guards the fields below */
-    pthread_cond_t cv;  /* a buffer queued, written, or quit */
-    sbuf q[SINK_BUFS];  /* queued buffers, a ring: qn of them from qh */
+    pthread_cond_t cv;  /* a batch queued, written, or quit */
+    batch q[SINK_BUFS]; /* queued batches, a ring: qn of them from qh */
     int qh, qn;
-    sbuf spare[SINK_BUFS]; /* written buffers, for reuse: nspare of them */
+    batch spare[SINK_BUFS]; /* written batches, for reuse: nspare of them */
     int nspare;
-    int writing;       /* the writer holds a buffer */
-    int64_t written;   /* bytes written past committed-at-open */
+    int writing;       /* the writer holds a batch */
+    int64_t written;   /* bytes written past base */
     int64_t base;      /* the file's length at open */
-    int werr;          /* errno of a failed write, until reported */
+    int werr;          /* errno of a failed encoding or write, until reported */
     int quit;
 } sink_file;
 void eng_sink_close(sink_file *s); /* writes what is queued, stops the writer, frees s */
