@@ -90,7 +90,7 @@ struct opinst {
  * (CSV, JSON) and writes them in order (SINK_BUFS batches at most in
  * flight); an epoch's commit waits until every row handed over is written
  * (engine.c, sink_sync). */
-enum { SINK_BUFS = 4, SINK_ROWS = 1024 };
+enum { SINK_BUFS = 16, SINK_ROWS = 1024 };
 typedef struct sink_file {
     int fd;
     char *path;
