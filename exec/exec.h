@@ -41,7 +41,7 @@
  * replicates a few times a second with large writes, and windows that open
  * and close within one epoch never reach LMDB (docs/architecture.md). */
 #define EXEC_EPOCH_MS 200
-#define EXEC_EPOCH_BYTES (32u << 20)
+#define EXEC_EPOCH_BYTES (8u << 20)
 
 typedef struct engine engine;
 
