@@ -18,6 +18,12 @@
  * progress (max event time, row count, file position), standing queries are
  * re-planned, their state loaded from LMDB, and they catch up from their
  * committed offsets to the end of their streams' logs.
+ *
+ * Threads: everything here runs on the caller's thread (the shell's, or a
+ * node's event loop), except each file sink's writer (sink_writer), which
+ * only encodes and writes the batches handed to it under its sink's mutex;
+ * an epoch's commit waits for it (sink_sync).  The store syncs committed
+ * epochs on a thread of its own (storage.h, store_sync_start).
  */
 #include "exec/internal.h"
 
