@@ -1696,9 +1696,10 @@ static int fx_probe(opinst *o, agg_task *a, const batch *in, int c0, int c1)
         agg_entry *e = fx_find(&t, rh[r], &slot);
         if (e) __builtin_prefetch((char *)e + 64);
         else {
-            /* the table of t.ws to insert into: look it up (the prefetching side may have moved wlast) */
+            /* t's window as the one probed last (the prefetching side may have moved wlast): the
+             * entry goes in at the slot the probe ended at */
             fx_table(a, global, size, t.ws, &t);
-            if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0, -1))) return XE_NOMEM;
+            if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0, slot))) return XE_NOMEM;
             /* opening it may have made or moved the tables: look them up again */
             fx_table(a, global, size, t.ws, &t);
             fx_table(a, global, size, pt.ws, &pt);
@@ -1754,32 +1755,6 @@ static struct wlist *fx_dense(agg_task *a, int64_t we, int c0, int c1)
     return l;
 }
 
-/* Rows [c0, c1) of one window, hashed and probed with the table slots of
- * the rows FX_AHEAD on prefetched; XE_NOMEM. */
-static int fx_probe_hashed1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
-{
-    int global = o->op->window.kind == WIN_NONE;
-    int64_t size = o->op->window.size_ms;
-    const uint64_t *restrict rh = a->rh;
-    agg_entry **restrict cand = a->rcand;
-    fx_tab t;
-    fx_hashes(a, c0, c1);
-    fx_table(a, global, size, a->rts[c0], &t);
-    for (int r = c0; r < c1 && r < c0 + FX_AHEAD && t.m; r++) __builtin_prefetch(&t.tab[rh[r] & t.m]);
-    for (int r = c0; r < c1; r++) {
-        if (r + FX_AHEAD < c1 && t.m) __builtin_prefetch(&t.tab[rh[r + FX_AHEAD] & t.m]);
-        int64_t slot;
-        agg_entry *e = fx_find(&t, rh[r], &slot);
-        if (e) __builtin_prefetch((char *)e + 64);
-        else {
-            if (!(e = fx_entry(a, batch_row(in, r), r, global ? WM_END : t.ws + size, 0, slot))) return XE_NOMEM;
-            fx_table(a, global, size, t.ws, &t); /* it may have made or moved the table */
-        }
-        cand[r] = e;
-    }
-    return 0;
-}
-
 /* Rows [c0, c1) of one window: each row's candidate from the window's dense
  * index where its key falls in it; the others hashed and probed, found or
  * opened entries then entered in the index (checked first: a tag that
@@ -1791,7 +1766,10 @@ static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
     int global = o->op->window.kind == WIN_NONE;
     int64_t size = o->op->window.size_ms, we = global ? WM_END : a->rts[c0] + size;
     const struct wlist *l = fx_dense(a, we, c0, c1);
-    if (!l) return fx_probe_hashed1(o, a, in, c0, c1);
+    if (!l) {
+        fx_hashes(a, c0, c1);
+        return fx_probe(o, a, in, c0, c1);
+    }
     agg_entry **restrict dense = l->dense;
     uint64_t base = l->dbase, cap = l->dcap;
     const int64_t *restrict rkv = a->rkv;
@@ -2067,12 +2045,13 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         }
     int rc = 0;
     batch_reset(&o->out);
-    int lines = a->fx_type ? 1 : (int)(a->pool_size ? a->pool_size / 64 : 4); /* what emit reads */
+    /* what emit reads: the fast path's entries their second line, others all of it */
+    int first = a->fx_type ? 1 : 0, lines = a->fx_type ? 1 : (int)(a->pool_size ? a->pool_size / 64 : 4);
     for (int64_t i = 0; i < a->nclosing; i++) {
         const csort *c = &a->closing[i];
         if (i + PF_AHEAD < a->nclosing) {
             const char *f = (const char *)a->closing[i + PF_AHEAD].e;
-            for (int l = 0; l < lines; l++) __builtin_prefetch(f + (lines == 1 ? 64 : 64 * l));
+            for (int l = first; l < first + lines; l++) __builtin_prefetch(f + 64 * l);
         }
         if (op->emit != EMIT_CHANGES && (rc = emit_window_entry(o, a, c->e, c->wstart, c->wend, err))) return rc;
         if (o->out.nrows >= EXEC_SLICE_ROWS) {
