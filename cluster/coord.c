@@ -881,6 +881,7 @@ static int cq_rows(void *ctx, const batch *b)
     if (dd_filter(&q->dt, b, &b)) return XE_NOMEM;
     if (!b->nrows) return 0;
     q->rows += b->nrows;
+    if (engine_deployed_sink_rows(q->co_node->eng, q->qid, b, &err)) return XE_NOMEM;
     /* for the subscribers that may still attach again */
     if (q->orphan_until && clock_wall_ms() < q->orphan_until && backlog_add(q, b)) return XE_NOMEM;
     if (!q->subs) return 0;
@@ -1225,6 +1226,13 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
         goto out;
     }
     if ((rc = query_placement_opts(co, st, &strat, &R, err))) goto out;
+    const ast_option *sink = st->kind == ST_CREATE_QUERY ? ast_option_get(st->with, "sink") : NULL;
+    if (sink && strncmp(sink->value, "tcp://", 6) && strncmp(sink->value, "unix://", 7)) {
+        rc = xerr_set(err, XE_INVAL, "sink '%s': a cluster writes socket sinks only (tcp://HOST:PORT or unix:///path, "
+                                     "from the coordinator); use SUBSCRIBE, or an embedded engine for a file sink",
+                      sink->value);
+        goto out;
+    }
     if ((rc = engine_plan(n->eng, sql.p, &d, err))) goto out;
     nodes = calloc((size_t)n->npeers + 1, sizeof *nodes);
     pl = calloc((size_t)n->npeers + 1, sizeof *pl);

@@ -377,7 +377,9 @@ int query_emit(query *q, const batch *b, xerr *err)
     }
     if (q->sink && sink_rows(q->sink, b)) /* encoded and written by the sink's writer (sink_sync reports its errors) */
         return xerr_set(err, XE_NOMEM, "out of memory");
-    if (q->outlet && io_outlet_rows(q->outlet, b)) return xerr_set(err, XE_NOMEM, "out of memory");
+    /* a deployed query's socket sink gets its rows from the host, once it
+     * dropped the repeats of a recovery (engine_deployed_sink_rows) */
+    if (q->outlet && !q->deployed && io_outlet_rows(q->outlet, b)) return xerr_set(err, XE_NOMEM, "out of memory");
     for (int i = 0; i < q->nsubs; i++)
         if (io_outlet_rows(q->subs[i], b)) return xerr_set(err, XE_NOMEM, "out of memory");
     engine *e = q->eng;
@@ -1002,6 +1004,11 @@ static int query_new(engine *e, const ast_select *sel, const ast_options *w, con
     q->id = id;
     q->name = name ? strdup(name) : NULL;
     q->sql = sql ? strdup(sql) : NULL;
+    const ast_option *so = ast_option_get(w, "sink"), *fo = ast_option_get(w, "format");
+    if ((so && !(q->sink_uri = strdup(so->value))) || (so && fo && !(q->sink_format = strdup(fo->value)))) {
+        query_free(q);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
     if ((rc = query_start(e, q, err))) { query_free(q); return rc; }
     /* new queries read from the end of their streams' logs */
     for (int k = 0; k < q->nsrc; k++) {
@@ -1374,7 +1381,7 @@ static int show_queries(engine *e, const exec_out *out)
         wm_text(query_wm(e, q), wm);
         table_text(&tb, r, 0, q->name);
         table_text(&tb, r, 1, "RUNNING");
-        table_text(&tb, r, 2, q->sink ? q->sink->path : NULL);
+        table_text(&tb, r, 2, q->sink_uri);
         r[3] = val_int(TY_BIGINT, q->rows_in);
         r[4] = val_int(TY_BIGINT, q->rows_out);
         r[5] = val_double((double)(int64_t)((double)q->rows_in / secs * 10) / 10);
@@ -1477,7 +1484,16 @@ static int describe(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
         for (int t = 0; q->ops[i].agg && t < q->ops[i].ntasks; t++) groups += agg_open_groups(q->ops[i].agg[t]);
     sbuf_printf(&b, "Rows in: %lld  rows out: %lld  late (dropped): %lld  open windows x groups: %lld  watermark: %s\n",
                 (long long)q->rows_in, (long long)q->rows_out, (long long)q->late, (long long)groups, wm);
-    if (q->sink) sbuf_printf(&b, "Sink: file://%s\n", q->sink->path);
+    if (q->sink_uri) {
+        sbuf_printf(&b, "Sink: %s (%s", q->sink_uri, q->sink_format ? q->sink_format : "csv");
+        size_t backlog;
+        if (q->outlet) {
+            const char *state = io_outlet_state(q->outlet, &backlog);
+            sbuf_printf(&b, ", %s, %zu bytes waiting", state, backlog);
+        } else if (q->sink)
+            sbuf_printf(&b, ", %lld bytes written", (long long)q->sink->committed);
+        sbuf_adds(&b, ")\n");
+    }
     plan_explain_text(q->dag, &b);
     int rc = text_table(out, "description", b.p);
     sbuf_fini(&b);
@@ -1618,6 +1634,14 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
         query_free(q);
         return rc;
     }
+    /* a socket sink runs where the sink task does (the coordinator); a
+     * file sink needs an engine of its own (the coordinator refuses it) */
+    if (q->sink_uri && task_local(q, &q->ops[q->dag->sink], 0) &&
+        (!strncmp(q->sink_uri, "tcp://", 6) || !strncmp(q->sink_uri, "unix://", 7)) &&
+        (rc = io_sink_open(e, q, q->sink_uri, q->sink_format, err))) {
+        remove_query(e, q);
+        return rc;
+    }
     /* Results the tasks it took over emitted lately go again (the sink
      * drops what it has).  No watermark yet: the next slice brings one.  A
      * query redeployed after a failure replays its log first
@@ -1660,6 +1684,13 @@ int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_
     int rc = eng_txn(e, err);
     if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, tag, err);
     return rc ? rc : eng_maybe_commit(e, err);
+}
+
+int engine_deployed_sink_rows(engine *e, uint32_t qid, const batch *b, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q || !q->outlet) return 0;
+    return io_outlet_rows(q->outlet, b) ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
 }
 
 int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)

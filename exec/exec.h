@@ -237,6 +237,10 @@ int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
  * deployed over a cluster is complete.  XE_NOTFOUND when qid is not deployed
  * here or its sink task runs elsewhere. */
 int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
+/* Rows of deployed query qid for its socket sink here (WITH sink =
+ * 'tcp://...' or 'unix://...'), once the host dropped what a recovery
+ * repeated; nothing when it has none here. */
+int engine_deployed_sink_rows(engine *e, uint32_t qid, const batch *b, xerr *err);
 
 /* Fault tolerance (exec/ft.c).  engine_source_offsets gives the log offsets
  * a deployed query's local sources will read next (a host records them when

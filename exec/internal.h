@@ -133,6 +133,8 @@ struct query {
     int finished;
     int64_t limit_left;     /* -1 = none */
     sink_file *sink;        /* file sink of a standing query */
+    char *sink_uri;         /* WITH sink, as written (file, tcp or unix), or NULL */
+    char *sink_format;      /* WITH format of the sink, or NULL (csv) */
     fmt_schema out_schema;
     const char **out_names;
     sql_type *out_types;
@@ -232,6 +234,8 @@ int io_source_start(engine *e, const char *stream, const char *uri, xerr *err);
 void io_source_stop(engine *e, const char *stream);
 int io_sink_open(engine *e, query *q, const char *uri, const char *format, xerr *err);
 int io_outlet_rows(io_outlet *o, const batch *b);
+/* A socket sink's state for DESCRIBE: "connected" or "connecting", and the bytes waiting. */
+const char *io_outlet_state(const io_outlet *o, size_t *backlog);
 void io_outlet_close(engine *e, io_outlet *o);
 int eng_stream_index(const engine *e, const char *name);
 /* Stream log records: the largest event time so far, then flags, then a batch. */

@@ -462,6 +462,12 @@ int io_outlet_rows(io_outlet *o, const batch *b)
     return 0;
 }
 
+const char *io_outlet_state(const io_outlet *o, size_t *backlog)
+{
+    *backlog = outlet_backlog(o);
+    return o->connected ? "connected" : "connecting";
+}
+
 int io_sink_open(engine *e, query *q, const char *uri, const char *format, xerr *err)
 {
     io_outlet *o = calloc(1, sizeof *o);

@@ -222,6 +222,8 @@ void query_free(query *q)
     free(q->out_types);
     free(q->name);
     free(q->sql);
+    free(q->sink_uri);
+    free(q->sink_format);
     free(q);
 }
 

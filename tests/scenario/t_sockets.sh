@@ -94,6 +94,12 @@ head -n 1 a.out | grep -qx 'k,n,s,window_start' || fail "the push query's header
 wait_until 5 lines_at_least sink.out '^[0-9]' 18 || { cat sink.out; fail "the tcp sink received too little"; }
 sort sink.out >sink.txt
 cmp -s want.txt sink.txt || { diff want.txt sink.txt; fail "the tcp sink's rows differ"; }
+# the sink shows: SHOW QUERIES has its address, DESCRIBE a Sink: line with its state
+echo "SHOW QUERIES; DESCRIBE agg;" >&3
+wait_until 5 lines_at_least a.out 'Sink: ' 1 || { cat a.out a.err; fail "DESCRIBE has no Sink: line for a tcp sink"; }
+grep -q "^agg,RUNNING,tcp://127.0.0.1:$P_SINK," a.out || { cat a.out; fail "SHOW QUERIES does not show the tcp sink"; }
+grep -q "Sink: tcp://127.0.0.1:$P_SINK (csv, connected, 0 bytes waiting)" a.out ||
+    { grep Sink a.out; fail "DESCRIBE's Sink: line"; }
 
 # SIGINT ends the run that waits on its push query: exit 130
 exec 3>&-
@@ -139,6 +145,11 @@ PIDS="$PIDS $!"
 want=$(grep -c '6\.5$' all.csv)
 wait_until 10 lines_at_least late.out '"v":6.5' "$want" || { cat late.out f.err; fail "the late sink peer got $(grep -c . late.out) rows"; }
 has late.out '{"k":1,"v":6.5}'
+"$A" --data "$T/d3" -q --format csv -e "CREATE STREAM ev ($EV_COLS) WITH (timestamp = 'ts');
+CREATE QUERY u WITH (sink = 'unix://$T/nobody.sock', format = 'json') AS SELECT k FROM ev; SHOW QUERIES; DESCRIBE u;" \
+    >u2.out 2>u2.err || { cat u2.err; fail "a query with a unix sink"; }
+grep -q "^u,RUNNING,unix://$T/nobody.sock," u2.out || { cat u2.out; fail "SHOW QUERIES does not show the unix sink"; }
+grep -q "Sink: unix://$T/nobody.sock (json, connecting, 0 bytes waiting)" u2.out || { cat u2.out; fail "DESCRIBE u: Sink:"; }
 kill -TERM "$FPID"
 wait "$FPID"
 rc=$?
