@@ -598,6 +598,7 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
     stream_rt *s = e->streams[si];
     fmt_dec_opts d = {0};
     d.header = in->o.header;
+    d.time_col = s->ps->ts_col + 1;
     d.on_reject = in->o.on_reject;
     d.ctx = in->o.ctx;
     if (in->o.format != FMT_CSV && in->o.format != FMT_JSON) {
@@ -1267,6 +1268,16 @@ static int insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr 
             }
             if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
             row[map[c]] = v;
+        }
+        int tc = s->ps->ts_col;
+        if (!rc && tc >= 0 && row[tc].type == TY_NULL) {
+            /* at the NULL if the row names it, else at the row */
+            const ast_expr *at = vals->n ? vals->v[0] : NULL;
+            for (int c = 0; c < ncols; c++)
+                if (map[c] == tc) at = vals->v[c];
+            rc = xerr_at(err, XE_TYPE, at ? at->line : st->line, at ? at->col : st->col,
+                         "row %d has no event time: column '%s' may not be NULL", r + 1,
+                         s->ps->schema.cols[tc].name);
         }
     }
     free(map);

@@ -943,8 +943,15 @@ int fmt_rejects_print(const fmt_rejects *r, sbuf *out)
 }
 
 /* Complete a row: copy d->row (whose TEXT points into scratch) into out. */
-static int emit_row(fmt_decoder *d, batch *out)
+/* The row built in d->row, unless it lacks its event time: a row without
+ * one belongs to no window, so it is bad input like a bad value. */
+static int emit_row(fmt_decoder *d, int64_t line, batch *out)
 {
+    int tc = d->o.time_col - 1;
+    if (tc >= 0 && tc < d->ncols && d->row[tc].type == TY_NULL) {
+        reject(d, line, "column '%s': no event time (empty or null); every row of the stream needs one", d->names[tc]);
+        return 0;
+    }
     if (batch_append_row(out, d->row) < 0) return XE_NOMEM;
     d->st.rows++;
     return 0;
@@ -1134,7 +1141,7 @@ static int csv_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batch
             return 0;
         }
     }
-    return emit_row(d, out);
+    return emit_row(d, line, out);
 }
 
 /* ------------------------------------------------------------------ JSON lines */
@@ -1289,7 +1296,7 @@ static int json_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batc
             goto done;
         }
     }
-    rc = emit_row(d, out); /* copies the strings out of o */
+    rc = emit_row(d, line, out); /* copies the strings out of o */
 done:
     json_decref(o);
     return rc;

@@ -36,6 +36,8 @@
  * columns (an integral number such as 3.0 is fine for an integer column),
  * strings for TEXT, true/false for BOOLEAN, a number (epoch ms) or an ISO
  * string for TIMESTAMP.
+ * With opts.time_col, a line whose event time is empty, null or missing is
+ * rejected (a row without one would fall into no window).
  * Values from text (fmt_parse_value): BIGINT and INT are range-checked int64;
  * DOUBLE is a decimal or hex number with nothing after it, and not inf or NaN;
  * BOOLEAN is true/false/t/f/yes/no/y/n/on/off/1/0 in any case; TIMESTAMP is epoch
@@ -129,6 +131,8 @@ typedef struct fmt_dec_opts {
     char delim;            /* CSV only; 0 means ',' */
     size_t max_line;       /* 0 means FMT_MAX_LINE */
     int keep_rejects;      /* rejections kept in full; 0 means FMT_KEEP_REJECTS, < 0 none */
+    int time_col;          /* 1 + the column of the event time, which a row must
+                            * have (empty or null is a rejection); 0: none */
     fmt_reject_fn *on_reject; /* optional */
     void *ctx;
 } fmt_dec_opts;

@@ -222,6 +222,7 @@ static void on_connection(uv_stream_t *server, int status)
         snprintf(c->name, sizeof c->name, "#%d", src->nproducers);
     stream_rt *s = e->streams[si];
     fmt_dec_opts d = {0};
+    d.time_col = s->ps->ts_col + 1;
     d.on_reject = conn_reject;
     d.ctx = c;
     fmt_kind k = FMT_CSV;

@@ -545,6 +545,64 @@ static void test_late_rows_counted(void **state)
     cap_fini(&d);
 }
 
+/* Rejections seen by an ingest's on_reject: "line: msg" lines. */
+static void note_reject(void *ctx, int64_t line, const char *msg)
+{
+    sbuf_printf(ctx, "%lld|%s\n", (long long)line, msg);
+}
+
+/* A row without its event time (empty CSV field, JSON null or missing
+ * member, INSERT of NULL) is bad input, reported with its line, never a
+ * row counted as late (issue 16, item 5). */
+static void test_no_event_time(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM s (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (timestamp='ts', watermark='0 seconds');"
+        "CREATE QUERY q AS SELECT k, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k;");
+    static const struct { fmt_kind k; const char *data; } in[] = {
+        {FMT_CSV, "ts,k,v\n1000,1,1\n,1,1\n\"\",2,1\n2000,3,1\n"},
+        {FMT_JSON, "{\"ts\":3000,\"k\":1}\n{\"k\":1}\n{\"ts\":null,\"k\":2}\n{\"ts\":4000,\"k\":3}\n"},
+    };
+    for (int i = 0; i < 2; i++) {
+        sbuf rej;
+        sbuf_init(&rej);
+        exec_ingest *g;
+        xerr err;
+        exec_ingest_opts o = {0};
+        o.format = in[i].k;
+        o.on_reject = note_reject;
+        o.ctx = &rej;
+        exec_ingest_stats st;
+        assert_int_equal(exec_ingest_open(e, "s", &o, &g, &err), 0);
+        assert_int_equal(exec_ingest_feed(g, in[i].data, strlen(in[i].data), &err), 0);
+        assert_int_equal(exec_ingest_close(g, 0, &st, &err), 0);
+        assert_int_equal(st.rows, 2);
+        assert_int_equal(st.rejected, 2);
+        const char *want = i == 0 ? "3|line 3: column 'ts': no event time (empty or null); every row of the stream needs one\n"
+                                    "4|line 4: column 'ts': no event time (empty or null); every row of the stream needs one\n"
+                                  : "2|line 2: column 'ts': no event time (empty or null); every row of the stream needs one\n"
+                                    "3|line 3: column 'ts': no event time (empty or null); every row of the stream needs one\n";
+        assert_string_equal(rej.p, want);
+        sbuf_fini(&rej);
+    }
+    xerr err;
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO s VALUES (5000, 1, 1), (NULL, 2, 2);", &out, &err), XE_TYPE);
+    assert_int_equal(err.col, 37);
+    assert_non_null(strstr(err.msg, "row 2 has no event time: column 'ts' may not be NULL"));
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO s (k, v) VALUES (2, 2);", &out, &err), XE_TYPE);
+    cap d;
+    exec_out dout = cap_out(&d);
+    run(e, &dout, "DESCRIBE q;");
+    assert_non_null(strstr(d.text.p, "late (dropped): 0"));
+    engine_close(e);
+    cap_fini(&c);
+    cap_fini(&d);
+}
+
 static void test_global_and_where(void **state)
 {
     (void)state;
@@ -1021,6 +1079,7 @@ int main(void)
         cmocka_unit_test(test_many_open_windows),
         cmocka_unit_test(test_session_windows),
         cmocka_unit_test(test_late_rows_counted),
+        cmocka_unit_test(test_no_event_time),
         cmocka_unit_test(test_global_and_where),
         cmocka_unit_test(test_join_within),
         cmocka_unit_test(test_errors),
