@@ -995,8 +995,13 @@ static inline val cslot_result(const agg_task *a, const plan_agg *ag, const agg_
 
 /* e's row, with e's window [ws, we) (a closing window passes its bounds,
  * which its list holds: the row then reads only the entry's second line when
- * the group is push_fixed1's integer, which its key holds too). */
-static int emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t ws, int64_t we, xerr *err)
+ * the group is push_fixed1's integer, which its key holds too).  The row's
+ * TEXT (group values, a MIN or MAX) points into e unless own is set, when it
+ * is copied into the output's arena: a change emitted in a push must be, as
+ * a later row of the same batch may change e's MIN or MAX or, in a session
+ * merge, free e and reuse its memory for another group before the batch
+ * goes out.  Closing emits before it frees, and borrows. */
+static int emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t ws, int64_t we, int own, xerr *err)
 {
     val *row = batch_add_row_raw(&o->out); /* every value is set below */
     if (!row) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -1004,7 +1009,7 @@ static int emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t
     if (a->fx_type && e->klen == 9 && e->kin[0] == a->fx_type + 1) /* val_key_put's bytes read back */
         row[c++] = val_int((sql_type)a->fx_type, (int64_t)(be64_get(e->kin + 1) ^ 0x8000000000000000ULL));
     else
-        for (int i = 0; i < a->ngroups; i++) row[c++] = e->gv[i]; /* entry memory outlives the push */
+        for (int i = 0; i < a->ngroups; i++) row[c++] = e->gv[i];
     for (int i = 0; i < a->naggs; i++) {
         if (a->compact) {
             row[c++] = cslot_result(a, &o->op->aggs[i], e, i);
@@ -1017,12 +1022,16 @@ static int emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t
     row[c++] = ws == WM_MIN ? val_null() : val_int(TY_TIMESTAMP, ws);
     row[c++] = we == WM_END ? val_null() : val_int(TY_TIMESTAMP, we);
     for (; c < o->out.ncols; c++) row[c] = val_null();
+    for (int i = 0; own && i < c; i++)
+        if (row[i].type == TY_TEXT && batch_put_text(&o->out, &row[i], row[i].s, row[i].len))
+            return xerr_set(err, XE_NOMEM, "out of memory");
     return 0;
 }
 
+/* A change: e's row now, which owns its TEXT. */
 static int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
 {
-    return emit_window_entry(o, a, e, e->wstart, e->wend, err);
+    return emit_window_entry(o, a, e, e->wstart, e->wend, 1, err);
 }
 
 /* The value of a group or an argument for row: a pointer into row for a
@@ -2053,7 +2062,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             const char *f = (const char *)a->closing[i + PF_AHEAD].e;
             for (int l = first; l < first + lines; l++) __builtin_prefetch(f + 64 * l);
         }
-        if (op->emit != EMIT_CHANGES && (rc = emit_window_entry(o, a, c->e, c->wstart, c->wend, err))) return rc;
+        if (op->emit != EMIT_CHANGES && (rc = emit_window_entry(o, a, c->e, c->wstart, c->wend, 0, err))) return rc;
         if (o->out.nrows >= EXEC_SLICE_ROWS) {
             if ((rc = op_emit(o, task, &o->out, err))) return rc;
             batch_reset(&o->out);

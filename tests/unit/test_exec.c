@@ -524,6 +524,297 @@ static void test_session_windows(void **state)
     cap_fini(&c);
 }
 
+/* EMIT CHANGES, against a plain model run in input order, for session,
+ * tumbling and hopping windows: random rows out of order (within the
+ * watermark, so none is late), sessions that merge (a row bridging two),
+ * rows exactly GAP apart (which do not merge), many TEXT keys (short, longer
+ * than an entry keeps inline, and longer than a pooled entry holds) and a
+ * TEXT MIN and MAX, over several seeds.  Per key, the changes must be the
+ * model's, in order; each names a key that had a row in its window; the
+ * last change of each final (key, window) equals EMIT FINAL's row, and
+ * EMIT FINAL has each such window once.  Changes once borrowed their TEXT
+ * from the entry: a session merged later in the same batch freed it and
+ * its memory came back as another key's, and a later row's MAX overwrote
+ * an earlier change's. */
+enum { SW_ROWS = 12000, SW_KEYS_MAX = 600, SW_VLEN = 24, SW_KLEN = 128 };
+typedef struct sw_win { /* a session or fixed window of the model */
+    int64_t ws, we, n, s;
+    int hi, lo;         /* rows whose v is the MAX and the MIN */
+    int key, parent;    /* parent: the window it merged into, itself while open */
+    int next;           /* the key's previous window */
+    int seen;           /* EMIT FINAL rows for it */
+    int64_t ln, ls, lws, lwe; /* the last change of it that came out */
+    char lhi[SW_VLEN], llo[SW_VLEN];
+} sw_win;
+typedef struct sw_chg { int64_t n, s, ws, we; int hi, lo, win, next; } sw_chg;
+static struct {
+    int nkeys, kind; /* kind: 0 session, 1 tumbling, 2 hopping */
+    int64_t gap, size, adv;
+    char kname[SW_KEYS_MAX][SW_KLEN];
+    int64_t ts[SW_ROWS], x[SW_ROWS];
+    int key[SW_ROWS], krow_next[SW_ROWS], krow_first[SW_KEYS_MAX];
+    char v[SW_ROWS][SW_VLEN];
+    sw_win *w;
+    int nw, kwin[SW_KEYS_MAX];
+    sw_chg *c;
+    int nc, kfirst[SW_KEYS_MAX], klast[SW_KEYS_MAX], cur[SW_KEYS_MAX];
+    int64_t bad, changes_seen, finals_seen;
+    char first_bad[512];
+} sw;
+
+static int sw_root(int i)
+{
+    while (sw.w[i].parent != i) i = sw.w[i].parent;
+    return i;
+}
+
+static void sw_row_into(sw_win *w, int r)
+{
+    w->n++;
+    w->s += sw.x[r];
+    if (w->hi < 0 || strcmp(sw.v[r], sw.v[w->hi]) > 0) w->hi = r;
+    if (w->lo < 0 || strcmp(sw.v[r], sw.v[w->lo]) < 0) w->lo = r;
+}
+
+static int sw_new_win(int k, int64_t ws, int64_t we)
+{
+    int i = sw.nw++;
+    sw.w[i] = (sw_win){ws, we, 0, 0, -1, -1, k, i, sw.kwin[k], 0, 0, 0, 0, 0, "", ""};
+    sw.kwin[k] = i;
+    return i;
+}
+
+static void sw_change(int k, int win)
+{
+    const sw_win *w = &sw.w[win];
+    sw.c[sw.nc] = (sw_chg){w->n, w->s, w->ws, w->we, w->hi, w->lo, win, -1};
+    if (sw.kfirst[k] < 0) sw.kfirst[k] = sw.nc;
+    else sw.c[sw.klast[k]].next = sw.nc;
+    sw.klast[k] = sw.nc++;
+}
+
+/* The model: every row in input order, its changes as EMIT CHANGES makes them. */
+static void sw_model(void)
+{
+    sw.nw = sw.nc = 0;
+    for (int k = 0; k < sw.nkeys; k++) sw.kwin[k] = sw.kfirst[k] = sw.klast[k] = -1;
+    for (int r = 0; r < SW_ROWS; r++) {
+        int k = sw.key[r];
+        int64_t ts = sw.ts[r];
+        if (sw.kind == 0) { /* the open sessions of k that [ts, ts + gap) overlaps merge, with the row */
+            int t = -1;
+            for (int i = sw.kwin[k]; i >= 0; i = sw.w[i].next) {
+                sw_win *w = &sw.w[i];
+                if (w->parent != i || !(w->ws < ts + sw.gap && ts < w->we)) continue;
+                if (t < 0) { t = i; continue; }
+                sw_win *tw = &sw.w[t];
+                tw->n += w->n;
+                tw->s += w->s;
+                if (strcmp(sw.v[w->hi], sw.v[tw->hi]) > 0) tw->hi = w->hi;
+                if (strcmp(sw.v[w->lo], sw.v[tw->lo]) < 0) tw->lo = w->lo;
+                if (w->ws < tw->ws) tw->ws = w->ws;
+                if (w->we > tw->we) tw->we = w->we;
+                w->parent = t;
+            }
+            if (t < 0) t = sw_new_win(k, ts, ts + sw.gap);
+            sw_win *tw = &sw.w[t];
+            if (ts < tw->ws) tw->ws = ts;
+            if (ts + sw.gap > tw->we) tw->we = ts + sw.gap;
+            sw_row_into(tw, r);
+            sw_change(k, t);
+            continue;
+        }
+        int64_t adv = sw.kind == 1 ? sw.size : sw.adv;
+        int64_t last = ts / adv * adv, first = (ts - sw.size) / adv * adv + adv; /* ts > size: no floor needed */
+        for (int64_t st = first; st <= last; st += adv) {
+            int t = -1;
+            for (int i = sw.kwin[k]; i >= 0 && t < 0; i = sw.w[i].next)
+                if (sw.w[i].ws == st) t = i;
+            if (t < 0) t = sw_new_win(k, st, st + sw.size);
+            sw_row_into(&sw.w[t], r);
+            sw_change(k, t);
+        }
+    }
+}
+
+static void sw_fail(const char *fmt, ...)
+{
+    va_list ap;
+    if (sw.bad++) return;
+    va_start(ap, fmt);
+    vsnprintf(sw.first_bad, sizeof sw.first_bad, fmt, ap);
+    va_end(ap);
+}
+
+/* The key of an output row, or -1 (noted) when no key of the input is it. */
+static int sw_key_of(const val *v)
+{
+    if (v->type == TY_TEXT) {
+        const char *d = memchr(v->s, '-', v->len), *end = v->s + v->len; /* text is not NUL-terminated */
+        int k = d && d + 1 < end && d[1] >= '0' && d[1] <= '9' ? 0 : -1;
+        for (const char *p = d + 1; k >= 0 && p < end && *p >= '0' && *p <= '9' && k < SW_KEYS_MAX; p++) k = k * 10 + (*p - '0');
+        if (k >= 0 && k < sw.nkeys && strlen(sw.kname[k]) == v->len && !memcmp(sw.kname[k], v->s, v->len)) return k;
+    }
+    sw_fail("a row names key '%.*s', which no input row had", v->type == TY_TEXT ? (int)v->len : 4,
+            v->type == TY_TEXT ? v->s : "NULL");
+    return -1;
+}
+
+static int sw_text_is(const val *v, const char *s)
+{
+    return v->type == TY_TEXT && strlen(s) == v->len && !memcmp(s, v->s, v->len);
+}
+
+/* Row v (k, n, s, hi, lo, window_start, window_end) equals window w's values. */
+static int sw_row_is(const val *v, int64_t n, int64_t s, const char *hi, const char *lo, int64_t ws, int64_t we)
+{
+    return v[1].i == n && v[2].i == s && sw_text_is(&v[3], hi) && sw_text_is(&v[4], lo) && v[5].i == ws && v[6].i == we;
+}
+
+static int sw_changes(void *ctx, const batch *b)
+{
+    (void)ctx;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *v = batch_row(b, r);
+        int k = sw_key_of(&v[0]);
+        sw.changes_seen++;
+        if (k < 0) continue;
+        /* a row of k in the window: at its start (a session), or in [start, end) */
+        int had = 0;
+        for (int i = sw.krow_first[k]; i >= 0 && !had; i = sw.krow_next[i])
+            had = sw.kind == 0 ? sw.ts[i] == v[5].i : sw.ts[i] >= v[5].i && sw.ts[i] < v[6].i;
+        if (!had) sw_fail("change %lld names key %s, which had no row at window_start %lld", (long long)sw.changes_seen,
+                          sw.kname[k], (long long)v[5].i);
+        int c = sw.cur[k];
+        if (c < 0) {
+            sw_fail("key %s: more changes than rows", sw.kname[k]);
+            continue;
+        }
+        const sw_chg *e = &sw.c[c];
+        sw.cur[k] = e->next;
+        if (!sw_row_is(v, e->n, e->s, sw.v[e->hi], sw.v[e->lo], e->ws, e->we))
+            sw_fail("key %s: change %lld is n=%lld s=%lld hi=%.*s [%lld, %lld), the model's n=%lld s=%lld hi=%s [%lld, %lld)",
+                    sw.kname[k], (long long)sw.changes_seen, (long long)v[1].i, (long long)v[2].i,
+                    v[3].type == TY_TEXT ? (int)v[3].len : 0, v[3].s, (long long)v[5].i, (long long)v[6].i,
+                    (long long)e->n, (long long)e->s, sw.v[e->hi], (long long)e->ws, (long long)e->we);
+        sw_win *w = &sw.w[sw_root(e->win)];
+        w->ln = v[1].i;
+        w->ls = v[2].i;
+        w->lws = v[5].i;
+        w->lwe = v[6].i;
+        snprintf(w->lhi, sizeof w->lhi, "%.*s", v[3].type == TY_TEXT ? (int)v[3].len : 0, v[3].s);
+        snprintf(w->llo, sizeof w->llo, "%.*s", v[4].type == TY_TEXT ? (int)v[4].len : 0, v[4].s);
+    }
+    return 0;
+}
+
+static int sw_finals(void *ctx, const batch *b)
+{
+    (void)ctx;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *v = batch_row(b, r);
+        int k = sw_key_of(&v[0]);
+        sw.finals_seen++;
+        if (k < 0) continue;
+        int t = -1;
+        for (int i = sw.kwin[k]; i >= 0 && t < 0; i = sw.w[i].next)
+            if (sw.w[i].parent == i && sw.w[i].ws == v[5].i) t = i;
+        if (t < 0) {
+            sw_fail("EMIT FINAL: key %s has no window starting at %lld", sw.kname[k], (long long)v[5].i);
+            continue;
+        }
+        sw_win *w = &sw.w[t];
+        if (w->seen++) sw_fail("EMIT FINAL: key %s, window at %lld twice", sw.kname[k], (long long)w->ws);
+        if (!sw_row_is(v, w->n, w->s, sw.v[w->hi], sw.v[w->lo], w->ws, w->we))
+            sw_fail("EMIT FINAL: key %s, window at %lld differs from the model", sw.kname[k], (long long)w->ws);
+        if (!sw_row_is(v, w->ln, w->ls, w->lhi, w->llo, w->lws, w->lwe))
+            sw_fail("key %s, window at %lld: the last change (n=%lld [%lld, %lld)) is not EMIT FINAL's row (n=%lld [%lld, %lld))",
+                    sw.kname[k], (long long)w->ws, (long long)w->ln, (long long)w->lws, (long long)w->lwe,
+                    (long long)v[1].i, (long long)v[5].i, (long long)v[6].i);
+    }
+    return 0;
+}
+
+static void test_emit_changes_random(void **state)
+{
+    (void)state;
+    static const char *const kinds[] = {"SESSION (GAP %lld MILLISECONDS)", "TUMBLING (SIZE %lld MILLISECONDS)",
+                                        "HOPPING (SIZE %lld MILLISECONDS, ADVANCE BY %lld MILLISECONDS)"};
+    static const int nkeys[] = {40, 250, 600};
+    static const int64_t gaps[] = {300, 800, 2000};
+    sw.w = malloc(3 * SW_ROWS * sizeof *sw.w);
+    sw.c = malloc(3 * SW_ROWS * sizeof *sw.c);
+    assert_true(sw.w && sw.c);
+    sbuf in;
+    sbuf_init(&in);
+    for (int seed = 1; seed <= 6; seed++) {
+        uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)seed;
+        sw.nkeys = nkeys[seed % 3];
+        for (int k = 0; k < sw.nkeys; k++) /* short, beyond an entry's KIN bytes, beyond a pooled entry */
+            snprintf(sw.kname[k], SW_KLEN, k % 3 == 0 ? "k-%d" : k % 3 == 1 ? "group-%d-of-the-test" : "key-%d-%0100d", k, 0);
+        for (int k = 0; k < sw.nkeys; k++) sw.krow_first[k] = -1;
+        sbuf_reset(&in);
+        sbuf_printf(&in, "ts,k,x,v\n");
+        for (int r = SW_ROWS - 1; r >= 0; r--) sw.krow_next[r] = -1;
+        for (int r = 0; r < SW_ROWS; r++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            /* 2 ms a row, up to 1.5 s back (the watermark is 2 s behind) */
+            sw.ts[r] = 5000 + (int64_t)r * 2 - (int64_t)(x % 1500);
+            sw.key[r] = (int)((x >> 16) % (uint64_t)(x & 0x10000 ? sw.nkeys : 8)); /* a few keys are hot */
+            sw.x[r] = (int64_t)((x >> 24) % 1000) - 500;
+            int len = 1 + (int)((x >> 40) % (SW_VLEN - 2));
+            for (int i = 0; i < len; i++) sw.v[r][i] = (char)('a' + (x >> (i % 8 * 3 + 34)) % 26);
+            sw.v[r][len] = '\0';
+            sbuf_printf(&in, "%lld,%s,%lld,%s\n", (long long)sw.ts[r], sw.kname[sw.key[r]], (long long)sw.x[r], sw.v[r]);
+        }
+        for (int r = SW_ROWS - 1; r >= 0; r--) { /* each key's rows, as a list */
+            sw.krow_next[r] = sw.krow_first[sw.key[r]];
+            sw.krow_first[sw.key[r]] = r;
+        }
+        for (sw.kind = 0; sw.kind < 3; sw.kind++) {
+            sw.gap = gaps[seed % 3];
+            sw.size = sw.kind == 1 ? 700 : 900;
+            sw.adv = 300;
+            sw_model();
+            char win[128], sql[1024];
+            if (sw.kind == 0) snprintf(win, sizeof win, kinds[0], (long long)sw.gap);
+            else snprintf(win, sizeof win, kinds[sw.kind], (long long)sw.size, (long long)sw.adv);
+            sw.bad = sw.changes_seen = sw.finals_seen = 0;
+            for (int k = 0; k < sw.nkeys; k++) sw.cur[k] = sw.kfirst[k];
+            for (int final = 0; final < 2; final++) {
+                engine *e = open_mem();
+                exec_out out = {NULL, NULL, final ? sw_finals : sw_changes, NULL, NULL};
+                snprintf(sql, sizeof sql,
+                         "CREATE STREAM s (ts TIMESTAMP, k TEXT, x BIGINT, v TEXT) WITH (timestamp='ts', watermark='2 seconds');"
+                         "SELECT k, COUNT(*) AS n, SUM(x) AS s, MAX(v) AS hi, MIN(v) AS lo, window_start, window_end "
+                         "FROM s WINDOW %s GROUP BY k EMIT %s;",
+                         win, final ? "FINAL" : "CHANGES");
+                run(e, &out, sql);
+                ingest(e, "s", in.p, 1);
+                engine_close(e);
+            }
+            int64_t open = 0, merged = 0;
+            for (int i = 0; i < sw.nw; i++) {
+                if (sw.w[i].parent != i) { merged++; continue; }
+                open++;
+                if (!sw.w[i].seen) sw_fail("EMIT FINAL has no row for key %s, window at %lld", sw.kname[sw.w[i].key],
+                                           (long long)sw.w[i].ws);
+            }
+            for (int k = 0; k < sw.nkeys; k++)
+                if (sw.cur[k] >= 0) sw_fail("key %s: fewer changes than the model's", sw.kname[k]);
+            if (sw.bad)
+                fail_msg("seed %d, WINDOW %s: %lld wrong (%lld changes, %lld final rows); first: %s", seed, win,
+                         (long long)sw.bad, (long long)sw.changes_seen, (long long)sw.finals_seen, sw.first_bad);
+            assert_int_equal(sw.changes_seen, sw.nc);
+            assert_int_equal(sw.finals_seen, open);
+            if (sw.kind == 0) assert_true(merged > 0); /* the input does make sessions merge */
+        }
+    }
+    sbuf_fini(&in);
+    free(sw.w);
+    free(sw.c);
+}
+
 static void test_late_rows_counted(void **state)
 {
     (void)state;
@@ -1078,6 +1369,7 @@ int main(void)
         cmocka_unit_test(test_fast_agg_same_as_general),
         cmocka_unit_test(test_many_open_windows),
         cmocka_unit_test(test_session_windows),
+        cmocka_unit_test(test_emit_changes_random),
         cmocka_unit_test(test_late_rows_counted),
         cmocka_unit_test(test_no_event_time),
         cmocka_unit_test(test_global_and_where),
