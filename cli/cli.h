@@ -3,16 +3,23 @@
  *
  *   main.c    options, the non-interactive runs (-e, -f, --ingest, piped SQL,
  *             --follow) and exit codes
+ *   client.c  --connect: the backend (below) that sends statements to a
+ *             cluster's coordinator, and its non-interactive runs
  *   remote.c  SUBSCRIBE through <data dir>/ares.sock when another process
  *             holds the data directory
  *   output.c  an exec_out that prints results through a fmt_encoder to a
  *             FILE*; the cluster client reuses it for results off the wire
- *   run.c     the session: scripts fed line by line (statements end with ';'
+ *   run.c     the session, over a backend (an embedded engine, or a
+ *             cluster's coordinator through client.c): scripts fed line by line (statements end with ';'
  *             at the end of a line, meta-commands start a line with '\'),
  *             statement execution, error reports with the parser's caret,
  *             ingest from a file descriptor, SIGINT/SIGTERM, and cli_wait,
  *             which runs the engine's event loop while ares-sql waits
  *   shell.c   the interactive shell: libedit, history, completion, HELP
+ *
+ * The shell, the scripts, the meta-commands and the output are one code path
+ * whatever runs the statements: a cli_backend is the only difference
+ * between `ares-sql --data DIR` and `ares-sql --connect HOST:PORT`.
  *
  * Everything runs on the main thread, like the engine it drives.  Signal
  * handlers only set a flag and write a byte to a self-pipe; the loops check
@@ -77,8 +84,39 @@ int cli_outs_add(cli_out ***v, int *n, int *cap, cli_out *o);
  * the source line and a caret, on stderr. */
 void cli_report_at(const char *src, size_t len, const char *name, int buf_line, int line, int col, const char *msg);
 
-typedef struct cli {
-    engine *eng;
+typedef struct cli cli;
+typedef struct cli_ingest_opts cli_ingest_opts;
+
+/* What runs the statements: an embedded engine (cli_backend_engine) or a
+ * cluster's coordinator (client.c).  ctx is the backend's own. */
+typedef struct cli_backend {
+    /* Run one statement; results and notices to out, which must stay valid
+     * while a push result it began is open (run.c keeps it until close).
+     * 0, or a negative code with err set (line/col relative to the statement). */
+    int (*exec)(void *ctx, const ast_stmt *st, const exec_out *out, xerr *err);
+    /* Push queries and subscriptions of this session whose rows may still come. */
+    int (*push_active)(void *ctx);
+    /* Stop them all (Ctrl-C at an empty prompt); their end callbacks run. */
+    void (*cancel_push)(void *ctx);
+    /* Names for completion: kind 0 streams, 1 queries, 2 columns. */
+    void (*names)(void *ctx, int kind, void (*fn)(void *fctx, const char *name), void *fctx);
+    /* Serve without blocking (sockets, timers, rows of open results). */
+    void (*poll)(void *ctx);
+    /* The libuv loop that poll runs, for cli_wait to sleep on; may be NULL. */
+    struct uv_loop_s *(*loop)(void *ctx);
+    /* A query started (SELECT or CREATE QUERY); may be NULL.  Embedded:
+     * file sources run to their end, so that it sees their rows. */
+    void (*query_started)(void *ctx);
+    /* \copy: feed everything read from fd to stream (cli_ingest_fd's contract). */
+    int (*ingest)(cli *c, const char *stream, int fd, const cli_ingest_opts *o, exec_ingest_stats *st);
+    /* End the session: open results end; then the outputs can go. */
+    void (*close)(void *ctx);
+} cli_backend;
+
+struct cli {
+    const cli_backend *be;
+    void *be_ctx;
+    engine *eng;            /* the embedded engine, or NULL with --connect */
     int interactive;        /* the shell: errors never stop it, notices to stdout */
     int quiet;              /* drop notices */
     int timing;             /* \timing */
@@ -96,7 +134,7 @@ typedef struct cli {
     void (*before_write)(void *ctx);
     void (*after_poll)(void *ctx);
     void *hook_ctx;
-} cli;
+};
 
 /* A script fed one line at a time: -e text, a -f or \i file, piped stdin or
  * the shell's lines.  A statement runs when the lines collected so far end
@@ -112,7 +150,9 @@ typedef struct cli_script {
 } cli_script;
 
 void cli_init(cli *c);
-/* engine_close, then free the kept outputs. */
+/* Run the statements on an embedded engine (c->eng, owned by c from now on). */
+void cli_use_engine(cli *c, engine *e);
+/* Close the backend (engine_close), then free the kept outputs. */
 void cli_fini(cli *c);
 
 void cli_script_init(cli_script *s, const char *name);
@@ -132,14 +172,14 @@ int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth
 /* A file as a script (-f, \i); an unreadable file is CLI_EUSAGE. */
 int cli_run_file(cli *c, const char *path, int depth);
 
-typedef struct cli_ingest_opts {
+struct cli_ingest_opts {
     fmt_kind format;    /* FMT_CSV or FMT_JSON */
     fmt_header header;
     int end_of_stream;  /* at the end the stream ends: every window closes */
     int progress;       /* a progress line on stderr after 0.5 s (a terminal) */
     const char *label;  /* file name prefixed to rejections, or NULL */
     int64_t size;       /* bytes expected, for the progress line; 0 unknown */
-} cli_ingest_opts;
+};
 
 /* Feed everything read from fd to stream in 64 KiB chunks.  The first
  * CLI_SHOW_REJECTS rejected lines print in full on stderr, then a count.
@@ -148,6 +188,13 @@ typedef struct cli_ingest_opts {
  * input was cut short: the ingest closes without ending the stream). */
 enum { CLI_SHOW_REJECTS = 10 };
 int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, exec_ingest_stats *st);
+
+/* The shell runs one push query or SUBSCRIBE at a time: the rows of two
+ * would interleave with nothing to say which is which.  A second one is
+ * refused with this message (embedded and --connect alike). */
+#define CLI_ONE_PUSH_MSG                                                                                  \
+    "a push query or SUBSCRIBE is already running in this shell, and the rows of two would interleave: " \
+    "stop it first (Ctrl-C at an empty prompt), or run this one in another ares-sql"
 
 /* Output settings for a new statement's cli_out. */
 cli_out_opts cli_out_opts_for(const cli *c);
@@ -158,8 +205,8 @@ cli_out_opts cli_out_opts_for(const cli *c);
 void cli_log(void *ctx, const char *msg);
 
 /* Wait until fd is readable (fd < 0: no fd), timeout_ms passes (< 0: no
- * timeout) or a signal comes, running the engine's event loop (c->eng may be
- * NULL) all the while.  Returns 1 when fd is readable, 0 on timeout or an
+ * timeout) or a signal comes, serving the backend (c->be may be NULL) all
+ * the while.  Returns 1 when fd is readable, 0 on timeout or an
  * unrelated wake-up (SIGWINCH), -1 after SIGINT/SIGTERM/SIGHUP
  * (cli_interrupted) or when poll fails. */
 int cli_wait(cli *c, int fd, int timeout_ms);
@@ -209,8 +256,25 @@ void cli_remote_busy_error(const char *dir);
 
 /* ------------------------------------------------------------------ shell.c */
 
-/* The interactive shell on c (c->interactive set).  Returns an exit code. */
-int cli_shell(cli *c, const char *data_desc);
+/* The interactive shell on c (c->interactive set), whatever its backend.
+ * The banner's first line says what it runs on (what), its second where
+ * (where: "data: DIR", "coordinator: HOST:PORT").  Returns an exit code. */
+int cli_shell(cli *c, const char *what, const char *where);
+
+/* Tab completion's candidates for the word that ends at cursor in the line
+ * buf[0..len) (pending: the line continues a statement): keywords, names
+ * from the backend (c->be->names), meta-commands and their arguments.
+ * v is sorted; wlen is the length of the word being completed, word points
+ * at it in buf.  Returns n.  Free with cli_cands_free. */
+typedef struct cli_cands {
+    int n, cap;
+    char **v;
+    const char *word;
+    size_t wlen;
+    int lower; /* the word has lower-case letters: keywords complete in lower case */
+} cli_cands;
+int cli_complete(cli *c, const char *buf, size_t len, size_t cursor, int pending, cli_cands *k);
+void cli_cands_free(cli_cands *k);
 /* HELP [topic]: a syntax summary per statement. */
 void cli_help_statement(FILE *f, const char *topic);
 

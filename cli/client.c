@@ -1,24 +1,28 @@
 /*
- * client.c: ares-sql --connect.  The session of run.c, but every statement
- * goes to the cluster's coordinator (cluster/cluster.h) instead of an
- * embedded engine.
+ * client.c: ares-sql --connect.  The session of run.c and the shell of
+ * shell.c, unchanged, over a backend that sends every statement to the
+ * cluster's coordinator (cluster/cluster.h) instead of an embedded engine.
  *
- * Scripts (-e, -f, SQL piped on stdin, the prompt) are fed one line at a
- * time; a chunk that ends in a complete statement is parsed here first, so
- * syntax errors print with the parser's caret exactly as embedded, and then
- * each statement's own text is sent.  Results come back through exec_out
- * into output.c's printer, so a remote result prints like a local one.
- * Push queries (a bare SELECT) and SUBSCRIBE keep their output open: after
- * the scripts and the ingest, ares-sql waits until they end (their streams
- * ended) or SIGINT/SIGTERM arrives.  Meta-commands other than \q are not
- * available over --connect.
+ * The backend's calls:
+ *   exec         the statement's own text goes in a QUERY; results come
+ *                back through exec_out into output.c's printer, so a remote
+ *                result prints like a local one.  Push queries (a bare
+ *                SELECT) and SUBSCRIBE keep their output open.
+ *   push_active  results still open on the connection;
+ *   cancel_push  CANCEL (Ctrl-C at an empty prompt): the coordinator ends
+ *                them after the rows already on their way;
+ *   names        for completion: SHOW STREAMS and SHOW QUERIES, asked once
+ *                after each statement that ran (and kept meanwhile);
+ *   poll, loop   cli_wait sleeps on the client's loop and serves it, so the
+ *                connection (heartbeats, rows of open push queries) keeps
+ *                moving while the shell waits for a key;
+ *   ingest       \copy through the coordinator.
  *
- * While it waits for input on stdin it keeps serving the connection
- * (heartbeats, rows of open push queries), so an idle prompt stays
- * connected.  Exit codes are main.c's.
+ * After the scripts and the ingest of a non-interactive run, ares-sql waits
+ * until the open results end (their streams ended) or SIGINT/SIGTERM.
+ * Exit codes are main.c's.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,175 +34,172 @@
 typedef struct rsess {
     cli c;
     clu_client *cl;
-    cli_out **outs;
-    int nouts, capouts;
-    const char *name; /* script name for messages */
-    int line;         /* lines fed so far */
-    int buf_line;     /* input line of the chunk's first line */
-    sbuf buf;
+    int lost;          /* the connection is lost (reported once) */
+    /* completion names, fetched when asked for after a statement ran */
+    int names_at;      /* c.statements when fetched, or -1 */
+    char **names[2];   /* streams, queries */
+    int nnames[2], capnames[2];
+    char **cols;
+    int ncols, capcols;
 } rsess;
 
-static void report_at(rsess *s, int line, int col, const char *msg)
+/* ------------------------------------------------------------------ the backend */
+
+static int r_exec(void *ctx, const ast_stmt *st, const exec_out *out, xerr *err)
 {
-    cli_report_at(s->buf.p, s->buf.len, s->name, s->buf_line, line, col, msg);
+    rsess *s = ctx;
+    int rc = clu_client_exec(s->cl, st->text, out, err);
+    if (rc == 0) s->lost = 0;
+    return rc;
 }
 
-static int exec_remote(rsess *s, const ast_stmt *st)
+static int r_push_active(void *ctx) { return clu_client_open_results(((rsess *)ctx)->cl) > 0; }
+
+static void r_cancel_push(void *ctx)
 {
-    cli_out_opts oo = cli_out_opts_for(&s->c);
-    cli_out *o = NULL;
-    if (cli_out_new(&oo, &o) < 0 || cli_outs_add(&s->outs, &s->nouts, &s->capouts, o) < 0) {
-        cli_out_free(o);
-        cli_error(s->name, "out of memory");
-        return CLI_ESQL;
-    }
+    rsess *s = ctx;
     xerr err;
     xerr_clear(&err);
-    uint64_t t0 = clock_mono_ns();
-    int rc = clu_client_exec(s->cl, st->text, cli_out_exec(o), &err);
-    uint64_t t1 = clock_mono_ns();
-    if (rc < 0) {
-        cli_error(s->name, "%s", err.msg[0] ? err.msg : xerr_name(rc));
-        return CLI_ESQL;
-    }
-    if (cli_out_write_errno(o)) {
-        cli_error(s->name, "writing the output: %s", strerror(cli_out_write_errno(o)));
-        return CLI_ESQL;
-    }
-    if (s->c.timing) fprintf(stderr, "Time: %.3f ms\n", (double)(t1 - t0) / 1e6);
-    return CLI_OK;
+    if (clu_client_cancel(s->cl, 5000, &err) < 0) cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
 }
 
-static int run_chunk(rsess *s)
+static void r_poll(void *ctx)
 {
-    parse_result *r = NULL;
-    parse_sql(s->buf.p, s->buf.len, &r);
-    int rc = CLI_OK;
-    if (!r) {
-        cli_error(s->name, "out of memory");
-        rc = CLI_ESQL;
-    } else if (r->nerrors > 0) {
-        for (int i = 0; i < r->nerrors; i++) report_at(s, r->errors[i].line, r->errors[i].col, r->errors[i].msg);
-        rc = CLI_ESQL;
-    } else {
-        for (int i = 0; i < r->nstmts && rc == CLI_OK; i++) {
-            rc = exec_remote(s, r->stmts[i]);
-            if (rc == CLI_OK && cli_interrupted()) rc = CLI_INTR;
+    rsess *s = ctx;
+    xerr err;
+    xerr_clear(&err);
+    if (clu_client_poll(s->cl, 0, &err) < 0 && !s->lost) {
+        /* said once; the next statement tries to reconnect */
+        s->lost = 1;
+        if (s->c.before_write) s->c.before_write(s->c.hook_ctx);
+        cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+    }
+}
+
+static struct uv_loop_s *r_loop(void *ctx) { return clu_client_loop(((rsess *)ctx)->cl); }
+
+static void r_close(void *ctx)
+{
+    rsess *s = ctx;
+    clu_client_free(s->cl);
+    s->cl = NULL;
+}
+
+static int name_add(char ***v, int *n, int *cap, const char *p, size_t len)
+{
+    for (int i = 0; i < *n; i++)
+        if (strlen((*v)[i]) == len && !memcmp((*v)[i], p, len)) return 0;
+    if (*n == *cap) {
+        int c = *cap ? 2 * *cap : 16;
+        char **nv = realloc(*v, (size_t)c * sizeof *nv);
+        if (!nv) return XE_NOMEM;
+        *v = nv;
+        *cap = c;
+    }
+    if (!((*v)[*n] = strndup(p, len))) return XE_NOMEM;
+    (*n)++;
+    return 0;
+}
+
+static void names_clear(rsess *s)
+{
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < s->nnames[k]; i++) free(s->names[k][i]);
+        s->nnames[k] = 0;
+    }
+    for (int i = 0; i < s->ncols; i++) free(s->cols[i]);
+    s->ncols = 0;
+}
+
+/* An exec_out that keeps the "name" of SHOW's rows, and a stream's columns
+ * (from its "sql"). */
+typedef struct grab {
+    rsess *s;
+    int kind;
+    int name_at, sql_at;
+} grab;
+
+static int grab_begin(void *ctx, const fmt_schema *sc, int stream)
+{
+    grab *g = ctx;
+    (void)stream;
+    g->name_at = g->sql_at = -1;
+    for (int i = 0; i < sc->ncols; i++) {
+        if (!strcmp(sc->names[i], "name")) g->name_at = i;
+        if (!strcmp(sc->names[i], "sql")) g->sql_at = i;
+    }
+    return 0;
+}
+
+/* A stream's columns, from its CREATE STREAM text. */
+static void grab_columns(rsess *s, const char *sql, size_t n)
+{
+    parse_result *pr = NULL;
+    parse_sql(sql, n, &pr);
+    for (int i = 0; pr && i < pr->nstmts; i++)
+        for (int k = 0; pr->stmts[i]->cols && k < pr->stmts[i]->cols->n; k++) {
+            const char *c = pr->stmts[i]->cols->v[k].name;
+            name_add(&s->cols, &s->ncols, &s->capcols, c, strlen(c));
         }
-    }
-    parse_result_free(r);
-    sbuf_reset(&s->buf);
-    return rc;
+    parse_result_free(pr);
 }
 
-static int feed_line(rsess *s, const char *line, size_t n)
+static int grab_rows(void *ctx, const batch *b)
 {
-    s->line++;
-    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-    if (s->buf.len == 0) {
-        size_t i = 0;
-        while (i < n && (line[i] == ' ' || line[i] == '\t')) i++;
-        if (i == n) return CLI_OK;
-        if (line[i] == '\\') {
-            if (n - i >= 2 && line[i + 1] == 'q' && (n - i == 2 || line[i + 2] == ' ')) return CLI_QUIT;
-            cli_error(s->name, "line %d: meta-commands other than \\q are not available with --connect", s->line);
-            return s->c.interactive ? CLI_OK : CLI_ESQL;
-        }
-        s->buf_line = s->c.interactive ? 1 : s->line;
+    grab *g = ctx;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *row = batch_row(b, r);
+        if (g->name_at >= 0 && row[g->name_at].type == TY_TEXT)
+            name_add(&g->s->names[g->kind], &g->s->nnames[g->kind], &g->s->capnames[g->kind], row[g->name_at].s,
+                     row[g->name_at].len);
+        if (g->kind == 0 && g->sql_at >= 0 && row[g->sql_at].type == TY_TEXT)
+            grab_columns(g->s, row[g->sql_at].s, row[g->sql_at].len);
     }
-    if (sbuf_add(&s->buf, line, n) < 0 || sbuf_addc(&s->buf, '\n') < 0) {
-        cli_error(s->name, "out of memory");
-        return CLI_ESQL;
-    }
-    if (!parse_is_complete(s->buf.p, s->buf.len)) return CLI_OK;
-    return run_chunk(s);
+    return 0;
 }
 
-static int script_end(rsess *s)
+static int grab_end(void *ctx)
 {
-    if (!s->buf.len) return CLI_OK;
-    for (size_t i = 0; i < s->buf.len; i++)
-        if (s->buf.p[i] != ' ' && s->buf.p[i] != '\n' && s->buf.p[i] != '\t' && s->buf.p[i] != '\r')
-            return run_chunk(s);
-    sbuf_reset(&s->buf);
-    return CLI_OK;
+    (void)ctx;
+    return 0;
 }
 
-static int run_text(rsess *s, const char *name, const char *text)
+static void grab_notice(void *ctx, const char *msg)
 {
-    s->name = name;
-    s->line = 0;
-    sbuf_reset(&s->buf);
-    int rc = CLI_OK;
-    for (const char *p = text; *p && rc == CLI_OK;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        rc = feed_line(s, p, len);
-        p += len + (nl ? 1 : 0);
-    }
-    if (rc == CLI_OK) rc = script_end(s);
-    return rc == CLI_QUIT ? CLI_OK : rc;
+    (void)ctx;
+    (void)msg;
 }
 
-/* Serve the connection until fd can be read (or a signal). */
-static int wait_input(rsess *s, int fd)
+static void names_fetch(rsess *s)
 {
-    for (;;) {
-        if (cli_interrupted()) return CLI_INTR;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 0) > 0) return CLI_OK;
+    if (s->names_at == s->c.statements) return;
+    names_clear(s);
+    s->names_at = s->c.statements;
+    static const char *const sql[2] = {"SHOW STREAMS", "SHOW QUERIES"};
+    for (int k = 0; k < 2; k++) {
+        grab g = {s, k, -1, -1};
+        exec_out o = {&g, grab_begin, grab_rows, grab_end, grab_notice};
         xerr err;
-        if (clu_client_poll(s->cl, 50, &err) < 0) {
-            cli_error(NULL, "%s", err.msg);
-            return CLI_ESQL;
-        }
+        xerr_clear(&err);
+        clu_client_exec(s->cl, sql[k], &o, &err); /* no names is no completion */
     }
 }
 
-static int run_fp(rsess *s, const char *name, FILE *f, int prompt)
+static void r_names(void *ctx, int kind, void (*fn)(void *fctx, const char *name), void *fctx)
 {
-    s->name = prompt ? NULL : name;
-    s->line = 0;
-    sbuf_reset(&s->buf);
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = CLI_OK;
-    for (;;) {
-        if (prompt) {
-            fputs(s->buf.len ? "   ...> " : "ares> ", stdout);
-            fflush(stdout);
-        }
-        if (fileno(f) >= 0 && (rc = wait_input(s, fileno(f))) != CLI_OK) break;
-        ssize_t got = getline(&line, &cap, f);
-        if (got < 0) break;
-        rc = feed_line(s, line, (size_t)got);
-        if (rc == CLI_QUIT) break;
-        if (rc != CLI_OK && prompt && rc != CLI_INTR) rc = CLI_OK; /* the prompt goes on after errors */
-        if (rc != CLI_OK) break;
-    }
-    free(line);
-    if (rc == CLI_OK) rc = script_end(s);
-    if (prompt && rc == CLI_INTR) rc = CLI_OK;
-    return rc == CLI_QUIT ? CLI_OK : rc;
-}
-
-static int run_file(rsess *s, const char *path)
-{
-    if (!strcmp(path, "-")) return run_fp(s, "<stdin>", stdin, 0);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        cli_error(NULL, "cannot open %s: %s", path, strerror(errno));
-        return CLI_EUSAGE;
-    }
-    int rc = run_fp(s, path, f, 0);
-    fclose(f);
-    return rc;
+    rsess *s = ctx;
+    names_fetch(s);
+    if (kind == 2)
+        for (int i = 0; i < s->ncols; i++) fn(fctx, s->cols[i]);
+    else if (kind == 0 || kind == 1)
+        for (int i = 0; i < s->nnames[kind]; i++) fn(fctx, s->names[kind][i]);
 }
 
 /* ------------------------------------------------------------------ ingest */
 
 typedef struct rej {
     int shown;
+    const char *label; /* \copy's file name, prefixed to each line */
 } rej;
 
 static void on_reject(void *ctx, int64_t line, const char *msg)
@@ -208,6 +209,7 @@ static void on_reject(void *ctx, int64_t line, const char *msg)
     if (k->shown >= CLI_SHOW_REJECTS) return;
     k->shown++;
     fflush(stdout);
+    if (k->label) fprintf(stderr, "%s: ", k->label);
     fprintf(stderr, "%s\n", msg);
 }
 
@@ -252,6 +254,40 @@ static int ingest(rsess *s, const cli_cluster *r)
     return CLI_OK;
 }
 
+/* \copy on a cluster: the file goes through the coordinator to the
+ * stream's home; the stream stays open (o->end_of_stream). */
+static int r_ingest(cli *c, const char *stream, int fd, const cli_ingest_opts *io, exec_ingest_stats *st)
+{
+    rsess *s = c->be_ctx;
+    rej k = {0, io->label};
+    clu_ingest_opts o;
+    memset(&o, 0, sizeof o);
+    o.format = io->format;
+    o.header = io->header;
+    o.end_of_stream = io->end_of_stream;
+    o.on_reject = on_reject;
+    o.ctx = &k;
+    o.stop = stop_cb;
+    xerr err;
+    xerr_clear(&err);
+    int rc = clu_client_ingest(s->cl, stream, fd, &o, st, &err);
+    if (rc < 0 && rc != XE_BUSY) {
+        cli_error(io->label, "%s", err.msg[0] ? err.msg : xerr_name(rc));
+        return rc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
+    }
+    if (st->rejected > k.shown) {
+        fflush(stdout);
+        if (io->label) fprintf(stderr, "%s: ", io->label);
+        fprintf(stderr, "... and %lld more rejected line%s\n", (long long)(st->rejected - k.shown),
+                st->rejected - k.shown == 1 ? "" : "s");
+    }
+    return rc == XE_BUSY ? CLI_INTR : CLI_OK;
+}
+
+static const cli_backend remote_backend = {
+    r_exec, r_push_active, r_cancel_push, r_names, r_poll, r_loop, NULL, r_ingest, r_close,
+};
+
 /* ------------------------------------------------------------------ the session */
 
 int cli_cluster_run(const cli_cluster *r)
@@ -259,7 +295,7 @@ int cli_cluster_run(const cli_cluster *r)
     rsess s;
     memset(&s, 0, sizeof s);
     cli_init(&s.c);
-    sbuf_init(&s.buf);
+    s.names_at = -1;
     int stdin_tty = isatty(STDIN_FILENO);
     int shell = r->nscripts == 0 && !r->ingest && !r->follow && stdin_tty;
     int stdin_sql = r->nscripts == 0 && !r->ingest && !stdin_tty;
@@ -276,22 +312,23 @@ int cli_cluster_run(const cli_cluster *r)
     xerr_clear(&err);
     if (clu_client_open(&co, &s.cl, &err) < 0) {
         cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
-        sbuf_fini(&s.buf);
         return CLI_ESQL;
     }
+    s.c.be = &remote_backend;
+    s.c.be_ctx = &s;
     int rc = CLI_OK;
     if (shell) {
-        printf("ares-sql %s connected to the cluster at %s.  Statements end with ';'; \\q leaves.\n", CLI_VERSION,
-               r->addrs);
-        rc = run_fp(&s, NULL, stdin, 1);
-        putchar('\n');
+        char where[1100];
+        snprintf(where, sizeof where, "coordinator: %s", r->addrs);
+        rc = cli_shell(&s.c, "connected to an Ares cluster", where);
     }
     for (int i = 0; i < r->nscripts && rc == CLI_OK; i++)
-        rc = r->script_file[i] ? run_file(&s, r->script[i]) : run_text(&s, NULL, r->script[i]);
-    if (rc == CLI_OK && stdin_sql) rc = run_file(&s, "-");
+        rc = r->script_file[i] ? cli_run_file(&s.c, r->script[i], 0)
+                               : cli_run_text(&s.c, NULL, r->script[i], strlen(r->script[i]), 0);
+    if (rc == CLI_OK && stdin_sql) rc = cli_run_file(&s.c, "-", 0);
     if (rc == CLI_OK && r->ingest) rc = ingest(&s, r);
     /* push queries and subscriptions run until their streams end */
-    if ((rc == CLI_OK || rc == CLI_EINPUT) && (clu_client_open_results(s.cl) || r->follow)) {
+    if (!shell && (rc == CLI_OK || rc == CLI_EINPUT) && (clu_client_open_results(s.cl) || r->follow)) {
         while (!cli_interrupted() && (clu_client_open_results(s.cl) || r->follow)) {
             if (clu_client_poll(s.cl, 100, &err) < 0) {
                 cli_error(NULL, "%s", err.msg);
@@ -299,13 +336,13 @@ int cli_cluster_run(const cli_cluster *r)
                 break;
             }
         }
-        if (cli_interrupted() && rc == CLI_OK && !r->follow && !shell) rc = CLI_INTR;
-    } else if (rc == CLI_OK && cli_interrupted())
+        if (cli_interrupted() && rc == CLI_OK && !r->follow) rc = CLI_INTR;
+    } else if (!shell && rc == CLI_OK && cli_interrupted())
         rc = CLI_INTR;
-    clu_client_free(s.cl);
-    for (int i = 0; i < s.nouts; i++) cli_out_free(s.outs[i]);
-    free(s.outs);
-    sbuf_fini(&s.buf);
-    fflush(stdout);
+    cli_fini(&s.c);
+    names_clear(&s);
+    free(s.names[0]);
+    free(s.names[1]);
+    free(s.cols);
     return rc;
 }

@@ -1,9 +1,10 @@
 /*
  * client.h (internal to cli/): ares-sql --connect, the same command line
  * driving a cluster's coordinator instead of an embedded engine.  main.c
- * hands over the options it parsed; client.c runs the scripts, the ingest
- * and the push results through cluster/cluster.h and prints with output.c,
- * so results look the same as embedded ones.
+ * hands over the options it parsed; client.c is a cli_backend (cli.h) over
+ * cluster/cluster.h, under which run.c's scripts and shell.c's shell run
+ * unchanged, and prints with output.c, so results look the same as
+ * embedded ones.
  */
 #ifndef CLI_CLIENT_H
 #define CLI_CLIENT_H
@@ -26,5 +27,6 @@ typedef struct cli_cluster {
 
 /* Run the whole session; returns the exit code (cli.h's CLI_*). */
 int cli_cluster_run(const cli_cluster *r);
+
 
 #endif

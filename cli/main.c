@@ -269,7 +269,8 @@ int main(int argc, char **argv)
     eo.log_ctx = &c;
     xerr err;
     xerr_clear(&err);
-    int orc = engine_open(&eo, &c.eng, &err);
+    engine *eng = NULL;
+    int orc = engine_open(&eo, &eng, &err);
     if (orc == XE_BUSY && !memory) {
         rc = run_remote(&c, eo.data_dir, scripts, nscripts, stdin_sql, shell || ingest);
         goto out;
@@ -279,15 +280,16 @@ int main(int argc, char **argv)
         rc = CLI_ESQL;
         goto out;
     }
+    cli_use_engine(&c, eng);
 
     if (shell) {
         char desc[PATH_MAX + 64], abs[PATH_MAX];
         const char *dir = realpath(engine_dir(c.eng), abs) ? abs : engine_dir(c.eng);
         if (memory)
-            snprintf(desc, sizeof desc, "in memory (%s, removed at exit)", dir);
+            snprintf(desc, sizeof desc, "data: in memory (%s, removed at exit)", dir);
         else
-            snprintf(desc, sizeof desc, "%s", dir);
-        rc = cli_shell(&c, desc);
+            snprintf(desc, sizeof desc, "data: %s", dir);
+        rc = cli_shell(&c, "an embedded Ares engine", desc);
         cli_fini(&c);
         goto out;
     }

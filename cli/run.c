@@ -5,7 +5,8 @@
  * one line at a time.  Lines collect until they end in a complete statement
  * (parse_is_complete: a ';' outside strings and comments at the end); the
  * collected chunk is then parsed with parse_sql and, when it has no syntax
- * error, its statements run in order through engine_exec.  A line starting
+ * error, its statements run in order through the backend (c->be: the
+ * embedded engine defined here, or a cluster's coordinator, client.c).  A line starting
  * with '\' while nothing is collected is a meta-command (cli_meta).
  *
  * Errors print on stderr in the parser's format, with the caret under the
@@ -98,10 +99,52 @@ void cli_init(cli *c)
     c->stderr_tty = isatty(STDERR_FILENO);
 }
 
+/* The embedded backend: the engine in c->eng. */
+static int eng_exec(void *ctx, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    return engine_exec(((cli *)ctx)->eng, st, out, err);
+}
+static int eng_push_active(void *ctx) { return engine_push_active(((cli *)ctx)->eng) > 0; }
+static void eng_cancel_push(void *ctx) { engine_cancel_push(((cli *)ctx)->eng); }
+static void eng_names(void *ctx, int kind, void (*fn)(void *fctx, const char *name), void *fctx)
+{
+    engine_names(((cli *)ctx)->eng, kind, fn, fctx);
+}
+static void eng_poll(void *ctx) { engine_poll(((cli *)ctx)->eng, 0); }
+static uv_loop_t *eng_loop(void *ctx) { return engine_loop(((cli *)ctx)->eng); }
+static void eng_query_started(void *ctx)
+{
+    int64_t rows = 0;
+    xerr err;
+    xerr_clear(&err);
+    if (engine_run_file_sources(((cli *)ctx)->eng, &rows, &err) < 0)
+        cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+}
+static void eng_close(void *ctx)
+{
+    cli *c = ctx;
+    engine_close(c->eng);
+    c->eng = NULL;
+}
+
+static const cli_backend engine_backend = {
+    eng_exec, eng_push_active, eng_cancel_push, eng_names, eng_poll, eng_loop, eng_query_started, cli_ingest_fd,
+    eng_close,
+};
+
+void cli_use_engine(cli *c, engine *e)
+{
+    c->eng = e;
+    c->be = &engine_backend;
+    c->be_ctx = c;
+}
+
 void cli_fini(cli *c)
 {
     /* Running push queries end here: their end callbacks print footers. */
-    engine_close(c->eng);
+    if (c->be && c->be->close) c->be->close(c->be_ctx);
+    c->be = NULL;
+    c->be_ctx = NULL;
     c->eng = NULL;
     for (int i = 0; i < c->nkeep; i++) cli_out_free(c->keep[i]);
     free(c->keep);
@@ -149,10 +192,10 @@ int cli_wait(cli *c, int fd, int timeout_ms)
     uint64_t t0 = clock_mono_ns();
     int spins = 0;
     for (;;) {
-        if (c->eng) engine_poll(c->eng, 0);
+        if (c->be) c->be->poll(c->be_ctx);
         if (c->after_poll) c->after_poll(c->hook_ctx);
         if (cli_interrupted()) return -1;
-        uv_loop_t *loop = c->eng ? engine_loop(c->eng) : NULL;
+        uv_loop_t *loop = c->be && c->be->loop ? c->be->loop(c->be_ctx) : NULL;
         int t = WAIT_SLICE_MS;
         if (loop && uv_loop_alive(loop)) {
             int bt = uv_backend_timeout(loop);
@@ -286,18 +329,25 @@ static int exec_stmt(cli *c, const cli_script *s, const ast_stmt *st)
     }
     xerr err;
     xerr_clear(&err);
+    int push = st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE;
+    if (push && c->interactive && c->be->push_active(c->be_ctx)) {
+        /* their rows would interleave with nothing to tell them apart */
+        cli_out_free(o);
+        cli_error(s->name, "%s", CLI_ONE_PUSH_MSG);
+        return CLI_ESQL;
+    }
     uint64_t t0 = clock_mono_ns();
-    int rc = engine_exec(c->eng, st, cli_out_exec(o), &err);
+    int rc = c->be->exec(c->be_ctx, st, cli_out_exec(o), &err);
     uint64_t t1 = clock_mono_ns();
     c->statements++;
     int werr = cli_out_write_errno(o);
     if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE)) c->pushes++;
     if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_CREATE_QUERY)) c->consumers++;
-    if (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE || cli_out_pushed(o)) {
+    if (push || cli_out_pushed(o)) {
         if (cli_outs_add(&c->keep, &c->nkeep, &c->capkeep, o) < 0) {
             /* cannot track it: stop the push queries rather than leave the
-             * engine a dangling output */
-            engine_cancel_push(c->eng);
+             * backend a dangling output */
+            c->be->cancel_push(c->be_ctx);
             cli_out_free(o);
         }
     } else {
@@ -744,7 +794,7 @@ static int meta_copy(cli *c, cli_script *s, const char *p, const char *end)
     io.end_of_stream = 0; /* more may come: the stream stays open */
     exec_ingest_stats st;
     uint64_t t0 = clock_mono_ns();
-    int rc = cli_ingest_fd(c, stream, fd, &io, &st);
+    int rc = c->be->ingest(c, stream, fd, &io, &st);
     uint64_t t1 = clock_mono_ns();
     close(fd);
     if (rc == CLI_INTR) {
@@ -778,7 +828,8 @@ void cli_help(FILE *f)
           "  CREATE STREAM, CREATE QUERY, SELECT, INSERT, DROP STREAM, DROP QUERY,\n"
           "  SHOW STREAMS | QUERIES, DESCRIBE, EXPLAIN, SET\n"
           "A bare SELECT is a push query: its rows print as its windows close, while\n"
-          "later statements (INSERT, \\copy) feed it, until Ctrl-C at an empty prompt.\n"
+          "later statements (INSERT, \\copy) feed it, until Ctrl-C at an empty prompt;\n"
+          "the shell runs one push query or SUBSCRIBE at a time.\n"
           "Tab completes keywords and stream, query and column names.\n",
           f);
 }

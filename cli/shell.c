@@ -8,18 +8,24 @@
  * entry; the history lives in ~/.ares_history and is saved after every entry,
  * so it survives a crash.
  *
+ * The shell knows nothing of what runs its statements: it talks to a
+ * cli_backend (cli.h), an embedded engine or a cluster's coordinator
+ * (client.c), for statements, completion's names, push queries and their
+ * cancelling, so `ares-sql --connect` is this same shell.  It runs one push
+ * query or SUBSCRIBE at a time (run.c refuses a second one).
+ *
  * Ctrl-C: SIGINT only sets a flag and wakes the self-pipe (run.c).  libedit
  * reads characters through shell_getc, which waits in cli_wait on stdin and
  * that pipe, so a Ctrl-C at the prompt ends el_gets at once; the loop then
  * drops the input typed so far, or, with nothing typed, stops the running
- * push queries and subscriptions (engine_cancel_push).  A Ctrl-C during a
- * statement stops the work between chunks (\copy) and is forgotten before
- * the next prompt.
+ * push queries and subscriptions (the backend's cancel_push).  A Ctrl-C
+ * during a statement stops the work between chunks (\copy) and is forgotten
+ * before the next prompt.
  *
- * The engine's event loop runs while the shell waits for a key (cli_wait
+ * The backend's event loop runs while the shell waits for a key (cli_wait
  * runs it between keystrokes), so socket sources, sinks and subscribers from
- * other processes keep moving at the prompt, and a push query's rows can
- * arrive while the prompt shows.  Output is then written above the prompt:
+ * other processes (or the cluster connection) keep moving at the prompt, and
+ * a push query's rows can arrive while the prompt shows.  Output is then written above the prompt:
  * before the first byte, shell_before_write erases the prompt and the input
  * (rows of it, when it wraps) and puts the cursor at its start; once the
  * loop is done, shell_after_poll has libedit draw prompt and input again
@@ -136,15 +142,7 @@ static void shell_after_poll(void *ctx)
 
 /* ------------------------------------------------------------------ completion */
 
-typedef struct cands {
-    int n, cap;
-    char **v;
-    const char *word;
-    size_t wlen;
-    int lower; /* the word has lower-case letters: keywords complete in lower case */
-} cands;
-
-static void cand_add(cands *k, const char *s, int keyword)
+static void cand_add(cli_cands *k, const char *s, int keyword)
 {
     if (strlen(s) < k->wlen || strncasecmp(s, k->word, k->wlen) != 0) return;
     char *d = strdup(s);
@@ -195,66 +193,82 @@ static void prev_word(const char *buf, const char *at, char *out, size_t cap)
 static const char *const meta_words[] = {"\\help", "\\q", "\\timing", "\\format", "\\i", "\\copy", NULL};
 static const char *const format_words[] = {"table", "csv", "json", "vertical", NULL};
 
+void cli_cands_free(cli_cands *k)
+{
+    for (int i = 0; i < k->n; i++) free(k->v[i]);
+    free(k->v);
+    memset(k, 0, sizeof *k);
+}
+
+int cli_complete(cli *c, const char *buf, size_t len, size_t cursor, int pending, cli_cands *k)
+{
+    memset(k, 0, sizeof *k);
+    const char *end = buf + len, *cur = buf + cursor;
+    const char *start = cur;
+    while (start > buf && is_word_ch(start[-1])) start--;
+    int meta = start > buf && start[-1] == '\\';
+    if (meta) start--;
+    k->word = start;
+    k->wlen = (size_t)(cur - start);
+    for (size_t i = 0; i < k->wlen; i++)
+        if (start[i] >= 'a' && start[i] <= 'z') k->lower = 1;
+
+    char prev[32], first[32];
+    prev_word(buf, start, prev, sizeof prev);
+    const char *fb = buf;
+    while (fb < end && (*fb == ' ' || *fb == '\t')) fb++;
+    const char *fe = fb;
+    while (fe < end && *fe != ' ' && *fe != '\t') fe++;
+    snprintf(first, sizeof first, "%.*s", (int)(fe - fb), fb);
+
+    int statement_start = !pending && fb == start;
+    const cli_backend *be = c->be;
+    void *bc = c->be_ctx;
+    if (meta) {
+        if (statement_start)
+            for (int i = 0; meta_words[i]; i++) cand_add(k, meta_words[i], 0);
+    } else if (first[0] == '\\' && !pending) {
+        /* arguments of a meta-command, by position */
+        int arg = 0;
+        for (const char *p = fe; p < start; p++)
+            if ((*p == ' ' || *p == '\t') && p + 1 < start && p[1] != ' ' && p[1] != '\t') arg++;
+        if (strcmp(first, "\\format") == 0 && arg == 0)
+            for (int i = 0; format_words[i]; i++) cand_add(k, format_words[i], 0);
+        else if (strcmp(first, "\\copy") == 0 && arg == 0)
+            be->names(bc, 0, cand_name, k);
+        else if (strcmp(first, "\\copy") == 0 && arg == 1)
+            cand_add(k, "FROM", 1);
+        else if (strcmp(first, "\\copy") == 0 && arg == 3)
+            for (int i = 1; i <= 2; i++) cand_add(k, format_words[i], 0); /* csv, json */
+    } else if (!strcmp(prev, "FROM") || !strcmp(prev, "JOIN") || !strcmp(prev, "INTO") ||
+               !strcmp(prev, "STREAM")) {
+        be->names(bc, 0, cand_name, k);
+    } else if (!strcmp(prev, "QUERY")) {
+        be->names(bc, 1, cand_name, k);
+    } else if (!strcmp(prev, "DESCRIBE") || !strcmp(prev, "SUBSCRIBE") || !strcmp(prev, "EXPLAIN") ||
+               !strcmp(prev, "EXISTS")) {
+        be->names(bc, 0, cand_name, k);
+        be->names(bc, 1, cand_name, k);
+        if (!strcmp(prev, "EXPLAIN")) cand_add(k, "SELECT", 1);
+    } else if (k->wlen > 0) {
+        for (int i = 0; parse_keywords[i]; i++) cand_add(k, parse_keywords[i], 1);
+        be->names(bc, 2, cand_name, k);
+        be->names(bc, 0, cand_name, k);
+        be->names(bc, 1, cand_name, k);
+    }
+    if (k->n > 1) qsort(k->v, (size_t)k->n, sizeof *k->v, cmp_str);
+    return k->n;
+}
+
 static unsigned char complete(EditLine *el, int ch)
 {
     (void)ch;
     shell *sh = NULL;
     el_get(el, EL_CLIENTDATA, &sh);
     const LineInfo *li = el_line(el);
-    const char *start = li->cursor;
-    while (start > li->buffer && is_word_ch(start[-1])) start--;
-    int meta = start > li->buffer && start[-1] == '\\';
-    if (meta) start--;
-
-    cands k;
-    memset(&k, 0, sizeof k);
-    k.word = start;
-    k.wlen = (size_t)(li->cursor - start);
-    for (size_t i = 0; i < k.wlen; i++)
-        if (start[i] >= 'a' && start[i] <= 'z') k.lower = 1;
-
-    char prev[32], first[32];
-    prev_word(li->buffer, start, prev, sizeof prev);
-    const char *fb = li->buffer;
-    while (fb < li->lastchar && (*fb == ' ' || *fb == '\t')) fb++;
-    const char *fe = fb;
-    while (fe < li->lastchar && *fe != ' ' && *fe != '\t') fe++;
-    snprintf(first, sizeof first, "%.*s", (int)(fe - fb), fb);
-
-    int statement_start = !cli_script_pending(&sh->s) && fb == start;
-    const engine *e = sh->c->eng;
-    if (meta) {
-        if (statement_start)
-            for (int i = 0; meta_words[i]; i++) cand_add(&k, meta_words[i], 0);
-    } else if (first[0] == '\\' && !cli_script_pending(&sh->s)) {
-        /* arguments of a meta-command, by position */
-        int arg = 0;
-        for (const char *p = fe; p < start; p++)
-            if ((*p == ' ' || *p == '\t') && p + 1 < start && p[1] != ' ' && p[1] != '\t') arg++;
-        if (strcmp(first, "\\format") == 0 && arg == 0)
-            for (int i = 0; format_words[i]; i++) cand_add(&k, format_words[i], 0);
-        else if (strcmp(first, "\\copy") == 0 && arg == 0)
-            engine_names(e, 0, cand_name, &k);
-        else if (strcmp(first, "\\copy") == 0 && arg == 1)
-            cand_add(&k, "FROM", 1);
-        else if (strcmp(first, "\\copy") == 0 && arg == 3)
-            for (int i = 1; i <= 2; i++) cand_add(&k, format_words[i], 0); /* csv, json */
-    } else if (!strcmp(prev, "FROM") || !strcmp(prev, "JOIN") || !strcmp(prev, "INTO") ||
-               !strcmp(prev, "STREAM")) {
-        engine_names(e, 0, cand_name, &k);
-    } else if (!strcmp(prev, "QUERY")) {
-        engine_names(e, 1, cand_name, &k);
-    } else if (!strcmp(prev, "DESCRIBE") || !strcmp(prev, "SUBSCRIBE") || !strcmp(prev, "EXPLAIN") ||
-               !strcmp(prev, "EXISTS")) {
-        engine_names(e, 0, cand_name, &k);
-        engine_names(e, 1, cand_name, &k);
-        if (!strcmp(prev, "EXPLAIN")) cand_add(&k, "SELECT", 1);
-    } else if (k.wlen > 0) {
-        for (int i = 0; parse_keywords[i]; i++) cand_add(&k, parse_keywords[i], 1);
-        engine_names(e, 2, cand_name, &k);
-        engine_names(e, 0, cand_name, &k);
-        engine_names(e, 1, cand_name, &k);
-    }
+    cli_cands k;
+    cli_complete(sh->c, li->buffer, (size_t)(li->lastchar - li->buffer), (size_t)(li->cursor - li->buffer),
+                 cli_script_pending(&sh->s), &k);
 
     unsigned char ret = CC_ERROR;
     if (k.n == 1) {
@@ -263,7 +277,6 @@ static unsigned char complete(EditLine *el, int ch)
         el_insertstr(el, tail);
         ret = CC_REFRESH;
     } else if (k.n > 1) {
-        qsort(k.v, (size_t)k.n, sizeof *k.v, cmp_str);
         size_t lcp = strlen(k.v[0]);
         for (int i = 1; i < k.n; i++) {
             size_t j = 0;
@@ -289,8 +302,7 @@ static unsigned char complete(EditLine *el, int ch)
             ret = CC_REDISPLAY;
         }
     }
-    for (int i = 0; i < k.n; i++) free(k.v[i]);
-    free(k.v);
+    cli_cands_free(&k);
     return ret;
 }
 
@@ -428,17 +440,17 @@ void cli_help_statement(FILE *f, const char *topic)
 
 /* ------------------------------------------------------------------ the loop */
 
-static void banner(const char *data_desc)
+static void banner(const char *what, const char *where)
 {
-    printf("ares-sql %s, an embedded Ares engine\n"
-           "data: %s\n"
+    printf("ares-sql %s, %s\n"
+           "%s\n"
            "Type \\help for help, HELP <statement> for syntax, \\q or Ctrl-D to leave.\n"
            "Statements end with ';'.\n",
-           CLI_VERSION, data_desc);
+           CLI_VERSION, what, where);
     fflush(stdout);
 }
 
-int cli_shell(cli *c, const char *data_desc)
+int cli_shell(cli *c, const char *what, const char *where)
 {
     shell sh;
     memset(&sh, 0, sizeof sh);
@@ -475,7 +487,7 @@ int cli_shell(cli *c, const char *data_desc)
     history_open(&sh);
     el_source(sh.el, NULL); /* ~/.editrc may rebind keys */
 
-    banner(data_desc);
+    banner(what, where);
 
     int rc = CLI_OK;
     for (;;) {
@@ -489,8 +501,8 @@ int cli_shell(cli *c, const char *data_desc)
             cli_script_clear(&sh.s);
             sbuf_reset(&sh.entry);
             sh.entry_comment = 0;
-            if (!had_input && engine_push_active(c->eng)) {
-                engine_cancel_push(c->eng);
+            if (!had_input && c->be->push_active(c->be_ctx)) {
+                c->be->cancel_push(c->be_ctx);
                 fputs("-- push query stopped\n", stdout);
             }
             fflush(stdout);
@@ -509,18 +521,12 @@ int cli_shell(cli *c, const char *data_desc)
         if (ln || was_pending) entry_add_line(&sh, line, (size_t)n);
         if (!cli_script_pending(&sh.s) && sh.entry.len) entry_commit(&sh);
         if (hrc == CLI_QUIT) break;
-        if (c->consumers != consumers) {
-            /* A query started: file sources run to their end now, so that
-             * it sees their rows (a file source read before any query is
-             * over, and its stream ended, when the query starts). */
-            int64_t rows = 0;
-            xerr err;
-            xerr_clear(&err);
-            if (engine_run_file_sources(c->eng, &rows, &err) < 0)
-                cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
-        }
+        /* A query started: embedded, file sources run to their end now, so
+         * that it sees their rows (a file source read before any query is
+         * over, and its stream ended, when the query starts). */
+        if (c->consumers != consumers && c->be->query_started) c->be->query_started(c->be_ctx);
         if (c->pushes != pushes) {
-            if (engine_push_active(c->eng)) {
+            if (c->be->push_active(c->be_ctx)) {
                 fputs("-- push query running; Ctrl-C to stop\n", stdout);
                 fflush(stdout);
             }

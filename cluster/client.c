@@ -789,6 +789,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
 
 int clu_client_poll(clu_client *c, int timeout_ms, xerr *err)
 {
+    if (timeout_ms <= 0 && !c->closed) uv_run(&c->loop, UV_RUN_NOWAIT);
     uint64_t until = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     while (!c->closed) {
         uint64_t now = clock_mono_ns();
@@ -816,3 +817,25 @@ int clu_client_wait(clu_client *c, int (*stop)(void *ctx), void *ctx, xerr *err)
     }
     return 0;
 }
+
+int clu_client_cancel(clu_client *c, int timeout_ms, xerr *err)
+{
+    if (!c->results) return 0;
+    int rc = 0;
+    if (!c->closed) {
+        wire_msg m = {.type = WIRE_CANCEL};
+        m.u.cancel.req_id = 0;
+        sbuf b;
+        sbuf_init(&b);
+        rc = wire_msg_payload(&b, &m, err);
+        if (!rc) rc = send_wait(c, WIRE_CANCEL, 0, b.p, b.len, err);
+        sbuf_fini(&b);
+        uint64_t until = clock_mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+        while (!rc && c->results && !c->closed && clock_mono_ns() < until) spin(c, 20);
+    }
+    /* the coordinator did not answer in time (or is gone): end them here */
+    fail_results(c);
+    return rc;
+}
+
+struct uv_loop_s *clu_client_loop(clu_client *c) { return &c->loop; }

@@ -2728,6 +2728,32 @@ void coord_closed(node *n, cs *s)
     }
 }
 
+/* CANCEL: the client stops its push queries and subscriptions (Ctrl-C in
+ * the shell).  Each ends for it (END after the rows already sent); a push
+ * query left without its owner is dropped everywhere, a standing query
+ * goes on for its other subscribers. */
+static void cancel_results(node *n, cs *s, uint64_t req)
+{
+    for (cquery *q = n->co->queries, *nx; q; q = nx) {
+        nx = q->next;
+        int had = 0;
+        for (csub **pp = &q->subs; *pp;) {
+            csub *x = *pp;
+            if (x->to == s && (!req || x->req == req)) {
+                *pp = x->next;
+                cs_result(s, x->req, WIRE_F_LAST, RES_END, 0, NULL, 0);
+                csub_free(x);
+                had = 1;
+            } else
+                pp = &x->next;
+        }
+        if (had && q->push && !q->subs && !q->ended) {
+            node_log(n, NET_LOG_INFO, "push query %u ends: its client stopped it", q->qid);
+            cq_drop(n, q);
+        }
+    }
+}
+
 void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
 {
     if (s->kind == CS_CLIENT) {
@@ -2738,6 +2764,7 @@ void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
             return;
         case WIRE_INGEST: ingest_from_client(n, s, m, f); return;
         case WIRE_ATTACH: attach(n, s, m); return;
+        case WIRE_CANCEL: cancel_results(n, s, m->u.cancel.req_id); return;
         default: break;
         }
     } else {

@@ -51,6 +51,7 @@ static const char *const type_names[] = {
     [WIRE_LOGACK] = "LOGACK",
     [WIRE_CHANNEL] = "CHANNEL",
     [WIRE_CHACK] = "CHACK",
+    [WIRE_CANCEL] = "CANCEL",
 };
 
 const char *wire_type_name(int type)
@@ -669,6 +670,7 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_i64(w, m->u.attach.wm);
         wire_put_blob(w, m->u.attach.rows.p, m->u.attach.rows.n);
         break;
+    case WIRE_CANCEL: wire_put_u64(w, m->u.cancel.req_id); break;
     default:
         if (!w->err) w->err = XE_INVAL;
     }
@@ -856,6 +858,7 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
             return xerr_set(e, XE_PROTO, "ATTACH: row list of %u bytes is not a run of 12-byte entries",
                             m->u.attach.rows.n);
         break;
+    case WIRE_CANCEL: wire_get_u64(&r, &m->u.cancel.req_id); break;
     default: return xerr_set(e, XE_PROTO, "unknown message type %u", f->type);
     }
     int rc = wire_rd_end(&r, 1, e);

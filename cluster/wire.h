@@ -100,7 +100,8 @@ enum wire_type {
     WIRE_LOGACK = 30,        /* shadow -> home: the copy holds the log up to this offset */
     WIRE_CHANNEL = 31,       /* node -> node: the data frames that follow are numbered from start */
     WIRE_CHACK = 32,         /* node -> node: every data frame up to start arrived */
-    WIRE_TYPE_MAX = WIRE_CHACK
+    WIRE_CANCEL = 33,        /* client -> coordinator: stop a push query or subscription (Ctrl-C) */
+    WIRE_TYPE_MAX = WIRE_CANCEL
 };
 
 #define WIRE_LOGSHADOW_FED 1
@@ -326,6 +327,9 @@ typedef struct wire_msg {
         /* wm: the sink's watermark the client last heard (RES_WM);
          * rows: n x (u64 row hash, u32 times delivered) of its recent rows */
         struct { uint64_t req_id; wire_str query; int64_t wm; wire_str rows; } attach;
+        /* req_id: the request that started the push query or SUBSCRIBE to
+         * stop (0: every one of this connection) */
+        struct { uint64_t req_id; } cancel;
         /* query: its id (0: some query with tasks on peer); batches: how many
          * were dropped since the last report */
         struct { uint64_t query; uint64_t batches; wire_str peer; } loss;

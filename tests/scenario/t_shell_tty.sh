@@ -2,7 +2,8 @@
 # The interactive ares-sql shell in a real terminal, driven through tmux:
 # banner, a multi-line statement, tab completion of a keyword and of a stream
 # name, a push query that prints as INSERTs feed it and stops on Ctrl-C,
-# Ctrl-C clearing typed input, \q, and history kept in $HOME across two runs.
+# Ctrl-C clearing typed input, a second push query refused, \q, and history
+# kept in $HOME across two runs.
 # Then the engine's loop at the prompt: a socket source fed by nc while a
 # push query's rows print above the prompt and the half-typed input, which
 # comes back intact; a second ares-sql subscribes to the shell's standing
@@ -11,58 +12,23 @@
 set -u
 command -v tmux >/dev/null 2>&1 || { echo "skip: tmux is not installed"; exit 0; }
 . "$(cd "$(dirname "$0")" && pwd)/t_cli_lib.inc" # A, T, free_port; fail and cleanup are ours
-RUN=0
-SOCK="$T/tmux0.sock"
-S=ares
 mkdir -p "$T/home" "$T/work"
+. "$_LIBDIR/t_tmux.inc"
 
-tm() { tmux -S "$SOCK" "$@"; }
 cleanup() {
     for p in $PIDS; do kill "$p" 2>/dev/null; done
-    for s in "$T"/tmux*.sock; do [ -S "$s" ] && tmux -S "$s" kill-server >/dev/null 2>&1; done
+    tm_cleanup
 }
 trap cleanup EXIT INT TERM
 
 fail() {
     echo "FAIL: $*"
-    echo "--- screen:"
-    tm capture-pane -t $S -p 2>/dev/null | grep -v '^$'
+    tm_screen
     exit 1
 }
-# Type text literally.  tmux takes an argument's trailing ';' as a command
-# separator, so a ';' at the end is sent escaped.
-typ() {
-    case "$1" in
-    *\;) tm send-keys -t $S -l "${1%;}\\;" ;;
-    *) tm send-keys -t $S -l "$1" ;;
-    esac
-}
-key() { tm send-keys -t $S "$@"; }
-line() { typ "$1"; key Enter; }
-screen() { tm capture-pane -t $S -p -S -200; }
-# wait_for TEXT [SECONDS]: the screen shows TEXT (fixed string)
-wait_for() {
-    i=0
-    while [ $i -lt $((${2:-5} * 10)) ]; do
-        screen | grep -qF -- "$1" && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    fail "the screen never showed: $1"
-}
-# count TEXT: lines of the screen holding TEXT
-count() { screen | grep -cF -- "$1"; }
 
 start() {
-    # each run gets its own server: a new one on the old socket could meet
-    # the old server while it is still going away
-    tm kill-server >/dev/null 2>&1
-    RUN=$((RUN + 1))
-    SOCK="$T/tmux$RUN.sock"
-    # The command stays alive after ares-sql so that its exit code shows.
-    tm new-session -d -s $S -x 200 -y 50 \
-        "cd '$T/work' && HOME='$T/home' TERM=xterm '$A' --data '$T/work/data'; echo \"ares-exit=\$?\"; sleep 60" ||
-        fail "tmux new-session"
+    tm_start "cd '$T/work' && HOME='$T/home' TERM=xterm '$A' --data '$T/work/data'"
 }
 
 # ---- run 1
@@ -103,10 +69,18 @@ wait_for "INSERT 1"
 screen | grep -q '^ /b *| *1 *$' || fail "the push query stopped on a Ctrl-C that only cleared input"
 [ "$(count 'error')" -eq 0 ] || fail "the cleared input still ran"
 
+# a second push query while one runs is refused: their rows would interleave
+line "SELECT * FROM clicks;"
+wait_for "error: a push query or SUBSCRIBE is already running in this shell"
+
 # Ctrl-C at an empty prompt stops the push query
 key C-c
 wait_for "push query stopped"
 wait_for "(2 rows)"
+# and with nothing running it only draws a new prompt
+key C-c
+sleep 0.3
+[ "$(last_line)" = "ares>" ] || fail "Ctrl-C at an idle prompt: $(last_line)"
 
 # a keyword in lower case completes in lower case; DESCRIBE completes names
 typ "descr"
@@ -126,20 +100,13 @@ screen | grep -q '^ *\^$' || fail "no caret under the error"
 
 line "\\q"
 wait_for "ares-exit=0"
-# libedit writes its history with strvis(3): a space is \040
-hist() { sed 's/\\040/ /g; s/\\134/\\/g' "$T/home/.ares_history"; }
 hist | grep -qF "SELECT url, COUNT(*) AS n FROM clicks WINDOW" || fail "history file lacks the SELECT"
 hist | grep -qF "describe clicks" || fail "history file lacks the DESCRIBE"
 hist | grep -qxF "\\q" || fail "history file lacks \\q"
 
 # ---- run 2: the history came back (Up, Up: \q then the statement before it)
 start
-wait_for "ares>"
-key Up
-sleep 0.2
-key Up
-sleep 0.2
-wait_for "ares> SELECT url FROM clicks WHERE nosuch > 1;"
+history_back "SELECT url FROM clicks WHERE nosuch > 1;"
 key C-u
 # the catalog persisted in the data directory: the stream completes
 typ "DESCRIBE cl"

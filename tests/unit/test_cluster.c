@@ -159,6 +159,7 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.attach.wm = -122;
         m->u.attach.rows = wire_str_of("0123456789ab");
         break;
+    case WIRE_CANCEL: m->u.cancel.req_id = 125; break;
     case WIRE_LOSS:
         m->u.loss.query = 123;
         m->u.loss.batches = 124;
