@@ -35,7 +35,7 @@ void auth_secret_fini(auth_secret *s)
     if (s) OPENSSL_cleanse(s, sizeof *s);
 }
 
-int auth_secret_load(const char *path, auth_secret *s, int strict, xerr *e)
+int auth_secret_load(const char *path, auth_secret *s, xerr *e)
 {
     unsigned char buf[AUTH_SECRET_MAX + 2];
     size_t n = 0;
@@ -52,14 +52,12 @@ int auth_secret_load(const char *path, auth_secret *s, int strict, xerr *e)
         rc = xerr_set(e, XE_INVAL, "secret file %s is not a regular file", path);
         goto out;
     }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        rc = xerr_set(e, XE_INVAL, "secret file %s is writable by group or others (mode %03o); "
-                      "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
-        goto out;
-    }
-    if (strict && (st.st_mode & (S_IRGRP | S_IROTH))) {
-        rc = xerr_set(e, XE_INVAL, "secret file %s is readable by group or others (mode %03o); "
-                      "chmod 600 it", path, (unsigned)(st.st_mode & 0777));
+    /* as ssh does with a private key: a secret others can read or write is
+     * no secret, so it is refused, not used with a warning */
+    if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+        rc = xerr_set(e, XE_INVAL, "secret file %s has mode %04o: it is open to %s, so it is refused; "
+                      "chmod 600 %s", path, (unsigned)(st.st_mode & 07777),
+                      st.st_mode & (S_IWGRP | S_IWOTH) ? "writes by group or others" : "group or others", path);
         goto out;
     }
     for (;;) {
@@ -84,11 +82,7 @@ int auth_secret_load(const char *path, auth_secret *s, int strict, xerr *e)
         goto out;
     }
     if ((rc = auth_secret_set(s, buf, n, e)) < 0) goto out;
-    if (st.st_mode & (S_IRGRP | S_IROTH))
-        snprintf(s->warning, sizeof s->warning,
-                 "secret file %s is readable by group or others (mode %03o); chmod 600 it", path,
-                 (unsigned)(st.st_mode & 0777));
-    else if (n < AUTH_SECRET_WEAK)
+    if (n < AUTH_SECRET_WEAK)
         snprintf(s->warning, sizeof s->warning,
                  "secret in %s is only %zu bytes; use at least %d random bytes", path, n,
                  AUTH_SECRET_WEAK);

@@ -42,10 +42,10 @@ typedef struct auth_secret {
 
 /* Load --secret-file.  Trailing "\n" / "\r\n" are trimmed.  Refused: a file
  * that is missing, not a regular file, empty after trimming, over
- * AUTH_SECRET_MAX bytes, or writable by group/other; with `strict`, also one
- * readable by group/other.  A group/other-readable file (non-strict) or a
+ * AUTH_SECRET_MAX bytes, or with any permission bit for group or others (as
+ * ssh refuses such a key; the message names the mode and the chmod).  A
  * secret under AUTH_SECRET_WEAK bytes loads with s->warning set: log it. */
-int auth_secret_load(const char *path, auth_secret *s, int strict, xerr *e);
+int auth_secret_load(const char *path, auth_secret *s, xerr *e);
 /* From bytes already in memory (tests, embedded clients).  Refuses empty. */
 int auth_secret_set(auth_secret *s, const void *key, size_t len, xerr *e);
 void auth_secret_fini(auth_secret *s); /* wipe; NULL ok */

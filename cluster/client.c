@@ -527,7 +527,7 @@ int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err)
         free(c);
         return xerr_set(err, XE_INVAL, "--connect needs the cluster secret: --secret-file FILE");
     }
-    if ((rc = auth_secret_load(o->secret_file, &c->secret, 0, err))) {
+    if ((rc = auth_secret_load(o->secret_file, &c->secret, err))) {
         free(c);
         return rc;
     }

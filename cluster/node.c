@@ -1876,7 +1876,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
     if (!n->cfg.coordinator && !n->cfg.join) return xerr_set(err, XE_INVAL, "a node that is not the coordinator needs --join HOST:PORT");
     n->standby = n->cfg.coordinator && n->cfg.join; /* a standby coordinator */
     if (!n->cfg.secret_file) return xerr_set(err, XE_INVAL, "a cluster secret is required: --secret-file FILE");
-    if ((rc = auth_secret_load(n->cfg.secret_file, &n->secret, 0, err))) return rc;
+    if ((rc = auth_secret_load(n->cfg.secret_file, &n->secret, err))) return rc;
     if (n->secret.warning[0]) node_log(n, NET_LOG_WARN, "%s", n->secret.warning);
 
     engine_opts eo;

@@ -2009,6 +2009,8 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
     e->general_agg = o->general_agg;
     store_opts so = {0};
     so.map_size = o->map_size;
+    so.warn = o->log;
+    so.warn_ctx = o->log_ctx;
     if ((rc = store_open(e->dir, &so, &e->st, err))) goto fail;
     if ((rc = io_start(e, err))) goto fail;
     if ((rc = store_begin(e->st, 1, &e->txn, err))) goto fail;

@@ -1187,11 +1187,30 @@ static int mkdir_p(const char *dir)
     for (char *p = path + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) return errno;
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) return errno;
         *p = '/';
     }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) return errno;
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) return errno;
     return 0;
+}
+
+/* An existing data directory, or a file of it, that group or others may
+ * read (made by an older version, or by hand): said, not changed. */
+static void warn_open_modes(const char *dir, const store_opts *o)
+{
+    static const char *files[] = {"", "data.mdb", "lock.mdb", "store.lock"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[4200], msg[8800];
+        snprintf(path, sizeof path, "%s%s%s", dir, *files[i] ? "/" : "", files[i]);
+        struct stat st;
+        if (stat(path, &st) != 0 || !(st.st_mode & (S_IRWXG | S_IRWXO))) continue;
+        if (!(*files[i] ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode))) continue; /* open says what is wrong */
+        snprintf(msg, sizeof msg, "storage %s: %s %s has mode %04o, open to group or others, who can read the "
+                 "stream logs and the state; chmod %s %s", dir, *files[i] ? "file" : "the data directory", path,
+                 (unsigned)(st.st_mode & 07777), *files[i] ? "600" : "700", path);
+        if (o->warn) o->warn(o->warn_ctx, msg);
+        else fprintf(stderr, "ares: %s\n", msg);
+    }
 }
 
 static int open_db(store *s, MDB_txn *txn, const char *name, int create, MDB_dbi *dbi, xerr *err)
@@ -1345,7 +1364,7 @@ static int verify_child(const char *dir)
     MDB_dbi main_dbi;
     if (mdb_env_create(&env) || mdb_env_set_maxdbs(env, 4096)) return 2;
     /* no lock file: the parent holds store.lock and has not opened the environment yet */
-    if (mdb_env_open(env, dir, MDB_NOLOCK | MDB_NOTLS, 0644)) return 3; /* the parent's open says why */
+    if (mdb_env_open(env, dir, MDB_NOLOCK | MDB_NOTLS, 0600)) return 3; /* the parent's open says why */
     if (mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) || mdb_dbi_open(txn, NULL, 0, &main_dbi)) return 1;
     MDB_cursor *c;
     MDB_val k, v;
@@ -1468,12 +1487,13 @@ int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
         code = xerr_set(err, XE_IO, "storage %s: cannot create the data directory: %s", dir, strerror(rc));
         goto fail;
     }
+    warn_open_modes(dir, &o);
     /* One engine per directory: LMDB allows several processes, but map growth
      * and log offsets assume this process is the only writer, and opening an
      * environment twice in one process breaks LMDB's locks. */
     char lockpath[4096];
     snprintf(lockpath, sizeof lockpath, "%s/store.lock", dir);
-    s->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    s->lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (s->lockfd < 0) {
         code = xerr_set(err, XE_IO, "storage %s: cannot open %s: %s", dir, lockpath, strerror(errno));
         goto fail;
@@ -1495,7 +1515,7 @@ int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
      * cannot leave a torn page in the file. */
     mdb_env_set_assert(s->env, on_lmdb_assert);
     if ((code = verify_environment(dir, err)) < 0) goto fail;
-    rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NOSYNC, 0644);
+    rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NOSYNC, 0600);
     if (rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) {
         code = xerr_set(err, XE_CORRUPT, "storage %s: data.mdb is not an LMDB environment or is corrupt (%s)",
                         dir, errtext(rc));

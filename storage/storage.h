@@ -73,10 +73,15 @@ typedef struct store_opts {
     size_t map_size;   /* initial map size in bytes; 0 = 256 MiB; grows when full */
     size_t map_max;    /* upper bound for growth; 0 = 64 GiB */
     int max_streams;   /* named log databases; 0 = 128 */
+    /* Told when an existing data directory, or a file in it, is open to
+     * group or others (NULL: "ares: ..." on stderr). */
+    void (*warn)(void *ctx, const char *msg);
+    void *warn_ctx;
 } store_opts;
 
 /* Open (creating if needed) the environment in dir.  The directory is created
- * if it does not exist.  opts may be NULL (all defaults); a reopened store whose
+ * if it does not exist, mode 0700 (and so are missing parents), and its files
+ * 0600, as PostgreSQL does: stream logs and state are nobody else's to read.  opts may be NULL (all defaults); a reopened store whose
  * data outgrew map_size starts at the size it needs and grows from there.  On
  * failure *out is NULL and err says why (XE_IO, XE_CORRUPT, XE_VERSION, XE_BUSY).
  * The caller owns the store and frees it with store_close. */

@@ -144,6 +144,25 @@ rc=0
 if [ "$rc" -eq 0 ]; then echo "ok   a failed CREATE QUERY leaves no trace"
 else sed 's/^/    /' "$T/err" >&2; bad "a failed CREATE QUERY leaves no trace" "exit $rc"; fi
 
+# ------------------------------------------------------------------ file modes
+# a new data directory is the owner's alone; an old one open to others is said
+rc=0
+(umask 022; "$A" --data "$T/modes/d" -q -e "$STREAM" </dev/null >/dev/null 2>"$T/err") || rc=$?
+m=$(stat -c '%a' "$T/modes/d" "$T/modes/d/data.mdb" 2>/dev/null | tr '\n' ' ')
+if [ "$rc" -eq 0 ] && [ "$m" = "700 600 " ] && [ ! -s "$T/err" ]; then echo "ok   a new data directory is 0700, data.mdb 0600"
+else bad "a new data directory is 0700, data.mdb 0600" "exit $rc, modes '$m', stderr: $(cat "$T/err")"; fi
+chmod 755 "$T/modes/d"
+"$A" --data "$T/modes/d" -q -e "SHOW STREAMS;" </dev/null >/dev/null 2>"$T/err"
+if grep -qF "ares: storage $T/modes/d: the data directory $T/modes/d has mode 0755, open to group or others, who can read the stream logs and the state; chmod 700 $T/modes/d" "$T/err"
+then echo "ok   an open data directory is warned about"
+else sed 's/^/    /' "$T/err" >&2; bad "an open data directory is warned about" "no warning"; fi
+# a secret file others can read is refused, as ssh refuses such a key
+head -c 32 /dev/urandom | base64 >"$T/loose-secret"
+chmod 644 "$T/loose-secret"
+expect_err "a secret file of mode 0644" \
+    "secret file $T/loose-secret has mode 0644: it is open to group or others, so it is refused; chmod 600 $T/loose-secret" \
+    --connect 127.0.0.1:1 --secret-file "$T/loose-secret" -e "SHOW NODES;"
+
 # ------------------------------------------------------------------ every page damaged in turn
 # LMDB keeps no page checksums: storage walks (and trial-writes) every page in
 # a child process at open, and the engine checks the catalog's entry count,

@@ -637,42 +637,46 @@ static void test_secret_file(void **state)
     xerr e;
 
     write_file(path, "correct horse battery staple\r\n", 0600);
-    assert_int_equal(auth_secret_load(path, &s, 1, &e), 0);
+    assert_int_equal(auth_secret_load(path, &s, &e), 0);
     assert_int_equal(s.len, strlen("correct horse battery staple"));
     assert_memory_equal(s.key, "correct horse battery staple", s.len);
     assert_string_equal(s.warning, "");
     auth_secret_fini(&s);
 
     write_file(path, "correct horse battery staple\n", 0644);
-    assert_int_equal(auth_secret_load(path, &s, 0, &e), 0); /* loads, with a warning */
-    assert_non_null(strstr(s.warning, "readable by group"));
-    assert_int_equal(auth_secret_load(path, &s, 1, &e), XE_INVAL); /* strict: refused */
-    assert_non_null(strstr(e.msg, "chmod 600"));
+    assert_int_equal(auth_secret_load(path, &s, &e), XE_INVAL); /* readable by others: refused, as ssh does */
+    char want[200];
+    snprintf(want, sizeof want, "secret file %s has mode 0644: it is open to group or others, so it is refused; "
+             "chmod 600 %s", path, path);
+    assert_string_equal(e.msg, want);
+    write_file(path, "correct horse battery staple\n", 0640);
+    assert_int_equal(auth_secret_load(path, &s, &e), XE_INVAL);
+    assert_non_null(strstr(e.msg, "mode 0640"));
 
     write_file(path, "correct horse battery staple\n", 0622);
-    assert_int_equal(auth_secret_load(path, &s, 0, &e), XE_INVAL);
-    assert_non_null(strstr(e.msg, "writable"));
+    assert_int_equal(auth_secret_load(path, &s, &e), XE_INVAL);
+    assert_non_null(strstr(e.msg, "open to writes by group or others"));
 
     write_file(path, "\n\n", 0600);
-    assert_int_equal(auth_secret_load(path, &s, 0, &e), XE_INVAL);
+    assert_int_equal(auth_secret_load(path, &s, &e), XE_INVAL);
     assert_non_null(strstr(e.msg, "empty"));
     write_file(path, "", 0600);
-    assert_int_equal(auth_secret_load(path, &s, 0, &e), XE_INVAL);
+    assert_int_equal(auth_secret_load(path, &s, &e), XE_INVAL);
 
     write_file(path, "short", 0600);
-    assert_int_equal(auth_secret_load(path, &s, 1, &e), 0);
+    assert_int_equal(auth_secret_load(path, &s, &e), 0);
     assert_non_null(strstr(s.warning, "only 5 bytes"));
 
     char *big = malloc(AUTH_SECRET_MAX + 10);
     memset(big, 'k', AUTH_SECRET_MAX + 9);
     big[AUTH_SECRET_MAX + 9] = 0;
     write_file(path, big, 0600);
-    assert_int_equal(auth_secret_load(path, &s, 0, &e), XE_INVAL);
+    assert_int_equal(auth_secret_load(path, &s, &e), XE_INVAL);
     free(big);
 
     unlink(path);
-    assert_int_equal(auth_secret_load(path, &s, 0, &e), XE_IO);
-    assert_int_equal(auth_secret_load("/tmp", &s, 0, &e), XE_INVAL);
+    assert_int_equal(auth_secret_load(path, &s, &e), XE_IO);
+    assert_int_equal(auth_secret_load("/tmp", &s, &e), XE_INVAL);
 }
 
 static void test_hmac_proofs(void **state)

@@ -191,6 +191,64 @@ static void test_open_close_reopen(void **state)
     store_close(NULL);
 }
 
+static void note_warning(void *ctx, const char *msg)
+{
+    sbuf *b = ctx;
+    sbuf_adds(b, msg);
+    sbuf_adds(b, "\n");
+}
+
+static mode_t mode_of(const char *dir, const char *file)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s%s%s", dir, *file ? "/" : "", file);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 07777;
+}
+
+/* A new data directory is the owner's alone (0700, files 0600, whatever the
+ * umask lets through beyond that); an existing one open to others is
+ * reported through opts.warn, file by file, with the chmod that fixes it. */
+static void test_private_modes(void **state)
+{
+    fixture *f = *state;
+    char sub[128], want[2048];
+    snprintf(sub, sizeof sub, "%s/a/b", f->dir);
+    mode_t old = umask(022);
+    sbuf w;
+    sbuf_init(&w);
+    store_opts o = {0};
+    o.warn = note_warning;
+    o.warn_ctx = &w;
+    f->s = open_ok(sub, &o);
+    assert_int_equal(mode_of(sub, ""), 0700);
+    char parent[128];
+    snprintf(parent, sizeof parent, "%s/a", f->dir);
+    assert_int_equal(mode_of(parent, ""), 0700);
+    assert_int_equal(mode_of(sub, "data.mdb"), 0600);
+    assert_int_equal(mode_of(sub, "lock.mdb"), 0600);
+    assert_int_equal(mode_of(sub, "store.lock"), 0600);
+    assert_int_equal(w.len, 0);
+    store_close(f->s);
+    f->s = NULL;
+
+    /* made open by hand, or by an older version: said at the next open */
+    char path[256];
+    assert_int_equal(chmod(sub, 0755), 0);
+    snprintf(path, sizeof path, "%s/data.mdb", sub);
+    assert_int_equal(chmod(path, 0644), 0);
+    f->s = open_ok(sub, &o);
+    snprintf(want, sizeof want, "storage %s: the data directory %s has mode 0755, open to group or others, who can "
+             "read the stream logs and the state; chmod 700 %s\n"
+             "storage %s: file %s has mode 0644, open to group or others, who can read the stream logs and the "
+             "state; chmod 600 %s\n", sub, sub, sub, sub, path, path);
+    assert_string_equal(w.p, want);
+    assert_int_equal(mode_of(sub, ""), 0755); /* said, not changed */
+    umask(old);
+    sbuf_fini(&w);
+}
+
 typedef struct collect {
     sbuf keys;
     int n, stop_at;
@@ -1262,6 +1320,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_close_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_private_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_discards, setup, teardown),
