@@ -608,6 +608,21 @@ static void progress_show(ingest_ctx *k, int64_t lines, int64_t bytes)
 
 enum { INGEST_CHUNK = 64 * 1024 };
 
+/* Whether fd has bytes (or its end) within ms: 1, 0 when it stays quiet,
+ * -1 after a signal (the caller's loop top looks at the flag).  A regular
+ * file is always ready, so only a pipe, a socket or a terminal pauses. */
+static int input_ready(int fd, int ms)
+{
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = cli_signal_fd(), .events = POLLIN}};
+    int n = poll(p, p[1].fd >= 0 ? 2 : 1, ms);
+    if (n < 0) return errno == EINTR ? -1 : 1; /* the read says what is wrong */
+    if (n > 0 && p[1].fd >= 0 && p[1].revents) {
+        cli_signal_drain();
+        return -1;
+    }
+    return n > 0;
+}
+
 int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, exec_ingest_stats *st)
 {
     ingest_ctx k;
@@ -644,11 +659,26 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
     size_t have = 0;
     int64_t bytes = 0, lines = 0;
     int show = o->progress && c->stderr_tty;
+    int fed = 0; /* rows went in since the input last paused */
     uint64_t t_start = clock_mono_ns(), t_last = t_start;
     for (;;) {
         if (cli_interrupted()) {
             rc = CLI_INTR;
             break;
+        }
+        /* A slow pipe (tail -f) ends its slice when it pauses, so that the
+         * windows its rows closed come out now (exec_ingest_idle). */
+        int ready = fed ? input_ready(fd, EXEC_IDLE_MS) : 1;
+        if (ready < 0) continue;
+        if (ready == 0) {
+            fed = 0;
+            if (exec_ingest_idle(in, &err) < 0) {
+                progress_clear(&k);
+                cli_error(o->label, "%s", err.msg[0] ? err.msg : xerr_name(err.code));
+                rc = CLI_ESQL;
+                break;
+            }
+            continue;
         }
         ssize_t got = read(fd, buf + have, INGEST_CHUNK);
         if (got < 0) {
@@ -674,6 +704,7 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
                 rc = frc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
                 break;
             }
+            fed = 1;
         }
         have = have + (size_t)got - feed;
         memmove(buf, buf + feed, have);

@@ -657,6 +657,13 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
     return rc;
 }
 
+int exec_ingest_idle(exec_ingest *in, xerr *err)
+{
+    if (in->e->streams[in->si]->ext_ticks) return 0;
+    int rc = end_partial_slice(in->e, in->si, err);
+    return rc ? rc : commit_epoch(in->e, 1, err);
+}
+
 int exec_ingest_save(const exec_ingest *in, sbuf *out)
 {
     return fmt_decoder_save(in->dec, out);

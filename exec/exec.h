@@ -9,9 +9,11 @@
  *
  * Data path: input bytes -> decoder (format.h) -> batches of rows -> stream
  * log (LMDB) -> each query's operators -> its sink.  Work is cut into slices
- * of exactly EXEC_SLICE_ROWS accepted rows of a stream, so that watermarks
- * advance at the same points whatever the input's chunking (replays and
- * restarts then give the same windows).  An epoch (EXEC_EPOCH_MS of wall
+ * of EXEC_SLICE_ROWS accepted rows of a stream, so that watermarks advance
+ * at the same points whatever the input's chunking; a slice ends early only
+ * when the input pauses (exec_ingest_idle, the socket sources' tick) or ends,
+ * and that cut is recorded in the stream's log, so that replays and restarts
+ * give the same windows.  An epoch (EXEC_EPOCH_MS of wall
  * time, or EXEC_EPOCH_BYTES written, whichever comes first) commits, in one
  * LMDB transaction, the log records, every query's dirty window state, the
  * offsets it consumed and its sink position.  An epoch that ends on the data
@@ -114,6 +116,17 @@ int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err);
  * stream's watermark jumps to the end of time, so every open window closes
  * and is emitted.  Commits the epoch.  Frees in.  stats may be NULL. */
 int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *stats, xerr *err);
+
+/* The input has paused: its reader saw no new bytes for EXEC_IDLE_MS.  The
+ * stream's partial slice ends here, so that its watermark moves and the
+ * windows it closes are emitted now rather than at the slice's 1,024th row
+ * or at end of input; then the open epoch commits (synced in the
+ * background).  The cut is a marker record in the stream's log, so a replay
+ * moves the watermark after the same row.  Idempotent: with nothing new
+ * since the last cut it does nothing.  A stream whose slices its host cuts
+ * (engine_stream_tick) is left alone. */
+#define EXEC_IDLE_MS 50
+int exec_ingest_idle(exec_ingest *in, xerr *err);
 
 /* Push rows that are already decoded (b has the stream's columns, in
  * order).  Same path as ingest: slices, log, queries, epochs. */
