@@ -171,6 +171,10 @@ void cli_script_clear(cli_script *s);
 int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth);
 /* A file as a script (-f, \i); an unreadable file is CLI_EUSAGE. */
 int cli_run_file(cli *c, const char *path, int depth);
+/* The scripts of the command line in order (file[i]: -f script[i], else -e
+ * text), then with stdin_sql the statements on stdin.  The first error
+ * stops them; so does \q, which is success (CLI_OK). */
+int cli_run_scripts(cli *c, int n, const char *const *script, const int *file, int stdin_sql);
 
 struct cli_ingest_opts {
     fmt_kind format;    /* FMT_CSV or FMT_JSON */

@@ -322,10 +322,7 @@ int cli_cluster_run(const cli_cluster *r)
         snprintf(where, sizeof where, "coordinator: %s", r->addrs);
         rc = cli_shell(&s.c, "connected to an Ares cluster", where);
     }
-    for (int i = 0; i < r->nscripts && rc == CLI_OK; i++)
-        rc = r->script_file[i] ? cli_run_file(&s.c, r->script[i], 0)
-                               : cli_run_text(&s.c, NULL, r->script[i], strlen(r->script[i]), 0);
-    if (rc == CLI_OK && stdin_sql) rc = cli_run_file(&s.c, "-", 0);
+    if (rc == CLI_OK) rc = cli_run_scripts(&s.c, r->nscripts, r->script, r->script_file, stdin_sql);
     if (rc == CLI_OK && r->ingest) rc = ingest(&s, r);
     /* push queries and subscriptions run until their streams end */
     if (!shell && (rc == CLI_OK || rc == CLI_EINPUT) && (clu_client_open_results(s.cl) || r->follow)) {

@@ -98,11 +98,6 @@ static int bad_usage(const char *fmt, const char *arg)
     return CLI_EUSAGE;
 }
 
-typedef struct script_arg {
-    int file; /* -f, else -e */
-    const char *text;
-} script_arg;
-
 enum {
     OPT_DATA = 256, OPT_MEMORY, OPT_INGEST, OPT_INPUT_FORMAT, OPT_HEADER, OPT_NO_HEADER,
     OPT_FORMAT, OPT_FOLLOW, OPT_STRICT, OPT_CONNECT, OPT_SECRET_FILE,
@@ -110,7 +105,8 @@ enum {
 
 /* Another process holds the data directory: its SUBSCRIBE statements go
  * there (remote.c); the shell, --ingest and anything but SUBSCRIBE cannot. */
-static int run_remote(cli *c, const char *dir, const script_arg *scripts, int nscripts, int stdin_sql, int refuse)
+static int run_remote(cli *c, const char *dir, const char *const *texts, const int *files, int nscripts, int stdin_sql,
+                      int refuse)
 {
     if (refuse) {
         cli_remote_busy_error(dir);
@@ -123,8 +119,7 @@ static int run_remote(cli *c, const char *dir, const script_arg *scripts, int ns
     }
     int rc = CLI_OK;
     for (int i = 0; i < nscripts && rc == CLI_OK; i++)
-        rc = scripts[i].file ? cli_remote_add_file(r, scripts[i].text)
-                             : cli_remote_add_text(r, NULL, scripts[i].text, strlen(scripts[i].text));
+        rc = files[i] ? cli_remote_add_file(r, texts[i]) : cli_remote_add_text(r, NULL, texts[i], strlen(texts[i]));
     if (rc == CLI_OK && stdin_sql) rc = cli_remote_add_file(r, "-");
     if (rc == CLI_OK) rc = cli_remote_run(r, c);
     cli_remote_free(r);
@@ -161,9 +156,15 @@ int main(int argc, char **argv)
     int input_format_set = 0, header_set = 0, format_set = 0;
     fmt_kind input_format = FMT_CSV, format = FMT_CSV;
     fmt_header header = FMT_HEADER_AUTO;
-    script_arg *scripts = calloc((size_t)argc + 1, sizeof *scripts);
+    /* the -e and -f scripts in order: texts[i], and files[i] = 1 for -f */
+    const char **texts = calloc((size_t)argc + 1, sizeof *texts);
+    int *files = calloc((size_t)argc + 1, sizeof *files);
     int nscripts = 0;
-    if (!scripts) return CLI_ESQL;
+    if (!texts || !files) {
+        free(texts);
+        free(files);
+        return CLI_ESQL;
+    }
 
     opterr = 0;
     int opt, rc = CLI_OK;
@@ -171,8 +172,8 @@ int main(int argc, char **argv)
         switch (opt) {
         case OPT_DATA: data_dir = optarg; break;
         case OPT_MEMORY: memory = 1; break;
-        case 'e': scripts[nscripts++] = (script_arg){0, optarg}; break;
-        case 'f': scripts[nscripts++] = (script_arg){1, optarg}; break;
+        case 'e': files[nscripts] = 0, texts[nscripts++] = optarg; break;
+        case 'f': files[nscripts] = 1, texts[nscripts++] = optarg; break;
         case OPT_INGEST: ingest = optarg; break;
         case OPT_INPUT_FORMAT:
             if (fmt_kind_parse(optarg, &input_format) < 0 || (input_format != FMT_CSV && input_format != FMT_JSON)) {
@@ -231,17 +232,9 @@ int main(int argc, char **argv)
             rc = bad_usage("%s", connect ? "--connect excludes --data and --memory" : "--secret-file needs --connect");
             goto out;
         }
-        const char **texts = calloc((size_t)nscripts + 1, sizeof *texts);
-        int *files = calloc((size_t)nscripts + 1, sizeof *files);
-        for (int i = 0; texts && files && i < nscripts; i++) {
-            texts[i] = scripts[i].text;
-            files[i] = scripts[i].file;
-        }
         cli_cluster r = {connect, secret_file, nscripts, files, texts, ingest, input_format, header, strict,
                         quiet, do_follow, format_set, format};
-        rc = texts && files ? cli_cluster_run(&r) : CLI_ESQL;
-        free(texts);
-        free(files);
+        rc = cli_cluster_run(&r);
         goto out;
     }
 
@@ -272,7 +265,7 @@ int main(int argc, char **argv)
     engine *eng = NULL;
     int orc = engine_open(&eo, &eng, &err);
     if (orc == XE_BUSY && !memory) {
-        rc = run_remote(&c, eo.data_dir, scripts, nscripts, stdin_sql, shell || ingest);
+        rc = run_remote(&c, eo.data_dir, texts, files, nscripts, stdin_sql, shell || ingest);
         goto out;
     }
     if (orc < 0) {
@@ -294,10 +287,7 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    for (int i = 0; i < nscripts && rc == CLI_OK; i++)
-        rc = scripts[i].file ? cli_run_file(&c, scripts[i].text, 0)
-                             : cli_run_text(&c, NULL, scripts[i].text, strlen(scripts[i].text), 0);
-    if (rc == CLI_OK && stdin_sql) rc = cli_run_file(&c, "-", 0);
+    rc = cli_run_scripts(&c, nscripts, texts, files, stdin_sql);
 
     if (rc == CLI_OK && ingest) {
         cli_ingest_opts io;
@@ -332,7 +322,8 @@ int main(int argc, char **argv)
     cli_fini(&c);
 
 out:
-    free(scripts);
+    free(texts);
+    free(files);
     if (fflush(stdout) != 0 && rc == CLI_OK) rc = CLI_ESQL;
     return rc;
 }

@@ -471,6 +471,15 @@ int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth
     return rc;
 }
 
+int cli_run_scripts(cli *c, int n, const char *const *script, const int *file, int stdin_sql)
+{
+    int rc = CLI_OK;
+    for (int i = 0; i < n && rc == CLI_OK; i++)
+        rc = file[i] ? cli_run_file(c, script[i], 0) : cli_run_text(c, NULL, script[i], strlen(script[i]), 0);
+    if (rc == CLI_OK && stdin_sql) rc = cli_run_file(c, "-", 0);
+    return rc == CLI_QUIT ? CLI_OK : rc; /* \q: nothing more is read */
+}
+
 /* Lines from a descriptor.  Waiting for more goes through cli_wait, so the
  * engine's sockets keep moving while piped SQL trickles in. */
 typedef struct line_reader {

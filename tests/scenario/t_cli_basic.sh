@@ -76,6 +76,11 @@ expect_rc 0 $? "SQL on stdin"
 [ "$(cat out)" = "$(printf 'k,n,s\n1,2,3')" ] || { cat out; fail "SQL on stdin output"; }
 has err "INSERT 2"
 
+# \q in a script ends it with success: nothing after it runs
+"$A" --memory -e "SHOW STREAMS;" -e '\q' -e "SELECT k FORM ev;" >out 2>err
+expect_rc 0 $? "\\q in a script"
+hasnt err "error"
+
 # ---- 5. SQL errors: exit 1, the parser's caret, the file name, nothing after runs
 "$A" --memory -e "$EV SELECT k FORM ev;" >out 2>err
 expect_rc 1 $? "syntax error"
