@@ -11,8 +11,8 @@
  *   push_active  results still open on the connection;
  *   cancel_push  CANCEL (Ctrl-C at an empty prompt): the coordinator ends
  *                them after the rows already on their way;
- *   names        for completion: SHOW STREAMS and SHOW QUERIES, asked once
- *                after each statement that ran (and kept meanwhile);
+ *   names        for completion: SHOW STREAMS and SHOW QUERIES, kept until
+ *                a statement runs or 2 s pass;
  *   poll, loop   cli_wait sleeps on the client's loop and serves it, so the
  *                connection (heartbeats, rows of open push queries) keeps
  *                moving while the shell waits for a key;
@@ -31,12 +31,15 @@
 #include "cli/client.h"
 #include "cluster/cluster.h"
 
+#define NAMES_KEEP_NS 2000000000ull /* completion's names are asked for again after 2 s */
+
 typedef struct rsess {
     cli c;
     clu_client *cl;
     int lost;          /* the connection is lost (reported once) */
     /* completion names, fetched when asked for after a statement ran */
     int names_at;      /* c.statements when fetched, or -1 */
+    uint64_t names_ns; /* and when */
     char **names[2];   /* streams, queries */
     int nnames[2], capnames[2];
     char **cols;
@@ -172,9 +175,12 @@ static void grab_notice(void *ctx, const char *msg)
 
 static void names_fetch(rsess *s)
 {
-    if (s->names_at == s->c.statements) return;
+    /* other clients change the catalog too: asked again after a while */
+    uint64_t now = clock_mono_ns();
+    if (s->names_at == s->c.statements && now - s->names_ns < NAMES_KEEP_NS) return;
     names_clear(s);
     s->names_at = s->c.statements;
+    s->names_ns = now;
     static const char *const sql[2] = {"SHOW STREAMS", "SHOW QUERIES"};
     for (int k = 0; k < 2; k++) {
         grab g = {s, k, -1, -1};

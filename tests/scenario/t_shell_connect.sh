@@ -5,7 +5,8 @@
 # continuation prompt); tab completion of a keyword, of a stream name and of
 # a column known only to the coordinator; a push query fed by INSERTs; a
 # second push query refused; Ctrl-C clearing typed input, then stopping the
-# push query (the coordinator drops it), then at an idle prompt; \copy
+# push query (the coordinator drops it), then at an idle prompt, then a
+# SUBSCRIBE (the standing query goes on); \copy
 # through the coordinator; \format vertical, \timing, \q; the history kept in $HOME and brought back with Up
 # in a second run, Ctrl-D leaving.
 # tmux runs on a private socket in ARES_TMP; everything is killed at the end.
@@ -108,6 +109,18 @@ wait_log "$T/c0.log" "push query [0-9]+ ends: its client stopped it" 2 ||
 key C-c
 sleep 0.3
 [ "$(last_line)" = "ares>" ] || fail "Ctrl-C at an idle prompt: $(last_line)"
+
+# SUBSCRIBE: Ctrl-C stops the subscription, not the standing query
+line "CREATE QUERY per_url AS SELECT url, COUNT(*) AS n FROM clicks WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY url EMIT FINAL;"
+wait_for "CREATE QUERY"
+line "SUBSCRIBE per_url;"
+wait_for "push query running; Ctrl-C to stop"
+sqlc -e "INSERT INTO clicks VALUES (61000, 1, '/f'), (75000, 1, '/g');" || fail "INSERT from another client"
+wait_re '^ /f *| *1 *$'
+key C-c
+wait_for "(1 row)"
+[ "$(count 'push query stopped')" -eq 3 ] || fail "Ctrl-C did not stop the subscription"
+sqlc -e "SHOW QUERIES;" | grep -q '^per_url,RUNNING' || fail "the standing query did not survive its subscriber's Ctrl-C"
 
 # meta-commands: \format vertical, \timing
 line "\\format vertical"
