@@ -49,6 +49,8 @@ static int op_init(query *q, opinst *o, const plan_op *op, xerr *err)
     case PO_FILTER:
     case PO_HAVING:
         return compile_list(o, (plan_expr **)&op->pred, 1, &o->progs, &o->nprogs, err);
+    case PO_UNNEST:
+        return compile_list(o, op->exprs, op->nexprs, &o->progs, &o->nprogs, err);
     case PO_PROJECT: {
         int bare = op->nexprs > 0;
         for (int i = 0; i < op->nexprs; i++) bare &= op->exprs[i]->kind == PE_COL;
@@ -117,6 +119,13 @@ static void op_fini(opinst *o)
     free(o->join);
 }
 
+/* Operators that map each input record's rows to output rows on their own:
+ * a record's position (its tag) passes through them. */
+static int stateless_one_input(plan_op_kind k)
+{
+    return k == PO_FILTER || k == PO_PROJECT || k == PO_WINDOW || k == PO_UNNEST;
+}
+
 int query_start(engine *e, query *q, xerr *err)
 {
     plan_dag *d = q->dag;
@@ -171,7 +180,7 @@ int query_start(engine *e, query *q, xerr *err)
         o->csrc = -1;
         for (int j = 0; j < q->nsrc; j++)
             if (q->src_op[j] == i) o->csrc = j;
-        if (o->csrc < 0 && (d->ops[i].kind == PO_FILTER || d->ops[i].kind == PO_PROJECT || d->ops[i].kind == PO_WINDOW))
+        if (o->csrc < 0 && stateless_one_input(d->ops[i].kind))
             o->csrc = q->ops[d->ops[i].inputs[0]].csrc;
     }
     for (int i = 0; i < d->nops; i++) {
@@ -180,7 +189,7 @@ int query_start(engine *e, query *q, xerr *err)
         if (!o->agg && !o->join) continue;
         for (int k = 0; k < d->ops[i].ninputs; k++) {
             int u = d->ops[i].inputs[k];
-            while (d->ops[u].kind == PO_FILTER || d->ops[u].kind == PO_PROJECT || d->ops[u].kind == PO_WINDOW)
+            while (stateless_one_input(d->ops[u].kind))
                 u = d->ops[u].inputs[0];
             for (int j = 0; j < q->nsrc; j++)
                 if (d->ops[u].kind == PO_SOURCE && q->src_op[j] == u) o->tsrc[k] = j;
@@ -295,6 +304,46 @@ int op_emit(opinst *o, int task, const batch *b, xerr *err)
     return 0;
 }
 
+/* split(text, sep) as rows: each input row once per piece of its text
+ * between separators (empty pieces too), the piece as the last column.  NULL
+ * text or separator and the empty text make no rows; an empty separator makes
+ * the whole text one piece.  A text read straight from a column stays in the
+ * input's arena (the pieces point into it, as a filter's rows do); a computed
+ * one lives in the scratch batch until the next row, so its pieces are copied
+ * into the output's arena.  The output batch is reused: nothing is allocated
+ * per row once it has grown. */
+static int unnest_push(opinst *o, int task, const batch *in, xerr *err)
+{
+    const plan_op *op = o->op;
+    batch *sc = &o->q->scratch;
+    int nc = in->ncols, inplace = op->exprs[0]->kind == PE_COL;
+    batch_reset(&o->out);
+    for (int r = 0; r < in->nrows; r++) {
+        const val *row = batch_row(in, r);
+        val t = xprog_eval(&o->progs[0], row, sc);
+        val s = xprog_eval(&o->progs[1], row, sc);
+        if (t.type != TY_TEXT || s.type != TY_TEXT || t.len == 0) {
+            batch_reset(sc);
+            continue;
+        }
+        const char *p = t.s, *end = t.s + t.len;
+        for (;;) {
+            const char *q = s.len ? memmem(p, (size_t)(end - p), s.s, s.len) : NULL;
+            const char *stop = q ? q : end;
+            val *dst = batch_add_row_raw(&o->out);
+            if (!dst) return xerr_set(err, XE_NOMEM, "out of memory");
+            memcpy(dst, row, (size_t)nc * sizeof *dst);
+            if (inplace) dst[nc] = val_text(p, (uint32_t)(stop - p));
+            else if (batch_put_text(&o->out, &dst[nc], p, (size_t)(stop - p)))
+                return xerr_set(err, XE_NOMEM, "out of memory");
+            if (!q) break;
+            p = q + s.len;
+        }
+        batch_reset(sc);
+    }
+    return op_emit(o, task, &o->out, err);
+}
+
 static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
 {
     const plan_op *op = o->op;
@@ -362,6 +411,8 @@ static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
     case PO_WINDOW:
         /* window assignment is fused into the aggregate */
         return op_emit(o, task, in, err);
+    case PO_UNNEST:
+        return unnest_push(o, task, in, err);
     case PO_AGGREGATE:
     case PO_JOIN:
         if (o->tsrc[side] >= 0 && o->q->tag[o->tsrc[side]]) {

@@ -176,11 +176,21 @@ void ast_join_free(ast_join *j)
     free(j);
 }
 
+void ast_unnest_free(ast_unnest *u)
+{
+    if (!u) return;
+    ast_expr_free(u->expr);
+    free(u->alias);
+    free(u->column);
+    free(u);
+}
+
 void ast_select_free(ast_select *s)
 {
     if (!s) return;
     ast_items_free(s->items);
     ast_source_free(s->from);
+    ast_unnest_free(s->unnest);
     ast_source_free(s->join);
     ast_expr_free(s->join_on);
     ast_expr_free(s->where);
@@ -723,7 +733,31 @@ ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within)
     return j;
 }
 
-ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_window win,
+ast_unnest *ast_mk_unnest(pctx *P, const token *alias, const token *column)
+{
+    ast_unnest *u = zalloc(P, sizeof *u);
+    if (!u) return NULL;
+    if (!(u->alias = ident_text(alias)) || !(u->column = ident_text(column ? column : alias))) {
+        ast_unnest_free(u);
+        return oom(P);
+    }
+    return u;
+}
+
+ast_unnest *ast_unnest_set(pctx *P, ast_unnest *u, const token *kw, ast_expr *e)
+{
+    (void)P;
+    if (!u) {
+        ast_expr_free(e);
+        return NULL;
+    }
+    u->expr = e;
+    u->line = kw->line;
+    u->col = kw->col;
+    return u;
+}
+
+ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_unnest *unnest, ast_window win,
                           ast_join *join, ast_expr *where, ast_exprs *group_by,
                           ast_expr *having, int emit, int64_t limit)
 {
@@ -731,6 +765,7 @@ ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_windo
     if (s) {
         s->items = items;
         s->from = from;
+        s->unnest = unnest;
         s->window = win;
         s->where = where;
         s->group_by = group_by;
@@ -747,6 +782,7 @@ ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_windo
     }
     ast_items_free(items);
     ast_source_free(from);
+    ast_unnest_free(unnest);
     ast_join_free(join);
     ast_expr_free(where);
     ast_exprs_free(group_by);
@@ -1167,6 +1203,10 @@ static int select_equal(const ast_select *a, const ast_select *b)
     if (w->kind != v->kind || w->size_ms != v->size_ms || w->advance_ms != v->advance_ms ||
         w->gap_ms != v->gap_ms || w->grace_ms != v->grace_ms || w->has_grace != v->has_grace)
         return 0;
+    if ((a->unnest == NULL) != (b->unnest == NULL)) return 0;
+    if (a->unnest && (!str_eq(a->unnest->alias, b->unnest->alias) || !str_eq(a->unnest->column, b->unnest->column) ||
+                      !ast_expr_equal(a->unnest->expr, b->unnest->expr)))
+        return 0;
     return source_equal(a->from, b->from) && source_equal(a->join, b->join) &&
            ast_expr_equal(a->join_on, b->join_on) && (!a->join || a->within_ms == b->within_ms) &&
            ast_expr_equal(a->where, b->where) && exprs_equal(a->group_by, b->group_by) &&
@@ -1310,6 +1350,17 @@ ast_select *ast_select_dup(const ast_select *s)
         }
     }
     c->from = source_dup(s->from, &fail);
+    c->unnest = NULL;
+    if (s->unnest) {
+        if (!(c->unnest = calloc(1, sizeof *c->unnest))) fail = 1;
+        else {
+            *c->unnest = *s->unnest;
+            c->unnest->expr = ast_expr_dup(s->unnest->expr);
+            c->unnest->alias = dupstr(s->unnest->alias);
+            c->unnest->column = dupstr(s->unnest->column);
+            if ((s->unnest->expr && !c->unnest->expr) || !c->unnest->alias || !c->unnest->column) fail = 1;
+        }
+    }
     c->join = source_dup(s->join, &fail);
     c->join_on = ast_expr_dup(s->join_on);
     c->where = ast_expr_dup(s->where);
@@ -1583,8 +1634,13 @@ int ast_print_select(const ast_select *s, sbuf *b)
             if (!rc && it->alias && !(rc = sbuf_adds(b, " AS "))) rc = ast_print_ident(it->alias, b);
         }
     }
-    if (rc || (rc = sbuf_adds(b, " FROM ")) || (rc = print_source(s->from, b)) || (rc = print_window(&s->window, b)))
+    if (rc || (rc = sbuf_adds(b, " FROM ")) || (rc = print_source(s->from, b))) return rc;
+    if (s->unnest && ((rc = sbuf_adds(b, " CROSS JOIN UNNEST(")) || (rc = ast_print_expr(s->unnest->expr, b)) ||
+                      (rc = sbuf_adds(b, ") AS ")) || (rc = ast_print_ident(s->unnest->alias, b)) ||
+                      (rc = sbuf_addc(b, '(')) || (rc = ast_print_ident(s->unnest->column, b)) ||
+                      (rc = sbuf_addc(b, ')'))))
         return rc;
+    if ((rc = print_window(&s->window, b))) return rc;
     if (s->join && ((rc = sbuf_adds(b, " JOIN ")) || (rc = print_source(s->join, b)) ||
                     (rc = sbuf_adds(b, " ON ")) || (rc = ast_print_expr(s->join_on, b)) ||
                     (rc = sbuf_adds(b, " WITHIN ")) || (rc = print_interval(s->within_ms, b))))

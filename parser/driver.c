@@ -42,6 +42,7 @@ static const char *const tok_names[TK_NOT_LA + 1] = {
     [TK_TUMBLING] = "TUMBLING", [TK_HOPPING] = "HOPPING", [TK_SESSION] = "SESSION", [TK_SIZE] = "SIZE",
     [TK_ADVANCE] = "ADVANCE", [TK_BY] = "BY", [TK_GAP] = "GAP", [TK_GRACE] = "GRACE",
     [TK_PERIOD] = "PERIOD", [TK_JOIN] = "JOIN", [TK_ON] = "ON", [TK_WITHIN] = "WITHIN",
+    [TK_CROSS] = "CROSS", [TK_UNNEST] = "UNNEST",
     [TK_WHERE] = "WHERE", [TK_GROUP] = "GROUP", [TK_HAVING] = "HAVING", [TK_EMIT] = "EMIT",
     [TK_CHANGES] = "CHANGES", [TK_FINAL] = "FINAL", [TK_LIMIT] = "LIMIT", [TK_AND] = "AND",
     [TK_OR] = "OR", [TK_IS] = "IS", [TK_NULL] = "NULL", [TK_BETWEEN] = "BETWEEN", [TK_IN] = "IN",
@@ -61,13 +62,13 @@ static const char *const tok_names[TK_NOT_LA + 1] = {
 
 const char *const parse_keywords[] = {
     "ADVANCE", "AND", "AS", "BETWEEN", "BIGINT", "BOOL", "BOOLEAN", "BY", "CASE", "CAST", "CHANGES",
-    "CREATE", "DAY", "DAYS", "DESCRIBE", "DISTINCT", "DOUBLE", "DROP", "ELSE", "EMIT", "END", "EXISTS",
+    "CREATE", "CROSS", "DAY", "DAYS", "DESCRIBE", "DISTINCT", "DOUBLE", "DROP", "ELSE", "EMIT", "END", "EXISTS",
     "EXPLAIN", "FALSE", "FINAL", "FLOAT", "FORMAT", "FROM", "GAP", "GRACE", "GROUP", "HAVING", "HOPPING",
     "HOUR", "HOURS", "IF", "IN", "INSERT", "INT", "INTEGER", "INTERVAL", "INTO", "IS", "JOIN", "JSON",
     "LIKE", "LIMIT", "MILLISECOND", "MILLISECONDS", "MINUTE", "MINUTES", "NODES", "NOT", "NULL", "ON",
     "OR", "PERIOD", "PLACEMENT", "QUERIES", "QUERY", "REAL", "SECOND", "SECONDS", "SELECT", "SESSION",
     "SET", "SHOW", "SIZE", "STREAM", "STREAMS", "STRING", "SUBSCRIBE", "TEXT", "THEN", "TIMESTAMP",
-    "TRUE", "TUMBLING", "VALUES", "VARCHAR", "WHEN", "WHERE", "WINDOW", "WITH", "WITHIN", NULL,
+    "TRUE", "TUMBLING", "UNNEST", "VALUES", "VARCHAR", "WHEN", "WHERE", "WINDOW", "WITH", "WITHIN", NULL,
 };
 
 /* ------------------------------------------------------------------ tokens of a whole input */

@@ -66,7 +66,7 @@ int parser_accepts(void *p, int tok)
 %token CREATE STREAM QUERY IF NOT EXISTS WITH AS INSERT INTO VALUES DROP SHOW
        STREAMS QUERIES NODES DESCRIBE EXPLAIN PLACEMENT FORMAT JSON SUBSCRIBE SET
        SELECT DISTINCT FROM WINDOW TUMBLING HOPPING SESSION SIZE ADVANCE BY GAP
-       GRACE PERIOD JOIN ON WITHIN WHERE GROUP HAVING EMIT CHANGES FINAL LIMIT
+       GRACE PERIOD JOIN ON WITHIN CROSS UNNEST WHERE GROUP HAVING EMIT CHANGES FINAL LIMIT
        AND OR IS NULL BETWEEN IN LIKE CASE WHEN THEN ELSE END CAST TRUE FALSE
        INTERVAL MILLISECONDS SECONDS MINUTES HOURS DAYS
        BIGINT INT INTEGER DOUBLE FLOAT REAL TEXT VARCHAR STRING BOOLEAN BOOL
@@ -78,7 +78,7 @@ int parser_accepts(void *p, int tok)
 /* Non-reserved keywords: where they cannot be a keyword they are identifiers. */
 %fallback ID STREAM QUERY STREAMS QUERIES NODES PLACEMENT FORMAT JSON
        TUMBLING HOPPING SESSION SIZE ADVANCE GAP GRACE PERIOD CHANGES FINAL
-       MILLISECONDS SECONDS MINUTES HOURS DAYS
+       UNNEST MILLISECONDS SECONDS MINUTES HOURS DAYS
        BIGINT INT INTEGER DOUBLE FLOAT REAL TEXT VARCHAR STRING BOOLEAN BOOL
        TIMESTAMP.
 
@@ -214,9 +214,9 @@ rows(A) ::= rows(L) COMMA LP exprs(E) RP.  { A = ast_rows_add(P, L, E); }
 
 %type select {ast_select *}
 %destructor select { ast_select_free($$); }
-select(A) ::= SELECT items(I) FROM source(F) window_opt(W) join_opt(J) where_opt(X)
+select(A) ::= SELECT items(I) FROM source(F) unnest_opt(U) window_opt(W) join_opt(J) where_opt(X)
               group_opt(G) having_opt(H) emit_opt(E) limit_opt(L).
-    { A = ast_mk_select(P, I, F, W, J, X, G, H, E, L); }
+    { A = ast_mk_select(P, I, F, U, W, J, X, G, H, E, L); }
 
 %type items {ast_items *}
 %destructor items { ast_items_free($$); }
@@ -240,6 +240,21 @@ alias_opt(A) ::= AS ID(T).             { A = ast_mk_ident(P, &T); }
 source(A) ::= ID(T) alias_opt(N).                  { A = ast_mk_source(P, &T, N); }
 source(A) ::= LP(T) select(S) RP ID(N).            { A = ast_mk_subquery(P, &T, S, ast_mk_ident(P, &N)); }
 source(A) ::= LP(T) select(S) RP AS ID(N).         { A = ast_mk_subquery(P, &T, S, ast_mk_ident(P, &N)); }
+
+/* A lateral table function: each row of the source, joined with the rows
+ * UNNEST makes of an array computed from it (Flink SQL's form).  The column
+ * list is optional: without it the one column is called after the alias. */
+%type unnest_opt {ast_unnest *}
+%destructor unnest_opt { ast_unnest_free($$); }
+unnest_opt(A) ::= .                                              { A = NULL; }
+unnest_opt(A) ::= CROSS JOIN UNNEST(T) LP expr(E) RP unnest_alias(N). { A = ast_unnest_set(P, N, &T, E); }
+
+%type unnest_alias {ast_unnest *}
+%destructor unnest_alias { ast_unnest_free($$); }
+unnest_alias(A) ::= ID(T).                    { A = ast_mk_unnest(P, &T, NULL); }
+unnest_alias(A) ::= AS ID(T).                 { A = ast_mk_unnest(P, &T, NULL); }
+unnest_alias(A) ::= ID(T) LP ID(C) RP.        { A = ast_mk_unnest(P, &T, &C); }
+unnest_alias(A) ::= AS ID(T) LP ID(C) RP.     { A = ast_mk_unnest(P, &T, &C); }
 
 %type window_opt {ast_window}
 window_opt(A) ::= .  { A = ast_window_none(); }

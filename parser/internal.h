@@ -146,7 +146,12 @@ void ast_source_free(ast_source *s);
 ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within);
 void ast_join_free(ast_join *j);
 
-ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_window win,
+/* UNNEST's alias (and column), then its expression once the rule is complete. */
+ast_unnest *ast_mk_unnest(pctx *P, const token *alias, const token *column);
+ast_unnest *ast_unnest_set(pctx *P, ast_unnest *u, const token *kw, ast_expr *e);
+void ast_unnest_free(ast_unnest *u);
+
+ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_unnest *unnest, ast_window win,
                           ast_join *join, ast_expr *where, ast_exprs *group_by,
                           ast_expr *having, int emit, int64_t limit);
 int64_t ast_mk_limit(pctx *P, const token *t);

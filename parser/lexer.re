@@ -142,6 +142,8 @@ int lex_next(lexer *lx, token *t)
         'join'        { code = TK_JOIN; goto tok; }
         'on'          { code = TK_ON; goto tok; }
         'within'      { code = TK_WITHIN; goto tok; }
+        'cross'       { code = TK_CROSS; goto tok; }
+        'unnest'      { code = TK_UNNEST; goto tok; }
         'where'       { code = TK_WHERE; goto tok; }
         'group'       { code = TK_GROUP; goto tok; }
         'having'      { code = TK_HAVING; goto tok; }

@@ -122,6 +122,17 @@ typedef struct ast_source {
     int line, col;
 } ast_source;
 
+/* CROSS JOIN UNNEST(expr) AS alias(column): every row of FROM's source once
+ * for each element of the array expr makes of it, with the element as the
+ * extra column.  expr is over the source's columns (split(text, sep) is the
+ * one function that makes an array). */
+typedef struct ast_unnest {
+    ast_expr *expr;
+    char *alias;  /* the table alias (qualifies the column) */
+    char *column; /* the element's column: the one in parentheses, else the alias */
+    int line, col; /* of UNNEST */
+} ast_unnest;
+
 typedef enum ast_window_kind { WIN_NONE = 0, WIN_TUMBLING, WIN_HOPPING, WIN_SESSION } ast_window_kind;
 
 typedef struct ast_window {
@@ -138,6 +149,7 @@ typedef enum ast_emit { EMIT_DEFAULT = 0, EMIT_CHANGES, EMIT_FINAL } ast_emit;
 typedef struct ast_select {
     ast_items *items;
     ast_source *from;
+    ast_unnest *unnest;  /* CROSS JOIN UNNEST(...), or NULL */
     ast_window window;
     ast_source *join;    /* or NULL */
     ast_expr *join_on;   /* with join */

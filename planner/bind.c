@@ -606,6 +606,10 @@ int bind_expr(const bind_scope *sc, const ast_expr *x, plan_expr **out, xerr *er
     case EX_FUNC: {
         if (ast_is_agg(x))
             return xerr_at(err, XE_PLAN, x->line, x->col, "aggregate %s() is not allowed here", x->name);
+        if (!strcmp(x->name, "split")) /* an array: planner.c's plan_unnest takes it apart */
+            return xerr_at(err, XE_TYPE, x->line, x->col,
+                           "split() makes an array, which can only be expanded into rows: "
+                           "FROM s CROSS JOIN UNNEST(split(col, ' ')) AS t(word)");
         size_t k;
         for (k = 0; k < sizeof fn_table / sizeof fn_table[0]; k++)
             if (!strcmp(fn_table[k].name, x->name)) break;

@@ -95,6 +95,13 @@ static void op_detail(const plan_dag *d, const plan_op *op, sbuf *b)
         sbuf_printf(b, ") within=%lldms", (long long)op->within_ms);
         break;
     }
+    case PO_UNNEST:
+        sbuf_adds(b, "split(");
+        plan_expr_print(op->exprs[0], in, b);
+        sbuf_adds(b, ", ");
+        plan_expr_print(op->exprs[1], in, b);
+        sbuf_printf(b, ") AS %s", op->out.cols[op->out.ncols - 1].name);
+        break;
     case PO_SINK:
         if (op->limit >= 0) sbuf_printf(b, "limit=%lld", (long long)op->limit);
         break;

@@ -26,6 +26,7 @@ static double op_cost(plan_op_kind k)
     case PO_JOIN: return 1.5;
     case PO_HAVING: return 0.2;
     case PO_SINK: return 0.4;     /* encode + write */
+    case PO_UNNEST: return 0.5;   /* split + a row per element */
     }
     return 0.5;
 }

@@ -172,7 +172,7 @@ nomem:
 
 const char *plan_op_name(plan_op_kind k)
 {
-    static const char *n[] = {"SOURCE", "FILTER", "PROJECT", "WINDOW", "AGGREGATE", "JOIN", "HAVING", "SINK"};
+    static const char *n[] = {"SOURCE", "FILTER", "PROJECT", "WINDOW", "AGGREGATE", "JOIN", "HAVING", "SINK", "UNNEST"};
     return (unsigned)k < sizeof n / sizeof n[0] ? n[k] : "?";
 }
 
@@ -324,6 +324,11 @@ typedef struct pctx {
     plan_dag *d;            /* the DAG being built (subqueries add to it first) */
     int sub_op[2];          /* a side that is a subquery: the op id of its output, else -1 */
     plan_stream sub[2];     /* ... and its columns, seen as a stream */
+    /* CROSS JOIN UNNEST: the element column is side 1 of the scope (after the
+     * source's columns); split's arguments are bound over the source alone */
+    int has_unnest;
+    plan_stream U;
+    plan_expr *un_text, *un_sep;
 } pctx;
 
 static void pctx_fini(pctx *c)
@@ -340,6 +345,60 @@ static void pctx_fini(pctx *c)
     plan_schema_fini(&c->out);
     plan_expr_free(c->having);
     for (int i = 0; i < 2; i++) plan_schema_fini(&c->sub[i].schema);
+    plan_schema_fini(&c->U.schema);
+    plan_expr_free(c->un_text);
+    plan_expr_free(c->un_sep);
+}
+
+/* CROSS JOIN UNNEST(split(text, sep)) AS alias(column): bind split's
+ * arguments over the source's columns and declare the element column.
+ * split is the one function that makes an array, and an array exists only
+ * here, so anything else under UNNEST is an error that says what it got. */
+static int plan_unnest(pctx *c)
+{
+    const ast_unnest *u = c->sel->unnest;
+    const ast_expr *x = u->expr;
+    bind_scope src = {1, {c->scope.side[0]}, c->windowed};
+    int rc;
+    if (c->sel->join)
+        return xerr_at(c->err, XE_PLAN, u->line, u->col,
+                       "CROSS JOIN UNNEST cannot be combined with JOIN ... WITHIN in one SELECT; unnest in a subquery "
+                       "(FROM (SELECT ... CROSS JOIN UNNEST(...) AS t(w)) AS x JOIN ...)");
+    if (x->kind != EX_FUNC || strcmp(x->name, "split")) {
+        plan_expr *e = NULL;
+        if (ast_find_agg(x))
+            return xerr_at(c->err, XE_PLAN, x->line, x->col, "aggregate functions are not allowed in UNNEST");
+        if ((rc = bind_expr(&src, x, &e, c->err))) return rc;
+        sql_type t = e->type;
+        plan_expr_free(e);
+        return xerr_at(c->err, XE_TYPE, x->line, x->col,
+                       "UNNEST needs an array, such as split(line, ' '); got a %s expression", sql_type_name(t));
+    }
+    int n = x->list ? x->list->n : 0;
+    if (n != 2 || x->distinct || x->list->v[0]->kind == EX_STAR)
+        return xerr_at(c->err, XE_PLAN, x->line, x->col, "split() takes 2 arguments (text, separator), got %d", n);
+    plan_expr **dst[2] = {&c->un_text, &c->un_sep};
+    for (int i = 0; i < 2; i++) {
+        const ast_expr *a = x->list->v[i];
+        if (ast_find_agg(a))
+            return xerr_at(c->err, XE_PLAN, a->line, a->col, "aggregate functions are not allowed in UNNEST");
+        if ((rc = bind_expr(&src, a, dst[i], c->err))) return rc;
+        sql_type t = (*dst[i])->type;
+        if (t != TY_TEXT && t != TY_NULL)
+            return xerr_at(c->err, XE_TYPE, a->line, a->col, "split() needs TEXT for its %s, got %s",
+                           i ? "separator" : "text", sql_type_name(t));
+    }
+    const char *la = c->sel->from->alias ? c->sel->from->alias : c->L->name;
+    if (!strcmp(la, u->alias))
+        return xerr_at(c->err, XE_NAME, u->line, u->col, "the source is already called '%s'; give UNNEST another alias",
+                       la);
+    c->has_unnest = 1;
+    c->U.name = u->alias;
+    c->U.ts_col = -1;
+    if (schema_add(&c->U.schema, u->column, TY_TEXT)) return xerr_set(c->err, XE_NOMEM, "out of memory");
+    c->scope.nsides = 2;
+    c->scope.side[1] = (bind_side){u->alias, u->alias, &c->U.schema, c->L->schema.ncols};
+    return 0;
 }
 
 static int plan_select_into(const ast_select *sel, const plan_catalog *cat, const plan_opts *o, plan_dag *d,
@@ -654,7 +713,7 @@ static int plan_where_and_join(pctx *c)
 {
     const ast_select *sel = c->sel;
     xerr *err = c->err;
-    int rc, nl = c->L->schema.ncols, ntot = nl + (c->R ? c->R->schema.ncols : 0);
+    int rc, nl = c->L->schema.ncols;
     pe_list conj = {0};
     if (sel->where) {
         const ast_expr *ag = ast_find_agg(sel->where);
@@ -671,17 +730,19 @@ static int plan_where_and_join(pctx *c)
         }
         if ((rc = split_and(w, &conj))) return xerr_set(err, rc, "out of memory");
     }
-    /* Pushdown: conjuncts over one side only go below the join. */
+    /* Pushdown: conjuncts over one side only go below the join (or the
+     * unnest, whose element column is the other side). */
     for (int i = 0; i < conj.n; i++) {
         int in = 0, outside = 0;
         pe_cols_within(conj.v[i], 0, nl, &in, &outside);
-        pe_list *dst = !c->R ? &c->where_l : (!outside ? &c->where_l : (!in ? &c->where_r : &c->where_post));
+        pe_list *dst = !outside ? &c->where_l : c->R && !in ? &c->where_r : &c->where_post;
         rc = pl_add(dst, conj.v[i]);
         conj.v[i] = NULL;
         if (rc) { pl_free(&conj); return xerr_set(err, rc, "out of memory"); }
     }
     pl_free(&conj);
     if (!c->R) return 0;
+    int ntot = nl + c->R->schema.ncols;
     /* Join condition: equalities between the sides are keys; the rest is residual. */
     const ast_expr *on = sel->join_on;
     if (ast_find_agg(on))
@@ -757,7 +818,7 @@ static int plan_aggregation(pctx *c)
 static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
 {
     xerr *err = c->err;
-    int nl = c->L->schema.ncols, nr = c->R ? c->R->schema.ncols : 0, ntot = nl + nr;
+    int nl = c->L->schema.ncols, nr = c->R ? c->R->schema.ncols : c->has_unnest, ntot = nl + nr;
     int p = c->opts && c->opts->parallelism > 0 ? c->opts->parallelism : 1;
 
     /* Projection pruning: which source columns does anything use? */
@@ -770,6 +831,9 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
     for (int i = 0; i < c->naggs; i++) pe_mark_cols(c->aggs[i].arg, used);
     if (!c->has_agg)
         for (int i = 0; i < c->items.n; i++) pe_mark_cols(c->items.v[i], used);
+    pe_mark_cols(c->un_text, used);
+    pe_mark_cols(c->un_sep, used);
+    if (c->has_unnest) used[nl] = 1; /* the element is the unnest's output, never pruned */
     if (c->L->ts_col >= 0) used[c->L->ts_col] = 1;
     if (c->R && c->R->ts_col >= 0) used[nl + c->R->ts_col] = 1;
     /* a subquery's output is not pruned: every column of that side stays */
@@ -785,6 +849,8 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
     for (int i = 0; i < c->naggs; i++) pe_remap(c->aggs[i].arg, map);
     if (!c->has_agg)
         for (int i = 0; i < c->items.n; i++) pe_remap(c->items.v[i], map);
+    if (c->un_text) pe_remap(c->un_text, map);
+    if (c->un_sep) pe_remap(c->un_sep, map);
 
     int rc = XE_NOMEM;
     plan_op *op;
@@ -829,6 +895,35 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
         }
     }
     int cur = last[0];
+    if (c->has_unnest) {
+        /* source [-> filter] -> unnest [-> filter over the element] */
+        int from = cur;
+        if (!(op = dag_add(d, PO_UNNEST, from, EDGE_FORWARD, d->ops[from].parallelism))) goto nomem;
+        if (!(op->exprs = calloc(2, sizeof *op->exprs))) goto nomem;
+        op->nexprs = 2;
+        op->exprs[0] = c->un_text;
+        op->exprs[1] = c->un_sep;
+        c->un_text = c->un_sep = NULL;
+        if (plan_schema_copy(&op->out, &d->ops[from].out)) goto nomem;
+        const char *col = c->U.schema.cols[0].name;
+        char nm[160];
+        if (plan_schema_find(&op->out, col) >= 0) {
+            snprintf(nm, sizeof nm, "%s_%s", c->U.name, col);
+            col = nm;
+        }
+        if (schema_add(&op->out, col, TY_TEXT)) goto nomem;
+        op->ts_col = d->ops[from].ts_col;
+        cur = op->id;
+        if (c->where_post.n) {
+            plan_expr *pred = join_and(&c->where_post);
+            int uid = op->id;
+            if (!(op = dag_add(d, PO_FILTER, uid, EDGE_FORWARD, d->ops[uid].parallelism))) { plan_expr_free(pred); goto nomem; }
+            op->pred = pred;
+            if (plan_schema_copy(&op->out, &d->ops[uid].out)) goto nomem;
+            op->ts_col = d->ops[uid].ts_col;
+            cur = op->id;
+        }
+    }
     if (c->R) {
         int keyed = c->lkeys.n > 0;
         int jp = keyed ? p : 1;
@@ -1020,6 +1115,7 @@ static int plan_select_into(const ast_select *sel, const plan_catalog *cat, cons
     if (sel->join && !(c.R = find_stream(&c, sel->join, 1))) goto fail;
     c.scope.nsides = 1;
     c.scope.side[0] = (bind_side){c.L->name, sel->from->alias, &c.L->schema, 0};
+    if (sel->unnest && (rc = plan_unnest(&c))) goto fail;
     if (c.R) {
         const char *la = sel->from->alias ? sel->from->alias : c.L->name;
         const char *ra = sel->join->alias ? sel->join->alias : c.R->name;

@@ -115,6 +115,7 @@ typedef enum plan_op_kind {
     PO_JOIN,      /* windowed stream-stream join (WITHIN) */
     PO_HAVING,
     PO_SINK,
+    PO_UNNEST,    /* flat map: each input row once per element of split(exprs[0], exprs[1]), the element last */
 } plan_op_kind;
 
 const char *plan_op_name(plan_op_kind k);
@@ -153,7 +154,7 @@ typedef struct plan_op {
     /* PO_FILTER, PO_HAVING */
     plan_expr *pred;
 
-    /* PO_PROJECT */
+    /* PO_PROJECT; PO_UNNEST: [text, separator], output = input columns ++ the element */
     int nexprs;
     plan_expr **exprs;
 

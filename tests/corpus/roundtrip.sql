@@ -145,3 +145,7 @@ SET offset = -10;
 SET neg = -2.5;
 SET "Quoted" = 'v';
 set lower = 'ok'
+;
+SELECT word, COUNT(*) AS n, window_start FROM lines CROSS JOIN UNNEST(split(line, ' ')) AS t(word) WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY word EMIT FINAL;
+SELECT l.ts, w FROM lines l cross join unnest(split(lower(l.line), ',')) w WHERE w <> '';
+SELECT * FROM (SELECT line, ts FROM lines) AS s CROSS JOIN UNNEST(split(s.line, ' ')) t ("Word")

@@ -928,6 +928,47 @@ static void test_join_within(void **state)
     cap_fini(&c);
 }
 
+/* The flat map of CROSS JOIN UNNEST(split(...)): one row per piece, empty
+ * pieces kept, NULL and empty text make none, an empty separator keeps the
+ * text whole, a computed text (its pieces copied out of the scratch arena),
+ * a multi-byte separator, the input row's event time carried into the
+ * window, and a batch of many lines expanding past the output's first size. */
+static void test_unnest_flat_map(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM l (ts BIGINT, line TEXT, sep TEXT) WITH (timestamp='ts');"
+        "SELECT ts, w FROM l CROSS JOIN UNNEST(split(line, sep)) AS t(w);");
+    ingest(e, "l", "1,a b,\" \"\n2,x,\n3,,\" \"\n4,a  b,\" \"\n5,p::q::,::\n6,solo,\"\"\n", 1);
+    /* row 2: NULL separator; row 3: NULL (empty CSV field) text */
+    assert_string_equal(c.text.p, "1,a\n1,b\n4,a\n4,\"\"\n4,b\n5,p\n5,q\n5,\"\"\n6,solo\n");
+    cap_fini(&c);
+    engine_close(e);
+
+    e = open_mem();
+    out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM l (ts BIGINT, line TEXT) WITH (timestamp='ts');"
+        "SELECT w, COUNT(*) AS n, window_start FROM l CROSS JOIN UNNEST(split(upper(line), ' ')) AS t(w) "
+        "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY w EMIT FINAL;");
+    sbuf in;
+    sbuf_init(&in);
+    /* 3000 lines of 3 words in the first window, one line in the second */
+    for (int i = 0; i < 3000; i++) sbuf_printf(&in, "%d,a b%d a\n", i, i % 2);
+    sbuf_adds(&in, "15000,a\n");
+    ingest(e, "l", in.p, 1);
+    sbuf_fini(&in);
+    char *got = sorted(c.text.p);
+    assert_string_equal(got, "A,1,1970-01-01T00:00:10.000Z\nA,6000,1970-01-01T00:00:00.000Z\n"
+                             "B0,1500,1970-01-01T00:00:00.000Z\nB1,1500,1970-01-01T00:00:00.000Z\n");
+    free(got);
+    cap_fini(&c);
+    engine_close(e);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -1374,6 +1415,7 @@ int main(void)
         cmocka_unit_test(test_no_event_time),
         cmocka_unit_test(test_global_and_where),
         cmocka_unit_test(test_join_within),
+        cmocka_unit_test(test_unnest_flat_map),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_distributed_hooks),

@@ -785,7 +785,7 @@ static void test_syntax_messages(void **state)
     check_error("SELECT a FROM s WERE x > 1", 1, 17, "unexpected 'WERE', expected WHERE");
     check_error("SELECT a FROM s JION t ON a = b WITHIN 1 SECOND", 1, 17, "unexpected 'JION', expected JOIN");
     check_error("select a from s x y", 1, 19,
-                "unexpected 'y', expected one of: WINDOW, JOIN, WHERE, GROUP, HAVING, EMIT, LIMIT, ';'");
+                "unexpected 'y', expected one of: WINDOW, JOIN, CROSS, WHERE, GROUP, HAVING, EMIT, LIMIT, ...");
     check_error("SELECT a FROM s\nWHERE x >\n", 2, 10,
                 "unexpected end of input, expected one of: NOT, NULL, CASE, CAST, TRUE, FALSE, INTERVAL, "
                 "identifier, ...");

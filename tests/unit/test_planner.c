@@ -16,7 +16,7 @@
 
 typedef struct cat {
     int n;
-    plan_stream *s[4];
+    plan_stream *s[8];
 } cat;
 
 static const plan_stream *find(void *ctx, const char *name)
@@ -56,6 +56,7 @@ static int setup(void **state)
                "WITH (timestamp = 'ts', watermark = '2 seconds')");
     add_stream("CREATE STREAM people (id BIGINT, name TEXT, state TEXT, ts TIMESTAMP) WITH (timestamp = 'ts')");
     add_stream("CREATE STREAM plain (a BIGINT, b TEXT)");
+    add_stream("CREATE STREAM lines (ts TIMESTAMP, line TEXT, src TEXT, n BIGINT) WITH (timestamp = 'ts')");
     return 0;
 }
 
@@ -288,6 +289,95 @@ static void test_intervals(void **state)
     assert_int_equal(plan_parse_interval("abc", &ms, &err), XE_INVAL);
 }
 
+
+/* CROSS JOIN UNNEST(split(...)): a flat map after the source (and the
+ * source's own filter), a filter over the element after it, pruning that
+ * keeps what split reads, the element bound as alias.column, EXPLAIN. */
+static void test_unnest_binding(void **state)
+{
+    (void)state;
+    xerr err;
+    plan_dag *d;
+    char *t = plan_text("SELECT t.word, COUNT(*) AS n, window_start FROM lines CROSS JOIN UNNEST(split(lower(line), ' ')) "
+                        "AS t(word) WINDOW TUMBLING (SIZE 10 SECONDS) WHERE src = 'a' AND word <> '' GROUP BY word "
+                        "EMIT FINAL",
+                        2, &d, &err);
+    if (!t) fail_msg("%s", err.msg);
+    /* source, filter (src), unnest, filter (word), window, aggregate, project, sink */
+    assert_int_equal(d->nops, 8);
+    assert_int_equal(d->ops[1].kind, PO_FILTER);
+    assert_int_equal(d->ops[2].kind, PO_UNNEST);
+    assert_int_equal(d->ops[2].in_edge[0], EDGE_FORWARD);
+    assert_int_equal(d->ops[2].parallelism, 1);
+    assert_int_equal(d->ops[3].kind, PO_FILTER);
+    assert_int_equal(d->ops[4].kind, PO_WINDOW);
+    assert_int_equal(d->ops[4].in_edge[0], EDGE_HASH);
+    /* the unnest's output: the pruned source columns, then the element */
+    const plan_op *u = &d->ops[2];
+    assert_int_equal(u->out.ncols, 4);
+    assert_string_equal(u->out.cols[3].name, "word");
+    assert_int_equal(u->out.cols[3].type, TY_TEXT);
+    assert_int_equal(u->ts_col, 0);
+    assert_int_equal(u->nexprs, 2);
+    assert_int_equal(u->exprs[0]->kind, PE_FUNC);
+    assert_int_equal(d->ops[4].keys[0]->col, 3);
+    assert_non_null(strstr(t, "SOURCE    lines cols=(ts, line, src)"));
+    assert_non_null(strstr(t, "UNNEST    split(lower(line), ' ') AS word"));
+    assert_non_null(strstr(t, "FILTER    (src = 'a')"));
+    assert_non_null(strstr(t, "FILTER    (word <> '')"));
+    free(t);
+    plan_free(d);
+
+    /* SELECT * has the element last; it clashes with no column here */
+    t = plan_text("SELECT * FROM lines CROSS JOIN UNNEST(split(line, ',')) w", 1, &d, &err);
+    if (!t) fail_msg("%s", err.msg);
+    const plan_op *pr = &d->ops[d->nops - 2];
+    assert_int_equal(pr->out.ncols, 5);
+    assert_string_equal(pr->out.cols[4].name, "w");
+    free(t);
+    plan_free(d);
+
+    /* a name the source already has is qualified in the unnest's output */
+    t = plan_text("SELECT t.line, lines.line FROM lines CROSS JOIN UNNEST(split(line, ',')) t(line)", 1, &d, &err);
+    if (!t) fail_msg("%s", err.msg);
+    assert_non_null(strstr(t, "AS t_line"));
+    free(t);
+    plan_free(d);
+
+    /* a subquery under the unnest */
+    t = plan_text("SELECT w FROM (SELECT line, ts FROM lines WHERE n > 1) AS x CROSS JOIN UNNEST(split(x.line, ' ')) "
+                  "AS t(w)",
+                  1, &d, &err);
+    if (!t) fail_msg("%s", err.msg);
+    free(t);
+    plan_free(d);
+}
+
+static void test_unnest_errors(void **state)
+{
+    (void)state;
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(n) AS t(w)", XE_TYPE,
+                 "UNNEST needs an array, such as split(line, ' '); got a BIGINT expression", 39);
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(split(n, ' ')) AS t(w)", XE_TYPE,
+                 "split() needs TEXT for its text, got BIGINT", 45);
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(split(line, 1)) AS t(w)", XE_TYPE,
+                 "split() needs TEXT for its separator, got BIGINT", 51);
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(split(line)) AS t(w)", XE_PLAN,
+                 "split() takes 2 arguments (text, separator), got 1", 39);
+    expect_error("SELECT split(line, ' ') FROM lines", XE_TYPE, "split() makes an array", 8);
+    expect_error("SELECT * FROM lines WHERE split(line, ' ') = 'a'", XE_TYPE, "CROSS JOIN UNNEST(split(", 27);
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(split(lnie, ' ')) AS t(w)", XE_NAME, "did you mean 'line'", 45);
+    /* the element cannot feed its own split */
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(split(w, ' ')) AS t(w)", XE_NAME, "unknown column 'w'", 45);
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(split(line, ' ')) AS lines(w)", XE_NAME,
+                 "give UNNEST another alias", 0);
+    expect_error("SELECT COUNT(*) FROM lines CROSS JOIN UNNEST(split(MAX(line), ' ')) AS t(w)", XE_PLAN,
+                 "not allowed in UNNEST", 0);
+    expect_error("SELECT * FROM lines CROSS JOIN UNNEST(split(line, ' ')) AS t(w) JOIN bids ON w = channel "
+                 "WITHIN 1 SECOND",
+                 XE_PLAN, "cannot be combined with JOIN", 32);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +388,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_global_aggregate_and_emit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_columns_before_aggregates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dag_placement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unnest_binding, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unnest_errors, setup, teardown),
         cmocka_unit_test(test_intervals),
     };
     return cmocka_run_group_tests_name("planner", tests, NULL, NULL);
