@@ -1090,6 +1090,35 @@ static int create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr
     return 0;
 }
 
+/* A bounded stream (a file source, or an input that has ended) has in its
+ * log all it will get, or will get the rest from where its source stopped:
+ * a push query reads it from the start of the log, so that a SELECT run
+ * again answers as the first one did (the file is not read twice; the
+ * recorded watermark steps replay, so the same rows are late).  New rows
+ * of an unbounded stream are what a push query waits for, as in ksqlDB.
+ * *rewound: some source was. */
+static int rewind_bounded(engine *e, query *q, const exec_out *out, int *rewound, xerr *err)
+{
+    *rewound = 0;
+    for (int k = 0; k < q->nsrc; k++) {
+        stream_rt *s = e->streams[q->src_stream[k]];
+        int file = s->source && !strncmp(s->source, "file://", 7);
+        if (s->guard || !(file || s->ended)) continue;
+        uint64_t begin, end;
+        int rc = eng_txn(e, err);
+        if (!rc) rc = store_log_begin(e->txn, s->ps->name, &begin, err);
+        if (!rc) rc = store_log_end(e->txn, s->ps->name, &end, err);
+        if (rc) return rc;
+        if (begin > 0)
+            notice(out, "stream '%s': retention has dropped the %llu oldest of its %llu log records; "
+                        "this query reads only the rows that came after them", s->ps->name,
+                   (unsigned long long)begin, (unsigned long long)end);
+        q->offset[k] = begin;
+        *rewound = 1;
+    }
+    return 0;
+}
+
 static int push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     query *q;
@@ -1100,7 +1129,10 @@ static int push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     if ((rc = add_query(e, q, err))) { query_free(q); return rc; }
     if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
     q->began = 1;
-    for (int k = 0; k < q->nsrc; k++)
+    int rewound;
+    if ((rc = rewind_bounded(e, q, out, &rewound, err))) return rc;
+    if (rewound && (rc = eng_catch_up(e, q, err))) return rc;
+    for (int k = 0; k < q->nsrc && !rewound; k++)
         if ((rc = query_watermark(q, k, stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
     finish_ended_push(e);
     return 0;

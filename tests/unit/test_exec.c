@@ -894,6 +894,106 @@ static void test_no_event_time(void **state)
     cap_fini(&d);
 }
 
+/* An input that pauses ends its slice (exec_ingest_idle): the windows its
+ * rows closed come out at once, and a row after the cut is late against the
+ * watermark it moved.  The cut is in the log: a SELECT started after the
+ * stream ended reads the log again from its start (a bounded stream) and
+ * answers the same, the same row late; so does a file source's stream read
+ * a second time, in the same engine or after a restart (issue 16, items 1
+ * and 4). */
+static void test_idle_cut_and_rereads(void **state)
+{
+    (void)state;
+    const char *ddl = "CREATE STREAM s (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (timestamp='ts', watermark='0 seconds');";
+    const char *sel = "SELECT k, COUNT(*) AS n, SUM(v) AS sv, window_start FROM s WINDOW TUMBLING (SIZE 2 SECONDS) "
+                      "GROUP BY k EMIT FINAL;";
+    engine *e = open_mem();
+    cap c1, c2, c3;
+    exec_out o1 = cap_out(&c1), o2 = cap_out(&c2), o3 = cap_out(&c3);
+    run(e, &o1, ddl);
+    run(e, &o1, sel);
+    exec_ingest *in;
+    xerr err;
+    exec_ingest_opts o = {0};
+    assert_int_equal(exec_ingest_open(e, "s", &o, &in, &err), 0);
+    static const char *pieces[] = {"0,1,1\n1000,1,2\n", "2500,2,1\n", "1500,1,5\n3000,1,1\n", "4100,2,1\n"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(exec_ingest_feed(in, pieces[i], strlen(pieces[i]), &err), 0);
+        if (i == 1) assert_int_equal(c1.text.len, 0); /* fed, not cut: [0, 2 s) still open */
+        assert_int_equal(exec_ingest_idle(in, &err), 0);
+        assert_int_equal(exec_ingest_idle(in, &err), 0); /* nothing new: no second cut */
+        if (i == 1) assert_string_equal(c1.text.p, "1,2,3,1970-01-01T00:00:00.000Z\n");
+    }
+    assert_int_equal(exec_ingest_close(in, 1, NULL, &err), 0);
+    char *live = sorted(c1.text.p);
+    /* 1500 came after the cut at 2500: late, not in [0, 2 s) */
+    assert_string_equal(live, "1,1,1,1970-01-01T00:00:02.000Z\n1,2,3,1970-01-01T00:00:00.000Z\n"
+                              "2,1,1,1970-01-01T00:00:02.000Z\n2,1,1,1970-01-01T00:00:04.000Z\n");
+    assert_int_equal(c1.ends, 1);
+    /* the stream has ended: a new SELECT reads its log again */
+    run(e, &o2, sel);
+    assert_int_equal(c2.ends, 1);
+    char *again = sorted(c2.text.p);
+    assert_string_equal(again, live);
+    free(again);
+    engine_close(e);
+
+    /* a file source: the second SELECT, and one after a restart, read the log */
+    char dir[] = "/tmp/test_exec_file.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], data[256], sql[512];
+    snprintf(path, sizeof path, "%s/in.csv", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("ts,k,v\n0,1,1\n1000,1,2\n2500,2,1\n", f);
+    fclose(f);
+    engine_opts eo = {0};
+    eo.data_dir = data;
+    assert_int_equal(engine_open(&eo, &e, &err), 0);
+    snprintf(sql, sizeof sql, "CREATE STREAM s (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (timestamp='ts', source='file://%s');", path);
+    run(e, &o3, sql);
+    for (int i = 0; i < 3; i++) {
+        if (i == 2) {
+            engine_close(e);
+            assert_int_equal(engine_open(&eo, &e, &err), 0);
+        }
+        cap r;
+        exec_out ro = cap_out(&r);
+        run(e, &ro, sel);
+        int64_t rows;
+        assert_int_equal(engine_run_file_sources(e, &rows, &err), 0);
+        assert_int_equal(rows, i == 0 ? 3 : 0);
+        assert_int_equal(r.ends, 1);
+        char *got = sorted(r.text.p);
+        assert_string_equal(got, "1,2,3,1970-01-01T00:00:00.000Z\n2,1,1,1970-01-01T00:00:02.000Z\n");
+        free(got);
+        cap_fini(&r);
+    }
+    engine_close(e);
+    unlink(path);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+
+    /* retention dropped the oldest records: the re-read says so */
+    e = open_mem();
+    run(e, &o3, "CREATE STREAM s (ts TIMESTAMP, k BIGINT, v BIGINT) WITH (timestamp='ts', retention='10 bytes');");
+    ingest(e, "s", "0,1,1\n", 0);
+    ingest(e, "s", "5000,1,1\n", 1);
+    assert_int_equal(engine_commit(e, &err), 0);
+    cap t;
+    exec_out to = cap_out(&t);
+    run(e, &to, sel);
+    assert_non_null(strstr(t.notices.p, "stream 's': retention has dropped the"));
+    cap_fini(&t);
+    engine_close(e);
+    free(live);
+    cap_fini(&c1);
+    cap_fini(&c2);
+    cap_fini(&c3);
+}
+
 static void test_global_and_where(void **state)
 {
     (void)state;
@@ -1413,6 +1513,7 @@ int main(void)
         cmocka_unit_test(test_emit_changes_random),
         cmocka_unit_test(test_late_rows_counted),
         cmocka_unit_test(test_no_event_time),
+        cmocka_unit_test(test_idle_cut_and_rereads),
         cmocka_unit_test(test_global_and_where),
         cmocka_unit_test(test_join_within),
         cmocka_unit_test(test_unnest_flat_map),
