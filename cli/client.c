@@ -53,6 +53,8 @@ static int r_exec(void *ctx, const ast_stmt *st, const exec_out *out, xerr *err)
     rsess *s = ctx;
     int rc = clu_client_exec(s->cl, st->text, out, err);
     if (rc == 0) s->lost = 0;
+    /* the coordinator parsed st->text alone: its position, into the input's */
+    if (rc < 0) parse_text_pos(st, err->line, err->col, &err->line, &err->col);
     return rc;
 }
 

@@ -306,14 +306,12 @@ static void report_at(const cli_script *s, int line, int col, const char *msg)
     cli_report_at(s->buf.p, s->buf.len, s->name, s->buf_line, line, col, msg);
 }
 
-static void report_engine_error(const cli_script *s, const ast_stmt *st, int rc, const xerr *err)
+static void report_engine_error(const cli_script *s, int rc, const xerr *err)
 {
     const char *msg = err->msg[0] ? err->msg : xerr_name(rc);
     if (err->line > 0) {
-        /* err's position is relative to the statement's own text */
-        int line = st->line + err->line - 1;
-        int col = err->line == 1 ? st->col + (err->col > 0 ? err->col : 1) - 1 : err->col;
-        report_at(s, line, col, msg);
+        /* positions of the statement's AST: places in s->buf */
+        report_at(s, err->line, err->col > 0 ? err->col : 1, msg);
     } else {
         cli_error(s->name, "%s", msg);
     }
@@ -354,7 +352,7 @@ static int exec_stmt(cli *c, const cli_script *s, const ast_stmt *st)
         cli_out_free(o);
     }
     if (rc < 0) {
-        report_engine_error(s, st, rc, &err);
+        report_engine_error(s, rc, &err);
         return CLI_ESQL;
     }
     if (werr) {

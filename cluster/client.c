@@ -633,7 +633,7 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
                             "did not)", why);
         return rc;
     }
-    if (c->cur_rc) return xerr_set(err, c->cur_rc, "%s", c->cur_msg[0] ? c->cur_msg : xerr_name(c->cur_rc));
+    if (c->cur_rc) return wire_error_parse(err, c->cur_rc, c->cur_msg, strlen(c->cur_msg));
     return 0;
 }
 
@@ -783,7 +783,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
     c->ing = NULL;
     c->ing_stream = NULL;
     if (rc) return rc;
-    if (c->cur_rc) return xerr_set(err, c->cur_rc, "%s", c->cur_msg[0] ? c->cur_msg : xerr_name(c->cur_rc));
+    if (c->cur_rc) return wire_error_parse(err, c->cur_rc, c->cur_msg, strlen(c->cur_msg));
     return cut ? XE_BUSY : 0;
 }
 

@@ -1205,13 +1205,14 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
             notice_to(s, req, msg);
             return 0;
         }
-        return xerr_set(err, XE_EXISTS, "query '%s' already exists", st->name);
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
     }
     uint32_t qid = co->next_qid;
     sbuf sql;
     sbuf_init(&sql);
-    if (push) sbuf_printf(&sql, "CREATE QUERY __push_%u AS %s", qid, st->text);
-    else sbuf_adds(&sql, st->text);
+    if (push) sbuf_printf(&sql, "CREATE QUERY __push_%u AS ", qid);
+    int pre = (int)sql.len; /* the planner's columns on line 1 count it */
+    sbuf_adds(&sql, st->text);
     plan_dag *d = NULL;
     cquery *q = NULL;
     pnode *nodes = NULL;
@@ -1233,7 +1234,10 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
                       sink->value);
         goto out;
     }
-    if ((rc = engine_plan(n->eng, sql.p, &d, err))) goto out;
+    if ((rc = engine_plan(n->eng, sql.p, &d, err))) {
+        if (err->line == 1 && err->col > pre) err->col -= pre;
+        goto out;
+    }
     nodes = calloc((size_t)n->npeers + 1, sizeof *nodes);
     pl = calloc((size_t)n->npeers + 1, sizeof *pl);
     nq = running_queries(co, NULL) + 1;
@@ -1835,7 +1839,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     case ST_DROP_QUERY: return drop_query(n, s, req, st, err);
     case ST_SUBSCRIBE: {
         cquery *q = query_find(co, st->name);
-        if (!q) return xerr_set(err, XE_NAME, "no query '%s'", st->name);
+        if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
         csub *x = calloc(1, sizeof *x);
         if (!x) return xerr_set(err, XE_NOMEM, "out of memory");
         x->to = s;
@@ -1910,6 +1914,14 @@ static void job_fail(node *n, cs *s, int rc, const char *msg)
     job_free(ss);
 }
 
+/* The same for an error of this node's own: with its position in the SQL. */
+static void job_fail_at(node *n, cs *s, int rc, const xerr *err)
+{
+    char msg[sizeof err->msg + 40];
+    wire_error_text(err, rc, msg, sizeof msg);
+    job_fail(n, s, rc, msg);
+}
+
 static void job_run(node *n, cs *s)
 {
     csess *ss = s->sess;
@@ -1919,7 +1931,7 @@ static void job_run(node *n, cs *s)
         int rc = run_stmt(n, s, ss->job_req, ss->job->stmts[ss->job_i], &err);
         if (rc == 1) return;
         if (rc < 0) {
-            job_fail(n, s, rc, err.msg);
+            job_fail_at(n, s, rc, &err);
             return;
         }
         ss->job_i++;
@@ -1941,9 +1953,12 @@ static void job_start(node *n, cs *s, const wire_msg *m)
     parse_result *r = NULL;
     parse_sql(m->u.query.sql.p, m->u.query.sql.n, &r);
     if (!r || r->nerrors) {
-        char msg[400];
-        if (r) snprintf(msg, sizeof msg, "line %d, column %d: %s", r->errors[0].line, r->errors[0].col, r->errors[0].msg);
-        cs_error(s, req, r ? XE_SYNTAX : XE_NOMEM, r ? msg : "out of memory");
+        xerr e;
+        if (r) xerr_at(&e, XE_SYNTAX, r->errors[0].line, r->errors[0].col, "%s", r->errors[0].msg);
+        else xerr_set(&e, XE_NOMEM, "out of memory");
+        char msg[sizeof e.msg + 40];
+        wire_error_text(&e, e.code, msg, sizeof msg);
+        cs_error(s, req, e.code, msg);
         parse_result_free(r);
         return;
     }

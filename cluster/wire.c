@@ -11,6 +11,7 @@
 #include "cluster/wire.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -887,4 +888,23 @@ int wire_msg_encode(sbuf *out, uint8_t version, const wire_msg *m, xerr *e)
         xerr_set(e, rc, "cannot encode a %s frame", wire_type_name(m->type));
     sbuf_fini(&p);
     return rc;
+}
+
+/* ------------------------------------------------------------------ positions in ERROR messages */
+
+void wire_error_text(const xerr *e, int code, char *out, size_t n)
+{
+    const char *msg = e->msg[0] ? e->msg : xerr_name(code);
+    if (e->line > 0) snprintf(out, n, "line %d, column %d: %s", e->line, e->col > 0 ? e->col : 1, msg);
+    else snprintf(out, n, "%s", msg);
+}
+
+int wire_error_parse(xerr *e, int code, const char *msg, size_t n)
+{
+    char buf[sizeof e->msg];
+    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), msg);
+    int line = 0, col = 0, at = 0;
+    if (sscanf(buf, "line %d, column %d: %n", &line, &col, &at) == 2 && at > 0 && line > 0 && col > 0)
+        return xerr_at(e, code, line, col, "%s", buf + at);
+    return xerr_set(e, code, "%s", buf[0] ? buf : xerr_name(code));
 }

@@ -365,4 +365,12 @@ int wire_msg_encode(sbuf *out, uint8_t version, const wire_msg *m, xerr *e);
 void wire_put_member(wire_wr *w, const wire_member *m);
 int wire_get_member(wire_rd *r, wire_member *m);
 
+/* An ERROR's message for e: "line L, column C: " before e->msg when e has a
+ * position (within the QUERY's SQL text), so that the client can point at
+ * it; e->msg (or the code's name) alone otherwise. */
+void wire_error_text(const xerr *e, int code, char *out, size_t n);
+/* The other way: an ERROR's code and message into e, with the position the
+ * message starts with, if any, taken off into e->line and e->col. */
+int wire_error_parse(xerr *e, int code, const char *msg, size_t n);
+
 #endif

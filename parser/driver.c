@@ -509,6 +509,17 @@ int parse_format_error(const char *src, size_t len, int line, int col, const cha
     return rc ? rc : sbuf_adds(b, "^\n");
 }
 
+void parse_text_pos(const ast_stmt *st, int line, int col, int *in_line, int *in_col)
+{
+    if (line < 1) {
+        *in_line = *in_col = 0;
+        return;
+    }
+    if (col < 1) col = 1;
+    *in_line = st->line + line - 1;
+    *in_col = line == 1 ? st->col + col - 1 : col;
+}
+
 int parse_is_complete(const char *src, size_t len)
 {
     char *buf = malloc(len + 1);

@@ -261,6 +261,12 @@ int parse_one(const char *src, size_t len, ast_stmt **out, xerr *err);
  * Appends to b (which the caller owns). */
 int parse_format_error(const char *src, size_t len, int line, int col, const char *msg, sbuf *b);
 
+/* A position (line, col) within st->text, as a process that parsed st->text
+ * alone reports it (the coordinator runs the statements a client sends), to
+ * the same place in the input st was parsed from.  Line 0 stays 0 (no
+ * position). */
+void parse_text_pos(const ast_stmt *st, int line, int col, int *in_line, int *in_col);
+
 /* For the shell: 1 when src holds at least one complete statement, i.e. it
  * ends (ignoring trailing whitespace and comments) in a ';' that is not inside
  * a string, quoted identifier or comment; 0 otherwise. */

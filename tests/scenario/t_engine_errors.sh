@@ -24,6 +24,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+head -c 32 /dev/urandom | base64 >"$T/secret"
+chmod 600 "$T/secret"
+SECRET="$T/secret"
 
 bad() {
     echo "FAIL $*" >&2
@@ -162,6 +165,98 @@ chmod 644 "$T/loose-secret"
 expect_err "a secret file of mode 0644" \
     "secret file $T/loose-secret has mode 0644: it is open to group or others, so it is refused; chmod 600 $T/loose-secret" \
     --connect 127.0.0.1:1 --secret-file "$T/loose-secret" -e "SHOW NODES;"
+
+# ------------------------------------------------------------------ where planner and engine errors point
+# (issue 16, item 8) The column counts from the start of the input line, not
+# of the statement, and the caret sits under the named token, for the 2nd
+# and 3rd statements of a line and after a multi-line statement, in -e
+# text, a -f file, piped stdin and, below, over --connect.
+
+# caret_ok FILE TOKEN: the first caret in FILE points at TOKEN
+caret_ok() {
+    awk -v tok="$2" '/^error: / && !done { getline src; getline car; done = 1
+        i = index(car, "^"); if (i > 0 && substr(src, i, length(tok)) == tok) ok = 1 }
+        END { exit !ok }' "$1"
+}
+# expect_caret LABEL POSITION TOKEN ARGS...: exit 1, stderr says POSITION
+# ("line L, column C: msg") and the caret points at TOKEN
+expect_caret() {
+    label=$1 pos=$2 tok=$3
+    shift 3
+    rc=0
+    "$A" "$@" <"${STDIN:-/dev/null}" >"$T/out" 2>"$T/err" || rc=$?
+    if [ "$rc" -ne 1 ]; then
+        sed 's/^/    /' "$T/err" >&2
+        bad "$label" "exit $rc, expected 1"
+    elif ! grep -qF -- "$pos" "$T/err"; then
+        sed 's/^/    /' "$T/err" >&2
+        bad "$label" "stderr lacks '$pos'"
+    elif ! caret_ok "$T/err" "$tok"; then
+        sed 's/^/    /' "$T/err" >&2
+        bad "$label" "the caret is not under '$tok'"
+    else
+        echo "ok   $label: $(grep -m 1 -F -- "$pos" "$T/err")"
+    fi
+}
+
+BIDS="CREATE STREAM bids (auction BIGINT, price DOUBLE, ts TIMESTAMP) WITH (timestamp='ts');"
+BIDS2="CREATE STREAM bids (auction BIGINT,
+  price DOUBLE, ts TIMESTAMP) WITH (timestamp='ts');"
+Q1="CREATE QUERY q1 AS SELECT auction FROM bids;"
+# caret_cases RUN...: every case, through "RUN SQL" (a function that runs ares-sql)
+caret_cases() {
+    how=$1
+    $how "$how: 2nd statement of a line" "line 1, column 119: unknown column 'xx'" "xx = 1" \
+        "$BIDS SELECT auction FROM bids WHERE xx = 1;"
+    $how "$how: 3rd statement of a line" "line 1, column 165: unknown column 'yy'" "yy)" \
+        "$BIDS $Q1 CREATE QUERY q2 AS SELECT COUNT(yy) FROM bids;"
+    $how "$how: after a multi-line statement, same line" "line 2, column 85: unknown column 'xx'" "xx = 1" \
+        "$BIDS2 SELECT auction FROM bids WHERE xx = 1;"
+    $how "$how: the line after a multi-line statement" "line 3, column 71: cannot compare" "auction = 'a'" \
+        "$BIDS2
+$Q1 SELECT 1 FROM bids WHERE auction = 'a';"
+    $how "$how: a multi-line statement after another" "line 3, column 5: unknown column 'pricez'" "pricez" \
+        "$BIDS SELECT auction,
+  1 +
+    pricez FROM bids;"
+    $how "$how: an engine error, 2nd on a line" "line 1, column 133: query 'q1' already exists" "CREATE QUERY q1" \
+        "$BIDS $Q1 $Q1"
+}
+by_e() { l=$1 p=$2 k=$3; shift 3; expect_caret "$l" "$p" "$k" --memory -e "$1"; }
+by_f() { l=$1 p=$2 k=$3; printf '%s\n' "$4" >"$T/script.sql"; expect_caret "$l" "$T/script.sql: $p" "$k" --memory -f "$T/script.sql"; }
+by_stdin() { l=$1 p=$2 k=$3; printf '%s\n' "$4" >"$T/script.sql"; STDIN="$T/script.sql" expect_caret "$l" "$p" "$k" --memory; }
+caret_cases by_e
+caret_cases by_f
+caret_cases by_stdin
+
+# --connect: the coordinator plans each statement from its own text; its
+# positions come back and point into the client's input
+rm -rf "$T/coord"
+"$ARES_BUILD/ares-node" --name c1 --domain a --listen 127.0.0.1:0 --data "$T/coord" --coordinator \
+    --secret-file "$SECRET" >/dev/null 2>"$T/c1.log" &
+pid=$!
+n=0 cport=""
+while [ -z "$cport" ] && [ "$n" -lt 100 ]; do
+    cport=$(sed -n 's/.* ares-node c1 (.* listening on [^ ]*:\([0-9]*\), data in.*/\1/p' "$T/c1.log" | head -n 1)
+    [ -n "$cport" ] || sleep 0.05
+    n=$((n + 1))
+done
+# each case on a fresh catalog: drop what the previous one made
+by_connect() {
+    "$A" --connect "127.0.0.1:$cport" --secret-file "$SECRET" -q \
+        -e "DROP QUERY IF EXISTS q1; DROP QUERY IF EXISTS q2; DROP STREAM IF EXISTS bids;" </dev/null >/dev/null 2>&1
+    l=$1 p=$2 k=$3
+    shift 3
+    expect_caret "$l" "$p" "$k" --connect "127.0.0.1:$cport" --secret-file "$SECRET" -e "$1"
+}
+if [ -n "$cport" ]; then
+    caret_cases by_connect # the bare SELECTs are push queries: planned with a prefix there
+else
+    bad "--connect carets" "the coordinator did not start"
+fi
+kill -TERM "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+pid=""
 
 # ------------------------------------------------------------------ every page damaged in turn
 # LMDB keeps no page checksums: storage walks (and trial-writes) every page in

@@ -97,6 +97,20 @@ wait_for "user_id"
 line "SELECT url FROM clicks WHERE nosuch > 1;"
 wait_for "unknown column 'nosuch'"
 screen | grep -q '^ *\^$' || fail "no caret under the error"
+# caret_under MSG TOKEN: below the error that says MSG, the caret is under TOKEN
+caret_under() {
+    screen | awk -v msg="$1" -v tok="$2" 'index($0, msg) && !done { getline src; getline car; done = 1
+        i = index(car, "^"); if (i > 0 && substr(src, i, length(tok)) == tok) ok = 1 }
+        END { exit !ok }' || fail "the caret of '$1' is not under '$2'"
+}
+# the second statement of a line, and a statement over two lines
+line "DESCRIBE clicks; SELECT url FROM clicks WHERE nosuch2 > 1;"
+wait_for "line 1, column 47: unknown column 'nosuch2'"
+caret_under "unknown column 'nosuch2'" "nosuch2 > 1"
+line "SELECT url,"
+line "  COUNT(*) FROM clicks WHERE nosuch3 > 1;"
+wait_for "line 2, column 30: unknown column 'nosuch3'"
+caret_under "unknown column 'nosuch3'" "nosuch3 > 1"
 
 line "\\q"
 wait_for "ares-exit=0"

@@ -308,6 +308,34 @@ static void test_roundtrip_every_type(void **state)
     assert_string_equal(wire_type_name(99), "?");
 }
 
+/* An ERROR frame's message carries a statement error's position, and only
+ * a real position is taken off a message that starts with "line". */
+static void test_error_position(void **state)
+{
+    (void)state;
+    xerr e, back;
+    char msg[600];
+    xerr_at(&e, XE_NAME, 2, 17, "unknown column 'x'");
+    wire_error_text(&e, XE_NAME, msg, sizeof msg);
+    assert_string_equal(msg, "line 2, column 17: unknown column 'x'");
+    assert_int_equal(wire_error_parse(&back, XE_NAME, msg, strlen(msg)), XE_NAME);
+    assert_int_equal(back.line, 2);
+    assert_int_equal(back.col, 17);
+    assert_string_equal(back.msg, "unknown column 'x'");
+    xerr_set(&e, XE_IO, "node n1: cannot open");
+    wire_error_text(&e, XE_IO, msg, sizeof msg);
+    assert_string_equal(msg, "node n1: cannot open");
+    wire_error_parse(&back, XE_IO, msg, strlen(msg));
+    assert_int_equal(back.line, 0);
+    assert_string_equal(back.msg, "node n1: cannot open");
+    const char *input = "line 17: column 'price': 'abc' is not a DOUBLE";
+    wire_error_parse(&back, XE_INPUT, input, strlen(input));
+    assert_int_equal(back.line, 0);
+    assert_string_equal(back.msg, input);
+    wire_error_parse(&back, XE_PLAN, "", 0);
+    assert_string_equal(back.msg, xerr_name(XE_PLAN));
+}
+
 static void test_fields_survive(void **state)
 {
     (void)state;
@@ -1326,6 +1354,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_type),
         cmocka_unit_test(test_fields_survive),
+        cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_decoder_chunking),
         cmocka_unit_test(test_decoder_rejects),
         cmocka_unit_test(test_reader_writer),

@@ -858,6 +858,37 @@ static void test_parse_one(void **state)
     assert_string_equal(e.msg, "unexpected 'FORM', expected FROM");
 }
 
+/* A position in a statement's own text, as a process that parsed the text
+ * alone finds it, maps back to the same place in the whole input. */
+static void test_text_pos(void **state)
+{
+    (void)state;
+    const char *src = "SHOW STREAMS;  SELECT a FROM s WHERE bb = 1;\n  SELECT a\n  FROM s WHERE cc = 1;";
+    parse_result *r;
+    assert_int_equal(parse_sql(src, strlen(src), &r), 0);
+    assert_int_equal(r->nstmts, 3);
+    for (int i = 1; i < 3; i++) {
+        const ast_stmt *st = r->stmts[i];
+        const ast_expr *in_whole = st->select->where->a;
+        ast_stmt *alone;
+        xerr e;
+        assert_int_equal(parse_one(st->text, strlen(st->text), &alone, &e), 0);
+        const ast_expr *in_text = alone->select->where->a;
+        int line, col;
+        parse_text_pos(st, in_text->line, in_text->col, &line, &col);
+        assert_int_equal(line, in_whole->line);
+        assert_int_equal(col, in_whole->col);
+        ast_stmt_free(alone);
+    }
+    assert_int_equal(r->stmts[1]->select->where->a->col, 38);
+    assert_int_equal(r->stmts[2]->select->where->a->line, 3);
+    int line = 5, col = 5;
+    parse_text_pos(r->stmts[1], 0, 0, &line, &col); /* no position stays none */
+    assert_int_equal(line, 0);
+    assert_int_equal(col, 0);
+    parse_result_free(r);
+}
+
 static void test_format_error(void **state)
 {
     (void)state;
@@ -1169,6 +1200,7 @@ int main(void)
         cmocka_unit_test(test_syntax_messages),
         cmocka_unit_test(test_nesting_limits),
         cmocka_unit_test(test_parse_one),
+        cmocka_unit_test(test_text_pos),
         cmocka_unit_test(test_format_error),
         cmocka_unit_test(test_is_complete),
         cmocka_unit_test(test_print_ident),
