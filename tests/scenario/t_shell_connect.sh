@@ -132,6 +132,11 @@ wait_for "-[ RECORD 1 ]"
 screen | grep -q '^name *| clicks$' || fail "SHOW STREAMS in vertical format"
 screen | grep -q '^Time: [0-9.]* ms$' || fail "\\timing printed no time"
 
+# the coordinator's errors point into the line as typed
+line "SHOW QUERIES; SELECT url FROM clicks WHERE nosuch2 > 1;"
+wait_for "line 1, column 44: unknown column 'nosuch2'"
+caret_under "unknown column 'nosuch2'" "nosuch2 > 1"
+
 # errors show the caret and leave the shell running
 line "SELECT url FROM clicks WHERE nosuch > 1 +;"
 wait_for "error: line 1, column"

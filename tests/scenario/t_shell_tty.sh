@@ -93,16 +93,6 @@ line ";"
 wait_for "describe clicks ;"
 wait_for "user_id"
 
-# errors show the caret and leave the shell running
-line "SELECT url FROM clicks WHERE nosuch > 1;"
-wait_for "unknown column 'nosuch'"
-screen | grep -q '^ *\^$' || fail "no caret under the error"
-# caret_under MSG TOKEN: below the error that says MSG, the caret is under TOKEN
-caret_under() {
-    screen | awk -v msg="$1" -v tok="$2" 'index($0, msg) && !done { getline src; getline car; done = 1
-        i = index(car, "^"); if (i > 0 && substr(src, i, length(tok)) == tok) ok = 1 }
-        END { exit !ok }' || fail "the caret of '$1' is not under '$2'"
-}
 # the second statement of a line, and a statement over two lines
 line "DESCRIBE clicks; SELECT url FROM clicks WHERE nosuch2 > 1;"
 wait_for "line 1, column 47: unknown column 'nosuch2'"
@@ -111,6 +101,11 @@ line "SELECT url,"
 line "  COUNT(*) FROM clicks WHERE nosuch3 > 1;"
 wait_for "line 2, column 30: unknown column 'nosuch3'"
 caret_under "unknown column 'nosuch3'" "nosuch3 > 1"
+
+# errors show the caret and leave the shell running
+line "SELECT url FROM clicks WHERE nosuch > 1;"
+wait_for "unknown column 'nosuch'"
+screen | grep -q '^ *\^$' || fail "no caret under the error"
 
 line "\\q"
 wait_for "ares-exit=0"
