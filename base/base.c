@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -274,6 +276,19 @@ void date_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
     *d = (int)(doy - (153 * mp + 2) / 5 + 1);
     *m = (int)(mp < 10 ? mp + 3 : mp - 9);
     *y = yoe + era * 400 + (*m <= 2);
+}
+
+int disk_full(const char *path, int errnum, char *buf, size_t n)
+{
+    struct statvfs fs;
+    int known = statvfs(path, &fs) == 0;
+    /* root may write into the blocks reserved for it */
+    unsigned long long left = known ? (unsigned long long)(geteuid() == 0 ? fs.f_bfree : fs.f_bavail) * fs.f_frsize : 0;
+    if (errnum != ENOSPC && errnum != EDQUOT && !((errnum == EIO || errnum == EFBIG) && known && left < (1u << 20)))
+        return 0;
+    if (known) snprintf(buf, n, "the disk is full (%llu KiB free on the file system of %s)", left >> 10, path);
+    else snprintf(buf, n, "the disk is full (on the file system of %s)", path);
+    return 1;
 }
 
 int str_distance(const char *a, const char *b)

@@ -155,6 +155,13 @@ static inline uint16_t be16_get(const unsigned char *p)
 int64_t date_days_from_civil(int64_t y, int m, int d);
 void date_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
+/* A write under path failed with errnum: is it the disk being full?  Yes for
+ * ENOSPC and EDQUOT, and for EIO or EFBIG when less than 1 MiB is left for
+ * this process on path's file system (LMDB reports a short write, which is
+ * how a full disk shows, as EIO).  Then buf gets "the disk is full (N KiB
+ * free on the file system of PATH)" and 1 is returned; else 0. */
+int disk_full(const char *path, int errnum, char *buf, size_t n);
+
 /* Edit distance, for "did you mean" suggestions (case-insensitive). */
 int str_distance(const char *a, const char *b);
 

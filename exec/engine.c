@@ -94,9 +94,27 @@ static int64_t stream_wm(const stream_rt *s)
 
 /* ------------------------------------------------------------------ epochs */
 
+/* After a failed epoch commit the engine's memory (window state marked
+ * flushed, offsets, sink lengths) is ahead of what LMDB holds, so a later
+ * epoch would record positions past state it never wrote: nothing more is
+ * written until a restart recovers from the last committed epoch. */
+static int broken(const engine *e, xerr *err)
+{
+    return xerr_set(err, XE_IO, "nothing more is written after a failed commit (%s); restart to go on from the "
+                    "last committed epoch", e->broken_msg);
+}
+
+static int commit_failed(engine *e, int rc, const xerr *err)
+{
+    if (!e->broken) snprintf(e->broken_msg, sizeof e->broken_msg, "%s", err && err->msg[0] ? err->msg : xerr_name(rc));
+    e->broken = 1;
+    return rc;
+}
+
 int eng_txn(engine *e, xerr *err)
 {
     if (e->txn) return 0;
+    if (e->broken) return broken(e, err);
     int rc = store_begin(e->st, 1, &e->txn, err);
     if (rc) return rc;
     e->epoch_start_ns = clock_mono_ns();
@@ -179,14 +197,14 @@ static int commit_epoch(engine *e, int background, xerr *err)
     if ((rc = put_u64s(e->txn, "epoch", &ep, 1, err))) goto fail;
     rc = store_commit(e->txn, err);
     e->txn = NULL;
-    if (rc) return rc;
+    if (rc) return commit_failed(e, rc, err);
     rc = background ? store_sync_start(e->st, err) : store_sync(e->st, err);
     if (!rc) ft_send(e);
     return rc;
 fail:
     store_abort(e->txn);
     e->txn = NULL;
-    return rc;
+    return commit_failed(e, rc, err);
 }
 
 int engine_commit(engine *e, xerr *err)
@@ -196,9 +214,14 @@ int engine_commit(engine *e, xerr *err)
 
 int eng_maybe_commit(engine *e, xerr *err)
 {
+    uint64_t now = clock_mono_ns();
+    if (now - e->rate_ns >= RATE_MIN_NS) {
+        for (int i = 0; i < e->nqueries; i++) query_rate_sample(e->queries[i], now, 0);
+        e->rate_ns = now;
+    }
     if (!e->txn) return 0;
     if (store_txn_bytes(e->txn) >= EXEC_EPOCH_BYTES ||
-        clock_mono_ns() - e->epoch_start_ns >= (uint64_t)EXEC_EPOCH_MS * 1000000ull)
+        now - e->epoch_start_ns >= (uint64_t)EXEC_EPOCH_MS * 1000000ull)
         return commit_epoch(e, 1, err);
     return 0;
 }
@@ -363,7 +386,12 @@ static int sink_sync(query *q, xerr *err)
     int en = s->werr;
     int64_t at = s->base + s->written;
     pthread_mutex_unlock(&s->mu);
-    if (en) return xerr_set(err, XE_IO, "writing sink '%s': %s", s->path, strerror(en));
+    if (en) {
+        char full[1200];
+        if (disk_full(s->path, en, full, sizeof full))
+            return xerr_set(err, XE_IO, "writing sink '%s': %s", s->path, full);
+        return xerr_set(err, XE_IO, "writing sink '%s': %s", s->path, strerror(en));
+    }
     s->committed = at;
     return 0;
 }
@@ -1412,6 +1440,25 @@ static int64_t query_wm(const engine *e, const query *q)
     return wm;
 }
 
+/* q's rows in and out per second, over the last RATE_WINDOW_NS (since its
+ * start or restart when that is shorter): NULL until RATE_MIN_NS passed.
+ * The base is the newest sample at least the window old, else the oldest. */
+static void query_rates(query *q, uint64_t now, val *in, val *out)
+{
+    *in = *out = val_null();
+    query_rate_sample(q, now, 0);
+    const struct rate_sample *base = NULL;
+    for (int k = 1; k <= q->rs_n; k++) {
+        const struct rate_sample *r = &q->rs[(q->rs_at + RATE_SAMPLES - k) % RATE_SAMPLES];
+        base = r;
+        if (now - r->ns >= RATE_WINDOW_NS) break;
+    }
+    if (!base || now - base->ns < RATE_MIN_NS) return;
+    double secs = (double)(now - base->ns) / 1e9;
+    *in = val_double((double)(int64_t)((double)(q->rows_in - base->in) / secs * 10) / 10);
+    *out = val_double((double)(int64_t)((double)(q->rows_out - base->out) / secs * 10) / 10);
+}
+
 static int show_queries(engine *e, const exec_out *out)
 {
     static const char *n[] = {"name", "state", "sink", "rows_in", "rows_out", "in_per_s", "out_per_s", "late", "rejected", "watermark", "sql"};
@@ -1423,8 +1470,6 @@ static int show_queries(engine *e, const exec_out *out)
         if (q->transient) continue;
         val *r = table_row(&tb);
         if (!r) break;
-        double secs = (double)(clock_mono_ns() - q->t_start_ns) / 1e9;
-        if (secs < 1e-3) secs = 1e-3;
         int64_t rej = 0;
         for (int k = 0; k < q->nsrc; k++) rej += e->streams[q->src_stream[k]]->rejected;
         char wm[64];
@@ -1434,8 +1479,7 @@ static int show_queries(engine *e, const exec_out *out)
         table_text(&tb, r, 2, q->sink_uri);
         r[3] = val_int(TY_BIGINT, q->rows_in);
         r[4] = val_int(TY_BIGINT, q->rows_out);
-        r[5] = val_double((double)(int64_t)((double)q->rows_in / secs * 10) / 10);
-        r[6] = val_double((double)(int64_t)((double)q->rows_out / secs * 10) / 10);
+        query_rates(q, clock_mono_ns(), &r[5], &r[6]);
         r[7] = val_int(TY_BIGINT, q->late);
         r[8] = val_int(TY_BIGINT, rej);
         table_text(&tb, r, 9, wm);
@@ -1920,6 +1964,7 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
             q->rows_in = (int64_t)m[2];
             q->rows_out = (int64_t)m[3];
             q->late = (int64_t)m[4];
+            query_rate_sample(q, clock_mono_ns(), 1); /* rates count from here */
         } else if (rc != XE_NOTFOUND) { c->rc = rc; query_free(q); goto out; }
         const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
         if (so && (c->rc = sink_open(q, so->value, fo ? fo->value : NULL, rc == 0 ? (int64_t)m[5] : 0, c->err))) {

@@ -45,6 +45,9 @@ typedef struct query query;
 typedef struct opinst opinst;
 typedef struct io_source io_source;
 typedef struct io_outlet io_outlet;
+#define RATE_WINDOW_NS 10000000000ull /* SHOW QUERIES's rates: over the last 10 s */
+#define RATE_MIN_NS 1000000000ull     /* ... and at least 1 s (none before) */
+#define RATE_SAMPLES 12
 typedef struct agg_task agg_task;
 typedef struct join_task join_task;
 
@@ -145,7 +148,10 @@ struct query {
     int nsubs;
     /* statistics */
     int64_t rows_in, rows_out, late;
-    uint64_t t_start_ns;
+    /* for in_per_s and out_per_s: the counters at most once a second
+     * (query_rate_sample), the last RATE_SAMPLES of them in a ring */
+    struct rate_sample { uint64_t ns; int64_t in, out; } rs[RATE_SAMPLES];
+    int rs_n, rs_at;
     batch scratch;
     /* fault tolerance in a cluster (ft.c) */
     uint64_t tag[2];        /* per source: log offset + 1 of the record being pushed (0: none) */
@@ -218,7 +224,15 @@ struct engine {
     int nlsubs;
     struct lsub { query *q; exec_out out; } *lsubs;
     int epoch_pending;      /* deployed queries changed state since the last commit */
+    uint64_t rate_ns;       /* when the queries' rates were last sampled */
+    int broken;             /* an epoch failed to commit: nothing more is written (eng_txn) */
+    char broken_msg[512];
 };
+
+/* ops.c: keep q's counters as of now for its rates, unless the last sample
+ * is under RATE_MIN_NS old; restart = 1 forgets the samples before (the
+ * counters were loaded at a restart). */
+void query_rate_sample(query *q, uint64_t now, int restart);
 
 /* engine.c */
 int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */

@@ -211,8 +211,17 @@ int query_start(engine *e, query *q, xerr *err)
     }
     q->out_schema = (fmt_schema){os->ncols, q->out_names, q->out_types};
     q->limit_left = d->ops[d->sink].limit;
-    q->t_start_ns = clock_mono_ns();
+    query_rate_sample(q, clock_mono_ns(), 1);
     return 0;
+}
+
+void query_rate_sample(query *q, uint64_t now, int restart)
+{
+    if (restart) q->rs_n = q->rs_at = 0;
+    if (q->rs_n && now - q->rs[(q->rs_at + RATE_SAMPLES - 1) % RATE_SAMPLES].ns < RATE_MIN_NS) return;
+    q->rs[q->rs_at] = (struct rate_sample){now, q->rows_in, q->rows_out};
+    q->rs_at = (q->rs_at + 1) % RATE_SAMPLES;
+    if (q->rs_n < RATE_SAMPLES) q->rs_n++;
 }
 
 void query_free(query *q)

@@ -168,9 +168,15 @@ static int lmdb_err(store *s, store_txn *t, xerr *err, int rc, const char *what)
     case ENOMEM:
         code = xerr_set(err, XE_NOMEM, "storage %s: out of memory during %s", s->dir, what);
         break;
-    default:
-        code = xerr_set(err, XE_IO, "storage %s: %s failed: %s", s->dir, what, errtext(rc));
+    default: {
+        char full[1200];
+        if (rc > 0 && disk_full(s->dir, rc, full, sizeof full))
+            code = xerr_set(err, XE_IO, "storage %s: %s failed: %s; what was committed before is intact: "
+                            "free space there (or move the data directory) and start again", s->dir, what, full);
+        else
+            code = xerr_set(err, XE_IO, "storage %s: %s failed: %s", s->dir, what, errtext(rc));
         break;
+    }
     }
     /* MDB_DBS_FULL is refused before anything changes: the txn goes on. */
     if (t && t->write && !t->failed && rc != MDB_DBS_FULL) t->failed = code;
@@ -467,7 +473,10 @@ static int sync_wait(store *s, xerr *err)
     int e = s->sync_errno;
     s->sync_errno = 0;
     pthread_mutex_unlock(&s->smu);
-    return e ? xerr_set(err, XE_IO, "%s: syncing to disk: %s", s->dir, strerror(e)) : 0;
+    char full[1200];
+    if (e && disk_full(s->dir, e, full, sizeof full))
+        return xerr_set(err, XE_IO, "storage %s: syncing to disk: %s", s->dir, full);
+    return e ? xerr_set(err, XE_IO, "storage %s: syncing to disk: %s", s->dir, strerror(e)) : 0;
 }
 
 int store_sync(store *s, xerr *err)

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -105,6 +106,22 @@ static void test_huge_heap(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* ENOSPC is a full disk wherever it comes from; EIO only when the file
+ * system has (next to) nothing left, which /tmp has not here. */
+static void test_disk_full(void **state)
+{
+    (void)state;
+    char buf[512];
+    assert_int_equal(disk_full("/tmp", ENOSPC, buf, sizeof buf), 1);
+    assert_non_null(strstr(buf, "the disk is full ("));
+    assert_non_null(strstr(buf, "KiB free on the file system of /tmp)"));
+    assert_int_equal(disk_full("/tmp", EDQUOT, buf, sizeof buf), 1);
+    assert_int_equal(disk_full("/tmp", EIO, buf, sizeof buf), 0);
+    assert_int_equal(disk_full("/tmp", EACCES, buf, sizeof buf), 0);
+    assert_int_equal(disk_full("/nonexistent/dir", ENOSPC, buf, sizeof buf), 1);
+    assert_string_equal(buf, "the disk is full (on the file system of /nonexistent/dir)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -113,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_sbuf),
         cmocka_unit_test(test_xerr),
         cmocka_unit_test(test_hash_and_be),
+        cmocka_unit_test(test_disk_full),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }
