@@ -151,6 +151,37 @@ static const struct {
     {"min", FN_MIN, 1, 1},         {"max", FN_MAX, 1, 1},
 };
 
+#define NFN (sizeof fn_table / sizeof fn_table[0])
+
+/* Is x (an EX_FUNC) a function we know?  Else the error, with the nearest
+ * name or, when none is near, the names there are (aggregates first). */
+int bind_func_known(const ast_expr *x, xerr *err)
+{
+    if (!strcmp(x->name, "split")) return 0; /* UNNEST's array (planner.c) */
+    for (size_t k = 0; k < NFN; k++)
+        if (!strcmp(fn_table[k].name, x->name)) return 0;
+    const char *best = NULL;
+    int bestd = 3;
+    char known[400] = "";
+    size_t len = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k <= NFN; k++) {
+            int agg = k < NFN && is_agg_fn(fn_table[k].fn);
+            if (agg != (pass == 0) || (k == NFN && pass == 0)) continue;
+            const char *name = k < NFN ? fn_table[k].name : "split";
+            int d = str_distance(x->name, name);
+            if (d < bestd && d < (int)strlen(x->name)) {
+                bestd = d;
+                best = name;
+            }
+            if (len < sizeof known)
+                len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", len ? ", " : "", name);
+        }
+    if (best)
+        return xerr_at(err, XE_NAME, x->line, x->col, "unknown function '%s'; did you mean '%s'?", x->name, best);
+    return xerr_at(err, XE_NAME, x->line, x->col, "unknown function '%s' (known: %s)", x->name, known);
+}
+
 const char *plan_fn_name(plan_fn fn)
 {
     switch (fn) {
@@ -610,21 +641,9 @@ int bind_expr(const bind_scope *sc, const ast_expr *x, plan_expr **out, xerr *er
             return xerr_at(err, XE_TYPE, x->line, x->col,
                            "split() makes an array, which can only be expanded into rows: "
                            "FROM s CROSS JOIN UNNEST(split(col, ' ')) AS t(word)");
+        if ((rc = bind_func_known(x, err))) return rc;
         size_t k;
-        for (k = 0; k < sizeof fn_table / sizeof fn_table[0]; k++)
-            if (!strcmp(fn_table[k].name, x->name)) break;
-        if (k == sizeof fn_table / sizeof fn_table[0]) {
-            const char *best = NULL;
-            int bestd = 3;
-            for (size_t j = 0; j < sizeof fn_table / sizeof fn_table[0]; j++) {
-                int d = str_distance(x->name, fn_table[j].name);
-                if (d < bestd) { bestd = d; best = fn_table[j].name; }
-            }
-            if (best)
-                return xerr_at(err, XE_NAME, x->line, x->col, "unknown function '%s'; did you mean '%s'?", x->name,
-                               best);
-            return xerr_at(err, XE_NAME, x->line, x->col, "unknown function '%s'", x->name);
-        }
+        for (k = 0; k < NFN && strcmp(fn_table[k].name, x->name); k++) {}
         int n = x->list ? x->list->n : 0;
         if (n < fn_table[k].min || n > fn_table[k].max)
             return xerr_at(err, XE_PLAN, x->line, x->col, "%s() takes %d%s argument%s, got %d", x->name,

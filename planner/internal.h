@@ -21,6 +21,8 @@ typedef struct bind_scope {
 } bind_scope;
 
 int bind_expr(const bind_scope *sc, const ast_expr *x, plan_expr **out, xerr *err);
+/* 0 when the function x calls exists, else XE_NAME with a "did you mean". */
+int bind_func_known(const ast_expr *x, xerr *err);
 int resolve_col_public(const bind_scope *sc, const ast_expr *e, int *pos, sql_type *type, xerr *err);
 int pe_substitute(plan_expr **e, plan_expr **sub, int n);
 

@@ -498,6 +498,8 @@ static int rewrite_post(pctx *c, const ast_expr *x, plan_expr **out)
     xerr *err = c->err;
     int rc;
     *out = NULL;
+    /* before its arguments, which would be blamed for not being grouped */
+    if (x->kind == EX_FUNC && !ast_is_agg(x) && (rc = bind_func_known(x, err))) return rc;
     if (ast_is_agg(x)) {
         plan_agg a = {0};
         int n = x->list ? x->list->n : 0;

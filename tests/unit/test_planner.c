@@ -188,6 +188,28 @@ static void test_errors(void **state)
     expect_error("SELECT COUNT(price), window_start FROM bids", XE_PLAN, "WINDOW", 0);
 }
 
+/* An unknown function is named as such wherever it is called, before its
+ * arguments are checked against GROUP BY (issue 16, item 9). */
+static void test_unknown_functions(void **state)
+{
+    (void)state;
+    expect_error("SELECT auction, STDDEV(price) FROM bids GROUP BY auction", XE_NAME,
+                 "unknown function 'stddev' (known: count, sum, avg, min, max, abs, ", 17);
+    expect_error("SELECT auction, coun(*) FROM bids GROUP BY auction", XE_NAME,
+                 "unknown function 'coun'; did you mean 'count'?", 17);
+    expect_error("SELECT auction, 1 + avgg(price) FROM bids GROUP BY auction", XE_NAME, "did you mean 'avg'?", 21);
+    expect_error("SELECT auction, COUNT(*) FROM bids GROUP BY auction HAVING sums(price) > 1", XE_NAME,
+                 "unknown function 'sums'; did you mean 'sum'?", 60);
+    expect_error("SELECT auction FROM bids WHERE lenght(channel) > 1", XE_NAME, "did you mean 'length'?", 32);
+    expect_error("SELECT COUNT(*) FROM bids GROUP BY uper(channel)", XE_NAME, "did you mean 'upper'?", 36);
+    expect_error("SELECT auction, COUNT(*) FROM bids WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY auction "
+                 "HAVING MAX(sqr(price)) > 1", XE_NAME, "did you mean 'sqrt'?", 96);
+    /* a one-letter name is not "near" every two-letter one */
+    expect_error("SELECT f(price) FROM bids", XE_NAME, "unknown function 'f' (known:", 8);
+    /* a known function over an ungrouped column is still that error */
+    expect_error("SELECT auction, abs(price) FROM bids GROUP BY auction", XE_PLAN, "must appear in GROUP BY", 21);
+}
+
 static void test_global_aggregate_and_emit(void **state)
 {
     (void)state;
@@ -385,6 +407,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_constant_folding, setup, teardown),
         cmocka_unit_test_setup_teardown(test_join_pushdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_functions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_global_aggregate_and_emit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_columns_before_aggregates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dag_placement, setup, teardown),
