@@ -9,8 +9,12 @@
 #   4. three ares-node processes: the DDL and the standing queries of both
 #      files as they are (parallelism 3), a subscriber each, the three
 #      streams fed by three clients at once: again sqlite3's rows.  EXPLAIN
-#      PLACEMENT must show the UNNEST task placed.
-# About 20 s on 2 cores.  Env: ARES_BUILD, ARES_TMP.
+#      PLACEMENT must show the UNNEST task placed;
+#   5. the word count as a standing query over a file source, killed -9 at
+#      random points and restarted until it finishes: its file sink holds
+#      the rows of an uninterrupted run, none lost, none repeated (the rows
+#      UNNEST makes keep their record's position, so a replay skips them).
+# About 10 s on 2 cores.  Env: ARES_BUILD, ARES_TMP.
 set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
 export LC_ALL=C
@@ -115,3 +119,34 @@ check "tpch_join on 3 nodes" tpch_join sub_tpch_join.csv
 for n in c0 n1 n2; do grep -q "deployed: [1-9]" "$n.log" || fail "node $n ran no task"; done
 echo "ok   both workloads on 3 nodes; wordcount's tasks per node:" \
     "$(awk -F, '$3 == "task" { n[$4]++ } END { for (k in n) printf "%s %d, ", k, n[k] }' place.csv)"
+
+# ---- 5. kill -9 and restart, embedded
+stop_cluster
+"$words_gen" --rows 400000 --seed 8 --event-rate 2000 --vocab 2000 >big.csv || fail "words_gen big"
+# crash_setup DIR: the word count reading big.csv, its sink in DIR (every run the same command)
+crash_setup() {
+    mkdir -p "$1"
+    { ddl "$W/wordcount.sql" | sed "s|CREATE STREAM|CREATE STREAM IF NOT EXISTS|; s|WITH (timestamp = 'ts')|WITH (timestamp = 'ts', source = 'file://$T/big.csv', format = 'csv')|"
+      sed -n '/^CREATE QUERY/,$p' "$W/wordcount.sql" |
+          sed "1s|^CREATE QUERY \([a-z_]*\) AS|CREATE QUERY IF NOT EXISTS \1 WITH (sink = 'file://$1/wc.csv', format = 'csv') AS|"
+    } >"$1/setup.sql"
+}
+crash_setup "$T/ref"
+t0=$(date +%s%N)
+"$A" --data "$T/ref/data" -q -f "$T/ref/setup.sql" </dev/null 2>ref.err || { cat ref.err; fail "uninterrupted run"; }
+ref_ms=$((($(date +%s%N) - t0) / 1000000))
+crash_setup "$T/crash"
+kills=0 at="" seed=${CRASH_SEED:-$$}
+for i in 1 2 3 4 5 6; do
+    "$A" --data "$T/crash/data" -q -f "$T/crash/setup.sql" </dev/null >>crash.out 2>>crash.err &
+    pid=$!
+    PIDS="$PIDS $pid"
+    delay_ms=$(awk -v s="$seed" -v i="$i" -v r="$ref_ms" 'BEGIN { srand(s + i); printf "%d", 20 + rand() * r * 0.4 }')
+    sleep "$(awk -v d="$delay_ms" 'BEGIN { printf "%.3f", d / 1000 }')"
+    if kill -9 "$pid" 2>/dev/null; then kills=$((kills + 1)) at="$at $delay_ms"; fi
+    wait "$pid" 2>/dev/null
+done
+"$A" --data "$T/crash/data" -q -f "$T/crash/setup.sql" </dev/null >>crash.out 2>>crash.err || { cat crash.err; fail "the last run after the kills"; }
+[ "$kills" -ge 3 ] || fail "only $kills of 6 runs were killed mid-way (the uninterrupted run took $ref_ms ms)"
+same_rows "$T/crash/wc.csv" "$T/ref/wc.csv"
+echo "ok   wordcount killed -9 $kills times (at$at ms into a run; CRASH_SEED=$seed; uninterrupted $ref_ms ms): the sink equals the uninterrupted run's"
