@@ -73,7 +73,7 @@ run() {
     done
     "$B/ares-sql" --connect "127.0.0.1:$c" --secret-file ../secret -q -e "$DDL" || exit 1
     t0=$(date +%s%N)
-    "$B/ares-sql" --connect "127.0.0.1:$c" --secret-file ../secret -q -e "$Q" --ingest s <../data.csv >out.csv || exit 1
+    "$B/ares-sql" --connect "127.0.0.1:$c" --secret-file ../secret -q -e "$Q" --ingest s --end <../data.csv >out.csv || exit 1
     t1=$(date +%s%N)
     kill -TERM $pids 2>/dev/null
     wait $pids 2>/dev/null

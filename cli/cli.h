@@ -43,7 +43,8 @@ enum {
     CLI_ESQL = 1,   /* an SQL or engine error */
     CLI_EUSAGE = 2, /* bad usage: unknown option, unreadable -f file */
     CLI_EINPUT = 3, /* input rejected beyond the error policy */
-    CLI_QUIT = 4,   /* \q: not an exit code, the caller stops reading */
+    CLI_ELATE = 4,  /* rows of the input were late and dropped (not with --allow-late) */
+    CLI_QUIT = 99,  /* \q: not an exit code, the caller stops reading */
     CLI_INTR = 130, /* SIGINT or SIGTERM */
 };
 
@@ -192,6 +193,10 @@ struct cli_ingest_opts {
  * input was cut short: the ingest closes without ending the stream). */
 enum { CLI_SHOW_REJECTS = 10 };
 int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, exec_ingest_stats *st);
+/* Rows of an ingest into stream dropped as late: a warning with their count
+ * on stderr (when late > 0); returns CLI_ELATE for a run that was CLI_OK,
+ * unless allow_late, and rc otherwise. */
+int cli_late_report(const char *stream, int64_t late, int allow_late, int rc);
 
 /* The shell runs one push query or SUBSCRIBE at a time: the rows of two
  * would interleave with nothing to say which is which.  A second one is

@@ -234,7 +234,7 @@ static int ingest(rsess *s, const cli_cluster *r)
     memset(&o, 0, sizeof o);
     o.format = r->input_format;
     o.header = r->header;
-    o.end_of_stream = 1;
+    o.end_of_stream = r->end;
     o.on_reject = on_reject;
     o.ctx = &k;
     o.stop = stop_cb;
@@ -255,11 +255,16 @@ static int ingest(rsess *s, const cli_cluster *r)
         fprintf(stderr, "%s: %lld row%s ingested, %lld line%s rejected\n", r->ingest, (long long)st.rows,
                 st.rows == 1 ? "" : "s", (long long)st.rejected, st.rejected == 1 ? "" : "s");
     if (rc == XE_BUSY) return CLI_INTR;
+    if (!r->end && !r->quiet && clu_client_open_results(s->cl)) {
+        fflush(stdout);
+        fprintf(stderr, "-- the input ended; stream %s stays open for other producers, so the push query goes on "
+                        "until Ctrl-C (--end ends the stream with the input)\n", r->ingest);
+    }
     if (st.rejected > 0 && (r->strict || st.rows == 0)) {
         cli_error(NULL, "%s", r->strict ? "input lines were rejected (--strict)" : "every input line was rejected");
-        return CLI_EINPUT;
+        return cli_late_report(r->ingest, st.late, r->allow_late, CLI_EINPUT);
     }
-    return CLI_OK;
+    return cli_late_report(r->ingest, st.late, r->allow_late, CLI_OK);
 }
 
 /* \copy on a cluster: the file goes through the coordinator to the

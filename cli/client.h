@@ -23,6 +23,8 @@ typedef struct cli_cluster {
     int strict, quiet, follow;
     int format_set;
     fmt_kind format;
+    int end;                 /* --end: the input's end ends the stream */
+    int allow_late;          /* --allow-late */
 } cli_cluster;
 
 /* Run the whole session; returns the exit code (cli.h's CLI_*). */

@@ -2,7 +2,8 @@
  * main.c: ares-sql, the command line that drives an embedded Ares engine.
  *
  *   ares-sql [--data DIR | --memory] [-e SQL]... [-f FILE]...
- *            [--ingest STREAM [--input-format csv|json] [--header|--no-header] [--strict]]
+ *            [--ingest STREAM [--input-format csv|json] [--header|--no-header] [--strict]
+ *             [--end] [--allow-late]]
  *            [--format table|csv|json|vertical] [--follow] [-q]
  *   ares-sql --connect HOST:PORT[,HOST:PORT] --secret-file FILE [the same options]
  *
@@ -20,7 +21,8 @@
  * only SUBSCRIBE statements run, through its control socket (remote.c).
  *
  * Exit codes (scripts rely on them): 0 success, 1 an SQL or engine error,
- * 2 bad usage, 3 input rejected beyond the error policy, 130 interrupted.
+ * 2 bad usage, 3 input rejected beyond the error policy, 4 rows of the
+ * input were late and dropped (unless --allow-late), 130 interrupted.
  * Messages go to stderr; stdout carries only results.
  */
 #include <getopt.h>
@@ -50,7 +52,13 @@ static void usage(FILE *f)
           "  -f, --file FILE      run the statements in FILE ('-' for stdin); repeatable\n"
           "  --ingest STREAM      after the statements, feed stdin to STREAM, read in\n"
           "                       64 KiB chunks; at its end the stream ends, every open\n"
-          "                       window closes and prints, and ares-sql exits\n"
+          "                       window closes and prints, and ares-sql exits (with\n"
+          "                       --connect the stream stays open for other producers:\n"
+          "                       its windows close as event time passes them)\n"
+          "  --end                with --connect: at the end of the input the stream\n"
+          "                       ends (every open window closes; later rows are late)\n"
+          "  --allow-late         exit 0 when rows were late and dropped (a warning\n"
+          "                       still says how many)\n"
           "  --input-format csv|json\n"
           "                       stdin's format for --ingest (default csv); CSV columns\n"
           "                       in the stream's order, or as a header line names them;\n"
@@ -85,6 +93,8 @@ static void usage(FILE *f)
           "  3    input rejected beyond the error policy: every input line was rejected,\n"
           "       any line was rejected with --strict, or the input broke its declared\n"
           "       shape (--header with a bad header line)\n"
+          "  4    rows of the --ingest input were late (their windows had closed) and\n"
+          "       were dropped; --allow-late makes that 0\n"
           "  130  interrupted by SIGINT or SIGTERM (with --follow that is the normal end:\n"
           "       0)\n",
           f);
@@ -100,7 +110,7 @@ static int bad_usage(const char *fmt, const char *arg)
 
 enum {
     OPT_DATA = 256, OPT_MEMORY, OPT_INGEST, OPT_INPUT_FORMAT, OPT_HEADER, OPT_NO_HEADER,
-    OPT_FORMAT, OPT_FOLLOW, OPT_STRICT, OPT_CONNECT, OPT_SECRET_FILE,
+    OPT_FORMAT, OPT_FOLLOW, OPT_STRICT, OPT_CONNECT, OPT_SECRET_FILE, OPT_END, OPT_ALLOW_LATE,
 };
 
 /* Another process holds the data directory: its SUBSCRIBE statements go
@@ -141,6 +151,8 @@ int main(int argc, char **argv)
         {"header", no_argument, NULL, OPT_HEADER},
         {"no-header", no_argument, NULL, OPT_NO_HEADER},
         {"strict", no_argument, NULL, OPT_STRICT},
+        {"end", no_argument, NULL, OPT_END},
+        {"allow-late", no_argument, NULL, OPT_ALLOW_LATE},
         {"format", required_argument, NULL, OPT_FORMAT},
         {"follow", no_argument, NULL, OPT_FOLLOW},
         {"connect", required_argument, NULL, OPT_CONNECT},
@@ -152,7 +164,7 @@ int main(int argc, char **argv)
     };
 
     const char *data_dir = NULL, *ingest = NULL, *connect = NULL, *secret_file = NULL;
-    int memory = 0, do_follow = 0, strict = 0, quiet = 0;
+    int memory = 0, do_follow = 0, strict = 0, quiet = 0, end = 0, allow_late = 0;
     int input_format_set = 0, header_set = 0, format_set = 0;
     fmt_kind input_format = FMT_CSV, format = FMT_CSV;
     fmt_header header = FMT_HEADER_AUTO;
@@ -185,6 +197,8 @@ int main(int argc, char **argv)
         case OPT_HEADER: header = FMT_HEADER_YES; header_set = 1; break;
         case OPT_NO_HEADER: header = FMT_HEADER_NO; header_set = 1; break;
         case OPT_STRICT: strict = 1; break;
+        case OPT_END: end = 1; break;
+        case OPT_ALLOW_LATE: allow_late = 1; break;
         case OPT_FORMAT:
             if (fmt_kind_parse(optarg, &format) < 0) {
                 rc = bad_usage("--format must be table, csv, json or vertical, not '%s'", optarg);
@@ -218,8 +232,8 @@ int main(int argc, char **argv)
         rc = bad_usage("%s", "--data and --memory exclude each other");
         goto out;
     }
-    if (!ingest && (input_format_set || header_set || strict)) {
-        rc = bad_usage("%s", "--input-format, --header, --no-header and --strict need --ingest");
+    if (!ingest && (input_format_set || header_set || strict || end || allow_late)) {
+        rc = bad_usage("%s", "--input-format, --header, --no-header, --strict, --end and --allow-late need --ingest");
         goto out;
     }
     if (ingest && header_set && input_format == FMT_JSON) {
@@ -233,7 +247,7 @@ int main(int argc, char **argv)
             goto out;
         }
         cli_cluster r = {connect, secret_file, nscripts, files, texts, ingest, input_format, header, strict,
-                        quiet, do_follow, format_set, format};
+                        quiet, do_follow, format_set, format, end, allow_late};
         rc = cli_cluster_run(&r);
         goto out;
     }
@@ -304,6 +318,7 @@ int main(int argc, char **argv)
             cli_error(NULL, "%s", strict ? "input lines were rejected (--strict)" : "every input line was rejected");
             rc = CLI_EINPUT;
         }
+        if (rc == CLI_OK || rc == CLI_EINPUT) rc = cli_late_report(ingest, st.late, allow_late, rc);
     }
 
     if (rc == CLI_OK || (rc == CLI_EINPUT && ingest)) {

@@ -746,6 +746,17 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
     return rc;
 }
 
+int cli_late_report(const char *stream, int64_t late, int allow_late, int rc)
+{
+    if (late <= 0) return rc;
+    fflush(stdout);
+    fprintf(stderr,
+            "ares-sql: warning: %lld row%s of stream %s %s late and dropped: the windows %s belonged to had "
+            "already closed (behind the watermark; SHOW QUERIES counts them as late)\n",
+            (long long)late, late == 1 ? "" : "s", stream, late == 1 ? "was" : "were", late == 1 ? "it" : "they");
+    return rc == CLI_OK && !allow_late ? CLI_ELATE : rc;
+}
+
 /* ------------------------------------------------------------------ meta-commands */
 
 /* Next argument of a meta-command: a 'quoted' string ('' for a quote), a
@@ -840,6 +851,7 @@ static int meta_copy(cli *c, cli_script *s, const char *p, const char *end)
         return c->interactive ? CLI_OK : CLI_INTR;
     }
     if (rc != CLI_OK) return rc == CLI_EINPUT ? CLI_ESQL : rc;
+    cli_late_report(stream, st.late, 1, rc);
     if (st.rejected)
         say(c, "COPY %lld (%lld line%s rejected)", (long long)st.rows, (long long)st.rejected,
             st.rejected == 1 ? "" : "s");

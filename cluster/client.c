@@ -320,6 +320,7 @@ static void on_result(clu_client *c, const wire_msg *m, uint16_t flags)
             c->ing_st.rows = (int64_t)be64_get(r.p + 8);
             c->ing_st.rejected = (int64_t)be64_get(r.p + 16);
         }
+        if (r.len >= 32) c->ing_st.late = (int64_t)be64_get(r.p + 24);
         c->cur_done = 1;
         break;
     default: break;
@@ -768,7 +769,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
     }
     free(buf);
     if (!rc && !c->cur_done) {
-        /* the last chunk ends the stream, unless the input was cut short */
+        /* the last chunk ends the stream when asked, unless the input was cut short */
         clu_ingest_opts o2 = *o;
         if (cut) o2.end_of_stream = 0;
         rc = send_chunk(c, &o2, NULL, 0, 1, err);

@@ -88,7 +88,7 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
 typedef struct clu_ingest_opts {
     fmt_kind format;        /* FMT_CSV or FMT_JSON */
     fmt_header header;      /* CSV header handling */
-    int end_of_stream;      /* at the end of the input the stream ends */
+    int end_of_stream;      /* at the end of the input the stream ends (--end) */
     fmt_reject_fn *on_reject; /* the first FMT_KEEP_REJECTS rejections, in order */
     void *ctx;
     int (*stop)(void *ctx); /* polled while reading; non-zero cuts the input short */

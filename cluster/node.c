@@ -1266,12 +1266,15 @@ uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed)
     return fed;
 }
 
-void node_send_done(cs *to, uint64_t req, int64_t lines, int64_t rows, int64_t rejected)
+void node_send_done(cs *to, uint64_t req, const exec_ingest_stats *st)
 {
-    unsigned char b[24];
-    be64_put(b, (uint64_t)lines);
-    be64_put(b + 8, (uint64_t)rows);
-    be64_put(b + 16, (uint64_t)rejected);
+    exec_ingest_stats z = {0};
+    if (!st) st = &z;
+    unsigned char b[32];
+    be64_put(b, (uint64_t)st->lines);
+    be64_put(b + 8, (uint64_t)st->rows);
+    be64_put(b + 16, (uint64_t)st->rejected);
+    be64_put(b + 24, (uint64_t)st->late);
     cs_result(to, req, WIRE_F_LAST, RES_DONE, 0, b, sizeof b);
 }
 
@@ -1392,12 +1395,13 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
             if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
         } else {
             if (st.rejected < g->rejected) st.rejected = g->rejected;
-            node_log(n, NET_LOG_INFO, "ingest of %.*s done: %lld rows, %lld rejected%s", (int)in->stream.n,
-                     in->stream.p, (long long)st.rows, (long long)st.rejected, in->end ? ", stream ended" : "");
+            node_log(n, NET_LOG_INFO, "ingest of %.*s done: %lld rows, %lld rejected, %lld late%s", (int)in->stream.n,
+                     in->stream.p, (long long)st.rows, (long long)st.rejected, (long long)st.late,
+                     in->end ? ", stream ended" : "");
             if (!g->quiet && g->stream && shadow_guarded(n, g->stream))
-                shadow_done_later(n, g->stream, from, in->req_id, st.lines, st.rows, st.rejected);
+                shadow_done_later(n, g->stream, from, in->req_id, &st);
             else if (!g->quiet)
-                node_send_done(from, in->req_id, st.lines, st.rows, st.rejected);
+                node_send_done(from, in->req_id, &st);
             if (g->stream) shadow_ship_soon(n, g->stream);
         }
     }
@@ -1460,10 +1464,10 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
     }
     if (rc) cs_error(from, req, rc, err.msg[0] ? err.msg : xerr_name(rc));
     else if (guarded) {
-        shadow_done_later(n, guarded, from, req, 0, 0, 0);
+        shadow_done_later(n, guarded, from, req, NULL);
         shadow_ship_soon(n, guarded);
     } else
-        node_send_done(from, req, 0, 0, 0);
+        node_send_done(from, req, NULL);
     parse_result_free(r);
 }
 

@@ -36,7 +36,7 @@ enum res_part {
     RES_ROWS = 2,   /* batch_encode bytes; RESULT.nrows = their rows */
     RES_END = 3,    /* the result ended (WIRE_F_LAST when it ends the request) */
     RES_NOTICE = 4, /* blob text */
-    RES_DONE = 5,   /* the request finished: i64 lines, i64 rows, i64 rejected (ingest; else 0) */
+    RES_DONE = 5,   /* the request finished: i64 lines, i64 rows, i64 rejected, i64 late (ingest; else 0) */
     RES_REJECT = 6, /* i64 line, blob message: a rejected input line (the first few) */
     RES_ACKED = 7,  /* u64 seq: the chunks of the ingest session up to seq are in (home and shadow) */
     RES_WM = 8,     /* i64: the sink's watermark after the rows before it (subscriptions) */
@@ -253,9 +253,9 @@ int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err);
  * until its home is lost; node_ingest_loud then makes it answer). */
 void node_ingest(node *n, cs *from, const wire_msg *m, int quiet);
 int node_ingest_loud(node *n, cs *from, uint64_t req);
-/* Ingest answers: the end of an ingest (RES_DONE), and the chunks of every
- * session of stream that are safe (RES_ACKED). */
-void node_send_done(cs *to, uint64_t req, int64_t lines, int64_t rows, int64_t rejected);
+/* Ingest answers: the end of an ingest (RES_DONE, with st's counts; NULL:
+ * none), and the chunks of every session of stream that are safe (RES_ACKED). */
+void node_send_done(cs *to, uint64_t req, const exec_ingest_stats *st);
 void node_ingest_acks(node *n, const char *stream);
 /* The chunks of the client's ingest session (s, req) that can be
  * acknowledged: all fed ones, or those the stream's log copy holds. */
@@ -287,8 +287,7 @@ void shadow_tick(node *n);
 void shadow_ship_soon(node *n, const char *stream);   /* input went into the stream */
 int shadow_guarded(node *n, const char *stream);      /* its log has a copy to wait for */
 /* An ingest's end, answered once the copy holds it. */
-void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, int64_t lines, int64_t rows,
-                       int64_t rejected);
+void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st);
 /* fn(n, req) once the copy holds the stream's log as it is now (at once
  * when it has no copy). */
 void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t req), uint64_t req);

@@ -38,7 +38,7 @@ typedef struct lsent {
     uint64_t *sess;       /* nsess x (session, seq) */
     int ndone;
     /* answered once the copy has what came before: to (RES_DONE) or fn */
-    struct ldone { cs *to; uint64_t req; int64_t lines, rows, rejected; void (*fn)(node *n, uint64_t req); } *done;
+    struct ldone { cs *to; uint64_t req; exec_ingest_stats st; void (*fn)(node *n, uint64_t req); } *done;
     struct lsent *next;
 } lsent;
 
@@ -89,7 +89,7 @@ static void sent_free(lsent *x)
 static void done_fire(node *n, const struct ldone *d)
 {
     if (d->fn) d->fn(n, d->req);
-    else if (d->to) node_send_done(d->to, d->req, d->lines, d->rows, d->rejected);
+    else if (d->to) node_send_done(d->to, d->req, &d->st);
 }
 
 static void done_add(lship *ls, struct ldone d)
@@ -153,12 +153,12 @@ void shadow_moved(node *n, const char *stream)
     if (ls) ls->dirty = 1;
 }
 
-void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, int64_t lines, int64_t rows,
-                       int64_t rejected)
+void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st)
 {
     lship *ls = find(n, stream, strlen(stream));
     if (!ls) return;
-    done_add(ls, (struct ldone){to, req, lines, rows, rejected, NULL});
+    exec_ingest_stats z = {0};
+    done_add(ls, (struct ldone){to, req, st ? *st : z, NULL});
 }
 
 void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t req), uint64_t req)
@@ -168,7 +168,7 @@ void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t
         fn(n, req);
         return;
     }
-    done_add(ls, (struct ldone){NULL, req, 0, 0, 0, fn});
+    done_add(ls, (struct ldone){NULL, req, {0}, fn});
     ls->dirty = 1;
     ls->dirty = 1;
 }

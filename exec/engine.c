@@ -611,7 +611,33 @@ struct exec_ingest {
     fmt_decoder *dec;
     batch b;
     exec_ingest_opts o;
+    /* per query of the stream when the ingest began: its id and late count,
+     * so that the rows this ingest lost as late are told to its sender */
+    int nq;
+    uint32_t *qid;
+    int64_t *late0;
 };
+
+static int reads_stream(const query *q, int si)
+{
+    for (int k = 0; k < q->nsrc; k++)
+        if (q->src_stream[k] == si) return 1;
+    return 0;
+}
+
+/* The rows of this ingest that a query dropped as late: the most any query
+ * of the stream dropped since the ingest began (a row late for two queries
+ * counts once; rows are counted where the tasks that drop them run). */
+static int64_t ingest_late(const exec_ingest *in)
+{
+    int64_t most = 0;
+    for (int i = 0; i < in->e->nqueries; i++) {
+        const query *q = in->e->queries[i];
+        for (int j = 0; j < in->nq; j++)
+            if (in->qid[j] == q->id && q->late - in->late0[j] > most) most = q->late - in->late0[j];
+    }
+    return most;
+}
 
 int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts, exec_ingest **out, xerr *err)
 {
@@ -633,11 +659,21 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
         free(in);
         return xerr_set(err, XE_INVAL, "input format must be csv or json");
     }
-    if (fmt_decoder_new(in->o.format, &s->fs, &d, &in->dec) || batch_init(&in->b, s->ps->schema.ncols, 1024)) {
+    in->qid = calloc((size_t)e->nqueries + 1, sizeof *in->qid);
+    in->late0 = calloc((size_t)e->nqueries + 1, sizeof *in->late0);
+    if (!in->qid || !in->late0 || fmt_decoder_new(in->o.format, &s->fs, &d, &in->dec) ||
+        batch_init(&in->b, s->ps->schema.ncols, 1024)) {
         fmt_decoder_free(in->dec);
+        free(in->qid);
+        free(in->late0);
         free(in);
         return xerr_set(err, XE_NOMEM, "out of memory");
     }
+    for (int i = 0; i < e->nqueries; i++)
+        if (reads_stream(e->queries[i], si)) {
+            in->qid[in->nq] = e->queries[i]->id;
+            in->late0[in->nq++] = e->queries[i]->late;
+        }
     *out = in;
     return 0;
 }
@@ -679,8 +715,11 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
     if (!rc) rc = end_partial_slice(in->e, in->si, err);
     if (!rc && end_of_stream) rc = end_stream(in->e, in->si, err);
     if (!rc) rc = engine_commit(in->e, err);
+    if (st) st->late = ingest_late(in);
     fmt_decoder_free(in->dec);
     batch_fini(&in->b);
+    free(in->qid);
+    free(in->late0);
     free(in);
     return rc;
 }

@@ -104,8 +104,11 @@ typedef struct exec_ingest_opts {
     void *ctx;
 } exec_ingest_opts;
 
+/* late: rows of this ingest that a query dropped because their windows had
+ * closed (the most any one query of the stream dropped; counted by the
+ * tasks of this engine) */
 typedef struct exec_ingest_stats {
-    int64_t lines, rows, rejected;
+    int64_t lines, rows, rejected, late;
 } exec_ingest_stats;
 
 /* Start feeding the stream called name.  opts may be NULL (CSV, header auto). */

@@ -162,7 +162,7 @@ drain() {
 ingest() {
     GEN_START=$(date +%s%3N)
     "$TOOL" gen --seconds "$1" --rate "$2" --keys "$EXP_KEYS" 2>"$CD/gen.err" | tee "${3:-/dev/null}" |
-        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s 2>"$CD/ingest.err" &
+        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s --end 2>"$CD/ingest.err" &
     INGP=$!
     PIDS="$PIDS $INGP"
     # the generator stops after SECONDS; ares-sql may wait longer (for the
@@ -209,7 +209,7 @@ for s in $EXP_STRATEGIES; do
     say "$s: throughput run, $EXP_TUPLES rows ($EXP_EVENT_RATE per second of event time), at most ${EXP_SECONDS} s"
     GEN_START=$(date +%s%3N)
     "$TOOL" gen --rows "$EXP_TUPLES" --event-rate "$EXP_EVENT_RATE" --keys "$EXP_KEYS" 2>"$CD/gen.err" |
-        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s 2>"$CD/ingest.err" &
+        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s --end 2>"$CD/ingest.err" &
     INGP=$!
     PIDS="$PIDS $INGP"
     # until every row is in a result, or EXP_SECONDS

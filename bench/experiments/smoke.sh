@@ -47,7 +47,7 @@ sleep 0.5
 for s in $STRATS; do
     st=$(echo "$s" | tr -d -)
     for w in agg join; do
-        sqlc --ingest "s_${w}_$st" <"$W/data.csv" || die "ingest into s_${w}_$st"
+        sqlc --ingest "s_${w}_$st" --end <"$W/data.csv" || die "ingest into s_${w}_$st"
     done
 done
 bad=0

@@ -54,7 +54,7 @@ for q in $QUERIES; do
     c0=0
     for p in $nodes; do c0=$((c0 + $(cpu_of "$p"))); done
     t0=$(date +%s%N)
-    sqlc --format csv -f "$HERE/q$q.sql" --ingest nexmark <"$T/events.csv" >"$CD/cluster.csv" 2>"$CD/err" ||
+    sqlc --format csv -f "$HERE/q$q.sql" --ingest nexmark --end <"$T/events.csv" >"$CD/cluster.csv" 2>"$CD/err" ||
         { cat "$CD/err" >&2; die "q$q failed on 3 nodes"; }
     t1=$(date +%s%N)
     c1=0

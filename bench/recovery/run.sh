@@ -177,7 +177,7 @@ recovery_run() {
     rm -f "$CD/start"
     "$TOOL" gen --rows "$ROWS" --event-rate "$REC_RATE" --keys "$REC_KEYS" --seed 1 --base 0 --pace \
         --start-file "$CD/start" 2>"$CD/gen.err" | tee "$CD/in.csv" |
-        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s >"$CD/ingest.out" 2>"$CD/ingest.err" &
+        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s --end >"$CD/ingest.out" 2>"$CD/ingest.err" &
     INGP=$!
     PIDS="$PIDS $INGP"
     _i=0
@@ -243,7 +243,7 @@ tp_run() {
     subscribe
     t0=$(date +%s%3N)
     "$TOOL" gen --rows "$REC_TP_ROWS" --event-rate "$REC_TP_EVENT_RATE" --keys "$REC_KEYS" --seed 2 --base 0 2>/dev/null |
-        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s >"$CD/ingest.out" 2>"$CD/ingest.err"
+        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s --end >"$CD/ingest.out" 2>"$CD/ingest.err"
     t1=$(date +%s%3N)
     wait_output "$W/ref_tp.csv" 600
     if ! same_output "$W/ref_tp.csv"; then

@@ -41,7 +41,7 @@ gen_data 40000 300 7 >data.csv
 embedded "$DDL" "$Q" s <data.csv >ref.csv || fail "embedded run"
 # round-robin: this test wants every node to run part of each query
 sqlc -e "$DDL SET parallelism = 6; SET placement = 'round-robin';" || fail "CREATE STREAM on the cluster"
-sqlc -e "$Q" --ingest s <data.csv >push.csv 2>push.err || { cat push.err; fail "push query on the cluster"; }
+sqlc -e "$Q" --ingest s --end <data.csv >push.csv 2>push.err || { cat push.err; fail "push query on the cluster"; }
 same_rows push.csv ref.csv
 # every node ran part of it
 for n in c0 n1 n2 n3 n4 n5; do
@@ -70,7 +70,7 @@ sqlc -e "EXPLAIN PLACEMENT hot;" >place.csv || fail "EXPLAIN PLACEMENT"
 ) &
 GARB=$!
 # feed slowly so the garbage lands mid-stream
-(split -l 5000 data2.csv part.; for p in part.*; do cat "$p"; sleep 0.2; done) | sqlc --ingest t || fail "ingest into t"
+(split -l 5000 data2.csv part.; for p in part.*; do cat "$p"; sleep 0.2; done) | sqlc --ingest t --end || fail "ingest into t"
 wait $GARB
 want=$(($(wc -l <ref2.csv)))
 i=0
@@ -102,7 +102,7 @@ Q3="SELECT k, SUM(v) AS total, COUNT(*) AS n FROM u WINDOW TUMBLING (SIZE 500 MI
 gen_data 20000 1000 13 >data3.csv
 embedded "$DDL3" "$Q3" u <data3.csv >ref3.csv || fail "embedded run 3"
 sqlc -e "$DDL3 SET parallelism = 7;" || fail "CREATE STREAM u"
-sqlc -e "$Q3" --ingest u <data3.csv >late.csv 2>late.err || { cat late.err; fail "query with the late node"; }
+sqlc -e "$Q3" --ingest u --end <data3.csv >late.csv 2>late.err || { cat late.err; fail "query with the late node"; }
 same_rows late.csv ref3.csv
 grep -q "deployed: [1-9]" n6.log || fail "the late node ran no task"
 sqlc -e "SHOW STREAMS;" >streams.csv || fail "SHOW STREAMS"
@@ -133,7 +133,7 @@ sqlc -e "SUBSCRIBE cq;" >sub4.csv 2>sub4.err &
 SUB=$!
 PIDS="$PIDS $SUB"
 sleep 0.5
-sqlc --ingest v <data4.csv || fail "ingest into v after the restart"
+sqlc --ingest v --end <data4.csv || fail "ingest into v after the restart"
 want=$(($(wc -l <ref4.csv)))
 i=0
 while [ "$(wc -l <sub4.csv)" -lt "$want" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

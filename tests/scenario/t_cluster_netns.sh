@@ -64,7 +64,7 @@ Q="SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s WINDOW TUMBLING
 gen_data 30000 200 17 >data.csv
 embedded "$DDL" "$Q" s <data.csv >ref.csv || fail "embedded run"
 sqlc -e "$DDL SET parallelism = 6; SET placement = 'round-robin';" || fail "CREATE STREAM"
-sqlc -e "$Q" --ingest s <data.csv >out.csv 2>out.err || { cat out.err; fail "push query across namespaces"; }
+sqlc -e "$Q" --ingest s --end <data.csv >out.csv 2>out.err || { cat out.err; fail "push query across namespaces"; }
 same_rows out.csv ref.csv
 # cross-domain traffic really crossed namespaces
 grep -q "authenticated node 'n4'" n2.log n3.log c0.log n1.log || grep -q "authenticated node 'n2'" n4.log n5.log || fail "no cross-domain node link"

@@ -91,7 +91,7 @@ done
 sleep 0.5
 for s in $STRATS; do
     st=$(echo "$s" | tr -d -)
-    sqlc --ingest "s_$st" <data.csv || fail "ingest into s_$st"
+    sqlc --ingest "s_$st" --end <data.csv || fail "ingest into s_$st"
 done
 for s in $STRATS; do
     st=$(echo "$s" | tr -d -)
@@ -110,7 +110,7 @@ done
 gen_data 3000 20 5 >small.csv
 sqlc -e "CREATE STREAM p (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts'); SET placement = 'resource-aware';" ||
     fail "SET placement"
-sqlc -e "SELECT k, COUNT(*) AS n FROM p WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;" --ingest p <small.csv >push.csv ||
+sqlc -e "SELECT k, COUNT(*) AS n FROM p WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;" --ingest p --end <small.csv >push.csv ||
     fail "push query"
 grep -q "(push) placed by resource-aware" c0.log || fail "the push query was not placed by resource-aware"
 sqlc -e "SET placement = 'nirvana';" || fail "SET placement back"

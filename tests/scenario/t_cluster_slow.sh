@@ -70,7 +70,7 @@ SAMPLER=$!
 PIDS="$PIDS $SAMPLER"
 
 t0=$(date +%s%N)
-sqlc --ingest w <wide.csv 2>ingest.err || { cat ingest.err; fail "ingest"; }
+sqlc --ingest w --end <wide.csv 2>ingest.err || { cat ingest.err; fail "ingest"; }
 t1=$(date +%s%N)
 ms=$(((t1 - t0) / 1000000))
 echo "ingest of $(wc -c <wide.csv) bytes took $ms ms with a 1 MB/s subscriber"

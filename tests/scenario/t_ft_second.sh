@@ -49,7 +49,7 @@ SUB=$!
 PIDS="$PIDS $SUB"
 sleep 0.3
 split -l 1000 -d -a 3 data.csv chunk.
-(for f in chunk.*; do cat "$f"; sleep 0.06; done) | sqlc --ingest s >ingest.out 2>ingest.err &
+(for f in chunk.*; do cat "$f"; sleep 0.06; done) | sqlc --ingest s --end >ingest.out 2>ingest.err &
 ING=$!
 PIDS="$PIDS $ING"
 sleep 1

@@ -400,11 +400,23 @@ late_part() {
     cat "$D/data.sql" "$D/late.sql" | sqlite3 -batch -bail "$D/db" || fail "sqlite3 could not load the late data"
     expect "$D/db" "SELECT k, COUNT(*), SUM(v), MAX(d), $(iso w), $(iso w+5000)
                     FROM (SELECT *, $(fl ts 5000) AS w FROM ev) GROUP BY w, k" "$D/late.want"
-    ares "late" "$D/late.out" --data "$D/data" -e "
+    # the late rows are told to the sender: a warning with their count, exit 4
+    rc=0
+    "$A" -q --data "$D/data" -e "
         CREATE STREAM ev ($STREAM_COLS) WITH (timestamp = 'ts', watermark = '1 second');
         CREATE QUERY late WITH (sink = 'file://$D/late.sink', format = 'csv') AS
         SELECT k, COUNT(*) AS n, SUM(v) AS sv, MAX(d) AS mxd, window_start, window_end
-        FROM ev WINDOW TUMBLING (SIZE 5 SECONDS, GRACE 1 SECOND) GROUP BY k EMIT FINAL;" --ingest ev <"$D/ev.csv"
+        FROM ev WINDOW TUMBLING (SIZE 5 SECONDS, GRACE 1 SECOND) GROUP BY k EMIT FINAL;" --ingest ev <"$D/ev.csv" \
+        >"$D/late.out" 2>"$D/late.err" || rc=$?
+    told=$(sed -n 's/^ares-sql: warning: \([0-9]*\) rows of stream ev were late and dropped.*/\1/p' "$D/late.err")
+    if [ "$rc" -eq 4 ] && [ "$told" = "$nlate" ] && [ "$(wc -l <"$D/late.err")" -eq 1 ]; then
+        echo "ok   late rows told to the sender ($told, exit 4)"
+    else
+        cat "$D/late.err" >&2
+        echo "FAIL the sender was told of '$told' late rows (exit $rc), expected $nlate (exit 4)" >&2
+        FAILED="$FAILED
+  late rows told to the sender"
+    fi
     compare "late rows dropped ($nlate late)" "k,n,sv,mxd,window_start,window_end" "-k5,6 -k1,1" \
         "$D/late.sink" "$D/late.want"
     ares "describe" "$D/describe.out" --data "$D/data" --format csv -e "DESCRIBE late;" </dev/null
