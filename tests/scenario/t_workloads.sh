@@ -8,7 +8,8 @@
 #      sources: the same rows as sqlite3 (sorted; decimals as sqlite3 prints);
 #   4. three ares-node processes: the DDL and the standing queries of both
 #      files as they are (parallelism 3), a subscriber each, the three
-#      streams fed by three clients at once: again sqlite3's rows.  EXPLAIN
+#      streams fed by three clients at once (--end ends each stream with its
+#      input): again sqlite3's rows.  EXPLAIN
 #      PLACEMENT must show the UNNEST task placed;
 #   5. the word count as a standing query over a file source, killed -9 at
 #      random points and restarted until it finishes: its file sink holds
@@ -107,7 +108,7 @@ grep -q 'UNNEST' place.csv || { cat place.csv; fail "no UNNEST task in wordcount
 sleep 0.3
 ING=""
 for s in lines:words orders:orders lineitem:lineitem; do
-    sqlc --ingest "${s%:*}" <"${s#*:}.csv" >"ing_${s%:*}.out" 2>"ing_${s%:*}.err" &
+    sqlc --ingest "${s%:*}" --end <"${s#*:}.csv" >"ing_${s%:*}.out" 2>"ing_${s%:*}.err" &
     ING="$ING $!"
 done
 for p in $ING; do wait "$p" || fail "an ingest failed: $(cat ing_*.err)"; done
