@@ -364,7 +364,7 @@ static const help_topic topics[] = {
      "CREATE STREAM [IF NOT EXISTS] name (column type [, ...])\n"
      "    [WITH (timestamp = 'column', watermark = '2 seconds'\n"
      "           [, source = 'tcp://HOST:PORT' | 'unix:///path' | 'file:///path',\n"
-     "              format = 'csv' | 'json'])]\n"
+     "              format = 'csv' | 'json', retention = '512 MB' | '2 hours'])]\n"
      "  A stream of rows.  Types: BIGINT, INT, DOUBLE, TEXT, BOOLEAN, TIMESTAMP.\n"
      "  timestamp names the event-time column that windows use; the watermark is\n"
      "  the largest event time seen minus the delay.\n"
@@ -395,7 +395,11 @@ static const help_topic topics[] = {
      "  Rows flow through every query of the stream.\n"},
     {"DROP STREAM", "DROP STREAM [IF EXISTS] name\n"},
     {"DROP QUERY", "DROP QUERY [IF EXISTS] name\n"},
-    {"SHOW", "SHOW STREAMS | QUERIES | NODES\n"},
+    {"SHOW",
+     "SHOW STREAMS | QUERIES | NODES | SETTINGS\n"
+     "SHOW setting_name\n"
+     "  SHOW SETTINGS lists every setting: its value, its default and what it does;\n"
+     "  SHOW parallelism gives one.  SHOW NODES lists a cluster's nodes.\n"},
     {"DESCRIBE", "DESCRIBE name\n  The columns of a stream; the SQL, columns and plan of a query.\n"},
     {"EXPLAIN",
      "EXPLAIN [PLACEMENT] [(FORMAT JSON)] SELECT ... | query_name\n"
@@ -405,7 +409,10 @@ static const help_topic topics[] = {
      "  A standing query's rows, live, like a push query (Ctrl-C stops).  From a\n"
      "  second ares-sql on the same --data DIR while this one holds it:\n"
      "    ares-sql --data DIR -e 'SUBSCRIBE query_name;'\n"},
-    {"SET", "SET name = value\n  Example: SET parallelism = 4;\n"},
+    {"SET",
+     "SET name = value\n"
+     "  Settings: parallelism, placement, replicas, ft, checkpoint_interval, shadow\n"
+     "  (SHOW SETTINGS says what each does).  Example: SET parallelism = 4;\n"},
     {NULL, NULL},
 };
 

@@ -1659,6 +1659,93 @@ static int explain(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
     return rc;
 }
 
+/* Every setting SET takes (cluster/coord.c applies the cluster's), for SHOW
+ * SETTINGS and SHOW <name>; the values are the catalog's setting/<name>. */
+static const struct setting_def {
+    const char *name, *def, *desc;
+} settings[] = {
+    {"parallelism", "1", "tasks per keyed operator of the queries created after it (1 to 64)"},
+    {"placement", "nirvana",
+     "how a cluster places a query's tasks: nirvana, nirvana-no-recovery, round-robin, resource-aware or random"},
+    {"replicas", "1", "replicas per stateful task in a cluster, in other failure domains (0 to 8)"},
+    {"ft", "replica", "fault tolerance in a cluster: replica, checkpoint, upstream or none"},
+    {"checkpoint_interval", "10 seconds", "how often a snapshot is taken with ft = 'checkpoint'"},
+    {"shadow", "input", "how a stream's shadow home keeps up in a cluster: input (sent every row too) or log (its log copied)"},
+};
+#define NSETTINGS (int)(sizeof settings / sizeof *settings)
+
+static int setting_index(const char *name)
+{
+    for (int i = 0; i < NSETTINGS; i++)
+        if (!strcmp(settings[i].name, name)) return i;
+    return -1;
+}
+
+static int unknown_setting(const ast_stmt *st, const char *name, xerr *err)
+{
+    char list[256] = "";
+    const char *best = NULL;
+    int bestd = 3;
+    for (int i = 0; i < NSETTINGS; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", settings[i].name);
+        int d = str_distance(name, settings[i].name);
+        if (d < bestd) { bestd = d; best = settings[i].name; }
+    }
+    const char *lists = st->kind == ST_SHOW ? "; SHOW STREAMS, QUERIES, NODES or SETTINGS lists what there is" : "";
+    if (best)
+        return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s'; did you mean '%s'? (known: %s%s)", name,
+                       best, list, lists);
+    return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s' (known: %s%s)", name, list, lists);
+}
+
+/* The value in force: what SET stored, else the default. */
+static int setting_value(engine *e, int i, sbuf *v, xerr *err)
+{
+    char key[160];
+    snprintf(key, sizeof key, "setting/%s", settings[i].name);
+    int own = !e->txn, rc = 0;
+    if (own && (rc = store_begin(e->st, 0, &e->txn, err))) return rc;
+    rc = store_kv_get(e->txn, STORE_CATALOG, key, v, err);
+    if (own) { store_abort(e->txn); e->txn = NULL; }
+    if (rc == XE_NOTFOUND) {
+        sbuf_reset(v);
+        rc = sbuf_adds(v, settings[i].def) ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
+    }
+    return rc;
+}
+
+static int show_settings(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int one = -1;
+    if (st->show == SHOW_SETTING && (one = setting_index(st->name)) < 0) return unknown_setting(st, st->name, err);
+    static const char *n[] = {"name", "value", "default", "description"};
+    static const sql_type t[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT};
+    const char *n1[] = {one >= 0 ? settings[one].name : ""};
+    table tb;
+    if (table_begin(&tb, one >= 0 ? 1 : 4, one >= 0 ? n1 : n, t)) return xerr_set(err, XE_NOMEM, "out of memory");
+    sbuf v;
+    sbuf_init(&v);
+    int rc = 0;
+    for (int i = 0; i < NSETTINGS && !rc; i++) {
+        if (one >= 0 && i != one) continue;
+        val *r = table_row(&tb);
+        if (!r) break;
+        if ((rc = setting_value(e, i, &v, err))) break;
+        if (one >= 0) {
+            table_text(&tb, r, 0, v.p ? v.p : "");
+            continue;
+        }
+        table_text(&tb, r, 0, settings[i].name);
+        table_text(&tb, r, 1, v.p ? v.p : "");
+        table_text(&tb, r, 2, settings[i].def);
+        table_text(&tb, r, 3, settings[i].desc);
+    }
+    sbuf_fini(&v);
+    table_end(&tb, out);
+    return rc;
+}
+
 static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     char val_text[128];
@@ -1694,10 +1781,11 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
         /* used by a cluster: how a stream's shadow home keeps up */
         if (strcmp(val_text, "input") && strcmp(val_text, "log"))
             return xerr_at(err, XE_INVAL, st->line, st->col, "shadow must be 'input' or 'log', not '%s'", val_text);
-    } else if (strcmp(k, "replicas"))
-        return xerr_at(err, XE_INVAL, st->line, st->col,
-                       "unknown setting '%s' (known: parallelism, placement, replicas, ft, checkpoint_interval, shadow)",
-                       k);
+    } else if (!strcmp(k, "replicas")) {
+        if (l->type != TY_BIGINT || l->i < 0 || l->i > 8)
+            return xerr_at(err, XE_INVAL, st->line, st->col, "replicas must be an integer from 0 to 8");
+    } else
+        return unknown_setting(st, k, err);
     char key[160];
     snprintf(key, sizeof key, "setting/%s", k);
     int rc;
@@ -1891,6 +1979,7 @@ int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
     case ST_SHOW:
         if (st->show == SHOW_STREAMS) return show_streams(e, out);
         if (st->show == SHOW_QUERIES) return show_queries(e, out);
+        if (st->show == SHOW_SETTINGS || st->show == SHOW_SETTING) return show_settings(e, st, out, err);
         return show_nodes(e, out);
     case ST_DESCRIBE: return describe(e, st, out, err);
     case ST_EXPLAIN: return explain(e, st, out, err);

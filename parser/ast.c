@@ -958,6 +958,19 @@ ast_stmt *ast_mk_show(pctx *P, ast_show_what what)
     return s;
 }
 
+ast_stmt *ast_mk_show_name(pctx *P, const token *name)
+{
+    ast_stmt *s = new_stmt(P, ST_SHOW);
+    if (!s) return NULL;
+    if (!(s->name = ident_text(name))) P->oom = 1;
+    s->show = s->name && !strcmp(s->name, "settings") && name->s[0] != '"' ? SHOW_SETTINGS : SHOW_SETTING;
+    if (s->show == SHOW_SETTINGS) {
+        free(s->name);
+        s->name = NULL;
+    }
+    return s;
+}
+
 ast_stmt *ast_mk_named(pctx *P, ast_stmt_kind kind, char *name)
 {
     ast_stmt *s = new_stmt(P, kind);
@@ -1728,8 +1741,11 @@ int ast_print_stmt(const ast_stmt *s, sbuf *b)
         if ((rc = sbuf_printf(b, "DROP %s%s ", s->kind == ST_DROP_STREAM ? "STREAM" : "QUERY", ie))) return rc;
         return ast_print_ident(s->name, b);
     case ST_SHOW:
-        return sbuf_adds(b, s->show == SHOW_STREAMS ? "SHOW STREAMS" : s->show == SHOW_QUERIES ? "SHOW QUERIES"
-                                                                                                : "SHOW NODES");
+        if (s->show == SHOW_SETTING) return (rc = sbuf_adds(b, "SHOW ")) ? rc : ast_print_ident(s->name, b);
+        return sbuf_adds(b, s->show == SHOW_STREAMS   ? "SHOW STREAMS"
+                            : s->show == SHOW_QUERIES ? "SHOW QUERIES"
+                            : s->show == SHOW_NODES   ? "SHOW NODES"
+                                                      : "SHOW SETTINGS");
     case ST_DESCRIBE:
     case ST_SUBSCRIBE:
         if ((rc = sbuf_adds(b, s->kind == ST_DESCRIBE ? "DESCRIBE " : "SUBSCRIBE "))) return rc;

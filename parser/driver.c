@@ -235,6 +235,11 @@ static void syntax_message(const token *toks, int n, int k, const token *end, pa
         snprintf(e->msg, sizeof e->msg, "unexpected %s, expected %s", what, tok_names[kw]);
         return;
     }
+    if (k > 0 && toks[k - 1].code == TK_SHOW) { /* its keywords fall back to ID: name them */
+        snprintf(e->msg, sizeof e->msg, "unexpected %s, expected one of: STREAMS, QUERIES, NODES, SETTINGS, "
+                 "or a setting's name", what);
+        return;
+    }
 
     /* keywords first, then the rest in %token order; ';' (the end) last */
     const char *list[TK_NOT_LA + 2];

@@ -119,6 +119,7 @@ stmt(A) ::= DROP QUERY ifexists(E) name(N).
 stmt(A) ::= SHOW STREAMS.  { A = ast_mk_show(P, SHOW_STREAMS); }
 stmt(A) ::= SHOW QUERIES.  { A = ast_mk_show(P, SHOW_QUERIES); }
 stmt(A) ::= SHOW NODES.    { A = ast_mk_show(P, SHOW_NODES); }
+stmt(A) ::= SHOW ID(K).    { A = ast_mk_show_name(P, &K); } /* SHOW SETTINGS, or one: SHOW parallelism */
 stmt(A) ::= DESCRIBE name(N).  { A = ast_mk_named(P, ST_DESCRIBE, N); }
 stmt(A) ::= SUBSCRIBE name(N). { A = ast_mk_named(P, ST_SUBSCRIBE, N); }
 stmt(A) ::= EXPLAIN placement(L) explain_format(F) name(N).

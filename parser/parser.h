@@ -208,13 +208,14 @@ typedef enum ast_stmt_kind {
     ST_SET,
 } ast_stmt_kind;
 
-typedef enum ast_show_what { SHOW_STREAMS, SHOW_QUERIES, SHOW_NODES } ast_show_what;
+/* SHOW SETTINGS lists every setting; SHOW_SETTING is SHOW <name> (in name). */
+typedef enum ast_show_what { SHOW_STREAMS, SHOW_QUERIES, SHOW_NODES, SHOW_SETTINGS, SHOW_SETTING } ast_show_what;
 
 typedef struct ast_stmt {
     ast_stmt_kind kind;
     int line, col;        /* where the statement starts */
     char *text;           /* the statement's own source text, without the ';' (owned) */
-    char *name;           /* CREATE/DROP/DESCRIBE/SUBSCRIBE/INSERT target; EXPLAIN of a named query */
+    char *name;           /* CREATE/DROP/DESCRIBE/SUBSCRIBE/INSERT target; EXPLAIN of a named query; SHOW <setting> */
     int if_not_exists;    /* CREATE ... IF NOT EXISTS */
     int if_exists;        /* DROP ... IF EXISTS */
     ast_coldefs *cols;    /* CREATE STREAM */

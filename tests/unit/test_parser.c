@@ -637,6 +637,18 @@ static void test_small_statements(void **state)
     s = one("SHOW NODES");
     assert_int_equal(s->show, SHOW_NODES);
     ast_stmt_free(s);
+    s = one("show Settings");
+    assert_int_equal(s->show, SHOW_SETTINGS);
+    assert_null(s->name);
+    ast_stmt_free(s);
+    s = one("SHOW Parallelism");
+    assert_int_equal(s->show, SHOW_SETTING);
+    assert_string_equal(s->name, "parallelism");
+    ast_stmt_free(s);
+    s = one("SHOW placement"); /* a keyword, taken as the setting's name */
+    assert_int_equal(s->show, SHOW_SETTING);
+    assert_string_equal(s->name, "placement");
+    ast_stmt_free(s);
     s = one("DESCRIBE \"My Stream\"");
     assert_int_equal(s->kind, ST_DESCRIBE);
     assert_string_equal(s->name, "My Stream");
@@ -646,7 +658,9 @@ static void test_small_statements(void **state)
     assert_string_equal(s->name, "hot");
     ast_stmt_free(s);
     check_error("DROP TABLE x", 1, 6, "unexpected 'TABLE', expected one of: STREAM, QUERY");
-    check_error("SHOW TABLES", 1, 6, "unexpected 'TABLES', expected one of: STREAMS, QUERIES, NODES");
+    check_error("SHOW 1", 1, 6, "unexpected '1', expected one of: STREAMS, QUERIES, NODES, SETTINGS, or a setting's name");
+    check_error("SHOW", 1, 5, "unexpected end of input, expected one of: STREAMS, QUERIES, NODES, SETTINGS, or a "
+                              "setting's name");
     check_error("DESCRIBE", 1, 9, "unexpected end of input, expected identifier");
 }
 

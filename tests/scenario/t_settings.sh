@@ -1,0 +1,49 @@
+#!/bin/sh
+# SHOW SETTINGS and SHOW <name> (issue 16, item 13), embedded and through
+# ares-sql --connect: every setting with its value, its default and a
+# description; SET changes the value (kept across a restart), and an unknown
+# name is refused with "did you mean".
+# Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
+set -u
+. "$(dirname "$0")/t_cluster_lib.inc"
+
+HDR="name,value,default,description"
+# check_settings FILE PARALLELISM PLACEMENT: the table's header, its six rows and two values
+check_settings() {
+    [ "$(head -n 1 "$1")" = "$HDR" ] || { cat "$1"; fail "$1: header"; }
+    [ "$(tail -n +2 "$1" | cut -d, -f1 | tr '\n' ' ')" = "parallelism placement replicas ft checkpoint_interval shadow " ] ||
+        { cat "$1"; fail "$1: the settings listed"; }
+    grep -q "^parallelism,$2,1,tasks per keyed operator" "$1" || { cat "$1"; fail "$1: parallelism $2"; }
+    grep -q "^placement,$3,nirvana,\"how a cluster places" "$1" || { cat "$1"; fail "$1: placement $3"; }
+    grep -q "^checkpoint_interval,10 seconds,10 seconds,how often a snapshot" "$1" || { cat "$1"; fail "$1: checkpoint_interval"; }
+}
+
+# ---- embedded: defaults, SET, SHOW name, a restart
+"$A" --data "$T/d" -q -e "SHOW SETTINGS;" >e1.csv 2>e1.err || { cat e1.err; fail "SHOW SETTINGS"; }
+check_settings e1.csv 1 nirvana
+"$A" --data "$T/d" -q -e "SET parallelism = 3; SET placement = 'round-robin';" 2>e2.err || { cat e2.err; fail "SET"; }
+"$A" --data "$T/d" -q -e "SHOW SETTINGS; SHOW parallelism; SHOW Placement;" >e3.csv 2>e3.err || { cat e3.err; fail "after a restart"; }
+head -n 7 e3.csv >e3a.csv
+check_settings e3a.csv 3 round-robin
+[ "$(tail -n +8 e3.csv)" = "$(printf 'parallelism\n3\nplacement\nround-robin')" ] || { cat e3.csv; fail "SHOW name"; }
+rc=0
+"$A" --data "$T/d" -q -e "SHOW paralelism;" >e4.out 2>e4.err || rc=$?
+[ "$rc" -eq 1 ] || fail "SHOW of an unknown setting: exit $rc"
+grep -q "unknown setting 'paralelism'; did you mean 'parallelism'?" e4.err || { cat e4.err; fail "SHOW paralelism: message"; }
+rc=0
+"$A" --memory -q -e "SET debug = TRUE;" 2>e5.err || rc=$?
+[ "$rc" -eq 1 ] && grep -q "unknown setting 'debug' (known: parallelism, placement, replicas, ft, checkpoint_interval, shadow)" e5.err ||
+    { cat e5.err; fail "SET debug: exit $rc"; }
+
+# ---- a cluster, through --connect: the coordinator's values
+start_coordinator c0 rack-a
+start_member n1 rack-b
+wait_alive 2
+sqlc -e "SHOW SETTINGS;" >c1.csv 2>c1.err || { cat c1.err; fail "SHOW SETTINGS --connect"; }
+check_settings c1.csv 1 nirvana
+sqlc -e "SET parallelism = 2; SET placement = 'resource-aware'; SET replicas = 0;" 2>c2.err || { cat c2.err; fail "SET --connect"; }
+sqlc -e "SHOW SETTINGS;" >c3.csv 2>c3.err || { cat c3.err; fail "SHOW SETTINGS --connect after SET"; }
+check_settings c3.csv 2 resource-aware
+grep -q "^replicas,0,1," c3.csv || { cat c3.csv; fail "replicas 0 on the cluster"; }
+[ "$(sqlc -e "SHOW replicas;" 2>&1)" = "$(printf 'replicas\n0')" ] || fail "SHOW replicas --connect: $(sqlc -e 'SHOW replicas;' 2>&1)"
+echo "t_settings: ok"
