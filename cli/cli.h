@@ -178,7 +178,10 @@ int cli_run_file(cli *c, const char *path, int depth);
 int cli_run_scripts(cli *c, int n, const char *const *script, const int *file, int stdin_sql);
 
 struct cli_ingest_opts {
-    fmt_kind format;    /* FMT_CSV or FMT_JSON */
+    fmt_kind format;    /* FMT_CSV or FMT_JSON, when format_set */
+    int format_set;     /* else the stream's own (its WITH format, else CSV) */
+    char delim;         /* CSV: 0 means the stream's */
+    const char *null_string; /* CSV: NULL means the stream's */
     fmt_header header;
     int end_of_stream;  /* at the end the stream ends: every window closes */
     int progress;       /* a progress line on stderr after 0.5 s (a terminal) */

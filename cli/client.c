@@ -221,6 +221,14 @@ static void on_reject(void *ctx, int64_t line, const char *msg)
     fprintf(stderr, "%s\n", msg);
 }
 
+static void on_notice(void *ctx, int64_t line, const char *msg)
+{
+    (void)ctx;
+    (void)line;
+    fflush(stdout);
+    fprintf(stderr, "%s\n", msg);
+}
+
 static int stop_cb(void *ctx)
 {
     (void)ctx;
@@ -233,7 +241,9 @@ static int ingest(rsess *s, const cli_cluster *r)
     clu_ingest_opts o;
     memset(&o, 0, sizeof o);
     o.format = r->input_format;
+    o.format_set = r->input_format_set;
     o.header = r->header;
+    o.on_notice = on_notice;
     o.end_of_stream = r->end;
     o.on_reject = on_reject;
     o.ctx = &k;
@@ -276,6 +286,10 @@ static int r_ingest(cli *c, const char *stream, int fd, const cli_ingest_opts *i
     clu_ingest_opts o;
     memset(&o, 0, sizeof o);
     o.format = io->format;
+    o.format_set = io->format_set;
+    o.delim = io->delim;
+    o.null_string = io->null_string;
+    o.on_notice = on_notice;
     o.header = io->header;
     o.end_of_stream = io->end_of_stream;
     o.on_reject = on_reject;

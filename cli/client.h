@@ -25,6 +25,7 @@ typedef struct cli_cluster {
     fmt_kind format;
     int end;                 /* --end: the input's end ends the stream */
     int allow_late;          /* --allow-late */
+    int input_format_set;    /* --input-format given; else the stream's format */
 } cli_cluster;
 
 /* Run the whole session; returns the exit code (cli.h's CLI_*). */

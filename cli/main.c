@@ -60,9 +60,10 @@ static void usage(FILE *f)
           "  --allow-late         exit 0 when rows were late and dropped (a warning\n"
           "                       still says how many)\n"
           "  --input-format csv|json\n"
-          "                       stdin's format for --ingest (default csv); CSV columns\n"
-          "                       in the stream's order, or as a header line names them;\n"
-          "                       JSON one object per line, fields by name\n"
+          "                       stdin's format for --ingest (default: the stream's\n"
+          "                       format, else csv); CSV columns in the stream's order,\n"
+          "                       or as a header line names them; JSON one object per\n"
+          "                       line, fields by name\n"
           "  --header, --no-header\n"
           "                       the CSV input starts (or not) with a header line\n"
           "                       (default: a first line naming columns is a header)\n"
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
             goto out;
         }
         cli_cluster r = {connect, secret_file, nscripts, files, texts, ingest, input_format, header, strict,
-                        quiet, do_follow, format_set, format, end, allow_late};
+                        quiet, do_follow, format_set, format, end, allow_late, input_format_set};
         rc = cli_cluster_run(&r);
         goto out;
     }
@@ -307,6 +308,7 @@ int main(int argc, char **argv)
         cli_ingest_opts io;
         memset(&io, 0, sizeof io);
         io.format = input_format;
+        io.format_set = input_format_set;
         io.header = header;
         io.end_of_stream = 1;
         exec_ingest_stats st;

@@ -601,6 +601,18 @@ static void on_reject(void *ctx, int64_t line, const char *msg)
     fprintf(stderr, "%s\n", msg);
 }
 
+/* A header column ignored, and the like: said once, even when quiet
+ * (data is left out). */
+static void on_notice(void *ctx, int64_t line, const char *msg)
+{
+    ingest_ctx *k = ctx;
+    (void)line;
+    progress_clear(k);
+    fflush(stdout);
+    if (k->o->label) fprintf(stderr, "%s: ", k->o->label);
+    fprintf(stderr, "%s\n", msg);
+}
+
 static void progress_show(ingest_ctx *k, int64_t lines, int64_t bytes)
 {
     int64_t rows = lines - k->rejected;
@@ -641,8 +653,12 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
     exec_ingest_opts io;
     memset(&io, 0, sizeof io);
     io.format = o->format;
+    io.format_set = o->format_set;
+    io.delim = o->delim;
+    io.null_string = o->null_string;
     io.header = o->header;
     io.on_reject = on_reject;
+    io.on_notice = on_notice;
     io.ctx = &k;
     exec_ingest *in = NULL;
     xerr err;
@@ -806,29 +822,133 @@ static void lower(char *s)
         if (*s >= 'A' && *s <= 'Z') *s = (char)(*s - 'A' + 'a');
 }
 
-static int meta_copy(cli *c, cli_script *s, const char *p, const char *end)
+#define COPY_USAGE "usage: \\copy STREAM FROM 'file' [csv|json] [WITH (format json, delimiter ';', null_string 'NULL', header true)]"
+
+/* One option of \copy's list, name and value as written; kcol and vcol
+ * are where they start.  CLI_OK, or CLI_ESQL (reported with a caret). */
+static int copy_option(cli_script *s, const char *src, size_t n, int kcol, int vcol, const char *name,
+                       const char *value, cli_ingest_opts *io, char *null_buf, size_t null_cap)
 {
-    static const char usage[] = "usage: \\copy STREAM FROM 'file' [csv|json]";
-    char stream[256], from[16], file[4096], fmt[32];
-    int qs, qf, qfile, qfmt;
+    int col = vcol;
+    char why[240] = "";
+    if (!strcasecmp(name, "format")) {
+        if (fmt_kind_parse(value, &io->format) < 0 || (io->format != FMT_CSV && io->format != FMT_JSON))
+            snprintf(why, sizeof why, "format '%.40s' is not an input format (csv or json)", value);
+        io->format_set = 1;
+    } else if (!strcasecmp(name, "delimiter")) {
+        fmt_parse_delim(value, &io->delim, why, sizeof why);
+    } else if (!strcasecmp(name, "null_string") || !strcasecmp(name, "null")) {
+        if (strlen(value) >= null_cap) snprintf(why, sizeof why, "null_string is longer than %zu bytes", null_cap - 1);
+        else memcpy(null_buf, value, strlen(value) + 1);
+        io->null_string = null_buf;
+    } else if (!strcasecmp(name, "header")) {
+        if (!strcasecmp(value, "true") || !strcasecmp(value, "on")) io->header = FMT_HEADER_YES;
+        else if (!strcasecmp(value, "false") || !strcasecmp(value, "off")) io->header = FMT_HEADER_NO;
+        else if (!strcasecmp(value, "auto")) io->header = FMT_HEADER_AUTO;
+        else snprintf(why, sizeof why, "header '%.40s' must be true, false or auto", value);
+    } else {
+        snprintf(why, sizeof why, "unknown \\copy option '%s' (known: format, delimiter, null_string, header)", name);
+        col = kcol;
+    }
+    if (!why[0]) return CLI_OK;
+    cli_report_at(src, n, s->name, s->line, 1, col, why);
+    return CLI_ESQL;
+}
+
+/* \copy's [csv|json] [[WITH] (name [=] value, ...)] after the file name:
+ * p[0..end) of the command src[0..n).  CLI_OK or CLI_ESQL (reported). */
+static int copy_options(cli_script *s, const char *src, size_t n, const char *p, const char *end, cli_ingest_opts *io,
+                        char *null_buf, size_t null_cap)
+{
+#define SKIP() while (p < end && (*p == ' ' || *p == '\t')) p++
+#define BAD(at, ...) do { snprintf(why, sizeof why, __VA_ARGS__); cli_report_at(src, n, s->name, s->line, 1, (int)((at) - src) + 1, why); return CLI_ESQL; } while (0)
+    char why[300], word[64];
+    SKIP();
+    const char *w = p;
+    while (p < end && *p != ' ' && *p != '\t' && *p != '(') p++;
+    snprintf(word, sizeof word, "%.*s", (int)(p - w), w);
+    if (!strcasecmp(word, "csv") || !strcasecmp(word, "json")) {
+        fmt_kind_parse(word, &io->format);
+        io->format_set = 1;
+        SKIP();
+        w = p;
+        while (p < end && *p != ' ' && *p != '\t' && *p != '(') p++;
+        snprintf(word, sizeof word, "%.*s", (int)(p - w), w);
+    }
+    if (word[0] && strcasecmp(word, "with")) BAD(w, "unexpected '%s' (%s)", word, COPY_USAGE);
+    SKIP();
+    if (p == end) {
+        if (word[0]) BAD(p, "WITH needs a list of options: (name value, ...)");
+        return CLI_OK;
+    }
+    if (*p != '(') BAD(p, "expected '(' and options (%s)", COPY_USAGE);
+    p++;
+    for (;;) {
+        char name[64], value[1024];
+        SKIP();
+        const char *k = p;
+        while (p < end && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_')) p++;
+        if (p == k) BAD(p, "expected an option name (format, delimiter, null_string, header)");
+        snprintf(name, sizeof name, "%.*s", (int)(p - k), k);
+        SKIP();
+        if (p < end && *p == '=') p++;
+        SKIP();
+        const char *v = p;
+        size_t vn = 0;
+        if (p < end && *p == '\'') {
+            for (p++;; p++) {
+                if (p >= end) BAD(v, "unterminated quoted value");
+                if (*p == '\'') {
+                    if (p + 1 < end && p[1] == '\'') p++;
+                    else break;
+                }
+                if (vn + 1 < sizeof value) value[vn++] = *p;
+            }
+            p++;
+        } else {
+            while (p < end && *p != ',' && *p != ')' && *p != ' ' && *p != '\t') {
+                if (vn + 1 < sizeof value) value[vn++] = *p;
+                p++;
+            }
+            if (vn == 0) BAD(v, "option '%s' needs a value", name);
+        }
+        value[vn] = 0;
+        if (copy_option(s, src, n, (int)(k - src) + 1, (int)(v - src) + 1, name, value, io, null_buf, null_cap) !=
+            CLI_OK)
+            return CLI_ESQL;
+        SKIP();
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < end && *p == ')') break;
+        BAD(p, "expected ',' or ')' after option '%s'", name);
+    }
+    p++;
+    SKIP();
+    if (p < end) BAD(p, "unexpected text after the options");
+    if (io->format_set && io->format == FMT_JSON && (io->delim || io->null_string || io->header != FMT_HEADER_AUTO))
+        BAD(src, "delimiter, null_string and header are for CSV input, and the format is json");
+    char why2[200];
+    if (io->null_string && fmt_check_input_opts(FMT_CSV, 0, io->delim, io->null_string, why2, sizeof why2))
+        BAD(src, "%s", why2);
+    return CLI_OK;
+#undef SKIP
+#undef BAD
+}
+
+static int meta_copy(cli *c, cli_script *s, const char *src, size_t n, const char *p, const char *end)
+{
+    char stream[256], from[16], file[4096], null_buf[256];
+    int qs, qf, qfile;
     if (next_arg(&p, end, stream, sizeof stream, &qs) != 1 || next_arg(&p, end, from, sizeof from, &qf) != 1 ||
         strcasecmp(from, "from") != 0 || next_arg(&p, end, file, sizeof file, &qfile) != 1) {
-        cli_error(s->name, "%s", usage);
+        cli_error(s->name, "%s", COPY_USAGE);
         return CLI_ESQL;
     }
     cli_ingest_opts io;
     memset(&io, 0, sizeof io);
-    io.format = FMT_CSV;
-    int a = next_arg(&p, end, fmt, sizeof fmt, &qfmt);
-    if (a < 0 || (a == 1 && (fmt_kind_parse(fmt, &io.format) < 0 || (io.format != FMT_CSV && io.format != FMT_JSON)))) {
-        cli_error(s->name, "%s", usage);
-        return CLI_ESQL;
-    }
-    char extra[8];
-    if (next_arg(&p, end, extra, sizeof extra, &qfmt) != 0) {
-        cli_error(s->name, "%s", usage);
-        return CLI_ESQL;
-    }
+    if (copy_options(s, src, n, p, end, &io, null_buf, sizeof null_buf) != CLI_OK) return CLI_ESQL;
     if (qs != 2) lower(stream); /* identifiers fold to lower case unless "quoted" */
 
     int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -870,9 +990,11 @@ void cli_help(FILE *f)
           "  \\format [table|csv|json|vertical]\n"
           "                      how results print (a terminal starts with table)\n"
           "  \\i FILE             run the statements in FILE\n"
-          "  \\copy STREAM FROM 'file' [csv|json]\n"
+          "  \\copy STREAM FROM 'file' [csv|json] [WITH (option value, ...)]\n"
           "                      load a file into a stream (CSV header detected); the\n"
-          "                      stream stays open, so windows close as event time moves\n"
+          "                      stream stays open, so windows close as event time moves;\n"
+          "                      the stream's format and options unless given: format,\n"
+          "                      delimiter, null_string, header (true, false or auto)\n"
           "\n"
           "SQL statements end with ';' and may span lines:\n"
           "  CREATE STREAM, CREATE QUERY, SELECT, INSERT, DROP STREAM, DROP QUERY,\n"
@@ -952,7 +1074,7 @@ int cli_meta(cli *c, cli_script *s, const char *line, size_t n)
         int rc = cli_run_file(c, arg, s->depth + 1);
         return rc == CLI_EUSAGE ? CLI_ESQL : rc;
     }
-    if (IS("copy")) return meta_copy(c, s, p, end);
+    if (IS("copy")) return meta_copy(c, s, line, (size_t)(end - line), p, end);
 #undef IS
     cli_error(s->name, "unknown meta-command \\%.*s (\\help lists them)", (int)wn, w);
     return CLI_ESQL;

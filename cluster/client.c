@@ -285,6 +285,17 @@ static void on_result(clu_client *c, const wire_msg *m, uint16_t flags)
         break;
     }
     case RES_NOTICE: {
+        if (req == c->cur && c->ing) { /* the ingest's home: a header column ignored */
+            if (!c->ing->on_notice) break;
+            char *s = malloc(r.len + 1);
+            if (s) {
+                memcpy(s, r.p, r.len);
+                s[r.len] = 0;
+                c->ing->on_notice(c->ing->ctx, 0, s);
+                free(s);
+            }
+            break;
+        }
         cres *x = cres_find(c, req);
         const exec_out *o = req == c->cur ? &c->cur_out : x ? &x->out : NULL;
         if (o && o->notice) {
@@ -644,12 +655,15 @@ static int send_kept(clu_client *c, const clu_ingest_opts *o, const chunk *k, xe
     wire_msg m = {.type = WIRE_INGEST, .flags = k->last ? WIRE_F_LAST : 0};
     m.u.ingest.req_id = c->cur;
     m.u.ingest.stream = wire_str_of(c->ing_stream);
-    m.u.ingest.format = (uint8_t)o->format;
+    m.u.ingest.format = o->format_set ? (uint8_t)o->format : WIRE_FMT_STREAM;
     m.u.ingest.header = (uint8_t)o->header;
     m.u.ingest.end = (uint8_t)k->end;
     m.u.ingest.session = c->session;
     m.u.ingest.seq = k->seq;
     m.u.ingest.line0 = k->line0;
+    m.u.ingest.delim = (uint8_t)o->delim;
+    m.u.ingest.has_null = o->null_string != NULL;
+    m.u.ingest.null_string = wire_str_of(o->null_string ? o->null_string : "");
     m.u.ingest.data = (wire_str){(const char *)k->data, (uint32_t)k->len};
     sbuf b;
     sbuf_init(&b);

@@ -86,10 +86,14 @@ void clu_client_free(clu_client *c);
 int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *err);
 
 typedef struct clu_ingest_opts {
-    fmt_kind format;        /* FMT_CSV or FMT_JSON */
+    fmt_kind format;        /* FMT_CSV or FMT_JSON, when format_set */
+    int format_set;         /* else the stream's own format (its WITH format, else CSV) */
     fmt_header header;      /* CSV header handling */
+    char delim;             /* CSV: 0 means the stream's */
+    const char *null_string; /* CSV: NULL means the stream's */
     int end_of_stream;      /* at the end of the input the stream ends (--end) */
     fmt_reject_fn *on_reject; /* the first FMT_KEEP_REJECTS rejections, in order */
+    fmt_reject_fn *on_notice; /* news that rejects nothing (a header column ignored); line 0 */
     void *ctx;
     int (*stop)(void *ctx); /* polled while reading; non-zero cuts the input short */
 } clu_ingest_opts;

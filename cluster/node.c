@@ -1221,6 +1221,13 @@ static void ing_reject(void *ctx, int64_t line, const char *msg)
     sbuf_fini(&b);
 }
 
+static void ing_notice(void *ctx, int64_t line, const char *msg)
+{
+    ingsess *g = ctx;
+    (void)line;
+    if (!g->quiet && g->from) cs_result(g->from, g->req, 0, RES_NOTICE, 0, msg, strlen(msg));
+}
+
 /* The chunks of g's session fed so far (or, when its stream's log has a
  * copy, those the copy holds), to whoever forwards it (the coordinator tells
  * the client once the home and the shadow both have them). */
@@ -1334,8 +1341,14 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         exec_ingest_opts o;
         memset(&o, 0, sizeof o);
         o.format = in->format == FMT_JSON ? FMT_JSON : FMT_CSV;
+        o.format_set = in->format != WIRE_FMT_STREAM;
+        o.delim = (char)in->delim;
+        char null_s[1024];
+        snprintf(null_s, sizeof null_s, "%.*s", (int)in->null_string.n, in->null_string.p);
+        o.null_string = in->has_null ? null_s : NULL; /* the ingest copies it */
         o.header = in->header <= FMT_HEADER_NO ? (fmt_header)in->header : FMT_HEADER_AUTO;
         o.on_reject = ing_reject;
+        o.on_notice = ing_notice;
         o.ctx = g;
         g->stream = strdup(stream);
         if ((rc = exec_ingest_open(n->eng, stream, &o, &g->in, &err))) {

@@ -623,6 +623,9 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u64(w, m->u.ingest.session);
         wire_put_u64(w, m->u.ingest.seq);
         wire_put_u64(w, m->u.ingest.line0);
+        wire_put_u8(w, m->u.ingest.delim);
+        wire_put_u8(w, m->u.ingest.has_null);
+        PUT_S(w, m->u.ingest.null_string);
         wire_put_raw(w, m->u.ingest.data.p, m->u.ingest.data.n);
         break;
     case WIRE_CATALOG:
@@ -804,6 +807,9 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_u64(&r, &m->u.ingest.session);
         wire_get_u64(&r, &m->u.ingest.seq);
         wire_get_u64(&r, &m->u.ingest.line0);
+        wire_get_u8(&r, &m->u.ingest.delim);
+        wire_get_u8(&r, &m->u.ingest.has_null);
+        wire_get_str(&r, &m->u.ingest.null_string);
         wire_get_rest(&r, &m->u.ingest.data);
         break;
     case WIRE_CATALOG:

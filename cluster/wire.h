@@ -31,6 +31,7 @@
 #define WIRE_MAGIC 0x41524553u /* "ARES" */
 #define WIRE_HDR_SIZE 16
 /* Oldest and newest wire versions this build speaks. */
+#define WIRE_FMT_STREAM 255 /* ingest.format: the stream's own format */
 #define WIRE_VERSION_MIN 1
 #define WIRE_VERSION_MAX 1
 /* Hard ceiling on a whole frame (header + payload): 16 MiB.  A decoder may be
@@ -310,9 +311,11 @@ typedef struct wire_msg {
         /* task: global task index; pos: its positions per input side */
         struct { uint64_t query_id; uint32_t task; uint64_t pos[2]; } replica_ack;
         struct { wire_str stream; } tick;
-        /* flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there;
+        /* format: FMT_CSV, FMT_JSON or WIRE_FMT_STREAM (the stream's own);
+         * flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there;
          * session: the client's ingest id (0: none), seq: this chunk's number
-         * in it (1, 2, ...), line0: input lines before the chunk.  A chunk of
+         * in it (1, 2, ...), line0: input lines before the chunk; delim and
+         * null_string (when has_null) override the stream's.  A chunk of
          * a session ends at a line end (but the last), so a resumed session
          * can start at any chunk. */
         struct {
@@ -320,6 +323,8 @@ typedef struct wire_msg {
             wire_str stream;
             uint8_t format, header, end;
             uint64_t session, seq, line0;
+            uint8_t delim, has_null; /* CSV options of this ingest (0: the stream's) */
+            wire_str null_string;
             wire_str data;
         } ingest;
         struct { uint64_t term; uint8_t op; wire_str key, value; } catalog;

@@ -608,6 +608,8 @@ void engine_cancel_push(engine *e)
 struct exec_ingest {
     engine *e;
     int si;
+    fmt_kind kind;
+    fmt_dec_opts d;  /* the decoder's options (a file source's header probe takes them too) */
     fmt_decoder *dec;
     batch b;
     exec_ingest_opts o;
@@ -616,6 +618,8 @@ struct exec_ingest {
     int nq;
     uint32_t *qid;
     int64_t *late0;
+    char note[160];  /* d.kind_note */
+    char *null_string; /* a copy of opts' */
 };
 
 static int reads_stream(const query *q, int si)
@@ -639,6 +643,14 @@ static int64_t ingest_late(const exec_ingest *in)
     return most;
 }
 
+void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d)
+{
+    memset(d, 0, sizeof *d);
+    d->delim = s->delim;
+    d->null_string = s->null_string;
+    d->time_col = s->ps->ts_col + 1;
+}
+
 int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts, exec_ingest **out, xerr *err)
 {
     *out = NULL;
@@ -650,24 +662,44 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
     in->si = si;
     if (opts) in->o = *opts;
     stream_rt *s = e->streams[si];
-    fmt_dec_opts d = {0};
-    d.header = in->o.header;
-    d.time_col = s->ps->ts_col + 1;
-    d.on_reject = in->o.on_reject;
-    d.ctx = in->o.ctx;
-    if (in->o.format != FMT_CSV && in->o.format != FMT_JSON) {
-        free(in);
-        return xerr_set(err, XE_INVAL, "input format must be csv or json");
-    }
-    in->qid = calloc((size_t)e->nqueries + 1, sizeof *in->qid);
-    in->late0 = calloc((size_t)e->nqueries + 1, sizeof *in->late0);
-    if (!in->qid || !in->late0 || fmt_decoder_new(in->o.format, &s->fs, &d, &in->dec) ||
-        batch_init(&in->b, s->ps->schema.ncols, 1024)) {
-        fmt_decoder_free(in->dec);
-        free(in->qid);
-        free(in->late0);
+    in->kind = in->o.format_set ? in->o.format : s->kind;
+    fmt_dec_opts *d = &in->d;
+    eng_dec_opts(s, d);
+    d->header = in->o.header;
+    if (in->o.delim) d->delim = in->o.delim;
+    if (in->o.null_string && !(d->null_string = in->null_string = strdup(in->o.null_string))) {
         free(in);
         return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    in->o.null_string = NULL; /* the caller's may go (a wire message's) */
+    d->on_reject = in->o.on_reject;
+    d->on_notice = in->o.on_notice;
+    d->ctx = in->o.ctx;
+    /* a line that looks like the other format: what to do about it */
+    const char *other = in->kind == FMT_CSV ? "json" : "csv";
+    if (in->o.format_set)
+        snprintf(in->note, sizeof in->note, "it is read as %s, the format asked for", fmt_kind_name(in->kind));
+    else
+        snprintf(in->note, sizeof in->note, "the stream's format is %s: use --input-format %s or \\copy ... (format %s)",
+                 fmt_kind_name(in->kind), other, other);
+    d->kind_note = in->note;
+    char why[200];
+    int rc = 0;
+    if (in->kind != FMT_CSV && in->kind != FMT_JSON) {
+        rc = xerr_set(err, XE_INVAL, "input format must be csv or json");
+        goto fail;
+    }
+    if (fmt_check_input_opts(in->kind, in->o.delim || in->null_string, d->delim, d->null_string, why, sizeof why)) {
+        rc = xerr_set(err, XE_INVAL, "stream '%s': %s", stream, why);
+        goto fail;
+    }
+    if (in->kind != FMT_CSV) d->delim = 0, d->null_string = NULL; /* the stream's CSV options, read as JSON */
+    in->qid = calloc((size_t)e->nqueries + 1, sizeof *in->qid);
+    in->late0 = calloc((size_t)e->nqueries + 1, sizeof *in->late0);
+    if (!in->qid || !in->late0 || fmt_decoder_new(in->kind, &s->fs, d, &in->dec) ||
+        batch_init(&in->b, s->ps->schema.ncols, 1024)) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto fail;
     }
     for (int i = 0; i < e->nqueries; i++)
         if (reads_stream(e->queries[i], si)) {
@@ -676,6 +708,13 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
         }
     *out = in;
     return 0;
+fail:
+    fmt_decoder_free(in->dec);
+    free(in->qid);
+    free(in->late0);
+    free(in->null_string);
+    free(in);
+    return rc;
 }
 
 static int ingest_flush(exec_ingest *in, xerr *err)
@@ -720,6 +759,7 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
     batch_fini(&in->b);
     free(in->qid);
     free(in->late0);
+    free(in->null_string);
     free(in);
     return rc;
 }
@@ -771,26 +811,25 @@ static int run_file_source(engine *e, int si, int64_t *rows, xerr *err)
     const char *path = s->source + 7;
     FILE *f = fopen(path, "rb");
     if (!f) return xerr_set(err, XE_IO, "source of stream '%s': cannot open '%s': %s", s->ps->name, path, strerror(errno));
-    exec_ingest_opts io = {0};
-    if (s->format && fmt_kind_parse(s->format, &io.format)) {
-        fclose(f);
-        return xerr_set(err, XE_INVAL, "stream '%s': unknown format '%s'", s->ps->name, s->format);
-    }
+    exec_ingest_opts io = {0}; /* the stream's format and options */
     exec_ingest *in;
     int rc = exec_ingest_open(e, s->ps->name, &io, &in, err);
     if (rc) { fclose(f); return rc; }
     char *buf = malloc(1 << 20);
     size_t have = 0;
+    uint64_t fed = s->src_pos; /* bytes of the file given to the decoder */
     if (!buf) { rc = xerr_set(err, XE_NOMEM, "out of memory"); goto out; }
     /* Resuming in the middle: a CSV header on the first line still applies. */
     if (s->src_pos > 0) {
         char *line = NULL;
         size_t cap = 0;
         ssize_t len = getline(&line, &cap, f);
-        if (len > 0 && io.format == FMT_CSV) {
+        if (len > 0 && in->kind == FMT_CSV) {
             fmt_decoder *probe;
             batch pb;
-            if (!fmt_decoder_new(FMT_CSV, &s->fs, NULL, &probe) && !batch_init(&pb, s->fs.ncols, 4)) {
+            fmt_dec_opts po = in->d;
+            po.on_reject = po.on_notice = NULL;
+            if (!fmt_decoder_new(FMT_CSV, &s->fs, &po, &probe) && !batch_init(&pb, s->fs.ncols, 4)) {
                 xerr e2;
                 fmt_decode(probe, line, (size_t)len, &pb, &e2);
                 fmt_dec_stats ps = fmt_decoder_stats(probe);
@@ -819,7 +858,10 @@ static int run_file_source(engine *e, int si, int64_t *rows, xerr *err)
         int64_t before = s->rows_total;
         if ((rc = fmt_decode(in->dec, buf, upto, &in->b, err)) || (rc = ingest_flush(in, err))) goto out;
         *rows += (int64_t)(s->rows_total - (uint64_t)before);
-        s->src_pos += upto;
+        /* the position committed is a record's start: a quoted field may
+         * run on past the line end, and a restart reads its record again */
+        fed += upto;
+        s->src_pos = fed - fmt_decoder_pending(in->dec);
         memmove(buf, buf + upto, have - upto);
         have -= upto;
         if ((rc = eng_maybe_commit(e, err))) goto out;
@@ -827,7 +869,8 @@ static int run_file_source(engine *e, int si, int64_t *rows, xerr *err)
         if (got == 0) {
             /* a last line without a newline */
             if ((rc = fmt_decode(in->dec, buf, have, &in->b, err))) goto out;
-            s->src_pos += have;
+            fed += have;
+            s->src_pos = fed; /* exec_ingest_close finishes what is pending */
             have = 0;
             break;
         }
@@ -863,6 +906,7 @@ static void stream_free(stream_rt *s)
     free(s->sql);
     free(s->source);
     free(s->format);
+    free(s->null_string);
     free(s->names);
     free(s->types);
     free(s);
@@ -965,6 +1009,15 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
     }
     if ((o = ast_option_get(st->with, "source"))) s->source = strdup(o->value);
     if ((o = ast_option_get(st->with, "format"))) s->format = strdup(o->value);
+    if (s->format) fmt_kind_parse(s->format, &s->kind); /* create_stream checked it */
+    if ((o = ast_option_get(st->with, "delimiter"))) {
+        char why[160];
+        fmt_parse_delim(o->value, &s->delim, why, sizeof why);
+    }
+    if ((o = ast_option_get(st->with, "null_string")) && !(s->null_string = strdup(o->value))) {
+        stream_free(s);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
     s->names = calloc((size_t)ps->schema.ncols, sizeof *s->names);
     s->types = calloc((size_t)ps->schema.ncols, sizeof *s->types);
     stream_rt **v = realloc(e->streams, (size_t)(e->nstreams + 1) * sizeof *v);
@@ -984,7 +1037,8 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
     return 0;
 }
 
-static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention", NULL};
+static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
+                                             "delimiter", "null_string", NULL};
 static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
                                             "checkpoint_interval", NULL};
 
@@ -1000,8 +1054,22 @@ static int check_options(const ast_options *w, const char **known, const char *w
                 size_t l = strlen(list);
                 snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", known[k]);
             }
-            return xerr_set(err, XE_INVAL, "unknown %s option '%s' (known: %s)", what, w->v[i].key, list);
+            return xerr_at(err, XE_INVAL, w->v[i].line, w->v[i].col, "unknown %s option '%s' (known: %s)", what,
+                           w->v[i].key, list);
         }
+    }
+    return 0;
+}
+
+/* delimiter and null_string: their values, and that they fit the format. */
+static int check_input_options(const ast_options *w, fmt_kind k, xerr *err)
+{
+    const ast_option *d = ast_option_get(w, "delimiter"), *n = ast_option_get(w, "null_string");
+    char why[200], delim = 0;
+    if (d && fmt_parse_delim(d->value, &delim, why, sizeof why)) return xerr_at(err, XE_INVAL, d->line, d->col, "%s", why);
+    if (fmt_check_input_opts(k, d || n, delim, n ? n->value : NULL, why, sizeof why)) {
+        const ast_option *at = k != FMT_CSV ? (d ? d : n) : n;
+        return xerr_at(err, XE_INVAL, at->line, at->col, "%s", why);
     }
     return 0;
 }
@@ -1025,9 +1093,10 @@ static int create_stream(engine *e, const ast_stmt *st, const exec_out *out, xer
             return xerr_set(err, XE_INVAL, "source '%s' must be tcp://HOST:PORT, unix:///path or file:///path", o->value);
     }
     o = ast_option_get(st->with, "format");
-    fmt_kind k;
+    fmt_kind k = FMT_CSV;
     if (o && (fmt_kind_parse(o->value, &k) || (k != FMT_CSV && k != FMT_JSON)))
-        return xerr_set(err, XE_INVAL, "format '%s' is not an input format (csv or json)", o->value);
+        return xerr_at(err, XE_INVAL, o->line, o->col, "format '%s' is not an input format (csv or json)", o->value);
+    if ((rc = check_input_options(st->with, k, err))) return rc;
     if ((rc = stream_add(e, st, st->text ? st->text : "", err))) return rc;
     stream_rt *s = e->streams[e->nstreams - 1];
     if (live && (rc = io_source_start(e, s->ps->name, s->source, err))) {

@@ -97,10 +97,17 @@ int engine_commit(engine *e, xerr *err);
 
 typedef struct exec_ingest exec_ingest;
 
+/* What the stream's WITH options say (format, delimiter, null_string) is
+ * the default; the fields here override it for one ingest (\copy's
+ * options, --input-format). */
 typedef struct exec_ingest_opts {
-    fmt_kind format;        /* FMT_CSV (default) or FMT_JSON */
+    fmt_kind format;        /* FMT_CSV or FMT_JSON, when format_set */
+    int format_set;         /* else the stream's format (CSV when it names none) */
     fmt_header header;      /* CSV header handling */
+    char delim;             /* CSV: 0 means the stream's (',' when it names none) */
+    const char *null_string; /* CSV: NULL means the stream's (none when it names none) */
     fmt_reject_fn *on_reject; /* called for every rejected line (optional) */
+    fmt_reject_fn *on_notice; /* called for news that rejects nothing: a header column ignored (optional) */
     void *ctx;
 } exec_ingest_opts;
 
@@ -111,7 +118,9 @@ typedef struct exec_ingest_stats {
     int64_t lines, rows, rejected, late;
 } exec_ingest_stats;
 
-/* Start feeding the stream called name.  opts may be NULL (CSV, header auto). */
+/* Start feeding the stream called name.  opts may be NULL (the stream's
+ * format and options, header auto).  XE_NAME, XE_INVAL (options that do not
+ * fit the format, err says which), XE_NOMEM. */
 int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts, exec_ingest **out, xerr *err);
 /* Feed bytes (any chunking).  Rows flow through every query of the stream. */
 int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err);

@@ -2,13 +2,16 @@
  * format.c: CSV and JSON-lines decoders, value text, CSV/JSON/table encoders.
  * The rules users see are in format.h.
  *
- * Decoding runs in two layers.  The line layer (feed_bytes) cuts the input at
+ * Decoding runs in two layers.  The line layer (fmt_decode) cuts the input at
  * '\n', carrying a partial line over to the next chunk in `carry` and giving
  * up on (and skipping) a line as soon as it passes max_line, so memory stays
  * bounded whatever comes in.  The record layer (csv_line, json_line) turns one
  * line into a row in the reusable `row` array, whose TEXT values point into the
  * decoder's field buffer or the Jansson object, and only a row that converted
- * completely is copied into the caller's batch.
+ * completely is copied into the caller's batch.  A CSV line that ends inside a
+ * quoted field is kept in `rec` (`open`), and each next line is added to it
+ * and the split goes on where it stopped (csv_split's resume), so a record of
+ * k lines costs its bytes once, not k times; the common line never gets there.
  *
  * Not thread-safe: one decoder or encoder belongs to one caller at a time.
  */
@@ -781,6 +784,49 @@ int fmt_parse_value(sql_type t, const char *s, size_t n, int empty_is_null, val 
     }
 }
 
+/* ------------------------------------------------------------------ input options */
+
+int fmt_parse_delim(const char *text, char *out, char *why, size_t cap)
+{
+    if (!strcmp(text, "\\t") || !strcasecmp(text, "tab")) {
+        *out = '\t';
+        return 0;
+    }
+    char q[64];
+    quote_for_msg(text, strlen(text), q, sizeof q);
+    if (strlen(text) != 1) {
+        snprintf(why, cap, "delimiter %s must be a single byte (or '\\t' for a tab)", q);
+        return XE_INVAL;
+    }
+    if (*text == '"' || *text == '\n' || *text == '\r' || *text == ' ') {
+        snprintf(why, cap, "delimiter %s cannot be a quote, a space or a line end", q);
+        return XE_INVAL;
+    }
+    *out = *text;
+    return 0;
+}
+
+int fmt_check_input_opts(fmt_kind kind, int csv_only_set, char delim, const char *null_string, char *why,
+                         size_t cap)
+{
+    if (kind != FMT_CSV && csv_only_set) {
+        snprintf(why, cap, "delimiter and null_string are for CSV input, and the format is %s", fmt_kind_name(kind));
+        return XE_INVAL;
+    }
+    if (!null_string) return 0;
+    char q[64];
+    quote_for_msg(null_string, strlen(null_string), q, sizeof q);
+    if (strchr(null_string, delim ? delim : ',')) {
+        snprintf(why, cap, "null_string %s holds the delimiter", q);
+        return XE_INVAL;
+    }
+    if (strpbrk(null_string, "\"\r\n")) {
+        snprintf(why, cap, "null_string %s cannot hold a quote or a line end", q);
+        return XE_INVAL;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ decoders: state */
 
 struct fmt_decoder {
@@ -802,13 +848,33 @@ struct fmt_decoder {
     val *row;         /* ncols values of the row being built */
     int header_done;  /* CSV: the first line was seen */
     int nmap;         /* CSV: fields per line */
-    int *map;         /* CSV: field index -> column (nmap entries) */
+    int *map;         /* CSV: field index -> column (nmap entries, room for mapcap) */
+    int mapcap;
     sbuf fbuf;        /* CSV: unescaped field bytes, each NUL-terminated */
     size_t *fofs;     /* CSV: field offsets into fbuf */
     uint32_t *flen;
     unsigned char *fquoted;
     int fcap, nfields;
+    int has_null;     /* CSV: opts.null_string was given: null_s, null_n */
+    char *null_s;
+    size_t null_n;
+    /* CSV: a record whose quoted field goes on past a line end */
+    int open;         /* rec holds its lines so far; fbuf and the field arrays its fields so far */
+    int64_t rec_line; /* the line it started on */
+    size_t rec_pos;   /* where csv_split goes on in rec */
+    sbuf rec;
 };
+
+/* Room in map for n fields (a header may name more fields than columns). */
+static int map_room(fmt_decoder *d, int n)
+{
+    if (n <= d->mapcap) return 0;
+    int *m = realloc(d->map, (size_t)n * sizeof *m);
+    if (!m) return XE_NOMEM;
+    d->map = m;
+    d->mapcap = n;
+    return 0;
+}
 
 static void reject(fmt_decoder *d, int64_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void reject(fmt_decoder *d, int64_t line, const char *fmt, ...)
@@ -839,14 +905,23 @@ int fmt_decoder_new(fmt_kind kind, const fmt_schema *schema, const fmt_dec_opts 
     if (opts) d->o = *opts;
     d->delim = d->o.delim ? d->o.delim : ',';
     if (d->delim == '"' || d->delim == '\n' || d->delim == '\r') goto inval;
+    if (d->o.time_col < 0 || d->o.time_col > schema->ncols) goto inval;
     if (d->o.max_line == 0) d->o.max_line = FMT_MAX_LINE;
     d->rej.keep = d->o.keep_rejects == 0 ? FMT_KEEP_REJECTS : d->o.keep_rejects < 0 ? 0 : d->o.keep_rejects;
     sbuf_init(&d->carry);
     sbuf_init(&d->fbuf);
+    sbuf_init(&d->rec);
+    if (d->o.null_string) {
+        d->has_null = 1;
+        d->null_n = strlen(d->o.null_string);
+        if (!(d->null_s = strdup(d->o.null_string))) goto nomem;
+    }
+    d->o.null_string = NULL; /* the copies are the decoder's; kind_note stays borrowed */
     d->ncols = schema->ncols;
     size_t nc = (size_t)schema->ncols + 1;
     d->row = calloc(nc, sizeof *d->row);
     d->map = calloc(nc, sizeof *d->map);
+    d->mapcap = (int)nc;
     d->rej.v = d->rej.keep ? calloc((size_t)d->rej.keep, sizeof *d->rej.v) : NULL;
     if (!d->row || !d->map || (d->rej.keep && !d->rej.v)) goto nomem;
     if (schema_copy(schema, &d->names, &d->types) < 0) goto nomem;
@@ -862,14 +937,17 @@ inval:
 
 /* The state between two calls of fmt_decode, for fmt_decoder_load: where
  * the input is (lines, the start of an unfinished line) and what its header
- * said.  u32 version, then be64 fields, then the map, then the carry. */
-#define DEC_SAVE_VERSION 1
+ * said.  u32 version, then be64 fields, then the map, then (version 2, an
+ * open record) be64 rec_line, be64 0, be64 length and the record's
+ * lines so far, then the carry.  Version 1 (no open record) still loads. */
+#define DEC_SAVE_VERSION 2
 int fmt_decoder_save(const fmt_decoder *d, sbuf *out)
 {
     unsigned char h[4 + 8 * 8];
     be32_put(h, DEC_SAVE_VERSION);
     uint64_t v[8] = {(uint64_t)d->kind, (uint64_t)d->line, (uint64_t)d->st.lines, (uint64_t)d->st.rows,
-                     (uint64_t)d->st.rejected, (uint64_t)d->header_done | (uint64_t)d->discarding << 1,
+                     (uint64_t)d->st.rejected,
+                     (uint64_t)d->header_done | (uint64_t)d->discarding << 1 | (uint64_t)d->open << 2,
                      (uint64_t)d->nmap, d->carry.len};
     for (int i = 0; i < 8; i++) be64_put(h + 4 + 8 * i, v[i]);
     if (sbuf_add(out, h, sizeof h)) return XE_NOMEM;
@@ -878,19 +956,35 @@ int fmt_decoder_save(const fmt_decoder *d, sbuf *out)
         be32_put(m, (uint32_t)(d->map[i] + 1)); /* -1: a field no column takes */
         if (sbuf_add(out, m, 4)) return XE_NOMEM;
     }
+    if (d->open) {
+        unsigned char r[24];
+        be64_put(r, (uint64_t)d->rec_line);
+        be64_put(r + 8, 0); /* room for a flag */
+        be64_put(r + 16, d->rec.len);
+        if (sbuf_add(out, r, sizeof r) || sbuf_add(out, d->rec.p, d->rec.len)) return XE_NOMEM;
+    }
     return sbuf_add(out, d->carry.p, d->carry.len) ? XE_NOMEM : 0;
 }
+
+static inline int csv_split(fmt_decoder *d, const char *p, size_t n, int resume, char *why, size_t cap);
+enum { CSV_OPEN = 1 }; /* csv_split: the line ends inside a quoted field */
 
 int fmt_decoder_load(fmt_decoder *d, const void *p, size_t n, xerr *err)
 {
     const unsigned char *b = p;
-    if (n < 4 + 8 * 8 || be32_get(b) != DEC_SAVE_VERSION)
+    uint32_t version = n >= 4 ? be32_get(b) : 0;
+    if (n < 4 + 8 * 8 || version < 1 || version > DEC_SAVE_VERSION)
         return xerr_set(err, XE_CORRUPT, "a saved input decoder is truncated or of another version");
     uint64_t v[8];
     for (int i = 0; i < 8; i++) v[i] = be64_get(b + 4 + 8 * i);
     size_t at = 4 + 8 * 8;
-    if (v[0] != (uint64_t)d->kind || v[6] > (uint64_t)d->ncols + 1 || n - at < 4 * v[6] ||
-        n - at - 4 * v[6] != v[7])
+    int open = (int)(v[5] >> 2 & 1);
+    if (v[0] != (uint64_t)d->kind || v[6] > (n - at) / 4 ||
+        (open && (d->kind != FMT_CSV || n - at - 4 * v[6] < 24)))
+        return xerr_set(err, XE_CORRUPT, "a saved input decoder does not fit this stream");
+    size_t map_end = at + 4 * (size_t)v[6], rec_at = map_end + (open ? 24 : 0);
+    uint64_t rec_len = open ? be64_get(b + map_end + 16) : 0;
+    if (rec_len > n - rec_at || n - rec_at - rec_len != v[7])
         return xerr_set(err, XE_CORRUPT, "a saved input decoder does not fit this stream");
     d->line = (int64_t)v[1];
     d->st.lines = (int64_t)v[2];
@@ -898,14 +992,28 @@ int fmt_decoder_load(fmt_decoder *d, const void *p, size_t n, xerr *err)
     d->st.rejected = (int64_t)v[4];
     d->header_done = (int)(v[5] & 1);
     d->discarding = (int)(v[5] >> 1 & 1);
+    if (map_room(d, (int)v[6])) return xerr_set(err, XE_NOMEM, "out of memory");
     d->nmap = (int)v[6];
     for (int i = 0; i < d->nmap; i++, at += 4) {
         int64_t c = (int64_t)be32_get(b + at) - 1;
-        if (c > d->ncols) return xerr_set(err, XE_CORRUPT, "a saved input decoder names column %lld", (long long)c);
+        if (c >= d->ncols) return xerr_set(err, XE_CORRUPT, "a saved input decoder names column %lld", (long long)c);
         d->map[i] = (int)c;
     }
+    sbuf_reset(&d->rec);
+    d->open = 0;
+    if (open) {
+        /* the fields so far come back by splitting the record's lines again */
+        char why[256];
+        d->rec_line = (int64_t)be64_get(b + map_end);
+        if (sbuf_add(&d->rec, b + rec_at, rec_len)) return xerr_set(err, XE_NOMEM, "out of memory");
+        int rc = csv_split(d, d->rec.p, d->rec.len, 0, why, sizeof why);
+        if (rc == XE_NOMEM) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (rc != CSV_OPEN) return xerr_set(err, XE_CORRUPT, "a saved input decoder's open record is not open");
+        d->open = 1;
+    }
     sbuf_reset(&d->carry);
-    return sbuf_add(&d->carry, b + at, n - at) ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
+    return sbuf_add(&d->carry, b + rec_at + rec_len, n - rec_at - rec_len) ? xerr_set(err, XE_NOMEM, "out of memory")
+                                                                          : 0;
 }
 
 void fmt_decoder_free(fmt_decoder *d)
@@ -918,10 +1026,14 @@ void fmt_decoder_free(fmt_decoder *d)
     free(d->fofs);
     free(d->flen);
     free(d->fquoted);
+    free(d->null_s);
     sbuf_fini(&d->carry);
     sbuf_fini(&d->fbuf);
+    sbuf_fini(&d->rec);
     free(d);
 }
+
+size_t fmt_decoder_pending(const fmt_decoder *d) { return d->carry.len + (d->open ? d->rec.len : 0); }
 
 fmt_dec_stats fmt_decoder_stats(const fmt_decoder *d) { return d->st; }
 const fmt_rejects *fmt_decoder_rejects(const fmt_decoder *d) { return &d->rej; }
@@ -966,9 +1078,8 @@ static int find_column(const fmt_decoder *d, const char *name, size_t n)
 
 /* ------------------------------------------------------------------ CSV */
 
-static int field_room(fmt_decoder *d)
+__attribute__((noinline, cold)) static int field_grow(fmt_decoder *d)
 {
-    if (d->nfields < d->fcap) return 0;
     int cap = d->fcap ? d->fcap * 2 : 16;
     size_t *o = realloc(d->fofs, (size_t)cap * sizeof *o);
     if (o) d->fofs = o;
@@ -981,26 +1092,40 @@ static int field_room(fmt_decoder *d)
     return 0;
 }
 
-/* Split one line (without its line end) into fields in fbuf.  Returns 0,
- * XE_NOMEM, or XE_INPUT with a reason in why. */
-static int csv_split(fmt_decoder *d, const char *p, size_t n, char *why, size_t cap)
+static inline int field_room(fmt_decoder *d) { return d->nfields < d->fcap ? 0 : field_grow(d); }
+
+/* Split one line (without its line end) into fields in fbuf, or with resume,
+ * go on in rec at rec_pos, inside the quoted field begun last.  Returns 0,
+ * CSV_OPEN when the bytes end inside a quoted field (what it holds so far is
+ * in fbuf, rec_pos is where the scan stopped), XE_NOMEM, or XE_INPUT with a
+ * reason in why.  A line without an open quote never sees the resume path.
+ * Inlined: csv_line's call (resume 0) is the hot path of CSV input. */
+__attribute__((always_inline)) static inline int csv_split(fmt_decoder *d, const char *p, size_t n, int resume, char *why, size_t cap)
 {
+    size_t i = 0;
+    int f;
+    if (resume) {
+        i = d->rec_pos;
+        f = d->nfields - 1;
+        goto quoted;
+    }
     sbuf_reset(&d->fbuf);
     d->nfields = 0;
-    size_t i = 0;
     for (;;) {
         if (field_room(d) < 0) return XE_NOMEM;
-        int f = d->nfields++;
+        f = d->nfields++;
         d->fofs[f] = d->fbuf.len;
         d->fquoted[f] = 0;
         if (i < n && p[i] == '"') {
             d->fquoted[f] = 1;
             i++;
+        quoted: /* resume enters here, in a quoted field that went past a line end */
             for (;;) {
                 const char *q = memchr(p + i, '"', n - i);
                 if (!q) {
-                    snprintf(why, cap, "field %d: unterminated quoted field", f + 1);
-                    return XE_INPUT;
+                    if (sbuf_add(&d->fbuf, p + i, n - i) < 0) return XE_NOMEM;
+                    d->rec_pos = n;
+                    return CSV_OPEN;
                 }
                 if (sbuf_add(&d->fbuf, p + i, (size_t)(q - p - i)) < 0) return XE_NOMEM;
                 i = (size_t)(q - p) + 1;
@@ -1037,84 +1162,164 @@ static int csv_split(fmt_decoder *d, const char *p, size_t n, char *why, size_t 
 
 static const char *field(const fmt_decoder *d, int f) { return d->fbuf.p + d->fofs[f]; }
 
-/* The first line decides about a header.  Returns 1 when the line was a
- * header, 0 when it is data, XE_INPUT (fatal, d->fatal set), XE_NOMEM. */
+/* A header field's name, spaces around it dropped ("ts, k, v"). */
+static int header_column(const fmt_decoder *d, int f, const char **name, size_t *n)
+{
+    *name = field(d, f);
+    *n = d->flen[f];
+    trim(name, n);
+    return find_column(d, *name, *n);
+}
+
+/* The column nearest to name by edit distance, if near enough, and not one
+ * the header names already (the first nmap of map); or -1. */
+static int near_column(const fmt_decoder *d, const char *name, size_t n, int nmap)
+{
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%.*s", (int)(n < 255 ? n : 255), name);
+    int best = -1, bestd = n < 3 ? (int)n : 3;
+    for (int k = 0; k < d->ncols; k++) {
+        int dist = str_distance(tmp, d->names[k]), named = 0;
+        for (int f = 0; f < nmap; f++) named |= d->map[f] == k;
+        if (dist < bestd && !named) bestd = dist, best = k;
+    }
+    return best;
+}
+
+/* The first record decides about a header.  Returns 1 when it was a header,
+ * 0 when it is data, XE_INPUT (fatal, d->fatal set), XE_NOMEM. */
 static int csv_header(fmt_decoder *d, int64_t line)
 {
-    int identity = d->o.header == FMT_HEADER_NO;
-    int *seen = NULL;
-    if (!identity) {
-        seen = calloc((size_t)d->ncols + 1, sizeof *seen);
-        if (!seen) return XE_NOMEM;
-    }
-    int is_header = !identity && d->nfields <= d->ncols;
-    for (int f = 0; !identity && f < d->nfields; f++) {
-        int c = find_column(d, field(d, f), d->flen[f]);
-        if (c >= 0 && !seen[c]) {
-            seen[c] = 1;
-            continue;
-        }
-        is_header = 0;
-        if (d->o.header == FMT_HEADER_YES) {
-            char q[200];
-            quote_for_msg(field(d, f), d->flen[f], q, sizeof q);
-            if (c >= 0) {
-                xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header names column %s twice",
-                        (long long)line, q);
-            } else {
-                int best = -1, bestd = 3;
-                for (int k = 0; k < d->ncols; k++) {
-                    int dist = str_distance(field(d, f), d->names[k]);
-                    if (dist < bestd) bestd = dist, best = k;
-                }
-                if (best >= 0)
-                    xerr_at(&d->fatal, XE_INPUT, (int)line, 0,
-                            "line %lld: header: %s is not a column (did you mean '%s'?)", (long long)line, q,
-                            d->names[best]);
-                else
-                    xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header: %s is not a column",
-                            (long long)line, q);
-            }
-            free(seen);
-            d->dead = 1;
-            return XE_INPUT;
-        }
-        break;
+    if (d->o.header == FMT_HEADER_NO) goto data;
+    int *seen = calloc((size_t)d->ncols + 1, sizeof *seen);
+    if (!seen) return XE_NOMEM;
+    int known = 0, unknown = 0, twice = -1;
+    for (int f = 0; f < d->nfields; f++) {
+        const char *name;
+        size_t n;
+        int c = header_column(d, f, &name, &n);
+        if (c < 0) unknown++;
+        else if (seen[c]++) twice = twice < 0 ? f : twice;
+        else known++;
     }
     free(seen);
-    if (is_header) {
-        for (int f = 0; f < d->nfields; f++) d->map[f] = find_column(d, field(d, f), d->flen[f]);
-        d->nmap = d->nfields;
-        return 1;
+    int yes = d->o.header == FMT_HEADER_YES;
+    if (!yes && (twice >= 0 || known <= unknown)) goto data;
+    char q[200];
+    const char *name;
+    size_t n;
+    if (twice >= 0) {
+        header_column(d, twice, &name, &n);
+        quote_for_msg(name, n, q, sizeof q);
+        xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header names column %s twice", (long long)line, q);
+        goto fatal;
     }
+    if (known == 0) {
+        header_column(d, 0, &name, &n);
+        quote_for_msg(name, n, q, sizeof q);
+        int best = near_column(d, name, n, 0);
+        if (best >= 0)
+            xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header: %s is not a column (did you mean '%s'?)",
+                    (long long)line, q, d->names[best]);
+        else
+            xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header names no column of the stream (%s is the "
+                    "first)", (long long)line, q);
+        goto fatal;
+    }
+    if (map_room(d, d->nfields)) return XE_NOMEM;
+    for (int f = 0; f < d->nfields; f++) d->map[f] = header_column(d, f, &name, &n);
+    d->nmap = d->nfields;
+    if (d->o.time_col) {
+        int found = 0;
+        for (int f = 0; f < d->nfields; f++) found |= d->map[f] == d->o.time_col - 1;
+        if (!found) {
+            xerr_at(&d->fatal, XE_INPUT, (int)line, 0, "line %lld: header has no column '%s' (the stream's event time)",
+                    (long long)line, d->names[d->o.time_col - 1]);
+            goto fatal;
+        }
+    }
+    if (unknown && d->o.on_notice) {
+        /* one notice for the lot, each name with a suggestion when near one */
+        char msg[FMT_REJECT_MSG];
+        size_t o = (size_t)snprintf(msg, sizeof msg, "line %lld: header: ", (long long)line);
+        int listed = 0;
+        for (int f = 0; f < d->nfields && o < sizeof msg; f++) {
+            if (d->map[f] >= 0) continue;
+            header_column(d, f, &name, &n);
+            quote_for_msg(name, n, q, sizeof q);
+            int best = near_column(d, name, n, d->nmap);
+            char hint[160] = "";
+            if (best >= 0) snprintf(hint, sizeof hint, " (did you mean '%s'?)", d->names[best]);
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s%s", listed++ ? ", " : "", q, hint);
+        }
+        if (o < sizeof msg)
+            snprintf(msg + o, sizeof msg - o, " %s no column of the stream; ignored", unknown == 1 ? "names" : "name");
+        d->o.on_notice(d->o.ctx, line, msg);
+    }
+    return 1;
+fatal:
+    d->dead = 1;
+    return XE_INPUT;
+data:
     for (int c = 0; c < d->ncols; c++) d->map[c] = c;
     d->nmap = d->ncols;
     return 0;
 }
 
 /* A rejected first line that names some columns is probably a bad header. */
-static void header_hint(fmt_decoder *d, char *hint, size_t cap)
+__attribute__((cold)) static void header_hint(fmt_decoder *d, char *hint, size_t cap)
 {
     hint[0] = '\0';
     if (d->o.header != FMT_HEADER_AUTO) return;
     int named = 0, bad = -1;
+    const char *name;
+    size_t n;
     for (int f = 0; f < d->nfields; f++) {
-        if (find_column(d, field(d, f), d->flen[f]) >= 0) named++;
+        if (header_column(d, f, &name, &n) >= 0) named++;
         else if (bad < 0) bad = f;
     }
     if (named == 0 || bad < 0) return;
     char q[200];
-    quote_for_msg(field(d, bad), d->flen[bad], q, sizeof q);
-    snprintf(hint, cap, " (if this is a header, %s is not a column)", q);
+    header_column(d, bad, &name, &n);
+    quote_for_msg(name, n, q, sizeof q);
+    snprintf(hint, cap, " (if this is a header, %s is not a column; --header reads it as one)", q);
 }
 
-static int csv_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batch *out)
+/* A rejected line that looks like JSON to the CSV decoder, or like CSV to
+ * the JSON one, says so (p: the line as it came). */
+__attribute__((cold)) static void kind_hint(const fmt_decoder *d, const char *p, size_t n, char *hint, size_t cap)
 {
-    char why[256];
-    int rc = csv_split(d, p, n, why, sizeof why);
+    hint[0] = '\0';
+    size_t k = 0;
+    while (k < n && is_space(p[k])) k++;
+    int json = k < n && (p[k] == '{' || p[k] == '[');
+    if (d->kind == FMT_CSV && json)
+        snprintf(hint, cap, "; this looks like JSON; %s", d->o.kind_note ? d->o.kind_note : "the input is read as CSV");
+    else if (d->kind == FMT_JSON && !json && k < n && memchr(p + k, ',', n - k))
+        snprintf(hint, cap, "; this looks like CSV; %s", d->o.kind_note ? d->o.kind_note : "the input is read as JSON");
+}
+
+/* An unquoted field that is the null string. */
+static int is_null_text(const fmt_decoder *d, int f, sql_type t)
+{
+    const char *s = field(d, f);
+    size_t n = d->flen[f];
+    if (t != TY_TEXT) trim(&s, &n);
+    return n == d->null_n && memcmp(s, d->null_s, n) == 0;
+}
+
+/* The fields of a whole record (csv_split's rc and why) into a row or a
+ * rejection at line, the line it started on; raw is its first line.
+ * Inlined into csv_line, the hot path; without a null string its loop
+ * makes no per-field test for one. */
+__attribute__((always_inline)) static inline int csv_record(fmt_decoder *d, int rc, const char *why0, const char *raw, size_t rawn, int64_t line,
+                      batch *out)
+{
+    char why[256], kh[200];
     if (rc == XE_NOMEM) return rc;
     if (rc < 0) {
-        reject(d, line, "%s", why);
+        kind_hint(d, raw, rawn, kh, sizeof kh);
+        reject(d, line, "%s%s", why0, kh);
         return 0;
     }
     int first = !d->header_done;
@@ -1127,21 +1332,78 @@ static int csv_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batch
     if (d->nfields != d->nmap) {
         if (first) header_hint(d, hint, sizeof hint);
         else hint[0] = '\0';
-        reject(d, line, "expected %d column%s, got %d%s", d->nmap, d->nmap == 1 ? "" : "s", d->nfields, hint);
+        kind_hint(d, raw, rawn, kh, sizeof kh);
+        reject(d, line, "expected %d column%s, got %d%s%s", d->nmap, d->nmap == 1 ? "" : "s", d->nfields, hint, kh);
         return 0;
     }
     for (int c = 0; c < d->ncols; c++) d->row[c] = val_null();
-    for (int f = 0; f < d->nfields; f++) {
-        int c = d->map[f];
-        if (c < 0) continue;
-        if (fmt_parse_value(d->types[c], field(d, f), d->flen[f], !d->fquoted[f], &d->row[c], why, sizeof why) < 0) {
-            if (first) header_hint(d, hint, sizeof hint);
-            else hint[0] = '\0';
-            reject(d, line, "column '%s': %s%s", d->names[c], why, hint);
-            return 0;
+    int f = 0, c = 0;
+    if (!d->has_null) {
+        for (; f < d->nfields; f++) {
+            if ((c = d->map[f]) < 0) continue;
+            if (fmt_parse_value(d->types[c], field(d, f), d->flen[f], !d->fquoted[f], &d->row[c], why, sizeof why) < 0)
+                goto bad;
+        }
+    } else {
+        for (; f < d->nfields; f++) {
+            if ((c = d->map[f]) < 0) continue;
+            if (!d->fquoted[f] && is_null_text(d, f, d->types[c])) continue; /* row[c] is NULL */
+            if (fmt_parse_value(d->types[c], field(d, f), d->flen[f], 0, &d->row[c], why, sizeof why) < 0) goto bad;
         }
     }
     return emit_row(d, line, out);
+bad:
+    if (first) header_hint(d, hint, sizeof hint);
+    else hint[0] = '\0';
+    kind_hint(d, raw, rawn, kh, sizeof kh);
+    reject(d, line, "column '%s': %s%s%s", d->names[c], why, hint, kh);
+    return 0;
+}
+
+/* One line; cr: it ended in CRLF (the CR is not in p[0..n)). */
+static int csv_line(fmt_decoder *d, const char *p, size_t n, int cr, int64_t line, batch *out)
+{
+    char why[256];
+    int rc = csv_split(d, p, n, 0, why, sizeof why);
+    if (rc != CSV_OPEN) return csv_record(d, rc, why, p, n, line, out);
+    /* a quoted field goes on past the line end: keep the line, with its end */
+    sbuf_reset(&d->rec);
+    if (sbuf_add(&d->rec, p, n) < 0 || sbuf_add(&d->rec, cr ? "\r\n" : "\n", 1 + (size_t)cr) < 0) return XE_NOMEM;
+    d->open = 1;
+    d->rec_line = line;
+    return 0;
+}
+
+/* The record is dropped unfinished: the quote that opened it never closed
+ * within max_line bytes, or before the end of the input. */
+static void csv_give_up(fmt_decoder *d, const char *why)
+{
+    if (d->rec_line == d->line)
+        reject(d, d->rec_line, "field %d: unterminated quoted field (not closed %s)", d->nfields, why);
+    else
+        reject(d, d->rec_line, "field %d: unterminated quoted field (not closed %s; lines %lld to %lld)", d->nfields,
+               why, (long long)d->rec_line, (long long)d->line);
+    d->open = 0;
+    sbuf_reset(&d->rec);
+}
+
+/* The next line of an open record. */
+static int csv_more(fmt_decoder *d, const char *p, size_t n, int cr, batch *out)
+{
+    if (d->rec.len + n + 2 > d->o.max_line) {
+        char why[64];
+        snprintf(why, sizeof why, "within %zu bytes", d->o.max_line);
+        csv_give_up(d, why);
+        return 0;
+    }
+    if (sbuf_add(&d->rec, p, n) < 0) return XE_NOMEM;
+    char why[256];
+    int rc = csv_split(d, d->rec.p, d->rec.len, 1, why, sizeof why);
+    if (rc == CSV_OPEN) return sbuf_add(&d->rec, cr ? "\r\n" : "\n", 1 + (size_t)cr) < 0 ? XE_NOMEM : 0;
+    d->open = 0;
+    rc = csv_record(d, rc, why, d->rec.p, d->rec.len, d->rec_line, out);
+    sbuf_reset(&d->rec);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ JSON lines */
@@ -1254,7 +1516,9 @@ static int json_line(fmt_decoder *d, const char *p, size_t n, int64_t line, batc
     json_error_t je;
     json_t *o = json_loadb(p, n, JSON_ALLOW_NUL, &je);
     if (!o) {
-        reject(d, line, "invalid JSON at column %d: %s", je.column, je.text);
+        char kh[200];
+        kind_hint(d, p, n, kh, sizeof kh);
+        reject(d, line, "invalid JSON at column %d: %s%s", je.column, je.text, kh);
         return 0;
     }
     int rc = 0;
@@ -1308,14 +1572,21 @@ static int do_line(fmt_decoder *d, const char *p, size_t n, batch *out)
 {
     int64_t line = ++d->line;
     d->st.lines++;
-    if (n && p[n - 1] == '\r') n--;
+    int cr = n && p[n - 1] == '\r';
+    n -= (size_t)cr;
+    if (d->open) return csv_more(d, p, n, cr, out); /* an empty line too: a line end in a quoted field */
     if (d->line == 1 && n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) p += 3, n -= 3;
     if (n == 0) return 0;
-    return d->kind == FMT_CSV ? csv_line(d, p, n, line, out) : json_line(d, p, n, line, out);
+    return d->kind == FMT_CSV ? csv_line(d, p, n, cr, line, out) : json_line(d, p, n, line, out);
 }
 
 static void too_long(fmt_decoder *d)
 {
+    if (d->open) {
+        char why[64];
+        snprintf(why, sizeof why, "within %zu bytes", d->o.max_line);
+        csv_give_up(d, why);
+    }
     reject(d, d->line + 1, "longer than %zu bytes; skipped", d->o.max_line);
     d->discarding = 1;
     sbuf_reset(&d->carry);
@@ -1382,6 +1653,7 @@ int fmt_decode_finish(fmt_decoder *d, batch *out, xerr *err)
     } else if (d->carry.len) {
         rc = do_line(d, d->carry.p, d->carry.len, out);
     }
+    if (d->open) csv_give_up(d, "before the end of the input");
     sbuf_reset(&d->carry);
     d->discarding = 0;
     d->line = 0;

@@ -12,24 +12,37 @@
  * and can also call a callback for each.  One decoder per input (per producer
  * on a socket source): line numbers belong to it.
  *
- * Lines are records: a quoted CSV field may not contain a newline, so one bad
- * line never swallows the lines after it.  A line longer than max_line (1 MiB)
- * is rejected and skipped without being buffered.  Nothing is allocated per
- * line on the CSV path once buffers have grown; JSON goes through Jansson,
- * which allocates per object.
+ * A record is a line, except that a quoted CSV field may hold line ends
+ * (RFC 4180): its record then goes on over the next lines, and a rejection
+ * names the line the record started on.  A record may span at most max_line
+ * bytes, so a quote that is never closed costs at most that much input, and
+ * is reported.  A line longer than max_line (1 MiB) is rejected and skipped
+ * without being buffered.  Nothing is allocated per line on the CSV path once
+ * buffers have grown; JSON goes through Jansson, which allocates per object.
  *
  * CSV rules (RFC 4180 with these choices):
- *   - fields separated by ',' (or opts.delim), "quoted" fields with "" for a
- *     quote, LF or CRLF line ends, a UTF-8 byte order mark on line 1 ignored,
- *     empty lines skipped;
+ *   - fields separated by ',' (or opts.delim, any byte but '"', CR and LF),
+ *     "quoted" fields with "" for a quote (line ends inside are kept as they
+ *     are, CRLF or LF), LF or CRLF record ends, a UTF-8 byte order mark on
+ *     line 1 ignored, empty lines skipped;
  *   - an empty unquoted field is NULL; "" is the empty string for TEXT and
  *     NULL for other types; non-TEXT fields may carry spaces around the value;
+ *   - opts.null_string (PostgreSQL COPY's NULL): an unquoted field equal to
+ *     it (spaces around it ignored but for TEXT) is NULL, and a quoted one is
+ *     the text; with it set, an empty unquoted TEXT field is the empty string
+ *     (other types: still NULL);
  *   - header: FMT_HEADER_AUTO (default) takes the first line as a header when
- *     each of its fields names a different column (case-insensitive);
- *     FMT_HEADER_YES requires one (an unknown or repeated name is fatal);
+ *     no column is named twice (case-insensitive, spaces around a name
+ *     ignored) and more of its fields name columns than not;
+ *     FMT_HEADER_YES requires one (a repeated name, or none known, is fatal);
  *     FMT_HEADER_NO has none.  A header may list the columns in any order and
- *     may leave columns out: those are NULL in every row.  Without a header
- *     each line has exactly the schema's columns, in order.
+ *     may leave columns out: those are NULL in every row (but opts.time_col,
+ *     the event time, which a header must name).  A header field that names
+ *     no column is ignored, with one notice (opts.on_notice) naming it.
+ *     Without a header each line has exactly the schema's columns, in order.
+ *   - a rejected line that looks like the other format (a CSV line starting
+ *     with '{', a JSON line of fields and delimiters) says so, followed by
+ *     opts.kind_note.
  * JSON lines: one object per line; each column is the member of that name
  * (exact match first, then case-insensitive); a missing member or null is
  * NULL; members that name no column are ignored.  Numbers for numeric
@@ -129,6 +142,9 @@ typedef void fmt_reject_fn(void *ctx, int64_t line, const char *msg);
 typedef struct fmt_dec_opts {
     fmt_header header;     /* CSV only */
     char delim;            /* CSV only; 0 means ',' */
+    const char *null_string; /* CSV only: the text of NULL (see above); NULL: none */
+    const char *kind_note; /* ends "this looks like JSON; ..." (NULL: "the input is read as CSV") */
+    fmt_reject_fn *on_notice; /* optional: news that rejects nothing (a header column ignored) */
     size_t max_line;       /* 0 means FMT_MAX_LINE */
     int keep_rejects;      /* rejections kept in full; 0 means FMT_KEEP_REJECTS, < 0 none */
     int time_col;          /* 1 + the column of the event time, which a row must
@@ -138,6 +154,16 @@ typedef struct fmt_dec_opts {
 } fmt_dec_opts;
 
 typedef struct fmt_decoder fmt_decoder;
+
+/* The text of a delimiter option: one byte other than '"', CR, LF and
+ * space, or "\t" (a backslash and a t) or "tab" for a tab.  0 or XE_INVAL
+ * with a reason in why. */
+int fmt_parse_delim(const char *text, char *out, char *why, size_t cap);
+/* Input options that fit together: delimiter and null_string are for CSV;
+ * a null string holds neither the delimiter, a quote nor a line end.
+ * delim 0 means ','.  0 or XE_INVAL with a reason in why. */
+int fmt_check_input_opts(fmt_kind kind, int csv_only_set, char delim, const char *null_string, char *why,
+                         size_t cap);
 
 /* kind is FMT_CSV or FMT_JSON; opts may be NULL.  XE_INVAL, XE_NOMEM. */
 int fmt_decoder_new(fmt_kind kind, const fmt_schema *schema, const fmt_dec_opts *opts, fmt_decoder **out);
@@ -160,6 +186,10 @@ int fmt_decode_finish(fmt_decoder *d, batch *out, xerr *err);
  * one would: a stream's shadow home takes over an ingest in the middle. */
 int fmt_decoder_save(const fmt_decoder *d, sbuf *out);
 int fmt_decoder_load(fmt_decoder *d, const void *p, size_t n, xerr *err);
+
+/* Bytes fed but not yet part of a row or a rejection (an unfinished line
+ * or multi-line record): a file source commits its position before them. */
+size_t fmt_decoder_pending(const fmt_decoder *d);
 
 typedef struct fmt_dec_stats {
     int64_t lines;    /* lines seen, including header, blank and rejected lines */

@@ -169,6 +169,9 @@ typedef struct stream_rt {
     char *sql;              /* CREATE STREAM text */
     char *source;           /* WITH source, or NULL */
     char *format;           /* WITH format */
+    fmt_kind kind;          /* the input format: WITH format, else CSV */
+    char delim;             /* WITH delimiter (CSV), else 0: ',' */
+    char *null_string;      /* WITH null_string (CSV), or NULL */
     int64_t max_ts;         /* largest event time seen */
     int64_t wm;             /* watermark */
     int ended;
@@ -252,6 +255,9 @@ int io_outlet_rows(io_outlet *o, const batch *b);
 const char *io_outlet_state(const io_outlet *o, size_t *backlog);
 void io_outlet_close(engine *e, io_outlet *o);
 int eng_stream_index(const engine *e, const char *name);
+/* A decoder's options for input to s as its WITH options say (format kind in
+ * s->kind): delimiter, null string, the event time a header must name. */
+void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d);
 /* Stream log records: the largest event time so far, then flags, then a batch. */
 #define LOG_HDR 16
 #define LOG_WM_STEP 1u

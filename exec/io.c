@@ -221,13 +221,11 @@ static void on_connection(uv_stream_t *server, int status)
     } else
         snprintf(c->name, sizeof c->name, "#%d", src->nproducers);
     stream_rt *s = e->streams[si];
-    fmt_dec_opts d = {0};
-    d.time_col = s->ps->ts_col + 1;
+    fmt_dec_opts d;
+    eng_dec_opts(s, &d);
     d.on_reject = conn_reject;
     d.ctx = c;
-    fmt_kind k = FMT_CSV;
-    if (s->format) fmt_kind_parse(s->format, &k);
-    if (fmt_decoder_new(k, &s->fs, &d, &c->dec) || batch_init(&c->b, s->fs.ncols, 1024)) {
+    if (fmt_decoder_new(s->kind, &s->fs, &d, &c->dec) || batch_init(&c->b, s->fs.ncols, 1024)) {
         uv_close(&c->u.h, conn_closed);
         return;
     }

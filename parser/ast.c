@@ -843,6 +843,8 @@ ast_options *ast_options_add(pctx *P, ast_options *l, const token *key, optval v
     if (ast_option_get(l, lk)) pctx_error(P, key->line, key->col, "duplicate option '%s'", lk);
     l->v[l->n].key = lk;
     l->v[l->n].value = val;
+    l->v[l->n].line = v.t.line;
+    l->v[l->n].col = v.t.col;
     l->v[l->n++].quoted = quoted;
     return l;
 }

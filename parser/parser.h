@@ -167,6 +167,7 @@ typedef struct ast_option {
     char *key;   /* lower case */
     char *value; /* the text of the value */
     int quoted;  /* 1 when written as a 'string', 0 for a number or identifier */
+    int line, col; /* where the value is, for errors about it */
 } ast_option;
 
 typedef struct ast_options {

@@ -903,6 +903,95 @@ static void test_csv_splits(void **state)
                       "ID,Name,Price,OK,TS\r\n1,apple,2.5,true,2023-11-14T22:13:20Z\r\n2,\"pe,\"\"ar\",3.5,f,17\n"
                       "bad,x,1,1,1\n3,\"\",,,\n4,\"unterminated,1,1,1\n5,x,1,1,2023-02-29\n6,x,1,1");
     check_every_split(FMT_CSV, &schema3, "1,a,1\n\n2,b,2\r\n3,\"c\r\nd\",3\n");
+    check_every_split(FMT_CSV, &schema3, "1,\"two\n\nlines\"\"\n\",1\r\n2,\"x\ny\"z,1\n3,b,3\n4,\"open\n5,c,5");
+}
+
+/* RFC 4180: a quoted field may hold line ends; its record goes on over the
+ * lines, and rejections name the line it started on. */
+static void test_csv_multiline(void **state)
+{
+    (void)state;
+    batch b;
+    assert_int_equal(batch_init(&b, 3, 4), 0);
+    fmt_dec_opts o = {.keep_rejects = 100};
+    fmt_decoder *d = decode_str(FMT_CSV, &schema3, &o,
+                                "id,name,price\n"
+                                "1,\"first\nsecond\",1\n"       /* lines 2-3 */
+                                "2,\"crlf\r\n\r\nkept\",2\r\n" /* lines 4-6 */
+                                "3,\"a\n\"x,3\n"                /* lines 7-8: bad after the quote */
+                                "4,b,oops\n"                      /* line 9 */
+                                "5,\"\"\"\n\"\"\",5\n",           /* lines 10-11: quotes at both ends */
+                                &b);
+    assert_int_equal(b.nrows, 3);
+    assert_int_equal(batch_row(&b, 0)[1].len, 12);
+    assert_memory_equal(batch_row(&b, 0)[1].s, "first\nsecond", 12);
+    assert_memory_equal(batch_row(&b, 1)[1].s, "crlf\r\n\r\nkept", 12);
+    assert_memory_equal(batch_row(&b, 2)[1].s, "\"\n\"", 3);
+    assert_rejects(d, "line 7: field 2: unexpected 'x' after a closing quote\n"
+                      "line 9: column 'price': 'oops' is not a DOUBLE\n");
+    fmt_dec_stats st = fmt_decoder_stats(d);
+    assert_true(st.lines == 11 && st.rows == 3 && st.rejected == 2);
+    fmt_decoder_free(d);
+    /* A quote that never closes costs at most max_line bytes, then the
+     * lines after it are records again. */
+    fmt_dec_opts small = {.max_line = 20, .keep_rejects = 100};
+    d = decode_str(FMT_CSV, &schema3, &small, "1,\"open,1\n2,b,2\n3,c,3\n4,d,4\n5,e,5\n", &b);
+    assert_rejects(d, "line 1: field 2: unterminated quoted field (not closed within 20 bytes; lines 1 to 3)\n");
+    assert_int_equal(b.nrows, 2); /* lines 4 and 5 */
+    assert_int_equal(batch_row(&b, 0)[0].i, 4);
+    fmt_decoder_free(d);
+    /* What is pending: an unfinished line, or record. */
+    assert_int_equal(fmt_decoder_new(FMT_CSV, &schema3, NULL, &d), 0);
+    xerr e;
+    assert_int_equal(fmt_decode(d, "1,a,1\n2,\"b\n", 11, &b, &e), 0);
+    assert_int_equal(fmt_decoder_pending(d), 5);
+    assert_int_equal(fmt_decode(d, "c\",2\n3,", 7, &b, &e), 0);
+    assert_int_equal(fmt_decoder_pending(d), 2);
+    fmt_decoder_free(d);
+    batch_fini(&b);
+}
+
+/* null_string (PostgreSQL COPY's NULL) and other delimiters. */
+static void test_csv_null_delim(void **state)
+{
+    (void)state;
+    batch b;
+    assert_int_equal(batch_init(&b, 3, 4), 0);
+    fmt_dec_opts o = {.null_string = "NULL"};
+    fmt_decoder *d = decode_str(FMT_CSV, &schema3, &o, "1,NULL,NULL\n2,\"NULL\", NULL \n3,,\n NULL ,x,1\n", &b);
+    assert_int_equal(b.nrows, 4);
+    assert_int_equal(batch_row(&b, 0)[1].type, TY_NULL);
+    assert_int_equal(batch_row(&b, 0)[2].type, TY_NULL);
+    assert_int_equal(batch_row(&b, 1)[1].type, TY_TEXT); /* quoted: the text */
+    assert_int_equal(batch_row(&b, 1)[2].type, TY_NULL); /* spaces around it, not TEXT */
+    assert_int_equal(batch_row(&b, 2)[1].type, TY_TEXT); /* empty: the empty string, as PostgreSQL */
+    assert_int_equal(batch_row(&b, 2)[1].len, 0);
+    assert_int_equal(batch_row(&b, 2)[2].type, TY_NULL);
+    assert_int_equal(batch_row(&b, 3)[0].type, TY_NULL);
+    assert_rejects(d, "");
+    fmt_decoder_free(d);
+    /* Without it, NULL is text, and not a number. */
+    d = decode_str(FMT_CSV, &schema3, NULL, "1,NULL,NULL\n", &b);
+    assert_int_equal(b.nrows, 0);
+    assert_rejects(d, "line 1: column 'price': 'NULL' is not a DOUBLE\n");
+    fmt_decoder_free(d);
+    /* Tab and ';' as delimiters, with a header; a ',' is then data. */
+    fmt_dec_opts tab = {.delim = '\t'};
+    d = decode_str(FMT_CSV, &schema3, &tab, "name\tid\na,b\t1\n\"t\tx\"\t2\n", &b);
+    char *csv = as_csv(&schema3, &b);
+    assert_string_equal(csv, "1,\"a,b\",\n2,t\tx,\n");
+    free(csv);
+    fmt_decoder_free(d);
+    fmt_dec_opts semi = {.delim = ';', .null_string = ""};
+    d = decode_str(FMT_CSV, &schema3, &semi, "1;;2,5\n", &b);
+    assert_rejects(d, "line 1: column 'price': '2,5' is not a DOUBLE\n");
+    fmt_decoder_free(d);
+    d = decode_str(FMT_CSV, &schema3, &semi, "1;;2.5\n", &b);
+    assert_int_equal(batch_row(&b, 0)[1].type, TY_NULL); /* '' as the null string: empty is NULL */
+    fmt_decoder_free(d);
+    fmt_dec_opts bad = {.delim = '"'};
+    assert_int_equal(fmt_decoder_new(FMT_CSV, &schema3, &bad, &d), XE_INVAL);
+    batch_fini(&b);
 }
 
 /* A decoder saved between two chunks and loaded into a new one goes on
@@ -912,9 +1001,11 @@ static void test_csv_splits(void **state)
 static void test_decoder_save_load(void **state)
 {
     (void)state;
-    static const char *in[] = {"price,ID\n2.5,1\n,2\nbad,3\n4.5,4\n7,7", "{\"id\":1,\"price\":2}\n{\"id\":\"x\"}\n{\"id\":3}\n"};
-    static const fmt_kind kinds[] = {FMT_CSV, FMT_JSON};
-    for (int k = 0; k < 2; k++) {
+    static const char *in[] = {"price,ID\n2.5,1\n,2\nbad,3\n4.5,4\n7,7",
+                               "{\"id\":1,\"price\":2}\n{\"id\":\"x\"}\n{\"id\":3}\n",
+                               "id,name\n1,\"a\n\nb\"\n2,\"c\r\nd\"\"\"\n3,x\n4,\"y\nz"};
+    static const fmt_kind kinds[] = {FMT_CSV, FMT_JSON, FMT_CSV};
+    for (int k = 0; k < 3; k++) {
         batch whole, parts;
         assert_int_equal(batch_init(&whole, 3, 4), 0);
         assert_int_equal(batch_init(&parts, 3, 4), 0);
@@ -955,7 +1046,7 @@ static void test_decoder_save_load(void **state)
             sbuf_fini(&r2);
             /* a state of another kind, or cut short, is refused */
             fmt_decoder *c;
-            assert_int_equal(fmt_decoder_new(kinds[1 - k], &schema3, NULL, &c), 0);
+            assert_int_equal(fmt_decoder_new(kinds[k] == FMT_CSV ? FMT_JSON : FMT_CSV, &schema3, NULL, &c), 0);
             assert_int_equal(fmt_decoder_load(c, saved.p, saved.len, &e), XE_CORRUPT);
             assert_int_equal(fmt_decoder_load(c, saved.p, 10, &e), XE_CORRUPT);
             fmt_decoder_free(c);
@@ -969,9 +1060,17 @@ static void test_decoder_save_load(void **state)
     }
 }
 
+static sbuf notes;
+static void note(void *ctx, int64_t line, const char *msg)
+{
+    assert_true(line > 0);
+    sbuf_printf(ctx, "%s\n", msg);
+}
+
 static void test_csv_header(void **state)
 {
     (void)state;
+    sbuf_init(&notes);
     batch b;
     assert_int_equal(batch_init(&b, 3, 4), 0);
     /* Reordered, with a column left out: it is NULL. */
@@ -991,20 +1090,63 @@ static void test_csv_header(void **state)
     assert_int_equal(b.nrows, 1);
     assert_rejects(d, "line 1: column 'id': 'id' is not a BIGINT\n");
     fmt_decoder_free(d);
-    /* A header that does not quite match, in auto mode: rejected as data with a hint. */
-    d = decode_str(FMT_CSV, &schema3, NULL, "id,name,prce\n1,a,2\n", &b);
-    assert_int_equal(b.nrows, 1);
-    assert_rejects(d, "line 1: column 'id': 'id' is not a BIGINT (if this is a header, 'prce' is not a column)\n");
+    /* A header that names more columns than not, in auto mode: a header;
+     * the field that names none is ignored, with one notice. */
+    notes.len = 0;
+    fmt_dec_opts on = {.on_notice = note, .ctx = &notes};
+    d = decode_str(FMT_CSV, &schema3, &on, "id,name,prce\n1,a,2\n3,b,4\n", &b);
+    csv = as_csv(&schema3, &b);
+    assert_string_equal(csv, "1,a,\n3,b,\n");
+    free(csv);
+    assert_rejects(d, "");
+    assert_string_equal(notes.p, "line 1: header: 'prce' (did you mean 'price'?) names no column of the stream; ignored\n");
     fmt_decoder_free(d);
-    /* Required header with an unknown column: fatal, with a suggestion. */
+    /* An extra column, names after ", " and another order. */
+    notes.len = 0;
+    d = decode_str(FMT_CSV, &schema3, &on, "price, extra , ID,name\n2.5,x,1,y\n", &b);
+    csv = as_csv(&schema3, &b);
+    assert_string_equal(csv, "1,y,2.5\n");
+    free(csv);
+    assert_rejects(d, "");
+    assert_string_equal(notes.p, "line 1: header: 'extra' names no column of the stream; ignored\n");
+    fmt_decoder_free(d);
+    /* Told there is a header: one known name is enough. */
+    notes.len = 0;
+    fmt_dec_opts yon = {.header = FMT_HEADER_YES, .on_notice = note, .ctx = &notes};
+    d = decode_str(FMT_CSV, &schema3, &yon, "more,id,xyz,w,v\na,1,b,c,d\n", &b);
+    csv = as_csv(&schema3, &b);
+    assert_string_equal(csv, "1,,\n");
+    free(csv);
+    assert_string_equal(notes.p, "line 1: header: 'more', 'xyz', 'w', 'v' name no column of the stream; ignored\n");
+    fmt_decoder_free(d);
+    /* Half of the names unknown: data, rejected with a hint. */
+    d = decode_str(FMT_CSV, &schema3, NULL, "id,prce\n1,a,2\n", &b);
+    assert_int_equal(b.nrows, 1);
+    assert_rejects(d, "line 1: expected 3 columns, got 2 (if this is a header, 'prce' is not a column; --header "
+                      "reads it as one)\n");
+    fmt_decoder_free(d);
+    /* Required header with an unknown column: ignored too; with no known
+     * one: fatal, with a suggestion. */
     fmt_dec_opts yes = {.header = FMT_HEADER_YES};
+    d = decode_str(FMT_CSV, &schema3, &yes, "prce,id\n2,1\n", &b);
+    csv = as_csv(&schema3, &b);
+    assert_string_equal(csv, "1,,\n");
+    free(csv);
+    fmt_decoder_free(d);
     assert_int_equal(fmt_decoder_new(FMT_CSV, &schema3, &yes, &d), 0);
     xerr e;
-    const char *in = "id,name,prce\n1,a,2\n";
+    const char *in = "prce,nme\n1,a,2\n";
     assert_int_equal(fmt_decode(d, in, strlen(in), &b, &e), XE_INPUT);
     assert_string_equal(e.msg, "line 1: header: 'prce' is not a column (did you mean 'price'?)");
     assert_int_equal(fmt_decode(d, "1,a,2\n", 6, &b, &e), XE_INPUT);
     assert_int_equal(fmt_decode_finish(d, &b, &e), XE_INPUT);
+    fmt_decoder_free(d);
+    /* A header without the event time column (time_col) is fatal. */
+    fmt_dec_opts need = {.time_col = 1};
+    assert_int_equal(fmt_decoder_new(FMT_CSV, &schema3, &need, &d), 0);
+    in = "name,price\nx,1\n";
+    assert_int_equal(fmt_decode(d, in, strlen(in), &b, &e), XE_INPUT);
+    assert_string_equal(e.msg, "line 1: header has no column 'id' (the stream's event time)");
     fmt_decoder_free(d);
     assert_int_equal(fmt_decoder_new(FMT_CSV, &schema3, &yes, &d), 0);
     assert_int_equal(fmt_decode(d, "id,ID\n", 6, &b, &e), XE_INPUT);
@@ -1021,6 +1163,7 @@ static void test_csv_header(void **state)
     assert_rejects(d, "line 3: expected 1 column, got 2\n");
     fmt_decoder_free(d);
     batch_fini(&b);
+    sbuf_fini(&notes);
 }
 
 static int ncalls;
@@ -1043,22 +1186,34 @@ static void test_csv_rejects(void **state)
                                 "1,a,abc,,\n"
                                 "1,a,1\n"
                                 "1,\"a\"x,1,,\n"
-                                "1,\"a,1,,\n"
                                 "99999999999999999999,a,1,,\n"
                                 "1,a,1,maybe,\n"
                                 "1,a,1,,2023-02-30\n"
                                 "1,a,1,,,\n"
-                                "1,a,1,,\n",
+                                "1,a,1,,\n"
+                                "{\"id\":1,\"name\":\"a\"}\n"
+                                "1,\"a,1,,\n"
+                                "2,b,1,,\n",
                                 &b);
     assert_int_equal(b.nrows, 1);
     assert_rejects(d, "line 2: column 'price': 'abc' is not a DOUBLE\n"
                       "line 3: expected 5 columns, got 3\n"
                       "line 4: field 2: unexpected 'x' after a closing quote\n"
-                      "line 5: field 2: unterminated quoted field\n"
-                      "line 6: column 'id': '99999999999999999999' is out of range for BIGINT\n"
-                      "line 7: column 'ok': 'maybe' is not a BOOLEAN\n"
-                      "line 8: column 'ts': '2023-02-30' is not a TIMESTAMP\n"
-                      "line 9: expected 5 columns, got 6\n");
+                      "line 5: column 'id': '99999999999999999999' is out of range for BIGINT\n"
+                      "line 6: column 'ok': 'maybe' is not a BOOLEAN\n"
+                      "line 7: column 'ts': '2023-02-30' is not a TIMESTAMP\n"
+                      "line 8: expected 5 columns, got 6\n"
+                      "line 10: field 2: unexpected ':' after a closing quote; this looks like JSON; the input is "
+                      "read as CSV\n"
+                      "line 11: field 2: unterminated quoted field (not closed before the end of the input; lines "
+                      "11 to 12)\n");
+    fmt_decoder_free(d);
+    /* The JSON decoder on CSV lines says so too, with the caller's note. */
+    fmt_dec_opts jo = {.kind_note = "the stream's format is json"};
+    d = decode_str(FMT_JSON, &schema3, &jo, "id,name,price\n{\"id\":1}\n", &b);
+    assert_int_equal(b.nrows, 1);
+    assert_rejects(d, "line 1: invalid JSON at column 2: '[' or '{' expected near 'id'; this looks like CSV; the "
+                      "stream's format is json\n");
     fmt_decoder_free(d);
     /* Keep two, count the rest; the callback sees all. */
     ncalls = 0;
@@ -1378,6 +1533,8 @@ int main(void)
         cmocka_unit_test(test_parse_value),
         cmocka_unit_test(test_csv_basic),
         cmocka_unit_test(test_csv_splits),
+        cmocka_unit_test(test_csv_multiline),
+        cmocka_unit_test(test_csv_null_delim),
         cmocka_unit_test(test_csv_header),
         cmocka_unit_test(test_decoder_save_load),
         cmocka_unit_test(test_csv_rejects),

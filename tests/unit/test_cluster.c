@@ -139,6 +139,9 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.ingest.session = 92;
         m->u.ingest.seq = 93;
         m->u.ingest.line0 = 94;
+        m->u.ingest.delim = (uint8_t)';';
+        m->u.ingest.has_null = 1;
+        m->u.ingest.null_string = wire_str_of("NULL");
         m->u.ingest.data = wire_str_of("1,2,3\n");
         break;
     case WIRE_CATALOG:

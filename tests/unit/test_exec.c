@@ -865,6 +865,7 @@ static void test_no_event_time(void **state)
         xerr err;
         exec_ingest_opts o = {0};
         o.format = in[i].k;
+        o.format_set = 1;
         o.on_reject = note_reject;
         o.ctx = &rej;
         exec_ingest_stats st;
