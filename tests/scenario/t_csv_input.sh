@@ -78,16 +78,16 @@ start_coordinator c0 rack-a
 start_member n1 rack-b
 wait_alive 2
 sqlc -e "$JDDL" || fail "CREATE STREAM (json) on the cluster"
-sqlc -e "$Q" --ingest ev <ev.json >cgot.csv 2>cgot.err || { cat cgot.err; fail "--connect --ingest of a json stream"; }
+sqlc -e "$Q" --ingest ev --end <ev.json >cgot.csv 2>cgot.err || { cat cgot.err; fail "--connect --ingest of a json stream"; }
 cmp -s cgot.csv want_json.csv || { cat cgot.csv cgot.err; fail "--connect --ingest of a json stream: wrong rows"; }
 sqlc -e "CREATE STREAM ev2 (ts TIMESTAMP, k BIGINT, v DOUBLE, note TEXT) WITH (timestamp = 'ts');" || fail "CREATE STREAM ev2"
-sqlc -e "$(echo "$Q" | sed 's/FROM ev /FROM ev2 /')" --ingest ev2 <hdr.csv >cgot3.csv 2>cgot3.err ||
+sqlc -e "$(echo "$Q" | sed 's/FROM ev /FROM ev2 /')" --ingest ev2 --end <hdr.csv >cgot3.csv 2>cgot3.err ||
     { cat cgot3.err; fail "--connect, reordered header"; }
 cmp -s cgot3.csv want_json.csv || { cat cgot3.csv cgot3.err; fail "--connect, reordered header: wrong rows"; }
 [ "$(grep -c "line 1: header: 'extra' names no column of the stream; ignored" cgot3.err)" -eq 1 ] ||
     { cat cgot3.err; fail "--connect, reordered header: one notice naming 'extra' expected"; }
 sqlc -e "CREATE STREAM ev3 (ts TIMESTAMP, k BIGINT, v DOUBLE, note TEXT) WITH (timestamp = 'ts');" || fail "CREATE STREAM ev3"
-sqlc -e "SELECT k FROM ev3;" --ingest ev3 <ev.json >/dev/null 2>cwrong.err
+sqlc -e "SELECT k FROM ev3;" --ingest ev3 --end <ev.json >/dev/null 2>cwrong.err
 grep -q "this looks like JSON; the stream's format is csv" cwrong.err || { cat cwrong.err; fail "--connect: no JSON hint"; }
 # \copy's CSV options through --connect reach the home node
 sqlc -e "CREATE STREAM ev4 (ts TIMESTAMP, k BIGINT, v DOUBLE, note TEXT) WITH (timestamp = 'ts');" || fail "CREATE STREAM ev4"
