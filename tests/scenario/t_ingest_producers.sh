@@ -74,4 +74,18 @@ grep -q ',1,0,end of input,' q2.csv || { cat q2.csv; fail "cluster: SHOW QUERIES
 printf 'ts,k,v\n60000,2,1\n' | sqlc --ingest s --allow-late 2>in5.err || { cat in5.err; fail "cluster: --allow-late did not exit 0"; }
 grep -q "^ares-sql: warning: 1 row of stream s was late and dropped" in5.err || { cat in5.err; fail "cluster: a row after the end was not reported"; }
 [ "$(wc -l <sub.csv)" -eq 5 ] || { cat sub.csv; fail "cluster: a late row reached the subscriber"; }
+# a push query with --ingest and no --end: the stream stays open, and the
+# client says so and goes on (until its end here); with --end it finishes
+sqlc -e "CREATE STREAM s2 (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');" || fail "CREATE STREAM s2"
+printf "$B1" | timeout 3 "$A" --connect "$CADDR" --secret-file "$SECRET" -e "$(echo "$Q" | sed 's/FROM s /FROM s2 /');" \
+    --ingest s2 >push1.csv 2>push1.err
+grep -q "^-- the input ended; stream s2 stays open for other producers, so the push query goes on until Ctrl-C (--end ends the stream with the input)" push1.err ||
+    { cat push1.err; fail "cluster: no word that the push query goes on"; }
+grep -qx "1,2,$(ws 0)" push1.csv || { cat push1.csv; fail "cluster: the push query's closed window is missing"; }
+! grep -q "$(ws 10)" push1.csv || { cat push1.csv; fail "cluster: the open window came out without --end"; }
+printf 'ts,k,v
+21000,1,1
+' | sqlc -e "$(echo "$Q" | sed 's/FROM s /FROM s2 /');" --ingest s2 --end >push2.csv 2>push2.err ||
+    { cat push2.err; fail "cluster: a push query with --ingest --end did not finish"; }
+grep -qx "1,1,$(ws 20)" push2.csv || { cat push2.csv; fail "cluster: --end did not close the push query's windows"; }
 echo "cluster: the second producer's windows came out; late rows told to their senders; --end closed every window"
