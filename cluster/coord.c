@@ -116,7 +116,7 @@ typedef struct cquery {
     struct cquery *next;
 } cquery;
 
-enum { PK_BROADCAST = 1, PK_FWD_INSERT, PK_FWD_INGEST };
+enum { PK_BROADCAST = 1, PK_FWD_INSERT, PK_FWD_INGEST, PK_GATHER };
 /* With replicas, no recovery goes back further than a few epochs: rows
  * delivered longer ago than this (or 3 checkpoint intervals) cannot repeat. */
 #define DD_KEEP_MS 30000
@@ -125,7 +125,7 @@ typedef struct pend pend;
 struct pend {
     uint64_t id;
     int kind;
-    peer **wait;        /* PK_BROADCAST: nodes yet to answer */
+    peer **wait;        /* PK_BROADCAST, PK_GATHER: nodes yet to answer */
     int nwait;
     int rc;
     char msg[600];
@@ -157,6 +157,10 @@ typedef struct cstream {
      * (shadow.c, LOGSHADOW). */
     char *lshadow;
     int dirty;          /* input went out since the last TICK */
+    /* SHOW STREAMS: what the home said of it (known = 0: nothing yet) */
+    int known;
+    int64_t rows, rejected, log_bytes;
+    char wm[FMT_TS_BUF + 16];
 } cstream;
 
 typedef struct csess {
@@ -346,46 +350,11 @@ static void notice_to(cs *to, uint64_t req, const char *msg)
     if (to) cs_result(to, req, 0, RES_NOTICE, 0, msg, strlen(msg));
 }
 
-/* A local statement's output, forwarded to a client. */
-typedef struct fwd_out {
-    cs *to;
-    uint64_t req;
-    sbuf b;
-} fwd_out;
-
-static int fo_begin(void *ctx, const fmt_schema *cols, int stream)
-{
-    fwd_out *f = ctx;
-    sbuf_reset(&f->b);
-    if (res_begin_put(&f->b, cols, stream)) return XE_NOMEM;
-    return cs_result(f->to, f->req, 0, RES_BEGIN, 0, f->b.p + 1, f->b.len - 1);
-}
-
-static int fo_rows(void *ctx, const batch *b)
-{
-    fwd_out *f = ctx;
-    sbuf_reset(&f->b);
-    if (batch_encode(b, &f->b)) return XE_NOMEM;
-    return cs_result(f->to, f->req, 0, RES_ROWS, (uint32_t)b->nrows, f->b.p, f->b.len);
-}
-
-static int fo_end(void *ctx)
-{
-    fwd_out *f = ctx;
-    return cs_result(f->to, f->req, 0, RES_END, 0, NULL, 0);
-}
-
-static void fo_notice(void *ctx, const char *msg)
-{
-    fwd_out *f = ctx;
-    notice_to(f->to, f->req, msg);
-}
-
 static int exec_local(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
 {
-    fwd_out f = {s, req, {0}};
+    node_fwd f = {s, req, {0}};
     sbuf_init(&f.b);
-    exec_out out = {&f, fo_begin, fo_rows, fo_end, fo_notice};
+    exec_out out = node_fwd_out(&f);
     int rc = engine_exec(n->eng, st, &out, err);
     sbuf_fini(&f.b);
     return rc;
@@ -1411,14 +1380,95 @@ static int drop_query(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *er
 
 /* ------------------------------------------------------------------ statements */
 
-/* SHOW STREAMS in a cluster: where each stream lives. */
-static int show_streams(node *n, cs *s, uint64_t req)
+/* The rows of an engine's SHOW STREAMS (name, columns, timestamp,
+ * watermark_delay_ms, source, rows, rejected, watermark, log_bytes) for
+ * the streams whose home is `home`. */
+static void take_stream_stats(coord *co, const char *home, const batch *b)
 {
-    static const char *names[] = {"name", "home", "shadow", "copy", "sql"};
-    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT};
+    if (b->ncols < 9) return;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *v = batch_row(b, r);
+        if (v[0].type != TY_TEXT) continue;
+        for (int i = 0; i < co->nstreams; i++) {
+            cstream *c = &co->streams[i];
+            if (strlen(c->name) != v[0].len || memcmp(c->name, v[0].s, v[0].len) || strcmp(c->home, home)) continue;
+            c->known = 1;
+            c->rows = v[5].type == TY_NULL ? 0 : v[5].i;
+            c->rejected = v[6].type == TY_NULL ? 0 : v[6].i;
+            c->log_bytes = v[8].type == TY_NULL ? 0 : v[8].i;
+            snprintf(c->wm, sizeof c->wm, "%.*s", v[7].type == TY_TEXT ? (int)v[7].len : 0,
+                     v[7].type == TY_TEXT ? v[7].s : "");
+        }
+    }
+}
+
+typedef struct local_stats {
+    coord *co;
+    const char *home;
+} local_stats;
+
+static int ls_rows(void *ctx, const batch *b)
+{
+    local_stats *l = ctx;
+    take_stream_stats(l->co, l->home, b);
+    return 0;
+}
+
+static void streams_table(node *n, cs *s, uint64_t req);
+
+static void streams_gathered(node *n, pend *p)
+{
+    if (!p->client) return;
+    streams_table(n, p->client, p->creq);
+    job_step_done(n, p);
+}
+
+/* SHOW STREAMS in a cluster: where each stream lives and, from its home,
+ * its rows, rejected lines, watermark and log size (each home answers a
+ * SHOW STREAMS of its own; a home that does not answer leaves NULLs).
+ * 1 while homes answer, as job_broadcast. */
+static int show_streams(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    coord *co = n->co;
+    for (int i = 0; i < co->nstreams; i++) co->streams[i].known = 0;
+    local_stats l = {co, n->cfg.name};
+    exec_out out = {.ctx = &l, .rows = ls_rows};
+    int rc = engine_exec(n->eng, st, &out, err);
+    if (rc) return rc;
+    pend *p = pend_new(n, PK_GATHER);
+    if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
+    p->client = s;
+    p->creq = req;
+    wire_msg m = {.type = WIRE_QUERY};
+    m.u.query.req_id = p->id;
+    m.u.query.sql = wire_str_of("SHOW STREAMS;");
+    sbuf b;
+    sbuf_init(&b);
+    rc = wire_msg_payload(&b, &m, err);
+    for (int i = 0; !rc && i < n->npeers; i++) {
+        peer *x = n->peers[i];
+        int home = 0;
+        for (int k = 0; k < co->nstreams && !home; k++) home = !strcmp(co->streams[k].home, x->name);
+        if (home && alive(x) && cs_send(x->link, WIRE_QUERY, 0, b.p, b.len) == 0) rc = pend_wait_for(p, x);
+    }
+    sbuf_fini(&b);
+    if (rc || p->nwait == 0) {
+        pend_unlink(n, p);
+        pend_free(p);
+        if (!rc) streams_table(n, s, req);
+        return rc;
+    }
+    p->done = streams_gathered;
+    return 1;
+}
+
+static void streams_table(node *n, cs *s, uint64_t req)
+{
+    static const char *names[] = {"name", "home", "shadow", "copy", "rows", "rejected", "watermark", "log_bytes", "sql"};
+    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT, TY_BIGINT, TY_TEXT};
     coord *co = n->co;
     batch b;
-    if (batch_init(&b, 5, 8)) return XE_NOMEM;
+    if (batch_init(&b, 9, 8)) return;
     for (int i = 0; i < co->nstreams; i++) {
         const cstream *c = &co->streams[i];
         val *r = batch_add_row(&b);
@@ -1432,11 +1482,17 @@ static int show_streams(node *n, cs *s, uint64_t req)
             batch_put_text(&b, &r[3], how, strlen(how));
         } else
             r[2] = r[3] = val_null();
-        batch_put_text(&b, &r[4], c->sql, strlen(c->sql));
+        if (c->known) {
+            r[4] = val_int(TY_BIGINT, c->rows);
+            r[5] = val_int(TY_BIGINT, c->rejected);
+            batch_put_text(&b, &r[6], c->wm, strlen(c->wm));
+            r[7] = val_int(TY_BIGINT, c->log_bytes);
+        } else
+            r[4] = r[5] = r[6] = r[7] = val_null();
+        batch_put_text(&b, &r[8], c->sql, strlen(c->sql));
     }
-    send_table(s, req, 5, names, types, &b);
+    send_table(s, req, 9, names, types, &b);
     batch_fini(&b);
-    return 0;
 }
 
 static int show_nodes(node *n, cs *s, uint64_t req)
@@ -1468,6 +1524,15 @@ static int show_nodes(node *n, cs *s, uint64_t req)
     send_table(s, req, 8, names, types, &b);
     batch_fini(&b);
     return 0;
+}
+
+/* A cost as the table shows it: 4 significant digits (0.029, not
+ * 0.029000000000000005); the JSON form keeps every digit. */
+static double sig4(double v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.4g", v);
+    return strtod(buf, NULL);
 }
 
 /* The placement of q as the game sees it now: every live node, every
@@ -1558,10 +1623,10 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
             batch_put_text(&b, &row[2], role, strlen(role));
             batch_put_text(&b, &row[3], node_name, strlen(node_name));
             batch_put_text(&b, &row[4], dom, strlen(dom));
-            row[5] = val_double(p->proc);
-            row[6] = val_double(p->trans);
-            row[7] = val_double(p->rec);
-            row[8] = val_double(p->cost);
+            row[5] = val_double(sig4(p->proc));
+            row[6] = val_double(sig4(p->trans));
+            row[7] = val_double(sig4(p->rec));
+            row[8] = val_double(sig4(p->cost));
             batch_put_text(&b, &row[9], note, strlen(note));
             json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:s}", "player", who,
                                   "operator", q->tkind[t], "op", q->top[t], "op_task", q->tidx[t], "role", role, "node",
@@ -1580,8 +1645,8 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
     sbuf_printf(&text, "placement: %s; %d players of %s (tasks and replicas) on %d live nodes in %d domains; %d other "
                        "running queries held where they run\n",
                 nirvana_strategy_name(q->strategy), nplayers, q->name ? q->name : "this query", nn, ndom, nq - 1);
-    sbuf_printf(&text, "query cost %.6g; cluster total cost %.6g (processing %.6g, transfer %.6g, recovery %.6g), "
-                       "potential %.6g\n",
+    sbuf_printf(&text, "query cost %.4g; cluster total cost %.4g (processing %.4g, transfer %.4g, recovery %.4g), "
+                       "potential %.4g\n",
                 qcost, r->social_cost, r->proc_cost, r->trans_cost, r->rec_cost, r->potential);
     sbuf_printf(&text, "rounds %d, moves %d, %s (when it was placed)\n", q->rounds, q->moves,
                 q->converged ? "converged" : "stopped at the round cap");
@@ -1589,7 +1654,7 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
         sbuf_printf(&text, "equilibrium: yes, no task or replica of this query can lower its cost by moving alone "
                            "(%ld deviations checked now)\n", cert.checked);
     else
-        sbuf_printf(&text, "equilibrium: no, %s would lower its cost by %.6g moving %s -> %s (%ld deviations checked "
+        sbuf_printf(&text, "equilibrium: no, %s would lower its cost by %.4g moving %s -> %s (%ld deviations checked "
                            "now)\n", who, cert.gain, pl[cert.from].name, pl[cert.to].name, cert.checked);
     sbuf_printf(&text, "replicas: %d per stateful task, each outside its primary's domain; ft = %s", R,
                 engine_ft_name(q->ft));
@@ -1853,7 +1918,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     }
     case ST_SHOW:
         if (st->show == SHOW_NODES) return show_nodes(n, s, req);
-        if (st->show == SHOW_STREAMS) return show_streams(n, s, req);
+        if (st->show == SHOW_STREAMS) return show_streams(n, s, req, st, err);
         return exec_local(n, s, req, st, err);
     case ST_EXPLAIN:
         if (st->explain_placement && st->name) {
@@ -2152,6 +2217,16 @@ static void on_answer(node *n, cs *s, const wire_msg *m, const wire_frame *f)
             p->rc = m->u.error.code < 0 ? m->u.error.code : XE_IO;
             snprintf(p->msg, sizeof p->msg, "node %s: %.*s", s->peer ? s->peer->name : "?", (int)m->u.error.msg.n,
                      m->u.error.msg.p);
+        }
+        if (last && s->peer) pend_answered(n, p, s->peer);
+        return;
+    case PK_GATHER:
+        if (part == RES_ROWS && s->peer) {
+            batch b = {0};
+            xerr e2;
+            if (batch_decode(m->u.result.rows.p + 1, m->u.result.rows.n - 1, &b, &e2) == 0)
+                take_stream_stats(n->co, s->peer->name, &b);
+            batch_fini(&b);
         }
         if (last && s->peer) pend_answered(n, p, s->peer);
         return;
@@ -2710,7 +2785,7 @@ void coord_closed(node *n, cs *s)
     member_lost(n, x, s->close_why != NET_CLOSE_DEAD);
     for (pend *p = co->pends, *nx; p; p = nx) {
         nx = p->next;
-        if (p->kind == PK_BROADCAST) {
+        if (p->kind == PK_BROADCAST || p->kind == PK_GATHER) {
             for (int i = 0; i < p->nwait; i++)
                 if (p->wait[i] == x) {
                     node_log(n, NET_LOG_WARN, "request %llu: node %s left before answering", (unsigned long long)p->id,

@@ -1423,15 +1423,37 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
 
 /* ------------------------------------------------------------------ statements from the coordinator */
 
-typedef struct fwd {
-    cs *to;
-    uint64_t req;
-} fwd;
+static int fwd_begin(void *ctx, const fmt_schema *cols, int stream)
+{
+    node_fwd *f = ctx;
+    sbuf_reset(&f->b);
+    if (res_begin_put(&f->b, cols, stream)) return XE_NOMEM;
+    return cs_result(f->to, f->req, 0, RES_BEGIN, 0, f->b.p + 1, f->b.len - 1);
+}
+
+static int fwd_rows(void *ctx, const batch *b)
+{
+    node_fwd *f = ctx;
+    sbuf_reset(&f->b);
+    if (batch_encode(b, &f->b)) return XE_NOMEM;
+    return cs_result(f->to, f->req, 0, RES_ROWS, (uint32_t)b->nrows, f->b.p, f->b.len);
+}
+
+static int fwd_end(void *ctx)
+{
+    node_fwd *f = ctx;
+    return cs_result(f->to, f->req, 0, RES_END, 0, NULL, 0);
+}
 
 static void fwd_notice(void *ctx, const char *msg)
 {
-    fwd *f = ctx;
-    cs_result(f->to, f->req, 0, RES_NOTICE, 0, msg, strlen(msg));
+    node_fwd *f = ctx;
+    if (f->to) cs_result(f->to, f->req, 0, RES_NOTICE, 0, msg, strlen(msg));
+}
+
+exec_out node_fwd_out(node_fwd *f)
+{
+    return (exec_out){f, fwd_begin, fwd_rows, fwd_end, fwd_notice};
 }
 
 static void has_name(void *ctx, const char *name)
@@ -1450,8 +1472,10 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
         parse_result_free(r);
         return;
     }
-    fwd f = {from, req};
-    exec_out out = {.ctx = &f, .notice = fwd_notice};
+    /* tables too: the coordinator gathers SHOW STREAMS from the homes */
+    node_fwd f = {from, req, {0}};
+    sbuf_init(&f.b);
+    exec_out out = node_fwd_out(&f);
     xerr err;
     xerr_clear(&err);
     int rc = 0;
@@ -1482,6 +1506,7 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
     } else
         node_send_done(from, req, NULL);
     parse_result_free(r);
+    sbuf_fini(&f.b);
 }
 
 /* ------------------------------------------------------------------ frames */

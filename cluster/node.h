@@ -411,4 +411,13 @@ int64_t batch_peek_rows(const void *p, size_t n);
 /* Write a schema as a RES_BEGIN part body. */
 int res_begin_put(sbuf *b, const fmt_schema *s, int stream);
 
+/* A statement's output sent on as RESULT parts (BEGIN, ROWS, END, NOTICE)
+ * of request req on `to`; b is scratch, the caller's to init and fini. */
+typedef struct node_fwd {
+    cs *to;
+    uint64_t req;
+    sbuf b;
+} node_fwd;
+exec_out node_fwd_out(node_fwd *f);
+
 #endif

@@ -1891,6 +1891,40 @@ int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err)
     return rc;
 }
 
+/* A deployed query's counts survive its redeployment after a failure on
+ * the nodes that ran it before: undeploy (keep_state) writes them as
+ * "qcount/<qid>" (rows_in, rows_out, late, the next record of each local
+ * source), the redeployment (prev) takes them. */
+static int keep_counts(query *q, xerr *err)
+{
+    char key[32];
+    snprintf(key, sizeof key, "qcount/%u", q->id);
+    uint64_t v[5] = {(uint64_t)q->rows_in, (uint64_t)q->rows_out, (uint64_t)q->late,
+                     q->offset[0] > q->counted[0] ? q->offset[0] : q->counted[0],
+                     q->offset[1] > q->counted[1] ? q->offset[1] : q->counted[1]};
+    return put_u64s(q->eng->txn, key, v, 5, err);
+}
+
+static int take_counts(query *q, xerr *err)
+{
+    if (!q->ft.prev) return 0;
+    char key[32];
+    snprintf(key, sizeof key, "qcount/%u", q->ft.prev);
+    uint64_t v[5];
+    sbuf tmp;
+    sbuf_init(&tmp);
+    int rc = get_u64s(q->eng->txn, key, v, 5, &tmp, err);
+    sbuf_fini(&tmp);
+    if (rc == XE_NOTFOUND) return 0; /* it ran nothing here that counts, or this node is new to it */
+    if (rc) return rc;
+    q->rows_in = (int64_t)v[0];
+    q->rows_out = (int64_t)v[1];
+    q->late = (int64_t)v[2];
+    q->counted[0] = v[3];
+    q->counted[1] = v[4];
+    return store_kv_del(q->eng->txn, STORE_META, key, err);
+}
+
 int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigned char *own, int nown,
                   const engine_remote *remote, const exec_out *out, const engine_deploy_opts *fo, xerr *err)
 {
@@ -1919,8 +1953,8 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
     if (out) q->out = *out;
     if (fo) q->ft = *fo;
     q->ckpt_ns = clock_mono_ns();
-    if ((rc = eng_txn(e, err)) || (rc = ft_restore(q, e->txn, err)) || (rc = query_load_state(q, e->txn, err)) ||
-        (rc = add_query(e, q, err))) {
+    if ((rc = eng_txn(e, err)) || (rc = ft_restore(q, e->txn, err)) || (rc = take_counts(q, err)) ||
+        (rc = query_load_state(q, e->txn, err)) || (rc = add_query(e, q, err))) {
         query_free(q);
         return rc;
     }
@@ -1948,6 +1982,7 @@ int engine_undeploy(engine *e, uint32_t qid, int keep_state, xerr *err)
     int rc = eng_txn(e, err);
     /* kept: as of now, with its positions, for the redeployment to take over */
     if (!rc && keep_state) rc = query_flush_state(q, e->txn, err);
+    if (!rc && keep_state) rc = keep_counts(q, err);
     if (!rc && !keep_state) rc = query_drop_state(q, e->txn, err);
     if (!rc && !keep_state) rc = ft_drop_replicas(e, qid, err);
     sbuf_reset(&q->deltas);

@@ -152,6 +152,10 @@ struct query {
      * (query_rate_sample), the last RATE_SAMPLES of them in a ring */
     struct rate_sample { uint64_t ns; int64_t in, out; } rs[RATE_SAMPLES];
     int rs_n, rs_at;
+    /* a redeployment goes on with the counts of the one before (kept by its
+     * undeploy here): rows_in counts the records of source k whose tag is
+     * above counted[k], so that the replay does not count rows twice */
+    uint64_t counted[2];
     batch scratch;
     /* fault tolerance in a cluster (ft.c) */
     uint64_t tag[2];        /* per source: log offset + 1 of the record being pushed (0: none) */

@@ -453,7 +453,7 @@ int query_push(query *q, int src, const batch *b, uint64_t tag, xerr *err)
     if (q->finished) return 0;
     if (!task_local(q, &q->ops[q->src_op[src]], 0)) return 0;
     q->tag[src] = tag;
-    q->rows_in += b->nrows;
+    if (tag > q->counted[src]) q->rows_in += b->nrows;
     return op_push(&q->ops[q->src_op[src]], 0, 0, b, err);
 }
 

@@ -107,7 +107,7 @@ same_rows late.csv ref3.csv
 grep -q "deployed: [1-9]" n6.log || fail "the late node ran no task"
 sqlc -e "SHOW STREAMS;" >streams.csv || fail "SHOW STREAMS"
 # where each stream lives: its home and, in another domain, its shadow
-head -n 1 streams.csv | grep -q '^name,home,shadow,copy,sql$' || { cat streams.csv; fail "SHOW STREAMS columns"; }
+head -n 1 streams.csv | grep -q '^name,home,shadow,copy,rows,rejected,watermark,log_bytes,sql$' || { cat streams.csv; fail "SHOW STREAMS columns"; }
 grep -q '^u,[a-z0-9]*,[a-z0-9]*,input,' streams.csv || { cat streams.csv; fail "stream u has no shadow home"; }
 
 # ---- 7. DROP QUERY
