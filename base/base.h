@@ -181,4 +181,10 @@ int str_distance(const char *a, const char *b);
  * no such heap). */
 size_t base_huge_heap(size_t reserve_mb);
 
+/* The CPUs this process may use (base/cpu.c): the smallest of its affinity
+ * mask and any CPU cgroup quota over it (v2 cpu.max, v1 cpu.cfs_quota_us /
+ * cpu.cfs_period_us, from its own group up to the root), e.g. 0.25 for a
+ * quota of 25 ms every 100 ms.  how (may be NULL) says where it came from. */
+double base_cpu_capacity(char *how, size_t cap);
+
 #endif

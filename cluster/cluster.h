@@ -35,7 +35,9 @@ typedef struct node_config {
     const char *join;        /* "host:port" of the coordinator (required unless coordinator) */
     int coordinator;         /* this node keeps the catalog and serves clients */
     int slots;               /* tasks this node accepts (default 16) */
-    double speed;            /* relative speed; < 1 sleeps in the batch path (default 1) */
+    double speed;            /* capacity the game is told, in CPUs; 0 = measured (base_cpu_capacity:
+                                its cgroup quota, else its CPUs) */
+    double throttle;         /* test knob: < 1 sleeps (1/throttle - 1) x each batch's time (0 = off) */
     const char *secret_file; /* the cluster secret (required) */
     unsigned link_delay_ms;  /* test only: delay frames to nodes of other domains */
     unsigned heartbeat_ms;   /* heartbeat period on idle connections; 0 = 100 */

@@ -1497,10 +1497,12 @@ static void streams_table(node *n, cs *s, uint64_t req)
 
 static int show_nodes(node *n, cs *s, uint64_t req)
 {
-    static const char *names[] = {"name", "domain", "address", "state", "slots", "load", "last_heartbeat", "role"};
-    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_TEXT, TY_TEXT};
+    static const char *names[] = {"name",  "domain",         "address", "state",   "slots",
+                                  "load",  "last_heartbeat", "role",    "capacity"};
+    static const sql_type types[] = {TY_TEXT,   TY_TEXT, TY_TEXT, TY_TEXT,  TY_BIGINT,
+                                     TY_BIGINT, TY_TEXT, TY_TEXT, TY_DOUBLE};
     batch b;
-    if (batch_init(&b, 8, 8)) return XE_NOMEM;
+    if (batch_init(&b, 9, 8)) return XE_NOMEM;
     char ts[FMT_TS_BUF];
     for (int i = -1; i < n->npeers; i++) {
         peer *x = i >= 0 ? n->peers[i] : NULL;
@@ -1520,8 +1522,10 @@ static int show_nodes(node *n, cs *s, uint64_t req)
         batch_put_text(&b, &r[6], ts, len);
         const char *role = !x ? "coordinator" : x->standby ? "standby" : "node";
         batch_put_text(&b, &r[7], role, strlen(role));
+        /* CPUs the node advertised (its quota, its CPUs or --speed) */
+        r[8] = val_double(x ? x->speed_milli / 1000.0 : n->cfg.speed);
     }
-    send_table(s, req, 8, names, types, &b);
+    send_table(s, req, 9, names, types, &b);
     batch_fini(&b);
     return 0;
 }

@@ -129,13 +129,15 @@ int res_begin_put(sbuf *b, const fmt_schema *s, int stream)
     return wire_wr_end(&w, NULL);
 }
 
-/* Sleep in proportion to the work just done, so that --speed X < 1 makes
- * this node X times as fast as it would be. */
+/* Sleep in proportion to the work just done, so that --throttle X < 1 makes
+ * this node X times as fast as it would be.  A test knob only: a sleeping
+ * node hands its CPU to the others, so it costs a shared machine nothing
+ * (the testbed caps nodes with CPU quotas instead, bench/testbed/). */
 static void slow_down(node *n, uint64_t t0)
 {
-    if (n->cfg.speed >= 1.0 || n->cfg.speed <= 0) return;
+    if (n->cfg.throttle >= 1.0 || n->cfg.throttle <= 0) return;
     uint64_t spent = clock_mono_ns() - t0;
-    double extra = (double)spent * (1.0 / n->cfg.speed - 1.0);
+    double extra = (double)spent * (1.0 / n->cfg.throttle - 1.0);
     if (extra > 1e9) extra = 1e9;
     struct timespec ts = {(time_t)(extra / 1e9), (long)((uint64_t)extra % 1000000000ull)};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
@@ -1909,7 +1911,10 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
     if (getrandom(&n->incarnation, sizeof n->incarnation, 0) != (ssize_t)sizeof n->incarnation || !n->incarnation)
         n->incarnation = clock_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 1;
     if (n->cfg.slots <= 0) n->cfg.slots = NODE_DEFAULT_SLOTS;
-    if (n->cfg.speed <= 0) n->cfg.speed = 1.0;
+    char cap_how[300];
+    if (n->cfg.speed > 0) snprintf(cap_how, sizeof cap_how, "--speed");
+    else n->cfg.speed = base_cpu_capacity(cap_how, sizeof cap_how);
+    if (n->cfg.speed < 0.001) n->cfg.speed = 0.001; /* JOIN carries thousandths */
     if (!n->cfg.domain) n->cfg.domain = "default";
     int rc;
     if ((rc = check_name("node name", n->cfg.name, err)) || (rc = check_name("domain", n->cfg.domain, err))) return rc;
@@ -1955,8 +1960,9 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
         uv_signal_start(&n->sig[i], on_signal, i ? SIGTERM : SIGINT);
     }
     signal(SIGPIPE, SIG_IGN);
-    node_log(n, NET_LOG_INFO, "ares-node %s (domain %s, %d slots, speed %g) listening on %s, data in %s%s", n->cfg.name,
-             n->cfg.domain, n->cfg.slots, n->cfg.speed, n->addr, engine_dir(n->eng),
+    node_log(n, NET_LOG_INFO, "ares-node %s (domain %s, %d slots, capacity %.3g CPUs from %s%s) listening on %s, data in %s%s",
+             n->cfg.name, n->cfg.domain, n->cfg.slots, n->cfg.speed, cap_how,
+             n->cfg.throttle > 0 && n->cfg.throttle < 1 ? ", throttled" : "", n->addr, engine_dir(n->eng),
              n->standby ? ", standby coordinator" : n->cfg.coordinator ? ", coordinator" : "");
     if (!n->co) connect_coordinator(n);
 

@@ -23,6 +23,7 @@ static void usage(FILE *f)
 {
     fputs("Usage: ares-node --name NAME --domain DOMAIN --listen HOST:PORT --data DIR\n"
           "                 [--join HOST:PORT[,...]] [--coordinator] [--slots N] [--speed X]\n"
+          "                 [--throttle X]\n"
           "                 [--secret-file FILE] [--heartbeat-ms N] [--dead-ms N]\n"
           "                 [--link-delay-ms N] [-v]\n"
           "One member of an Ares cluster (see docs/operations.md).\n"
@@ -41,9 +42,12 @@ static void usage(FILE *f)
           "                       of the catalog and takes over when the active's\n"
           "                       domain fails (runs no tasks until then)\n"
           "  --slots N            tasks it accepts (default 16)\n"
-          "  --speed X            relative speed (default 1); below 1 the node sleeps\n"
-          "                       (1/X - 1) times the time each batch took, so it runs\n"
-          "                       X times as fast: a slowed node for experiments\n"
+          "  --speed X            the capacity placement is told, in CPUs (default: measured:\n"
+          "                       the node's CPU cgroup quota, v2 cpu.max or v1\n"
+          "                       cpu.cfs_quota_us, else the CPUs it may run on)\n"
+          "  --throttle X         tests: below 1 the node sleeps (1/X - 1) times the time\n"
+          "                       each batch took, so it runs X times as fast (it hands\n"
+          "                       its CPU to others: not a real slow machine)\n"
           "  --secret-file FILE   the shared cluster secret (required; mode 0600)\n"
           "  --heartbeat-ms N     heartbeat period on an idle connection (default 100)\n"
           "  --dead-ms N          a node silent this long is declared dead and its\n"
@@ -58,13 +62,14 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     base_huge_heap(64); /* before anything allocates: see base.h */
-    enum { O_NAME = 256, O_DOMAIN, O_LISTEN, O_DATA, O_JOIN, O_COORD, O_SLOTS, O_SPEED, O_SECRET, O_DELAY,
+    enum { O_NAME = 256, O_DOMAIN, O_LISTEN, O_DATA, O_JOIN, O_COORD, O_SLOTS, O_SPEED, O_THROTTLE, O_SECRET, O_DELAY,
            O_HEARTBEAT, O_DEAD };
     static const struct option longs[] = {
         {"name", required_argument, NULL, O_NAME},     {"domain", required_argument, NULL, O_DOMAIN},
         {"listen", required_argument, NULL, O_LISTEN}, {"data", required_argument, NULL, O_DATA},
         {"join", required_argument, NULL, O_JOIN},     {"coordinator", no_argument, NULL, O_COORD},
         {"slots", required_argument, NULL, O_SLOTS},   {"speed", required_argument, NULL, O_SPEED},
+        {"throttle", required_argument, NULL, O_THROTTLE},
         {"secret-file", required_argument, NULL, O_SECRET},
         {"link-delay-ms", required_argument, NULL, O_DELAY},
         {"heartbeat-ms", required_argument, NULL, O_HEARTBEAT},
@@ -74,7 +79,6 @@ int main(int argc, char **argv)
     };
     node_config c;
     memset(&c, 0, sizeof c);
-    c.speed = 1.0;
     int opt, li = 0;
     char *end;
     opterr = 0;
@@ -92,7 +96,11 @@ int main(int argc, char **argv)
             break;
         case O_SPEED:
             c.speed = strtod(optarg, &end);
-            if (*end || !(c.speed > 0) || c.speed > 1000) goto bad_value;
+            if (*end || !(c.speed >= 0.001) || c.speed > 1000) goto bad_value;
+            break;
+        case O_THROTTLE:
+            c.throttle = strtod(optarg, &end);
+            if (*end || !(c.throttle > 0) || c.throttle > 1) goto bad_value;
             break;
         case O_SECRET: c.secret_file = optarg; break;
         case O_DELAY: {

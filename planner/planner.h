@@ -210,12 +210,15 @@ int plan_task_count(const plan_dag *d);
 
 /* Add the tasks of a query's DAG to a placement problem, with their edges.
  * Task k of the DAG (global index, plan order) becomes placement task
- * first + k, where *first is the index of the first task added.  Loads and
- * traffic are estimates relative to `rate` (the query's input rate as a
- * share of one speed-1.0 node; 0 means 0.1): each operator kind has a
- * per-tuple cost, split over its tasks; an edge carries its upstream
- * operator's output share.  AGGREGATE and JOIN tasks are stateful (they get
- * replicas).  Sources and the sink are pinned by the caller if it wants. */
+ * first + k, where *first is the index of the first task added.  Loads
+ * (CPUs, the unit of the nodes' speeds) and traffic (1 Gbit/s links) are
+ * the seed model's estimates at `rate`, the query's input in rows/s; 0
+ * means the rate that keeps p's live nodes (added first) half busy.  Each
+ * operator kind has a measured CPU cost per input row, split over its
+ * tasks; rows thin out after an aggregate; an edge carries its upstream
+ * operator's output.  AGGREGATE and JOIN tasks are stateful (they get
+ * replicas).  Sources and the sink are pinned by the caller if it wants.
+ * docs/nirvana.md, "Seed costs". */
 int plan_placement_tasks(const plan_dag *d, int query, const char *qname, double rate, nirvana_problem *p,
                          int *first, xerr *err);
 

@@ -31,6 +31,7 @@ exp_cleanup() {
     sleep 0.3
     for p in $PIDS $CLUSTER_PIDS; do kill -KILL "$p" 2>/dev/null; done
     wait 2>/dev/null
+    command -v tb_cleanup >/dev/null && tb_cleanup
     [ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$W"
 }
 trap exp_cleanup EXIT
@@ -62,15 +63,19 @@ port_of() {
 start_node() {
     _n=$1 _d=$2
     shift 2
+    # on the testbed (bench/testbed/lib.sh), inside the node's CPU cgroup
+    _wrap=""
+    [ -n "${TB_ROOT:-}" ] && [ -d "$TB_ROOT/$_n" ] && _wrap="tb_run $_n"
     if [ -z "${CADDR:-}" ]; then
-        "$B/ares-node" --name "$_n" --domain "$_d" --listen 127.0.0.1:0 --data "$CD/data-$_n" \
+        $_wrap "$B/ares-node" --name "$_n" --domain "$_d" --listen 127.0.0.1:0 --data "$CD/data-$_n" \
             --secret-file "$W/secret" "$@" >/dev/null 2>"$CD/$_n.log" &
     else
-        "$B/ares-node" --name "$_n" --domain "$_d" --listen 127.0.0.1:0 --data "$CD/data-$_n" \
+        $_wrap "$B/ares-node" --name "$_n" --domain "$_d" --listen 127.0.0.1:0 --data "$CD/data-$_n" \
             --secret-file "$W/secret" --join "$CADDR" "$@" >/dev/null 2>"$CD/$_n.log" &
     fi
     CLUSTER_PIDS="$CLUSTER_PIDS $!"
     eval "PID_$_n=$!"
+    [ -n "${START_NOWAIT:-}" ] && [ -n "${CADDR:-}" ] && return 0
     _p=$(port_of "$_n") || die "node $_n did not start"
     [ -n "${CADDR:-}" ] || CADDR="127.0.0.1:$_p"
 }
@@ -104,10 +109,11 @@ sqlc() {
     "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q "$@"
 }
 
-# wait_alive N: until SHOW NODES lists N ALIVE nodes (10 s)
+# wait_alive N: until SHOW NODES lists N ALIVE nodes (30 s: a node capped at a
+# small CPU quota is slow to start)
 wait_alive() {
     _wi=0
-    while [ $_wi -lt 100 ]; do
+    while [ $_wi -lt 300 ]; do
         [ "$(sqlc -e "SHOW NODES;" 2>/dev/null | grep -c ',ALIVE,')" -eq "$1" ] && return 0
         sleep 0.1
         _wi=$((_wi + 1))
@@ -136,13 +142,20 @@ subscribe() {
 start_domains() {
     new_cluster "$1"
     _i=0
+    # the coordinator first; the others at once (a node capped at a small
+    # CPU quota takes seconds to start), then each is waited for
     while [ $_i -lt $((3 * $2)) ]; do
         _n=n$_i
         _x=$3
         [ $((_i % $2)) = $(($2 - 1)) ] && _x="$_x ${4:-}"
         [ $_i = 0 ] && _n=c0 _x="$_x --coordinator"
         # shellcheck disable=SC2086
-        start_node "$_n" "d$((_i / $2))" $_x
+        START_NOWAIT=1 start_node "$_n" "d$((_i / $2))" $_x
+        _i=$((_i + 1))
+    done
+    _i=1
+    while [ $_i -lt $((3 * $2)) ]; do
+        port_of "n$_i" >/dev/null || die "node n$_i did not start"
         _i=$((_i + 1))
     done
     wait_alive $((3 * $2))

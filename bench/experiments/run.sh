@@ -1,10 +1,16 @@
 #!/bin/sh
-# `make experiments`: the paper's experiments (issue 8), as far as one
-# machine allows.  For each placement strategy a fresh cluster of 9 ares-node
-# processes on loopback, in 3 failure domains (c0 n1 n2 | n3 n4 n5 | n6 n7 n8),
-# n2, n5 and n8 slowed (--speed), every node holding its frames to another
+# `make experiments`: the paper's experiments (issues 8 and 17) on the
+# testbed (bench/testbed/lib.sh): for each placement strategy a fresh cluster
+# of 9 ares-node processes on loopback, in 3 failure domains (c0 n1 n2 |
+# n3 n4 n5 | n6 n7 n8), every node in a CPU cgroup of its own with a hard
+# quota: EXP_NODE_CPUS each (default: the nine share EXP_TOTAL_CPUS = 1.5 of
+# the machine's CPUs), n2, n5 and n8 at EXP_NODE_CPUS / EXP_SLOW_FACTOR
+# (default 50, the paper's lambda).  No node sleeps: each tells placement
+# the capacity its quota gives it.  Every node holds its frames to another
 # domain (--link-delay-ms); the coordinator c0 is the stream's home (source)
-# and runs the sink.  One standing query, placed by the strategy under test:
+# and runs the sink.  The generator, the ingest client and the subscriber
+# run outside the quotas.  One standing query, placed by the strategy under
+# test:
 #
 #   SELECT k, COUNT(*) AS n, MAX(ts) AS last_ts, CAST(window_end AS BIGINT) AS we
 #   FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k       (SET parallelism = P)
@@ -14,6 +20,12 @@
 # ingest time), piped into `ares-sql --connect --ingest s`.  A subscriber
 # (`ares-sql --connect -e 'SUBSCRIBE q;'`) feeds `exp_tool stamp`, which
 # prefixes each result row with its arrival wall-clock time.
+#
+# The whole set of measurements runs EXP_RUNS times (3); every strategy is
+# measured in each run, one after the other, so that the ratios of a run
+# compare configurations measured minutes apart on the same machine.  The
+# ratios printed last (nirvana_vs_rr_*, nirvana_vs_ra_*) are the medians of
+# the runs' ratios.
 #
 # Measurements (one machine, one clock: CLOCK_REALTIME on both sides):
 #   throughput  EXP_TUPLES rows with a synthetic event time (EXP_EVENT_RATE
@@ -40,7 +52,7 @@
 #   join        the latency run again with an interval self-join ($QJ below,
 #               EXP_JOIN=0 skips it): per result pair, arrival time - the later
 #               of the two rows' ts (a pair exists once both rows are in).
-#   recovery    (issue 7) for each FT_MODES mode and each strategy: the
+#   recovery    (issues 7, 17) for each FT_MODES mode and each strategy: the
 #               latency run's paced input for EXP_REC_SECONDS, a copy of it
 #               kept; after about EXP_FAIL_AT s, EXP_KILL_LEAD_MS before a
 #               window (a wall-clock second) closes, every node of domain
@@ -66,25 +78,25 @@
 # coordinator's domain (9 machines' worth of slots, where the default 16 a
 # node let Nirvana and resource-aware pack the query next to its source and
 # sink, which no domain failure but the coordinator's then touched).
-# Every node runs with --dead-ms EXP_DEAD_MS (10000): a slowed node sleeps on
-# its event loop after each batch (docs/operations.md advises a --dead-ms of
-# a few seconds for such a cluster), and while a replay floods it, its loop
-# went up to 5.5 s without polling its sockets in our runs.  Its peers then
-# took it for dead and dropped its rows, which no recovery replayed (wrong
-# output; the recovery lines print the longest stall and such false deaths).
-# A SIGKILLed node is detected at once (its connections close), whatever
-# --dead-ms says.
+# Every node runs with --dead-ms EXP_DEAD_MS (10000): a node at a small quota
+# is runnable only a few milliseconds a period, and while work floods it,
+# its loop goes seconds without polling its sockets.  Its peers would take it
+# for dead (the recovery lines print the longest stall and such false
+# deaths).  A SIGKILLed node is detected at once (its connections close),
+# whatever --dead-ms says.
 #
 # Prints `figure: NAME = VALUE UNIT` lines and the ratios next to the paper's
 # claims; writes SVG plots (gnuplot) and the figures to EXP_PLOTS
 # (default docs/plots).
 #
 # Usage: run.sh [--build DIR]   (settings through the environment:)
-#   EXP_SECONDS=30 EXP_TUPLES=15000000 EXP_EVENT_RATE=100000 EXP_LAT_SECONDS=30 EXP_RATE=20000 EXP_KEYS=1000
-#   EXP_PARALLELISM=6 EXP_SPEED=0.25 EXP_LINK_DELAY_MS=5
-#   EXP_STRATEGIES="nirvana round-robin resource-aware"
+#   EXP_RUNS=3 EXP_SECONDS=20 EXP_TUPLES=6000000 EXP_EVENT_RATE=100000 EXP_LAT_SECONDS=15 EXP_RATE=20000
+#   EXP_KEYS=1000 EXP_PARALLELISM=6 EXP_LINK_DELAY_MS=5
+#   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.5 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
+#   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
 #   EXP_SLOTS=4 EXP_DEAD_MS=10000
-#   FT_MODES="replica checkpoint upstream" EXP_REC_SECONDS=25 EXP_FAIL_AT=15 EXP_FAIL_DOMAIN=auto
+#   FT_MODES="replica checkpoint upstream" EXP_REC_SECONDS=20 EXP_FAIL_AT=10 EXP_FAIL_DOMAIN=auto
+#   EXP_REC_WAIT_S=30 (how long the output may take to be complete after the input ends)
 #   EXP_KILL_LEAD_MS=100 EXP_REC_LATE_MS=250
 #   EXP_FORCE_RECOVERY=1 (run the recovery phase even when ft looks unsupported)
 #   EXP_ONLY_RECOVERY=1 (only the recovery phase)
@@ -93,25 +105,31 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIB_NAME=run.sh LIB_SCRATCH=ares-exp
 . "$ROOT/bench/experiments/lib.sh"
-EXP_SECONDS=${EXP_SECONDS:-30}
-EXP_TUPLES=${EXP_TUPLES:-15000000}
+. "$ROOT/bench/testbed/lib.sh"
+EXP_RUNS=${EXP_RUNS:-3}
+EXP_SECONDS=${EXP_SECONDS:-20}
+EXP_TUPLES=${EXP_TUPLES:-6000000}
 EXP_EVENT_RATE=${EXP_EVENT_RATE:-100000}
-EXP_LAT_SECONDS=${EXP_LAT_SECONDS:-30}
+EXP_LAT_SECONDS=${EXP_LAT_SECONDS:-15}
 EXP_RATE=${EXP_RATE:-20000}
 EXP_KEYS=${EXP_KEYS:-1000}
 EXP_PARALLELISM=${EXP_PARALLELISM:-6}
-EXP_SPEED=${EXP_SPEED:-0.25}
+EXP_SLOW_FACTOR=${EXP_SLOW_FACTOR:-50}
+EXP_TOTAL_CPUS=${EXP_TOTAL_CPUS:-1.5}
+EXP_NODE_CPUS=${EXP_NODE_CPUS:-$(awk -v t="$EXP_TOTAL_CPUS" -v f="$EXP_SLOW_FACTOR" 'BEGIN { printf "%.4f", t / (6 + 3 / f) }')}
+EXP_SLOW_CPUS=$(awk -v c="$EXP_NODE_CPUS" -v f="$EXP_SLOW_FACTOR" 'BEGIN { printf "%.5f", c / f }')
 EXP_LINK_DELAY_MS=${EXP_LINK_DELAY_MS:-5}
-EXP_STRATEGIES=${EXP_STRATEGIES:-nirvana round-robin resource-aware}
+EXP_STRATEGIES=${EXP_STRATEGIES:-nirvana nirvana-no-recovery round-robin resource-aware random}
 EXP_JOIN=${EXP_JOIN:-1}
 EXP_DEAD_MS=${EXP_DEAD_MS:-10000}
 EXP_SLOTS=${EXP_SLOTS:-4}
 FT_MODES=${FT_MODES-replica checkpoint upstream}
-EXP_REC_SECONDS=${EXP_REC_SECONDS:-25}
-EXP_FAIL_AT=${EXP_FAIL_AT:-15}
+EXP_REC_SECONDS=${EXP_REC_SECONDS:-20}
+EXP_FAIL_AT=${EXP_FAIL_AT:-10}
 EXP_FAIL_DOMAIN=${EXP_FAIL_DOMAIN:-auto}
 EXP_KILL_LEAD_MS=${EXP_KILL_LEAD_MS:-100}
 EXP_REC_LATE_MS=${EXP_REC_LATE_MS:-250}
+EXP_REC_WAIT_S=${EXP_REC_WAIT_S:-30}
 EXP_PLOTS=${EXP_PLOTS:-$ROOT/docs/plots}
 mkdir -p "$EXP_PLOTS"
 EXP_PLOTS=$(cd "$EXP_PLOTS" && pwd)
@@ -126,9 +144,19 @@ Q="SELECT k, COUNT(*) AS n, MAX(ts) AS last_ts, CAST(window_end AS BIGINT) AS we
 # the windowed join: an interval self-join, 10 % of the rows against 10 %
 QJ="SELECT a.k, a.ts AS ats, b.ts AS bts FROM s a JOIN s b ON a.k = b.k WITHIN 100 MILLISECONDS WHERE a.v < 100 AND b.v >= 900"
 
+# ---------------------------------------------------------------- the testbed
+# one CPU cgroup per node; the slowed ones at 1/EXP_SLOW_FACTOR of the quota
+for n in c0 n1 n2 n3 n4 n5 n6 n7 n8; do
+    case $n in
+    n2 | n5 | n8) tb_group "$n" "$EXP_SLOW_CPUS" ;;
+    *) tb_group "$n" "$EXP_NODE_CPUS" ;;
+    esac
+done
+SLOW_PERIOD_MS=$(($(tb_period "$EXP_SLOW_CPUS") / 1000))
+
 # paper9 DIR: the paper's 9 workers, 3 domains, one slowed node per domain
 paper9() {
-    start9 "$1" "--slots $EXP_SLOTS --link-delay-ms $EXP_LINK_DELAY_MS --dead-ms $EXP_DEAD_MS" "--speed $EXP_SPEED"
+    start9 "$1" "--slots $EXP_SLOTS --link-delay-ms $EXP_LINK_DELAY_MS --dead-ms $EXP_DEAD_MS"
 }
 
 # setup STRATEGY [FTMODE [QUERY]]: the stream and the query q on the current cluster
@@ -181,6 +209,24 @@ domains_used() {
     awk -F, '$3 == "task" { d[$5] = 1 } END { n = 0; for (k in d) n++; print n }' "$CD/placement.csv"
 }
 
+# node_cpu: "NAME:CPU_MS:THROTTLED_PERIODS ..." of the current cluster's nodes
+node_cpu() {
+    for _n in c0 n1 n2 n3 n4 n5 n6 n7 n8; do
+        # shellcheck disable=SC2046
+        set -- $(tb_throttled "$_n")
+        printf '%s:%s:%s ' "$_n" "$(tb_cpu_ms "$(eval echo "\$PID_$_n")")" "$2"
+    done
+}
+# cpu_report LABEL BEFORE AFTER: each node's CPU use over the run, as a share
+# of its quota, and how many periods it was throttled in
+cpu_report() {
+    echo "$2" "$3" | awk -v what="$1" -v ms="$4" '{
+        n = NF / 2; out = ""
+        for (i = 1; i <= n; i++) { split($i, a, ":"); split($(i + n), b, ":");
+            out = out sprintf(" %s %.0f ms (%d throttled)", a[1], b[2] - a[2], b[3] - a[3]) }
+        print "experiments: " what ": CPU per node over " ms " ms:" out }' >&2
+}
+
 # percentiles HIST CDF: p50 p99 (sets p50, p99) and the CDF of a histogram "ms count"
 percentiles() {
     awk '{ t += $2; c[NR] = $2; v[NR] = $1 } END {
@@ -193,20 +239,18 @@ percentiles() {
     read -r p50 p99 <"$1.pct"
 }
 
-# ---------------------------------------------------------------- runs
-echo "experiments: 9 nodes (3 domains, n2 n5 n8 at --speed $EXP_SPEED), --link-delay-ms $EXP_LINK_DELAY_MS," \
-    "parallelism $EXP_PARALLELISM, $EXP_KEYS keys; $(nproc) cores shared by all nodes, the generator and the clients" >&2
-for s in $EXP_STRATEGIES; do
-    [ -n "${EXP_ONLY_RECOVERY:-}" ] && break
-    st=$(tag "$s")
-    # ---- throughput: EXP_TUPLES rows ingested unpaced, measured at the output
-    paper9 "tp_$st"
-    setup "$s"
-    figure "tasks_on_slow_nodes_$st" "$(slow_tasks)" "tasks"
-    figure "domains_used_$st" "$(domains_used)" "domains"
+# ---------------------------------------------------------------- one run's measurements
+# tp_run STRATEGY RUN: throughput, EXP_TUPLES rows ingested unpaced, measured at the output
+tp_run() {
+    st=$(tag "$1")
+    paper9 "tp_${st}_$2"
+    setup "$1"
+    figure "tasks_on_slow_nodes_${st}_run$2" "$(slow_tasks)" "tasks"
+    figure "domains_used_${st}_run$2" "$(domains_used)" "domains"
     cp "$CD/placement.csv" "$W/placement_$st.csv"
     subscribe
-    say "$s: throughput run, $EXP_TUPLES rows ($EXP_EVENT_RATE per second of event time), at most ${EXP_SECONDS} s"
+    say "$1 (run $2): throughput run, $EXP_TUPLES rows ($EXP_EVENT_RATE per second of event time), at most ${EXP_SECONDS} s"
+    c0cpu=$(node_cpu)
     GEN_START=$(date +%s%3N)
     "$TOOL" gen --rows "$EXP_TUPLES" --event-rate "$EXP_EVENT_RATE" --keys "$EXP_KEYS" 2>"$CD/gen.err" |
         "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s --end 2>"$CD/ingest.err" &
@@ -220,6 +264,7 @@ for s in $EXP_STRATEGIES; do
         got=$(awk -F, 'NR > 1 && $3 ~ /^[0-9]+$/ { t += $3 } END { print t + 0 }' "$CD/sub.csv")
         [ "$got" -ge "$EXP_TUPLES" ] && { TP_END=done; break; }
     done
+    cpu_report "$1 (run $2) throughput" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
     kill "$INGP" 2>/dev/null
     wait "$INGP" 2>/dev/null
     kill "$SUBP" 2>/dev/null
@@ -236,22 +281,27 @@ for s in $EXP_STRATEGIES; do
     # the last 10 of those one-second samples (the first, a start-up second, left out)
     tp=$(awk 'NR > 1' "$W/tp_$st.dat" | tail -n 10 | awk '{ t += $2; n++ } END { if (n) printf "%.0f", t / n; else print 0 }')
     tot=$(awk -F, 'NR > 1 && $3 ~ /^[0-9]+$/ { t += $3; if ($1 > m) m = $1 } END { printf "%d %.0f\n", t, m }' "$CD/sub.csv")
-    avg=$(echo "$tot" | awk -v s="$GEN_START" '{ printf "%.0f", $1 / (($2 - s) / 1000) }')
-    say "$s: ${tot% *} rows in results ($TP_END), whole-run average $avg rows/s"
-    figure "throughput_$st" "$tp" "tuples/s"
-    figure "throughput_whole_run_$st" "$avg" "tuples/s"
+    avg=$(echo "$tot" | awk -v s="$GEN_START" '{ if ($2 > s) printf "%.0f", $1 / (($2 - s) / 1000); else print 0 }')
+    say "$1 (run $2): ${tot% *} rows in results ($TP_END), whole-run average $avg rows/s"
+    figure "throughput_${st}_run$2" "$tp" "tuples/s"
+    figure "throughput_whole_run_${st}_run$2" "$avg" "tuples/s"
     [ "$(wc -l <"$W/tp_$st.dat")" -lt 11 ] &&
-        say "$s: WARNING: fewer than 10 one-second samples: raise EXP_TUPLES for a steady-state figure"
-    eval "TP_$st=$tp TPW_$st=$avg"
-    [ -n "${KEEP_SCRATCH:-}" ] && cp "$CD/sub.csv" "$W/sub_tp_$st.csv"
+        say "$1 (run $2): fewer than 10 one-second samples: the figure is the mean of those there are"
+    eval "TP_${st}_$2=$tp TPW_${st}_$2=$avg"
+    [ -n "${KEEP_SCRATCH:-}" ] && cp "$CD/sub.csv" "$W/sub_tp_${st}_$2.csv"
+}
 
-    # ---- latency: paced input
-    paper9 "lat_$st"
-    setup "$s"
+# lat_run STRATEGY RUN: latency, paced input
+lat_run() {
+    st=$(tag "$1")
+    paper9 "lat_${st}_$2"
+    setup "$1"
     subscribe
-    say "$s: latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
+    say "$1 (run $2): latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
+    c0cpu=$(node_cpu)
     ingest "$EXP_LAT_SECONDS" "$EXP_RATE"
     drain
+    cpu_report "$1 (run $2) latency" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
     # histogram in 1 ms buckets: every result row of a window that closed
     # while input flowed (the windows the end of the input closes are left out)
     awk -F, -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e { l = $1 - $5; if (l < 0) l = 0; h[l]++ }
@@ -259,30 +309,35 @@ for s in $EXP_STRATEGIES; do
     percentiles "$W/hist_$st.dat" "$W/cdf_$st.dat"
     lrate=$(awk -F, -v s="$GEN_START" -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s + 1000 { t += $3; w[$5] = 1 }
         END { n = 0; for (k in w) n++; if (n) printf "%.0f", t / n; else print 0 }' "$CD/sub.csv")
-    figure "latency_p50_$st" "$p50" "ms"
-    figure "latency_p99_$st" "$p99" "ms"
-    figure "latency_run_throughput_$st" "$lrate" "tuples/s"
-    eval "P50_$st=$p50 P99_$st=$p99"
+    # the rows of the windows that closed while input flowed, against what went in
+    seen=$(awk -F, -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e { t += $3 } END { print t + 0 }' "$CD/sub.csv")
+    figure "latency_p50_${st}_run$2" "$p50" "ms"
+    figure "latency_p99_${st}_run$2" "$p99" "ms"
+    figure "latency_run_throughput_${st}_run$2" "$lrate" "tuples/s"
+    [ "$p50" = "-" ] && say "$1 (run $2): no window closed while the input flowed came out within the drain (it never caught up)"
+    eval "P50_${st}_$2=$p50 P99_${st}_$2=$p99"
+}
 
-    # ---- the windowed (interval) join: latency only, paced input
-    [ "$EXP_JOIN" = 1 ] || continue
-    paper9 "join_$st"
-    setup "$s" "" "$QJ"
+# join_run STRATEGY RUN: the windowed (interval) join, latency only, paced input
+join_run() {
+    st=$(tag "$1")
+    paper9 "join_${st}_$2"
+    setup "$1" "" "$QJ"
     subscribe
-    say "$s: join latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
+    say "$1 (run $2): join latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
     ingest "$EXP_LAT_SECONDS" "$EXP_RATE"
     drain
     # a pair can exist once its later row has entered: latency = arrival - max(ats, bts)
     awk -F, -v e="$GEN_END" 'NR > 1 && $3 ~ /^[0-9]+$/ { m = $3 > $4 ? $3 : $4; l = $1 - m; if (l < 0) l = 0; h[l]++ }
         END { for (k in h) print k, h[k] }' "$CD/sub.csv" | sort -n >"$W/jhist_$st.dat"
     percentiles "$W/jhist_$st.dat" "$W/jcdf_$st.dat"
-    figure "join_latency_p50_$st" "$p50" "ms"
-    figure "join_latency_p99_$st" "$p99" "ms"
-    figure "join_pairs_$st" "$(($(wc -l <"$CD/sub.csv") - 1))" "rows"
-    eval "JP50_$st=$p50 JP99_$st=$p99"
-done
+    figure "join_latency_p50_${st}_run$2" "$p50" "ms"
+    figure "join_latency_p99_${st}_run$2" "$p99" "ms"
+    figure "join_pairs_${st}_run$2" "$(($(wc -l <"$CD/sub.csv") - 1))" "rows"
+    eval "JP50_${st}_$2=$p50 JP99_${st}_$2=$p99"
+}
 
-# ---------------------------------------------------------------- recovery (issue 7)
+# ---------------------------------------------------------------- recovery (issues 7, 17)
 # The phase runs when the cluster interprets SET ft (an unknown mode is
 # refused); EXP_FORCE_RECOVERY=1 runs it on a build that does not.
 ft_supported() {
@@ -295,11 +350,11 @@ ft_supported() {
     return 0
 }
 
-# recovery_run STRATEGY MODE: paced input, domain EXP_FAIL_DOMAIN killed;
-# sets REC_<mode>_<strategy> (ms) when the output is exact
+# recovery_run STRATEGY MODE RUN: paced input, domain EXP_FAIL_DOMAIN killed;
+# sets REC_<mode>_<strategy>_<run> (ms) when the output is exact
 recovery_run() {
     st=$(tag "$1")
-    paper9 "rec_${2}_$st"
+    paper9 "rec_${2}_${st}_$3"
     setup "$1" "$2"
     fdom=$EXP_FAIL_DOMAIN
     # auto: d1 or d2, whichever runs more of q's aggregates, then of its tasks
@@ -307,12 +362,12 @@ recovery_run() {
         END { print (c["d2"] > c["d1"]) ? "d2" : "d1" }' "$CD/placement.csv")
     lost=$(awk -F, -v d="$fdom" '$3 == "task" && $5 == d { n++; if ($1 ~ /AGGREGATE/) a++ }
         END { printf "%d tasks (%d aggregates)", n, a }' "$CD/placement.csv")
-    figure "rec_lost_tasks_${2}_$st" "$(echo "$lost" | cut -d' ' -f1)" "tasks (in $fdom)"
+    figure "rec_lost_tasks_${2}_${st}_run$3" "$(echo "$lost" | cut -d' ' -f1)" "tasks (in $fdom)"
     subscribe
     # just before a window (a wall-clock second) closes
     now=$(date +%s%3N)
     kill_domain_at $(((now + EXP_FAIL_AT * 1000) / 1000 * 1000 + 1000 - EXP_KILL_LEAD_MS)) "$fdom"
-    say "$1, ft $2: recovery run, ${EXP_REC_SECONDS} s at $EXP_RATE rows/s; domain $fdom" \
+    say "$1, ft $2 (run $3): recovery run, ${EXP_REC_SECONDS} s at $EXP_RATE rows/s; domain $fdom" \
         "($(domain_nodes "$fdom"): $lost of q) killed after about ${EXP_FAIL_AT} s"
     ingest "$EXP_REC_SECONDS" "$EXP_RATE" "$CD/in.csv"
     wait "$KILLP"
@@ -321,31 +376,40 @@ recovery_run() {
         --ingest s <"$CD/in.csv" >"$CD/ref.csv" || die "embedded run ($1, ft $2)"
     tail -n +2 "$CD/ref.csv" | sort >"$CD/ref.csv.sorted"
     wait "$INGP"
-    wait_output "$CD/ref.csv" 200
+    wait_output "$CD/ref.csv" $((EXP_REC_WAIT_S * 10))
     # throughput around the failure: rows in the results that arrived in
-    # each second, seconds counted from the kill
     # each second counted from the kill (an empty second as 0)
     awk -F, -v k="$kill_ms" 'NR > 1 && $3 ~ /^[0-9]+$/ { t = ($1 - k) / 1000; b = int(t); if (t < 0 && b != t) b--; a[b] += $3
             if (!n++ || b < lo) lo = b; if (b > hi) hi = b }
         END { for (s = lo; s <= hi; s++) print s, a[s] + 0 }' "$CD/sub.csv" >"$W/rec_${2}_$st.dat"
     recovery_log "$kill_ms" c0
     if ! grep -q "recovered as query" "$CD/c0.log" && [ "$(echo "$lost" | cut -d' ' -f1)" -gt 0 ]; then
-        rec_failed "${2}_$st" "$1, ft $2: the coordinator did not recover q"
+        rec_failed "${2}_${st}_run$3" "$1, ft $2 (run $3): the coordinator did not recover q"
         return
     fi
     if ! same_output "$CD/ref.csv"; then
-        rec_failed "${2}_$st" "$1, ft $2: the output after recovery differs from the embedded engine's" \
+        if [ "$(wc -l <"$CD/out.csv")" -lt "$(wc -l <"$CD/ref.csv")" ] &&
+            [ "$(comm -23 "$CD/out.sorted" "$CD/ref.csv.sorted" | wc -l)" = 0 ]; then
+            # every row right, but the last ones still missing: it did not
+            # catch up within EXP_REC_WAIT_S of the input's end (too slow, not wrong)
+            say "$1, ft $2 (run $3): not caught up $EXP_REC_WAIT_S s after the input ended" \
+                "($(wc -l <"$CD/out.csv") of $(wc -l <"$CD/ref.csv") lines, none wrong)"
+            figure "recovery_${2}_${st}_run$3" "NOT-CAUGHT-UP" "(output incomplete after ${EXP_REC_WAIT_S} s, none wrong)"
+            eval "REC_${2}_${st}_$3=slow"
+            return
+        fi
+        rec_failed "${2}_${st}_run$3" "$1, ft $2 (run $3): the output after recovery differs from the embedded engine's" \
             "($(wc -l <"$CD/out.csv") lines, want $(wc -l <"$CD/ref.csv"))"
         return
     fi
     windows "$CD/sub.csv" 0 >"$W/rec_windows_${2}_$st"
-    set -- "$1" "$2" $(recovery_of "$W/rec_windows_${2}_$st" "$kill_ms" 0 "$EXP_REC_LATE_MS")
-    say "$1, ft $2: from the kill: DEAD +$R_DEAD ms, redeployed +$R_REDEPLOY, replayed $R_ROWS rows in $R_MS ms," \
-        "caught up +$R_CAUGHT; the first window after the kill arrived $5 ms after its close (before: at most $4 ms);" \
+    set -- "$1" "$2" "$3" $(recovery_of "$W/rec_windows_${2}_$st" "$kill_ms" 0 "$EXP_REC_LATE_MS")
+    say "$1, ft $2 (run $3): from the kill: DEAD +$R_DEAD ms, redeployed +$R_REDEPLOY, replayed $R_ROWS rows in $R_MS ms," \
+        "caught up +$R_CAUGHT; the first window after the kill arrived $6 ms after its close (before: at most $5 ms);" \
         "state taken over: $R_KEPT kept, $R_PROMOTED promoted; longest loop stall $R_STALL ms, live nodes taken for dead $R_SILENT times"
-    figure "recovery_${2}_$st" "$3" "ms"
-    figure "recovery_replay_rows_${2}_$st" "$R_ROWS" "rows"
-    eval "REC_${2}_$st=$3"
+    figure "recovery_${2}_${st}_run$3" "$4" "ms"
+    figure "recovery_replay_rows_${2}_${st}_run$3" "$R_ROWS" "rows"
+    eval "REC_${2}_${st}_$3=$4"
     REC_RAN=1
 }
 # rec_failed MODE_STRATEGY MESSAGE...: a run whose recovery went wrong gives no figure
@@ -353,51 +417,103 @@ rec_failed() {
     _which=$1
     shift
     say "FAILED: $*; logs kept in $CD (longest loop stall $R_STALL ms, live nodes taken for dead $R_SILENT times)"
-    rm -f "$W/rec_$_which.dat"
     figure "recovery_$_which" "FAILED" "($*)"
     REC_FAILED="$REC_FAILED${REC_FAILED:+; }$*"
     KEEP_SCRATCH=1
 }
 
+# ---------------------------------------------------------------- the runs
+say "testbed: cgroup v$TB_VERSION; c0 n1 n3 n4 n6 n7 at $EXP_NODE_CPUS CPUs each, n2 n5 n8 at $EXP_SLOW_CPUS" \
+    "(slow factor $EXP_SLOW_FACTOR; period ${SLOW_PERIOD_MS} ms for the slow ones: they may stall that long);" \
+    "--link-delay-ms $EXP_LINK_DELAY_MS, parallelism $EXP_PARALLELISM, $EXP_KEYS keys; $(nproc) cores;" \
+    "$EXP_RUNS runs of: $EXP_STRATEGIES"
+figure testbed_node_cpus "$EXP_NODE_CPUS" "CPUs"
+figure testbed_slow_node_cpus "$EXP_SLOW_CPUS" "CPUs"
 REC_RAN="" REC_FAILED=""
-if ft_supported || [ -n "${EXP_FORCE_RECOVERY:-}" ]; then
-    [ -n "${FT_WHY:-}" ] && say "recovery phase forced (EXP_FORCE_RECOVERY) although: $FT_WHY"
-    for m in $FT_MODES; do
-        for s in $EXP_STRATEGIES; do
-            recovery_run "$s" "$m"
-        done
-    done
-else
+FT_OK=1
+if [ -n "$FT_MODES" ] && ! ft_supported && [ -z "${EXP_FORCE_RECOVERY:-}" ]; then
     say "recovery phase SKIPPED: this cluster has no fault tolerance: $FT_WHY"
     figure recovery "not measured (ft not supported: $FT_WHY)"
+    FT_OK=""
 fi
+r=1
+while [ $r -le "$EXP_RUNS" ]; do
+    for s in $EXP_STRATEGIES; do
+        [ -n "${EXP_ONLY_RECOVERY:-}" ] && break
+        tp_run "$s" $r
+        lat_run "$s" $r
+        [ "$EXP_JOIN" = 1 ] && join_run "$s" $r
+    done
+    if [ -n "$FT_OK" ]; then
+        for m in $FT_MODES; do
+            for s in $EXP_STRATEGIES; do
+                recovery_run "$s" "$m" $r
+            done
+        done
+    fi
+    r=$((r + 1))
+done
 stop_cluster
 
 # ---------------------------------------------------------------- ratios
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-") printf "%.2fx", a / b; else print "n/a" }'; }
-change() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-") printf "%+.1f %%", 100 * (a - b) / b; else print "n/a" }'; }
+# per run: ratio (x) or change (%) of nirvana against a baseline; then the
+# median over the runs.  A baseline that never caught up ("slow") or gave
+# no latency ("-") has no ratio in that run.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-" && a != "") printf "%.2f", a / b; else print "n/a" }'; }
+change() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-" && a != "" && a != "slow") printf "%+.1f", 100 * (a - b) / b; else print "n/a" }'; }
 val() { eval "echo \${$1:-}"; }
-echo "experiments: Nirvana against the baselines, next to the paper's claims:" | tee -a "$FIG"
-for b in roundrobin resourceaware; do
-    case " $EXP_STRATEGIES " in *" nirvana "*) ;; *) continue ;; esac
-    if [ -n "$(val "TP_$b")" ]; then
-        figure "ratio_throughput_nirvana_vs_$b" "$(ratio "$TP_nirvana" "$(val "TP_$b")")" "(paper: 3.6x)"
-        figure "ratio_throughput_whole_run_nirvana_vs_$b" "$(ratio "$TPW_nirvana" "$(val "TPW_$b")")" "(paper: 3.6x)"
-        figure "change_latency_p50_nirvana_vs_$b" "$(change "$P50_nirvana" "$(val "P50_$b")")" "(paper: -50.2 %)"
-        figure "change_latency_p99_nirvana_vs_$b" "$(change "$P99_nirvana" "$(val "P99_$b")")" "(paper: -50.2 %)"
-    fi
-    [ -n "$(val "JP50_$b")" ] && {
-        figure "change_join_latency_p50_nirvana_vs_$b" "$(change "${JP50_nirvana:-}" "$(val "JP50_$b")")" "(paper: -50.2 %)"
-        figure "change_join_latency_p99_nirvana_vs_$b" "$(change "${JP99_nirvana:-}" "$(val "JP99_$b")")" "(paper: -50.2 %)"
-    }
-    for m in $FT_MODES; do
-        [ -n "$(val "REC_${m}_nirvana")" ] && [ -n "$(val "REC_${m}_$b")" ] &&
-            figure "change_recovery_${m}_nirvana_vs_$b" "$(change "$(val "REC_${m}_nirvana")" "$(val "REC_${m}_$b")")" "(paper: -52.5 %)"
+median() { tr ' ' '\n' | grep -v '^n/a$' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+case " $EXP_STRATEGIES " in *" nirvana "*) HAVE_NV=1 ;; *) HAVE_NV="" ;; esac
+echo "experiments: Nirvana against the baselines, run by run, then the medians (paper: 3.6x, -50.2 %, -52.5 %):" | tee -a "$FIG"
+for b in roundrobin:rr resourceaware:ra nirvananorecovery:nr random:rnd; do
+    bs=${b%:*} short=${b#*:}
+    [ -n "$HAVE_NV" ] || continue
+    case " $(echo "$EXP_STRATEGIES" | tr -d -) " in *" $bs "*) ;; *) continue ;; esac
+    tps="" p50s="" p99s="" jps="" recs=""
+    for m in $FT_MODES; do eval "recs_$m=''"; done
+    r=1
+    while [ $r -le "$EXP_RUNS" ]; do
+        tps="$tps $(ratio "$(val "TP_nirvana_$r")" "$(val "TP_${bs}_$r")")"
+        p50s="$p50s $(change "$(val "P50_nirvana_$r")" "$(val "P50_${bs}_$r")")"
+        p99s="$p99s $(change "$(val "P99_nirvana_$r")" "$(val "P99_${bs}_$r")")"
+        jps="$jps $(change "$(val "JP50_nirvana_$r")" "$(val "JP50_${bs}_$r")")"
+        for m in $FT_MODES; do
+            nv=$(val "REC_${m}_nirvana_$r") bv=$(val "REC_${m}_${bs}_$r")
+            c=$(change "$nv" "$bv")
+            # the baseline never caught up and nirvana did: at least -(1 - nirvana/wait)
+            [ "$bv" = slow ] && [ -n "$nv" ] && [ "$nv" != slow ] &&
+                c=$(awk -v a="$nv" -v w="$((EXP_REC_WAIT_S * 1000))" 'BEGIN { printf "<%+.1f", 100 * (a - w) / w }')
+            eval "recs_$m=\"\$recs_$m $c\""
+        done
+        r=$((r + 1))
     done
-    [ -n "$REC_RAN" ] || figure "change_recovery_nirvana_vs_$b" "not measured" "(paper: -52.5 %)"
+    echo "experiments: against $bs, per run: throughput x$tps; latency p50 %$p50s; p99 %$p99s; join p50 %$jps" | tee -a "$FIG"
+    for m in $FT_MODES; do echo "experiments:   recovery (ft $m) %$(val "recs_$m")" | tee -a "$FIG"; done
+    MED_TP=$(echo "$tps" | median) MED_P50=$(echo "$p50s" | median) MED_P99=$(echo "$p99s" | median)
+    MED_JP=$(echo "$jps" | median)
+    eval "MED_TP_$short=\$MED_TP MED_P50_$short=\$MED_P50 MED_P99_$short=\$MED_P99 MED_JP_$short=\$MED_JP"
+    for m in $FT_MODES; do
+        # a bound (<x) counts at x in the median
+        eval "MED_REC_${m}_$short=\$(echo \"\$recs_$m\" | tr -d '<' | median)"
+    done
+done
+for short in rr ra nr rnd; do
+    [ -n "$(val "MED_TP_$short")" ] || continue
+    figure "nirvana_vs_${short}_throughput" "$(val "MED_TP_$short")" "x (median of $EXP_RUNS runs)"
+    figure "nirvana_vs_${short}_latency_p50_pct" "$(val "MED_P50_$short")" "% (median of $EXP_RUNS runs)"
+    figure "nirvana_vs_${short}_latency_p99_pct" "$(val "MED_P99_$short")" "% (median of $EXP_RUNS runs)"
+    [ "$EXP_JOIN" = 1 ] && figure "nirvana_vs_${short}_join_latency_p50_pct" "$(val "MED_JP_$short")" "% (median of $EXP_RUNS runs)"
+    for m in $FT_MODES; do
+        figure "nirvana_vs_${short}_recovery_${m}_pct" "$(val "MED_REC_${m}_$short")" "% (median of $EXP_RUNS runs)"
+    done
+    # the headline recovery figure: ft = replica, the default
+    case " $FT_MODES " in *" replica "*)
+        figure "nirvana_vs_${short}_recovery_pct" "$(val "MED_REC_replica_$short")" "% (ft = replica, median of $EXP_RUNS runs)" ;;
+    esac
 done
 
 # ---------------------------------------------------------------- plots
+# the plots draw the last run
 if command -v gnuplot >/dev/null; then
     # one colour per strategy in every plot, also when a line is missing
     plot_lines() { # OUT TITLE XLABEL YLABEL PREFIX [extra gnuplot]
@@ -420,7 +536,7 @@ ${6:-}
 plot $_pl
 EOF
     }
-    plot_lines "$EXP_PLOTS/throughput.svg" "Throughput over time, unpaced input (9 nodes, 3 slowed, ${EXP_LINK_DELAY_MS} ms cross-domain)" \
+    plot_lines "$EXP_PLOTS/throughput.svg" "Throughput over time, unpaced input (9 capped nodes, 3 at 1/${EXP_SLOW_FACTOR}, ${EXP_LINK_DELAY_MS} ms cross-domain)" \
         "seconds since the input started" "input tuples/s in results (1 s samples)" tp_ "set yrange [0:*]; set format y '%.1s%c'"
     plot_lines "$EXP_PLOTS/latency-cdf.svg" "Aggregation latency CDF at $EXP_RATE tuples/s (result arrival - window close)" \
         "latency (ms, log scale)" "fraction of result rows" cdf_ "set logscale x; set yrange [0:1]"
@@ -438,7 +554,8 @@ EOF
         for m in $FT_MODES; do
             line="$m"
             for s in $EXP_STRATEGIES; do
-                v=$(val "REC_${m}_$(tag "$s")")
+                v=$(val "REC_${m}_$(tag "$s")_$EXP_RUNS")
+                [ "$v" = slow ] && v=NaN
                 line="$line ${v:-NaN}"
             done
             echo "$line" >>"$W/rec.dat"

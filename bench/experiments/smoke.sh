@@ -1,7 +1,7 @@
 #!/bin/sh
 # Part of `make bench-smoke`: every placement strategy gives correct results
 # on a small cluster.  6 ares-node processes on loopback in 3 failure domains
-# (one node per domain slowed with --speed, --link-delay-ms between domains);
+# (one node per domain declared slower with --speed, --link-delay-ms between domains);
 # for each strategy a windowed aggregation and a windowed (interval) self-join,
 # each over its own stream, placed WITH (placement = ...); the subscribers'
 # rows must equal, row for row (any order), what the embedded engine gives

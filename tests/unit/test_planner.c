@@ -268,7 +268,7 @@ static void test_dag_placement(void **state)
         assert_true(nirvana_add_node(p, name, n / 3, 4, n % 3 == 2 ? 0.1 : 1.0) >= 0);
     }
     int first = -1;
-    assert_int_equal(plan_placement_tasks(d, 1, "q", 0.2, p, &first, &err), 0);
+    assert_int_equal(plan_placement_tasks(d, 1, "q", 0, p, &first, &err), 0);
     assert_int_equal(first, 0);
     assert_int_equal(p->ntasks, plan_task_count(d));
     assert_true(p->nedges >= 4 * 4); /* at least the hash exchange's pairs */
