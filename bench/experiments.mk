@@ -34,3 +34,4 @@ experiments: deps
 	@$(MAKE) --no-print-directory build $(BUILD)/bench/exp_tool
 	EXP_TUPLES=$(EXP_TUPLES) EXP_SECONDS=$(EXP_SECONDS) EXP_LAT_SECONDS=$(EXP_LAT_SECONDS) \
 	    EXP_RATE=$(EXP_RATE) FT_MODES="$(FT_MODES)" ./bench/experiments/run.sh --build $(BUILD)
+scenario: $(BUILD)/bench/exp_tool

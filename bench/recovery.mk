@@ -1,5 +1,6 @@
-# Recovery benchmark (issue 7, "Figures"): `make bench-recovery` starts 9
-# ares-node processes in 3 failure domains, kills a whole domain with SIGKILL
+# Recovery benchmark (issues 7 and 17): `make bench-recovery` starts 9
+# ares-node processes in 3 failure domains, each in a CPU cgroup of its own
+# at REC_NODE_CPUS (bench/testbed/lib.sh), kills a whole domain with SIGKILL
 # under a windowed aggregation for ft = replica, checkpoint and upstream, with
 # Nirvana and round-robin placement, checks every run's output against the
 # embedded engine, and measures the throughput cost of replication (replica
@@ -18,4 +19,4 @@ bench-recovery: deps
 # throughput runs: every ft mode's output after a domain is SIGKILLed must
 # equal the embedded engine's (timings are printed, not checked).
 REC_SMOKE = REC_RATE=20000 REC_KEYS=1000 REC_WINDOW=1 REC_SECONDS=6 REC_FAIL_AT=4 REC_PLACEMENTS=nirvana \
-            REC_TP_RUNS=0 REC_CHECKPOINT_INTERVAL='1 second' REC_CHECK_ONLY=1
+            REC_TP_RUNS=0 REC_CHECKPOINT_INTERVAL='1 second' REC_CHECK_ONLY=1 REC_TESTBED=0

@@ -35,7 +35,8 @@ exp_cleanup() {
     [ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$W"
 }
 trap exp_cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
+trap 'exit 141' PIPE
 
 die() {
     echo "$(basename "$0"): $*" >&2

@@ -73,11 +73,15 @@
 #               Skipped when the cluster refuses no ft mode (a build without
 #               fault tolerance) unless EXP_FORCE_RECOVERY=1.
 #
-# Every node has EXP_SLOTS slots (4): 36 for q's 18 tasks and 6 replicas, 12
+# Every node has EXP_SLOTS slots (6): 54 for q's 18 tasks and 6 replicas, 18
 # in a domain, so that no strategy can put the whole query in the
-# coordinator's domain (9 machines' worth of slots, where the default 16 a
-# node let Nirvana and resource-aware pack the query next to its source and
-# sink, which no domain failure but the coordinator's then touched).
+# coordinator's domain (the default 16 a node let Nirvana and resource-aware
+# pack the query next to its source and sink, which no domain failure but
+# the coordinator's then touched), and so that once a domain is lost the
+# four full-speed nodes left still have room for all 24 players (with 4
+# slots, 8 of them had to go to the slowed nodes after every failure, under
+# every strategy: a node at 1/50 of a quota cannot keep up even with its
+# heartbeats, and its peers took it for dead).
 # Every node runs with --dead-ms EXP_DEAD_MS (10000): a node at a small quota
 # is runnable only a few milliseconds a period, and while work floods it,
 # its loop goes seconds without polling its sockets.  Its peers would take it
@@ -94,7 +98,7 @@
 #   EXP_KEYS=1000 EXP_PARALLELISM=6 EXP_LINK_DELAY_MS=5
 #   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.5 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
 #   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
-#   EXP_SLOTS=4 EXP_DEAD_MS=10000
+#   EXP_SLOTS=6 EXP_DEAD_MS=10000
 #   FT_MODES="replica checkpoint upstream" EXP_REC_SECONDS=20 EXP_FAIL_AT=10 EXP_FAIL_DOMAIN=auto
 #   EXP_REC_WAIT_S=30 (how long the output may take to be complete after the input ends)
 #   EXP_KILL_LEAD_MS=100 EXP_REC_LATE_MS=250
@@ -122,7 +126,7 @@ EXP_LINK_DELAY_MS=${EXP_LINK_DELAY_MS:-5}
 EXP_STRATEGIES=${EXP_STRATEGIES:-nirvana nirvana-no-recovery round-robin resource-aware random}
 EXP_JOIN=${EXP_JOIN:-1}
 EXP_DEAD_MS=${EXP_DEAD_MS:-10000}
-EXP_SLOTS=${EXP_SLOTS:-4}
+EXP_SLOTS=${EXP_SLOTS:-6}
 FT_MODES=${FT_MODES-replica checkpoint upstream}
 EXP_REC_SECONDS=${EXP_REC_SECONDS:-20}
 EXP_FAIL_AT=${EXP_FAIL_AT:-10}

@@ -75,12 +75,15 @@
 #   REC_TP_LOG=1 (each throughput round also runs ft = replica with SET shadow = 'log': figure log_copy_overhead_pct)
 #   REC_CHECKPOINT_INTERVAL='2 seconds' (default: the cluster's, 10 s)
 #   REC_CHECK_ONLY=1 (bench-smoke: no target lines)
+#   REC_TESTBED=1 REC_NODE_CPUS=0.15 (every node in its own CPU cgroup at that quota,
+#   bench/testbed/lib.sh; REC_TESTBED=0: uncapped, the nodes share the machine)
 #   KEEP_SCRATCH=1 (keep the logs and raw data in /tmp/ares-rec.*)
 set -u
 export LC_ALL=C
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIB_NAME=recovery LIB_SCRATCH=ares-rec
 . "$ROOT/bench/experiments/lib.sh"
+. "$ROOT/bench/testbed/lib.sh"
 REC_RATE=${REC_RATE:-100000}
 REC_KEYS=${REC_KEYS:-10000}
 REC_WINDOW=${REC_WINDOW:-5}
@@ -98,7 +101,15 @@ REC_TP_EVENT_RATE=${REC_TP_EVENT_RATE:-100000}
 REC_TP_RUNS=${REC_TP_RUNS:-5}
 REC_TP_LOG=${REC_TP_LOG:-1}
 REC_COORD=${REC_COORD:-1}
+REC_TESTBED=${REC_TESTBED:-1}
+REC_NODE_CPUS=${REC_NODE_CPUS:-0.15}
 T0=$(date +%s)
+# the testbed (bench/testbed/lib.sh): every node capped at REC_NODE_CPUS in
+# a CPU cgroup of its own, so that ten nodes take at most 1.5 of the
+# machine's CPUs and the generator and clients are not what limits them
+if [ "$REC_TESTBED" = 1 ]; then
+    for n in c0 sb n1 n2 n3 n4 n5 n6 n7 n8; do tb_group "$n" "$REC_NODE_CPUS"; done
+fi
 say() { echo "recovery: $*" >&2; }
 figure() { echo "figure: $1 = $2${3:+ $3}"; }
 tag() { echo "$1" | tr -d -; }
