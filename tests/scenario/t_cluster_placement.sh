@@ -76,9 +76,11 @@ for s in $STRATS; do
 done
 
 grep -q '^"\?equilibrium: yes' place_nirvana.csv || { cat place_nirvana.csv; fail "nirvana is not at an equilibrium"; }
-# the slowed nodes run little of nirvana's query
-slow=$(awk -F, '$3 == "task" && ($4 == "n2" || $4 == "n5" || $4 == "n8") && $2 !~ /source|sink/' place_nirvana.csv | wc -l)
-[ "$slow" -le 1 ] || { cat place_nirvana.csv; fail "nirvana put $slow tasks on slowed nodes"; }
+# the slowed nodes (0.2 CPU against the others' CPUs) run none of the tasks
+# that carry the stream under nirvana (a PROJECT after the aggregate takes
+# about 1 % of the rows: the seed model may put it there, docs/nirvana.md)
+slow=$(awk -F, '$3 == "task" && ($4 == "n2" || $4 == "n5" || $4 == "n8") && $2 ~ /WINDOW|AGGREGATE/' place_nirvana.csv | wc -l)
+[ "$slow" = 0 ] || { cat place_nirvana.csv; fail "nirvana put $slow window or aggregate tasks on slowed nodes"; }
 
 # ---- 2. the outputs equal the embedded engine's
 SUBS=""

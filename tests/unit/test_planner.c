@@ -275,10 +275,19 @@ static void test_dag_placement(void **state)
     nirvana_config c;
     nirvana_config_init(&c);
     nirvana_result *r;
+    /* the seed rate keeps the live nodes half busy: loads sum to half of
+     * the 6 x 1.0 + 3 x 0.1 CPUs */
+    double sum = 0;
+    for (int k = 0; k < p->ntasks; k++) sum += p->tasks[k].load;
+    assert_true(sum > 0.49 * 6.3 && sum < 0.51 * 6.3);
     assert_int_equal(nirvana_place(p, &c, &r, &err), 0);
     assert_true(r->converged);
     for (int i = 0; i < r->nplayers; i++) {
         assert_true(r->players[i].node >= 0);
+        /* the tasks that carry the stream avoid the nodes at a tenth */
+        const char *tn = p->tasks[r->players[i].task].name;
+        if (r->players[i].replica < 0 && (strstr(tn, "WINDOW") || strstr(tn, "AGGREGATE")))
+            assert_int_not_equal(r->players[i].node % 3, 2);
         if (r->players[i].replica >= 0) {
             int primary = r->players[r->players[i].task].node; /* primaries come first, by task */
             assert_int_not_equal(p->nodes[r->players[i].node].domain, p->nodes[primary].domain);
