@@ -196,10 +196,11 @@ struct cli_ingest_opts {
  * input was cut short: the ingest closes without ending the stream). */
 enum { CLI_SHOW_REJECTS = 10 };
 int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, exec_ingest_stats *st);
-/* Rows of an ingest into stream dropped as late: a warning with their count
- * on stderr (when late > 0); returns CLI_ELATE for a run that was CLI_OK,
- * unless allow_late, and rc otherwise. */
-int cli_late_report(const char *stream, int64_t late, int allow_late, int rc);
+/* Rows of an ingest into stream dropped as late (st->late; st->late_partial:
+ * at least that many): a warning with their count on stderr (when late >
+ * 0); returns CLI_ELATE for a run that was CLI_OK, unless allow_late, and rc
+ * otherwise. */
+int cli_late_report(const char *stream, const exec_ingest_stats *st, int allow_late, int rc);
 
 /* The shell runs one push query or SUBSCRIBE at a time: the rows of two
  * would interleave with nothing to say which is which.  A second one is

@@ -272,9 +272,9 @@ static int ingest(rsess *s, const cli_cluster *r)
     }
     if (st.rejected > 0 && (r->strict || st.rows == 0)) {
         cli_error(NULL, "%s", r->strict ? "input lines were rejected (--strict)" : "every input line was rejected");
-        return cli_late_report(r->ingest, st.late, r->allow_late, CLI_EINPUT);
+        return cli_late_report(r->ingest, &st, r->allow_late, CLI_EINPUT);
     }
-    return cli_late_report(r->ingest, st.late, r->allow_late, CLI_OK);
+    return cli_late_report(r->ingest, &st, r->allow_late, CLI_OK);
 }
 
 /* \copy on a cluster: the file goes through the coordinator to the

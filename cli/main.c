@@ -320,7 +320,7 @@ int main(int argc, char **argv)
             cli_error(NULL, "%s", strict ? "input lines were rejected (--strict)" : "every input line was rejected");
             rc = CLI_EINPUT;
         }
-        if (rc == CLI_OK || rc == CLI_EINPUT) rc = cli_late_report(ingest, st.late, allow_late, rc);
+        if (rc == CLI_OK || rc == CLI_EINPUT) rc = cli_late_report(ingest, &st, allow_late, rc);
     }
 
     if (rc == CLI_OK || (rc == CLI_EINPUT && ingest)) {

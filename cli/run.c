@@ -762,14 +762,17 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
     return rc;
 }
 
-int cli_late_report(const char *stream, int64_t late, int allow_late, int rc)
+int cli_late_report(const char *stream, const exec_ingest_stats *st, int allow_late, int rc)
 {
+    int64_t late = st->late;
     if (late <= 0) return rc;
     fflush(stdout);
     fprintf(stderr,
-            "ares-sql: warning: %lld row%s of stream %s %s late and dropped: the windows %s belonged to had "
-            "already closed (behind the watermark; SHOW QUERIES counts them as late)\n",
-            (long long)late, late == 1 ? "" : "s", stream, late == 1 ? "was" : "were", late == 1 ? "it" : "they");
+            "ares-sql: warning: %s%lld row%s of stream %s %s late and dropped: the windows %s belonged to had "
+            "already closed (behind the watermark; SHOW QUERIES counts them as late%s)\n",
+            st->late_partial ? "at least " : "", (long long)late, late == 1 ? "" : "s", stream,
+            late == 1 ? "was" : "were", late == 1 ? "it" : "they",
+            st->late_partial ? ", with those that window tasks on other nodes dropped" : "");
     return rc == CLI_OK && !allow_late ? CLI_ELATE : rc;
 }
 
@@ -971,7 +974,7 @@ static int meta_copy(cli *c, cli_script *s, const char *src, size_t n, const cha
         return c->interactive ? CLI_OK : CLI_INTR;
     }
     if (rc != CLI_OK) return rc == CLI_EINPUT ? CLI_ESQL : rc;
-    cli_late_report(stream, st.late, 1, rc);
+    cli_late_report(stream, &st, 1, rc);
     if (st.rejected)
         say(c, "COPY %lld (%lld line%s rejected)", (long long)st.rows, (long long)st.rejected,
             st.rejected == 1 ? "" : "s");

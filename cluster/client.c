@@ -332,6 +332,7 @@ static void on_result(clu_client *c, const wire_msg *m, uint16_t flags)
             c->ing_st.rejected = (int64_t)be64_get(r.p + 16);
         }
         if (r.len >= 32) c->ing_st.late = (int64_t)be64_get(r.p + 24);
+        if (r.len >= 40) c->ing_st.late_partial = be64_get(r.p + 32) != 0;
         c->cur_done = 1;
         break;
     default: break;

@@ -138,6 +138,10 @@ struct pend {
     int moving;         /* a forwarded ingest whose home was lost: it goes to the next home */
     char *stream;       /* PK_FWD_INGEST: the stream */
     void (*done)(node *n, pend *p);
+    /* PK_GATHER: each node's table goes to take; gb holds what it builds */
+    void (*take)(node *n, pend *p, const char *from, const batch *b);
+    void (*fin)(node *n, pend *p); /* ... and answers the client */
+    batch gb;
     cquery *q;
     pend *next;
 };
@@ -387,6 +391,7 @@ static void pend_free(pend *p)
     if (!p) return;
     free(p->stream);
     free(p->wait);
+    batch_fini(&p->gb);
     free(p);
 }
 
@@ -1402,64 +1407,156 @@ static void take_stream_stats(coord *co, const char *home, const batch *b)
     }
 }
 
-typedef struct local_stats {
-    coord *co;
-    const char *home;
-} local_stats;
-
-static int ls_rows(void *ctx, const batch *b)
+static void streams_take(node *n, pend *p, const char *from, const batch *b)
 {
-    local_stats *l = ctx;
-    take_stream_stats(l->co, l->home, b);
+    (void)p;
+    take_stream_stats(n->co, from, b);
+}
+
+/* A statement's table here and on some nodes (want(n, peer) = 1), each
+ * given to take, then fin(n, client, req) answers the client; 1 while nodes
+ * answer, as job_broadcast, 0 when fin ran at once. */
+typedef struct gather_here {
+    node *n;
+    pend *p;
+} gather_here;
+
+static int gh_rows(void *ctx, const batch *b)
+{
+    gather_here *g = ctx;
+    g->p->take(g->n, g->p, g->n->cfg.name, b);
     return 0;
 }
 
-static void streams_table(node *n, cs *s, uint64_t req);
+static void gather_fin(node *n, pend *p);
 
-static void streams_gathered(node *n, pend *p)
+static int gather(node *n, cs *s, uint64_t req, const ast_stmt *st, const char *sql, int (*want)(const peer *x),
+                  void (*take)(node *n, pend *p, const char *from, const batch *b), void (*fin)(node *n, pend *p),
+                  xerr *err)
 {
-    if (!p->client) return;
-    streams_table(n, p->client, p->creq);
-    job_step_done(n, p);
-}
-
-/* SHOW STREAMS in a cluster: where each stream lives and, from its home,
- * its rows, rejected lines, watermark and log size (each home answers a
- * SHOW STREAMS of its own; a home that does not answer leaves NULLs).
- * 1 while homes answer, as job_broadcast. */
-static int show_streams(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
-{
-    coord *co = n->co;
-    for (int i = 0; i < co->nstreams; i++) co->streams[i].known = 0;
-    local_stats l = {co, n->cfg.name};
-    exec_out out = {.ctx = &l, .rows = ls_rows};
-    int rc = engine_exec(n->eng, st, &out, err);
-    if (rc) return rc;
     pend *p = pend_new(n, PK_GATHER);
     if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
     p->client = s;
     p->creq = req;
+    p->take = take;
+    gather_here g = {n, p};
+    exec_out out = {.ctx = &g, .rows = gh_rows};
+    int rc = engine_exec(n->eng, st, &out, err);
     wire_msg m = {.type = WIRE_QUERY};
     m.u.query.req_id = p->id;
-    m.u.query.sql = wire_str_of("SHOW STREAMS;");
+    m.u.query.sql = wire_str_of(sql);
     sbuf b;
     sbuf_init(&b);
-    rc = wire_msg_payload(&b, &m, err);
+    if (!rc) rc = wire_msg_payload(&b, &m, err);
     for (int i = 0; !rc && i < n->npeers; i++) {
         peer *x = n->peers[i];
-        int home = 0;
-        for (int k = 0; k < co->nstreams && !home; k++) home = !strcmp(co->streams[k].home, x->name);
-        if (home && alive(x) && cs_send(x->link, WIRE_QUERY, 0, b.p, b.len) == 0) rc = pend_wait_for(p, x);
+        if (want(x) && cs_send(x->link, WIRE_QUERY, 0, b.p, b.len) == 0) rc = pend_wait_for(p, x);
     }
     sbuf_fini(&b);
     if (rc || p->nwait == 0) {
         pend_unlink(n, p);
+        if (!rc) fin(n, p);
         pend_free(p);
-        if (!rc) streams_table(n, s, req);
         return rc;
     }
-    p->done = streams_gathered;
+    p->done = gather_fin;
+    p->fin = fin;
     return 1;
+}
+
+static void gather_fin(node *n, pend *p)
+{
+    if (!p->client) return;
+    p->fin(n, p);
+    job_step_done(n, p);
+}
+
+static void streams_table(node *n, cs *s, uint64_t req);
+
+static void streams_fin(node *n, pend *p)
+{
+    if (p->client) streams_table(n, p->client, p->creq);
+}
+
+/* SHOW STREAMS in a cluster: where each stream lives and, from its home,
+ * its rows, rejected lines, watermark and log size (every node answers a
+ * SHOW STREAMS of its own, a stream's home's row counts; a home that does
+ * not answer leaves NULLs). */
+static int show_streams(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    for (int i = 0; i < n->co->nstreams; i++) n->co->streams[i].known = 0;
+    return gather(n, s, req, st, "SHOW STREAMS;", alive, streams_take, streams_fin, err);
+}
+
+/* SHOW QUERIES in a cluster: the embedded columns, each query's counts
+ * summed over the nodes that run its tasks (rows_in where its sources run,
+ * rows_out at the sink, late where windows dropped rows; rejected lines:
+ * the most any node saw, as the home and its shadow both decode the input),
+ * its watermark the least any node with input has. */
+enum { SQ_NAME, SQ_IN = 3, SQ_OUT, SQ_IPS, SQ_OPS, SQ_LATE, SQ_REJ, SQ_WM, SQ_NCOLS = 11 };
+
+static int copy_row(batch *to, const val *r)
+{
+    val *d = batch_add_row(to);
+    if (!d) return XE_NOMEM;
+    for (int c = 0; c < to->ncols; c++)
+        if (r[c].type == TY_TEXT) {
+            if (batch_put_text(to, &d[c], r[c].s, r[c].len)) return XE_NOMEM;
+        } else
+            d[c] = r[c];
+    return 0;
+}
+
+static void add_double(val *to, const val *v)
+{
+    if (v->type != TY_DOUBLE) return;
+    *to = val_double((to->type == TY_DOUBLE ? to->d : 0) + v->d);
+}
+
+static int wm_known(const val *v) { return v->type == TY_TEXT && !(v->len == 1 && v->s[0] == '-'); }
+
+static void queries_take(node *n, pend *p, const char *from, const batch *b)
+{
+    (void)n; (void)from;
+    if (b->ncols != SQ_NCOLS) return;
+    if (!p->gb.ncols && batch_init(&p->gb, SQ_NCOLS, 8)) return;
+    int first = from == n->cfg.name; /* the coordinator's own rows come first */
+    for (int r = 0; r < b->nrows; r++) {
+        const val *v = batch_row(b, r);
+        if (first) {
+            copy_row(&p->gb, v);
+            continue;
+        }
+        for (int i = 0; i < p->gb.nrows; i++) {
+            val *t = batch_row(&p->gb, i);
+            if (t[SQ_NAME].len != v[SQ_NAME].len || memcmp(t[SQ_NAME].s, v[SQ_NAME].s, v[SQ_NAME].len)) continue;
+            t[SQ_IN].i += v[SQ_IN].i;
+            t[SQ_OUT].i += v[SQ_OUT].i;
+            t[SQ_LATE].i += v[SQ_LATE].i;
+            if (v[SQ_REJ].i > t[SQ_REJ].i) t[SQ_REJ].i = v[SQ_REJ].i;
+            add_double(&t[SQ_IPS], &v[SQ_IPS]);
+            add_double(&t[SQ_OPS], &v[SQ_OPS]);
+            if (wm_known(&v[SQ_WM]) && (!wm_known(&t[SQ_WM]) || t[SQ_WM].len != v[SQ_WM].len ||
+                                        memcmp(v[SQ_WM].s, t[SQ_WM].s, v[SQ_WM].len) < 0))
+                batch_put_text(&p->gb, &t[SQ_WM], v[SQ_WM].s, v[SQ_WM].len);
+            break;
+        }
+    }
+}
+
+static void queries_fin(node *n, pend *p)
+{
+    static const char *names[] = {"name", "state", "sink", "rows_in", "rows_out", "in_per_s", "out_per_s", "late",
+                                  "rejected", "watermark", "sql"};
+    static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_DOUBLE, TY_DOUBLE,
+                                     TY_BIGINT, TY_BIGINT, TY_TEXT, TY_TEXT};
+    (void)n;
+    if (p->client) send_table(p->client, p->creq, SQ_NCOLS, names, types, &p->gb);
+}
+
+static int show_queries(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    return gather(n, s, req, st, "SHOW QUERIES;", worker, queries_take, queries_fin, err);
 }
 
 static void streams_table(node *n, cs *s, uint64_t req)
@@ -1923,6 +2020,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     case ST_SHOW:
         if (st->show == SHOW_NODES) return show_nodes(n, s, req);
         if (st->show == SHOW_STREAMS) return show_streams(n, s, req, st, err);
+        if (st->show == SHOW_QUERIES) return show_queries(n, s, req, st, err);
         return exec_local(n, s, req, st, err);
     case ST_EXPLAIN:
         if (st->explain_placement && st->name) {
@@ -2228,8 +2326,8 @@ static void on_answer(node *n, cs *s, const wire_msg *m, const wire_frame *f)
         if (part == RES_ROWS && s->peer) {
             batch b = {0};
             xerr e2;
-            if (batch_decode(m->u.result.rows.p + 1, m->u.result.rows.n - 1, &b, &e2) == 0)
-                take_stream_stats(n->co, s->peer->name, &b);
+            if (batch_decode(m->u.result.rows.p + 1, m->u.result.rows.n - 1, &b, &e2) == 0 && p->take)
+                p->take(n, p, s->peer->name, &b);
             batch_fini(&b);
         }
         if (last && s->peer) pend_answered(n, p, s->peer);

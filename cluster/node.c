@@ -1279,11 +1279,12 @@ void node_send_done(cs *to, uint64_t req, const exec_ingest_stats *st)
 {
     exec_ingest_stats z = {0};
     if (!st) st = &z;
-    unsigned char b[32];
+    unsigned char b[40];
     be64_put(b, (uint64_t)st->lines);
     be64_put(b + 8, (uint64_t)st->rows);
     be64_put(b + 16, (uint64_t)st->rejected);
     be64_put(b + 24, (uint64_t)st->late);
+    be64_put(b + 32, (uint64_t)(st->late_partial != 0));
     cs_result(to, req, WIRE_F_LAST, RES_DONE, 0, b, sizeof b);
 }
 

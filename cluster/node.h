@@ -36,7 +36,7 @@ enum res_part {
     RES_ROWS = 2,   /* batch_encode bytes; RESULT.nrows = their rows */
     RES_END = 3,    /* the result ended (WIRE_F_LAST when it ends the request) */
     RES_NOTICE = 4, /* blob text */
-    RES_DONE = 5,   /* the request finished: i64 lines, i64 rows, i64 rejected, i64 late (ingest; else 0) */
+    RES_DONE = 5,   /* the request finished: i64 lines, i64 rows, i64 rejected, i64 late, u64 late_partial (ingest; else 0) */
     RES_REJECT = 6, /* i64 line, blob message: a rejected input line (the first few) */
     RES_ACKED = 7,  /* u64 seq: the chunks of the ingest session up to seq are in (home and shadow) */
     RES_WM = 8,     /* i64: the sink's watermark after the rows before it (subscriptions) */

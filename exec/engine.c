@@ -632,13 +632,18 @@ static int reads_stream(const query *q, int si)
 /* The rows of this ingest that a query dropped as late: the most any query
  * of the stream dropped since the ingest began (a row late for two queries
  * counts once; rows are counted where the tasks that drop them run). */
-static int64_t ingest_late(const exec_ingest *in)
+static int64_t ingest_late(const exec_ingest *in, int *partial)
 {
     int64_t most = 0;
+    *partial = 0;
     for (int i = 0; i < in->e->nqueries; i++) {
         const query *q = in->e->queries[i];
         for (int j = 0; j < in->nq; j++)
             if (in->qid[j] == q->id && q->late - in->late0[j] > most) most = q->late - in->late0[j];
+        /* a window or join task elsewhere (a cluster) counts its own drops */
+        for (int o = 0; o < q->dag->nops && reads_stream(q, in->si); o++)
+            for (int t = 0; (q->ops[o].agg || q->ops[o].join) && t < q->ops[o].ntasks; t++)
+                if (!task_local(q, &q->ops[o], t)) *partial = 1;
     }
     return most;
 }
@@ -754,7 +759,7 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
     if (!rc) rc = end_partial_slice(in->e, in->si, err);
     if (!rc && end_of_stream) rc = end_stream(in->e, in->si, err);
     if (!rc) rc = engine_commit(in->e, err);
-    if (st) st->late = ingest_late(in);
+    if (st) st->late = ingest_late(in, &st->late_partial);
     fmt_decoder_free(in->dec);
     batch_fini(&in->b);
     free(in->qid);

@@ -113,9 +113,11 @@ typedef struct exec_ingest_opts {
 
 /* late: rows of this ingest that a query dropped because their windows had
  * closed (the most any one query of the stream dropped; counted by the
- * tasks of this engine) */
+ * tasks of this engine); late_partial: some window or join task of a query
+ * of the stream runs elsewhere (a cluster), so late may count too few */
 typedef struct exec_ingest_stats {
     int64_t lines, rows, rejected, late;
+    int late_partial;
 } exec_ingest_stats;
 
 /* Start feeding the stream called name.  opts may be NULL (the stream's
