@@ -66,7 +66,11 @@ static char *prompt(EditLine *el)
     shell *sh = NULL;
     el_get(el, EL_CLIENTDATA, &sh);
     static char main_prompt[] = "ares> ", cont_prompt[] = "   -> ";
-    return sh && cli_script_pending(&sh->s) ? cont_prompt : main_prompt;
+    if (!sh || !cli_script_pending(&sh->s)) return main_prompt;
+    /* inside a string, quoted identifier or comment, as psql's '> "> *> */
+    int q = parse_open_quote(sh->s.buf.p, sh->s.buf.len);
+    cont_prompt[3] = q ? (char)q : '-';
+    return cont_prompt;
 }
 
 /* libedit's character source: stdin, but a signal ends the read (-1) so that

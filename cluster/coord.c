@@ -1135,12 +1135,13 @@ static int query_placement_opts(coord *co, const ast_stmt *st, nirvana_strategy 
     const ast_options *w = st->kind == ST_CREATE_QUERY ? st->with : NULL;
     const ast_option *po = ast_option_get(w, "placement"), *ro = ast_option_get(w, "replicas");
     if (po && nirvana_strategy_parse(po->value, s))
-        return xerr_set(err, XE_INVAL, "placement must be 'nirvana', 'nirvana-no-recovery', 'round-robin', "
-                                       "'resource-aware' or 'random', not '%s'", po->value);
+        return xerr_at(err, XE_INVAL, po->line, po->col, "placement must be 'nirvana', 'nirvana-no-recovery', "
+                       "'round-robin', 'resource-aware' or 'random', not '%s'", po->value);
     if (ro) {
         char *end;
         long v = strtol(ro->value, &end, 10);
-        if (*end || v < 0 || v > 8) return xerr_set(err, XE_INVAL, "replicas must be an integer from 0 to 8");
+        if (*end || v < 0 || v > 8)
+            return xerr_at(err, XE_INVAL, ro->line, ro->col, "replicas must be an integer from 0 to 8");
         *R = (int)v;
     }
     return 0;
@@ -1163,8 +1164,14 @@ static int query_ft_opts(coord *co, const ast_stmt *st, engine_ft *ft, int64_t *
     const ast_options *w = st->kind == ST_CREATE_QUERY ? st->with : NULL;
     const ast_option *fo = ast_option_get(w, "ft"), *co_ = ast_option_get(w, "checkpoint_interval");
     if (fo && engine_ft_parse(fo->value, ft))
-        return xerr_set(err, XE_INVAL, "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'", fo->value);
-    return co_ ? interval_ms(co_->value, ckpt, err) : 0;
+        return xerr_at(err, XE_INVAL, fo->line, fo->col, "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'",
+                       fo->value);
+    int rc = co_ ? interval_ms(co_->value, ckpt, err) : 0;
+    if (rc) {
+        err->line = co_->line;
+        err->col = co_->col;
+    }
+    return rc;
 }
 
 /* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
@@ -1203,7 +1210,7 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
     if ((rc = query_placement_opts(co, st, &strat, &R, err))) goto out;
     const ast_option *sink = st->kind == ST_CREATE_QUERY ? ast_option_get(st->with, "sink") : NULL;
     if (sink && strncmp(sink->value, "tcp://", 6) && strncmp(sink->value, "unix://", 7)) {
-        rc = xerr_set(err, XE_INVAL, "sink '%s': a cluster writes socket sinks only (tcp://HOST:PORT or unix:///path, "
+        rc = xerr_at(err, XE_INVAL, sink->line, sink->col, "sink '%s': a cluster writes socket sinks only (tcp://HOST:PORT or unix:///path, "
                                      "from the coordinator); use SUBSCRIBE, or an embedded engine for a file sink",
                       sink->value);
         goto out;
@@ -1829,24 +1836,28 @@ static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr 
     if (!strcmp(st->set_key, "placement")) {
         nirvana_strategy s;
         if (l->type != TY_TEXT || nirvana_strategy_parse(l->s, &s))
-            return xerr_set(err, XE_INVAL, "placement must be 'nirvana', 'round-robin', 'resource-aware' or 'random'");
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col,
+                           "placement must be 'nirvana', 'round-robin', 'resource-aware' or 'random'");
         if (apply) co->placement = s;
     } else if (!strcmp(st->set_key, "replicas")) {
         if (l->type != TY_BIGINT || l->i < 0 || l->i > 8)
-            return xerr_set(err, XE_INVAL, "replicas must be an integer from 0 to 8");
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "replicas must be an integer from 0 to 8");
         if (apply) co->replicas = (int)l->i;
     } else if (!strcmp(st->set_key, "ft")) {
         engine_ft f;
         if (l->type != TY_TEXT || engine_ft_parse(l->s, &f))
-            return xerr_set(err, XE_INVAL, "ft must be 'replica', 'checkpoint', 'upstream' or 'none'");
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col,
+                           "ft must be 'replica', 'checkpoint', 'upstream' or 'none'");
         if (apply) co->ft = f;
     } else if (!strcmp(st->set_key, "shadow")) {
         if (l->type != TY_TEXT || (strcmp(l->s, "input") && strcmp(l->s, "log")))
-            return xerr_set(err, XE_INVAL, "shadow must be 'input' or 'log'");
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "shadow must be 'input' or 'log'");
         if (apply) co->shadow_log = !strcmp(l->s, "log");
     } else if (!strcmp(st->set_key, "checkpoint_interval")) {
         int64_t ms;
-        if (l->type != TY_TEXT) return xerr_set(err, XE_INVAL, "checkpoint_interval must be an interval such as '5 seconds'");
+        if (l->type != TY_TEXT)
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col,
+                           "checkpoint_interval must be an interval such as '5 seconds'");
         int rc = interval_ms(l->s, &ms, err);
         if (rc) return rc;
         if (apply) co->ckpt_ms = ms;

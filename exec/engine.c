@@ -1009,6 +1009,8 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
     const ast_option *o;
     s->retain_bytes = DEFAULT_RETAIN_BYTES;
     if ((o = ast_option_get(st->with, "retention")) && (rc = parse_retention(o->value, s, err))) {
+        err->line = o->line;
+        err->col = o->col;
         stream_free(s);
         return rc;
     }
@@ -1059,7 +1061,7 @@ static int check_options(const ast_options *w, const char **known, const char *w
                 size_t l = strlen(list);
                 snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", known[k]);
             }
-            return xerr_at(err, XE_INVAL, w->v[i].line, w->v[i].col, "unknown %s option '%s' (known: %s)", what,
+            return xerr_at(err, XE_INVAL, w->v[i].key_line, w->v[i].key_col, "unknown %s option '%s' (known: %s)", what,
                            w->v[i].key, list);
         }
     }
@@ -1095,7 +1097,8 @@ static int create_stream(engine *e, const ast_stmt *st, const exec_out *out, xer
     if (o) {
         if (!strncmp(o->value, "tcp://", 6) || !strncmp(o->value, "unix://", 7)) live = 1;
         else if (strncmp(o->value, "file://", 7))
-            return xerr_set(err, XE_INVAL, "source '%s' must be tcp://HOST:PORT, unix:///path or file:///path", o->value);
+            return xerr_at(err, XE_INVAL, o->line, o->col, "source '%s' must be tcp://HOST:PORT, unix:///path or file:///path",
+                           o->value);
     }
     o = ast_option_get(st->with, "format");
     fmt_kind k = FMT_CSV;
@@ -1105,6 +1108,9 @@ static int create_stream(engine *e, const ast_stmt *st, const exec_out *out, xer
     if ((rc = stream_add(e, st, st->text ? st->text : "", err))) return rc;
     stream_rt *s = e->streams[e->nstreams - 1];
     if (live && (rc = io_source_start(e, s->ps->name, s->source, err))) {
+        const ast_option *so = ast_option_get(st->with, "source");
+        err->line = so->line;
+        err->col = so->col;
         e->nstreams--;
         stream_free(s);
         return rc;
@@ -1132,7 +1138,9 @@ static int get_setting_int(const ast_options *w, const char *key, int def, int l
     if (!o) { *out = def; return 0; }
     char *end;
     long v = strtol(o->value, &end, 10);
-    if (*end || v < lo || v > hi) return xerr_set(err, XE_INVAL, "option %s = '%s' must be an integer from %d to %d", key, o->value, lo, hi);
+    if (*end || v < lo || v > hi)
+        return xerr_at(err, XE_INVAL, o->line, o->col, "option %s = '%s' must be an integer from %d to %d", key, o->value,
+                       lo, hi);
     *out = (int)v;
     return 0;
 }
@@ -1197,17 +1205,25 @@ static int create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr
     int64_t ms;
     xerr e2;
     if (fto && engine_ft_parse(fto->value, &ft))
-        return xerr_at(err, XE_INVAL, st->line, st->col,
+        return xerr_at(err, XE_INVAL, fto->line, fto->col,
                        "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'", fto->value);
     if (cio && (plan_parse_interval(cio->value, &ms, &e2) || ms <= 0))
-        return xerr_at(err, XE_INVAL, st->line, st->col,
+        return xerr_at(err, XE_INVAL, cio->line, cio->col,
                        "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", cio->value);
+    const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
+    fmt_kind fk;
+    if (fo && (fmt_kind_parse(fo->value, &fk) || (fk != FMT_CSV && fk != FMT_JSON)))
+        return xerr_at(err, XE_INVAL, fo->line, fo->col, "unknown sink format '%s' (csv or json)", fo->value);
     query *q;
     if ((rc = engine_commit(e, err))) return rc;
     if ((rc = query_new(e, st->select, st->with, st->name, st->text ? st->text : "", e->next_query_id, &q, err)))
         return rc;
-    const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
-    if (so && (rc = sink_open(q, so->value, fo ? fo->value : NULL, 0, err))) { query_free(q); return rc; }
+    if (so && (rc = sink_open(q, so->value, fo ? fo->value : NULL, 0, err))) {
+        err->line = so->line;
+        err->col = so->col;
+        query_free(q);
+        return rc;
+    }
     char key[300];
     snprintf(key, sizeof key, "query/%s", st->name);
     sbuf v;
@@ -1658,7 +1674,7 @@ static int describe(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
             if (c == s->ps->ts_col) snprintf(note, sizeof note, "event time, watermark delay %lld ms", (long long)s->ps->watermark_ms);
             table_text(&tb, r, 0, s->ps->schema.cols[c].name);
             table_text(&tb, r, 1, sql_type_name(s->ps->schema.cols[c].type));
-            table_text(&tb, r, 2, note[0] ? note : NULL);
+            table_text(&tb, r, 2, note); /* empty, not NULL, where there is nothing to note */
         }
         table_end(&tb, out);
         return 0;
@@ -1767,10 +1783,11 @@ static int unknown_setting(const ast_stmt *st, const char *name, xerr *err)
         if (d < bestd) { bestd = d; best = settings[i].name; }
     }
     const char *lists = st->kind == ST_SHOW ? "; SHOW STREAMS, QUERIES, NODES or SETTINGS lists what there is" : "";
+    int line = st->kind == ST_SET ? st->set_key_line : st->line, col = st->kind == ST_SET ? st->set_key_col : st->col;
     if (best)
-        return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s'; did you mean '%s'? (known: %s%s)", name,
-                       best, list, lists);
-    return xerr_at(err, XE_INVAL, st->line, st->col, "unknown setting '%s' (known: %s%s)", name, list, lists);
+        return xerr_at(err, XE_INVAL, line, col, "unknown setting '%s'; did you mean '%s'? (known: %s%s)", name, best,
+                       list, lists);
+    return xerr_at(err, XE_INVAL, line, col, "unknown setting '%s' (known: %s%s)", name, list, lists);
 }
 
 /* The value in force: what SET stored, else the default. */
@@ -1830,12 +1847,12 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     const char *k = st->set_key;
     if (!strcmp(k, "parallelism")) {
         if (l->type != TY_BIGINT || l->i < 1 || l->i > 64)
-            return xerr_at(err, XE_INVAL, st->line, st->col, "parallelism must be an integer from 1 to 64");
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "parallelism must be an integer from 1 to 64");
         e->parallelism = (int)l->i;
     } else if (!strcmp(k, "placement")) {
         nirvana_strategy ns;
         if (nirvana_strategy_parse(val_text, &ns))
-            return xerr_at(err, XE_INVAL, st->line, st->col,
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col,
                            "placement must be 'nirvana', 'nirvana-no-recovery', 'round-robin', 'resource-aware' or "
                            "'random'");
         snprintf(e->placement, sizeof e->placement, "%.31s", val_text);
@@ -1843,21 +1860,21 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
         /* used by a cluster (cluster/coord.c); an embedded engine has no failures to survive */
         engine_ft ft;
         if (engine_ft_parse(val_text, &ft))
-            return xerr_at(err, XE_INVAL, st->line, st->col,
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col,
                            "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'", val_text);
     } else if (!strcmp(k, "checkpoint_interval")) {
         int64_t ms;
         xerr e2;
         if (plan_parse_interval(val_text, &ms, &e2) || ms <= 0)
-            return xerr_at(err, XE_INVAL, st->line, st->col,
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col,
                            "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", val_text);
     } else if (!strcmp(k, "shadow")) {
         /* used by a cluster: how a stream's shadow home keeps up */
         if (strcmp(val_text, "input") && strcmp(val_text, "log"))
-            return xerr_at(err, XE_INVAL, st->line, st->col, "shadow must be 'input' or 'log', not '%s'", val_text);
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "shadow must be 'input' or 'log', not '%s'", val_text);
     } else if (!strcmp(k, "replicas")) {
         if (l->type != TY_BIGINT || l->i < 0 || l->i > 8)
-            return xerr_at(err, XE_INVAL, st->line, st->col, "replicas must be an integer from 0 to 8");
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "replicas must be an integer from 0 to 8");
     } else
         return unknown_setting(st, k, err);
     char key[160];
@@ -1890,7 +1907,9 @@ int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err)
         return xerr_set(err, XE_PLAN, "not a query");
     }
     plan_opts po = {e->parallelism};
-    if ((rc = get_setting_int(st->with, "parallelism", e->parallelism, 1, 64, &po.parallelism, err)) == 0)
+    /* a cluster plans here first: the options are checked as a CREATE QUERY's are */
+    if ((rc = check_options(st->with, known_query_options, "query", err)) == 0 &&
+        (rc = get_setting_int(st->with, "parallelism", e->parallelism, 1, 64, &po.parallelism, err)) == 0)
         rc = plan_query(st->select, &e->cat, &po, out, err);
     ast_stmt_free(st);
     return rc;

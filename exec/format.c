@@ -680,7 +680,8 @@ static int why_not(char *why, size_t cap, const char *s, size_t n, const char *w
 {
     char q[200];
     quote_for_msg(s, n, q, sizeof q);
-    if (why && cap) snprintf(why, cap, "%s %s %s", q, what, sql_type_name(t));
+    const char *a = !strcmp(what, "is not") && t != TY_NULL ? sql_type_article(t) : NULL;
+    if (why && cap) snprintf(why, cap, "%s %s%s%s %s", q, what, a ? " " : "", a ? a : "", sql_type_name(t));
     return XE_INPUT;
 }
 
@@ -716,18 +717,18 @@ static int parse_double(const char *s, size_t n, double *out, char *why, size_t 
 {
     if (parse_decimal(s, n, out) == 0) return 0;
     char tmp[512];
-    if (n >= sizeof tmp) return why_not(why, cap, s, n, "is not a", TY_DOUBLE);
+    if (n >= sizeof tmp) return why_not(why, cap, s, n, "is not", TY_DOUBLE);
     memcpy(tmp, s, n);
     tmp[n] = '\0';
     /* strtod would accept "inf", "nan" and hex; refuse the first two. */
     for (size_t i = 0; i < n; i++) {
         char c = tmp[i];
-        if (c == 'i' || c == 'I' || c == 'n' || c == 'N') return why_not(why, cap, s, n, "is not a", TY_DOUBLE);
+        if (c == 'i' || c == 'I' || c == 'n' || c == 'N') return why_not(why, cap, s, n, "is not", TY_DOUBLE);
     }
     char *end;
     errno = 0;
     double d = strtod(tmp, &end);
-    if (end == tmp || *end) return why_not(why, cap, s, n, "is not a", TY_DOUBLE);
+    if (end == tmp || *end) return why_not(why, cap, s, n, "is not", TY_DOUBLE);
     if (errno == ERANGE && isinf(d)) return why_not(why, cap, s, n, "is out of range for", TY_DOUBLE);
     *out = d;
     return 0;
@@ -761,7 +762,7 @@ int fmt_parse_value(sql_type t, const char *s, size_t n, int empty_is_null, val 
     case TY_INTERVAL: {
         int rc = parse_i64(s, n, &i);
         if (rc == -2) return why_not(why, whylen, s, n, "is out of range for", t);
-        if (rc < 0) return why_not(why, whylen, s, n, "is not a", t);
+        if (rc < 0) return why_not(why, whylen, s, n, "is not", t);
         *out = val_int(t, i);
         return 0;
     }
@@ -772,12 +773,12 @@ int fmt_parse_value(sql_type t, const char *s, size_t n, int empty_is_null, val 
         return 0;
     }
     case TY_BOOL:
-        if (parse_bool(s, n, &i) < 0) return why_not(why, whylen, s, n, "is not a", t);
+        if (parse_bool(s, n, &i) < 0) return why_not(why, whylen, s, n, "is not", t);
         *out = val_int(TY_BOOL, i);
         return 0;
     case TY_TIMESTAMP:
         if (fmt_parse_timestamp(s, n, &i) < 0)
-            return why_not(why, whylen, s, n, parse_i64(s, n, &i) != -1 ? "is out of range for" : "is not a", t);
+            return why_not(why, whylen, s, n, parse_i64(s, n, &i) != -1 ? "is out of range for" : "is not", t);
         *out = val_int(TY_TIMESTAMP, i);
         return 0;
     default: return why_not(why, whylen, s, n, "is not", TY_NULL);
@@ -1466,7 +1467,7 @@ static int json_value(const json_t *j, sql_type t, val *out, char *why, size_t c
         if (json_is_real(j)) {
             char num[FMT_DOUBLE_BUF];
             fmt_double(json_real_value(j), num);
-            snprintf(why, cap, "%s is not a %s", num, sql_type_name(t));
+            snprintf(why, cap, "%s is not %s %s", num, sql_type_article(t), sql_type_name(t));
             return XE_INPUT;
         }
         break;
@@ -1495,7 +1496,7 @@ static int json_value(const json_t *j, sql_type t, val *out, char *why, size_t c
             const char *s = json_string_value(j);
             size_t n = json_string_length(j);
             if (fmt_parse_timestamp(s, n, &i) == 0) return *out = val_int(TY_TIMESTAMP, i), 0;
-            why_not(why, cap, s, n, "is not a", TY_TIMESTAMP);
+            why_not(why, cap, s, n, "is not", TY_TIMESTAMP);
             return XE_INPUT;
         }
         break;

@@ -841,11 +841,7 @@ ast_options *ast_options_add(pctx *P, ast_options *l, const token *key, optval v
         return oom(P);
     }
     if (ast_option_get(l, lk)) pctx_error(P, key->line, key->col, "duplicate option '%s'", lk);
-    l->v[l->n].key = lk;
-    l->v[l->n].value = val;
-    l->v[l->n].line = v.t.line;
-    l->v[l->n].col = v.t.col;
-    l->v[l->n++].quoted = quoted;
+    l->v[l->n++] = (ast_option){lk, val, quoted, key->line, key->col, v.line, v.col};
     return l;
 }
 
@@ -1016,6 +1012,10 @@ ast_stmt *ast_mk_set(pctx *P, const token *key, optval v)
     ast_stmt *s = new_stmt(P, ST_SET);
     if (!s) return NULL;
     if (!(s->set_key = ident_text(key))) P->oom = 1;
+    s->set_key_line = key->line;
+    s->set_key_col = key->col;
+    s->set_line = v.line;
+    s->set_col = v.col;
     ast_lit *l = &s->set_value;
     switch (v.t.code) {
     case TK_STRING_LIT:
@@ -1122,6 +1122,8 @@ const char *sql_type_name(sql_type t)
     }
     return "?";
 }
+
+const char *sql_type_article(sql_type t) { return t == TY_INT || t == TY_INTERVAL ? "an" : "a"; }
 
 const char *ast_op_text(ast_op op)
 {

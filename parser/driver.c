@@ -71,6 +71,10 @@ const char *const parse_keywords[] = {
     "TRUE", "TUMBLING", "UNNEST", "VALUES", "VARCHAR", "WHEN", "WHERE", "WINDOW", "WITH", "WITHIN", NULL,
 };
 
+/* What a SET that does not parse names (the engine's settings, as SHOW
+ * SETTINGS lists them: t_engine_errors checks that they agree). */
+#define SETTINGS "parallelism, placement, replicas, ft, checkpoint_interval, shadow"
+
 /* ------------------------------------------------------------------ tokens of a whole input */
 
 typedef struct stmt_span {
@@ -205,8 +209,20 @@ static void describe_token(const token *t, char *out, size_t n)
         snprintf(out, n, "'%.*s'", (int)t->len, t->s);
 }
 
-/* The message for a syntax error at toks[k] (k == n: at the end). */
+static void syntax_message_of(const token *toks, int n, int k, const token *end, parse_error *e);
+
+/* The message for a syntax error at toks[k] (k == n: at the end).  A SET
+ * that does not parse also says what SET takes. */
 static void syntax_message(const token *toks, int n, int k, const token *end, parse_error *e)
+{
+    syntax_message_of(toks, n, k, end, e);
+    if (n > 0 && toks[0].code == TK_SET) {
+        size_t len = strlen(e->msg);
+        snprintf(e->msg + len, sizeof e->msg - len, " (SET name = value; settings: " SETTINGS ")");
+    }
+}
+
+static void syntax_message_of(const token *toks, int n, int k, const token *end, parse_error *e)
 {
     unsigned char ok[TK_NOT_LA + 1];
     expected_set(toks, k, ok);
@@ -525,8 +541,12 @@ void parse_text_pos(const ast_stmt *st, int line, int col, int *in_line, int *in
     *in_col = line == 1 ? st->col + col - 1 : col;
 }
 
-int parse_is_complete(const char *src, size_t len)
+/* The code of src's last token (-1: a lexical error, 0: none or the input
+ * ends inside a string, quoted identifier or comment, whose first character
+ * goes to *open; else *open is 0). */
+static int last_token(const char *src, size_t len, int *open)
 {
+    *open = 0;
     char *buf = malloc(len + 1);
     if (!buf) return 0;
     if (len) memcpy(buf, src, len);
@@ -540,6 +560,7 @@ int parse_is_complete(const char *src, size_t len)
         if (code == LEX_ERROR) {
             if (lx.err_fatal) {
                 last = 0;
+                *open = *lx.err_at;
                 break;
             }
             last = -1;
@@ -549,5 +570,18 @@ int parse_is_complete(const char *src, size_t len)
         last = code;
     }
     free(buf);
-    return last == TK_SEMI;
+    return last;
+}
+
+int parse_is_complete(const char *src, size_t len)
+{
+    int open;
+    return last_token(src, len, &open) == TK_SEMI;
+}
+
+int parse_open_quote(const char *src, size_t len)
+{
+    int open;
+    last_token(src, len, &open);
+    return open == '/' ? '*' : open;
 }

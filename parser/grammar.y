@@ -185,14 +185,14 @@ options(A) ::= options(L) COMMA ID(K) EQ optval(V). { A = ast_options_add(P, L, 
 
 /* A WITH or SET value: 'string', number, -number, TRUE, FALSE or identifier. */
 %type optval {optval}
-optval(A) ::= STRING_LIT(T).        { A.t = T; A.neg = 0; }
-optval(A) ::= INTEGER_LIT(T).       { A.t = T; A.neg = 0; }
-optval(A) ::= FLOAT_LIT(T).         { A.t = T; A.neg = 0; }
-optval(A) ::= MINUS INTEGER_LIT(T). { A.t = T; A.neg = 1; }
-optval(A) ::= MINUS FLOAT_LIT(T).   { A.t = T; A.neg = 1; }
-optval(A) ::= TRUE(T).              { A.t = T; A.neg = 0; }
-optval(A) ::= FALSE(T).             { A.t = T; A.neg = 0; }
-optval(A) ::= ID(T).                { A.t = T; A.neg = 0; }
+optval(A) ::= STRING_LIT(T).        { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
+optval(A) ::= INTEGER_LIT(T).       { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
+optval(A) ::= FLOAT_LIT(T).         { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
+optval(A) ::= MINUS(M) INTEGER_LIT(T). { A.t = T; A.neg = 1; A.line = M.line; A.col = M.col; }
+optval(A) ::= MINUS(M) FLOAT_LIT(T).   { A.t = T; A.neg = 1; A.line = M.line; A.col = M.col; }
+optval(A) ::= TRUE(T).              { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
+optval(A) ::= FALSE(T).             { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
+optval(A) ::= ID(T).                { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
 
 /* ------------------------------------------------------------------ INSERT */
 

@@ -37,6 +37,7 @@ typedef struct lexer {
     /* the last error (lex_next returned LEX_ERROR) */
     int err_line, err_col;
     int err_fatal; /* 1 when the rest of the input cannot be tokenised */
+    const unsigned char *err_at; /* where the error is: an unterminated quote's or comment's start */
     char err_msg[128];
 } lexer;
 
@@ -89,6 +90,7 @@ typedef struct ival {
 typedef struct optval {
     token t;
     int neg;
+    int line, col; /* where it starts: the '-' or t */
 } optval;
 
 /* JOIN source ON expr WITHIN interval, before it is folded into a select. */

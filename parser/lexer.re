@@ -51,6 +51,7 @@ static int lex_error(lexer *lx, const unsigned char *at, int fatal, const char *
 {
     lex_pos(lx, at, &lx->err_line, &lx->err_col);
     lx->err_fatal = fatal;
+    lx->err_at = at;
     snprintf(lx->err_msg, sizeof lx->err_msg, "%s", msg);
     return LEX_ERROR;
 }

@@ -38,6 +38,8 @@ typedef enum sql_type {
 } sql_type;
 
 const char *sql_type_name(sql_type t); /* "BIGINT", "TEXT", ... */
+/* "a" or "an", as the name is said: "an INT", "a BIGINT" */
+const char *sql_type_article(sql_type t);
 
 /* A literal value as written in SQL. */
 typedef struct ast_lit {
@@ -167,7 +169,8 @@ typedef struct ast_option {
     char *key;   /* lower case */
     char *value; /* the text of the value */
     int quoted;  /* 1 when written as a 'string', 0 for a number or identifier */
-    int line, col; /* where the value is, for errors about it */
+    int key_line, key_col; /* where the key is, 1-based, for errors */
+    int line, col;         /* where the value is */
 } ast_option;
 
 typedef struct ast_options {
@@ -229,6 +232,7 @@ typedef struct ast_stmt {
     int explain_json;     /* EXPLAIN (FORMAT JSON) */
     char *set_key;        /* SET key = value (key lower case) */
     ast_lit set_value;    /* a string, number, boolean or identifier (identifier as TY_TEXT) */
+    int set_key_line, set_key_col, set_line, set_col; /* where key and value are */
 } ast_stmt;
 
 /* ------------------------------------------------------------------ parsing */
@@ -273,6 +277,10 @@ void parse_text_pos(const ast_stmt *st, int line, int col, int *in_line, int *in
  * ends (ignoring trailing whitespace and comments) in a ';' that is not inside
  * a string, quoted identifier or comment; 0 otherwise. */
 int parse_is_complete(const char *src, size_t len);
+
+/* For the shell's continuation prompt: what src ends inside of: '\'' a
+ * string, '"' a quoted identifier, '*' a comment, or 0. */
+int parse_open_quote(const char *src, size_t len);
 
 /* The keywords of the language, upper case, NULL-terminated (for completion). */
 extern const char *const parse_keywords[];

@@ -273,8 +273,14 @@ static int resolve_col(const bind_scope *sc, const ast_expr *e, int *pos, sql_ty
         if (sc->windowed && (!strcmp(e->name, "window_start") || !strcmp(e->name, "window_end")))
             return xerr_at(err, XE_PLAN, e->line, e->col,
                            "'%s' can only be selected in an aggregation over a window", e->name);
+        for (int i = 0; !e->qual && sc->items && i < sc->items->n; i++)
+            if (sc->items->v[i].alias && !strcmp(sc->items->v[i].alias, e->name))
+                return xerr_at(err, XE_NAME, e->line, e->col,
+                               "unknown column '%s': a select-list alias cannot be referenced in the same SELECT "
+                               "list, WHERE or HAVING; repeat its expression", e->name);
         char best[128] = "";
-        int bestd = 3;
+        /* a one- or two-letter name is near every other short one */
+        int len = (int)strlen(e->name), bestd = len < 3 ? len : 3;
         suggest_cb_col(sc, e->name, best, sizeof best, &bestd);
         if (best[0])
             return xerr_at(err, XE_NAME, e->line, e->col, "unknown column '%s%s%s'; did you mean '%s'?",

@@ -18,6 +18,7 @@ typedef struct bind_scope {
     int nsides;
     bind_side side[2];
     int windowed; /* for the error message about window_start / window_end */
+    const ast_items *items; /* the SELECT list, whose aliases an error names (or NULL) */
 } bind_scope;
 
 int bind_expr(const bind_scope *sc, const ast_expr *x, plan_expr **out, xerr *err);

@@ -132,14 +132,14 @@ int plan_stream_from_ast(const ast_stmt *st, plan_stream **out, xerr *err)
             c = plan_schema_find(&s->schema, low);
         }
         if (c < 0) {
-            xerr_at(err, XE_NAME, st->line, st->col, "timestamp column '%s' is not a column of stream '%s'", o->value,
+            xerr_at(err, XE_NAME, o->line, o->col, "timestamp column '%s' is not a column of stream '%s'", o->value,
                     s->name);
             plan_stream_free(s);
             return XE_NAME;
         }
         sql_type t = s->schema.cols[c].type;
         if (t != TY_TIMESTAMP && t != TY_BIGINT && t != TY_INT) {
-            xerr_at(err, XE_TYPE, st->line, st->col,
+            xerr_at(err, XE_TYPE, o->line, o->col,
                     "timestamp column '%s' must be TIMESTAMP or BIGINT (milliseconds), not %s", o->value,
                     sql_type_name(t));
             plan_stream_free(s);
@@ -151,12 +151,12 @@ int plan_stream_from_ast(const ast_stmt *st, plan_stream **out, xerr *err)
     if (o) {
         if (s->ts_col < 0) {
             plan_stream_free(s);
-            return xerr_at(err, XE_PLAN, st->line, st->col, "'watermark' needs a 'timestamp' column");
+            return xerr_at(err, XE_PLAN, o->key_line, o->key_col, "'watermark' needs a 'timestamp' column");
         }
         int rc = plan_parse_interval(o->value, &s->watermark_ms, err);
         if (rc) {
-            err->line = st->line;
-            err->col = st->col;
+            err->line = o->line;
+            err->col = o->col;
             plan_stream_free(s);
             return rc;
         }
@@ -358,7 +358,7 @@ static int plan_unnest(pctx *c)
 {
     const ast_unnest *u = c->sel->unnest;
     const ast_expr *x = u->expr;
-    bind_scope src = {1, {c->scope.side[0]}, c->windowed};
+    bind_scope src = {1, {c->scope.side[0]}, c->windowed, NULL};
     int rc;
     if (c->sel->join)
         return xerr_at(c->err, XE_PLAN, u->line, u->col,
@@ -619,7 +619,7 @@ static int rewrite_post(pctx *c, const ast_expr *x, plan_expr **out)
     }
     {
         plan_schema fs = {total, cols};
-        bind_scope fsc = {1, {{"", NULL, &fs, 0}}, 0};
+        bind_scope fsc = {1, {{"", NULL, &fs, 0}}, 0, NULL};
         copy = calloc(1, sizeof *copy);
         fake = calloc((size_t)total, sizeof *fake);
         if (!copy || !fake) { rc = xerr_set(err, XE_NOMEM, "out of memory"); goto done; }
@@ -1136,6 +1136,7 @@ static int plan_select_into(const ast_select *sel, const plan_catalog *cat, cons
     }
     c.windowed = sel->window.kind != WIN_NONE;
     c.scope.windowed = c.windowed;
+    c.scope.items = sel->items;
     c.has_agg = sel->group_by != NULL;
     for (int i = 0; !c.has_agg && i < sel->items->n; i++)
         if (!sel->items->v[i].star && ast_find_agg(sel->items->v[i].expr)) c.has_agg = 1;

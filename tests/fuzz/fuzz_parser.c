@@ -59,5 +59,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     parse_result_free(r);
     (void)parse_is_complete(src, size);
+    (void)parse_open_quote(src, size);
     return 0;
 }

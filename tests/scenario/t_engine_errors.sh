@@ -249,8 +249,54 @@ by_connect() {
     shift 3
     expect_caret "$l" "$p" "$k" --connect "127.0.0.1:$cport" --secret-file "$SECRET" -e "$1"
 }
+# (items 9 and 10) what the message says, and where options' errors point
+msg_cases() {
+    how=$1
+    $how "$how: an unknown aggregate" "line 1, column 104: unknown function 'stddev' (known: count, sum," "STDDEV(" \
+        "$BIDS SELECT auction, STDDEV(price) FROM bids GROUP BY auction;"
+    $how "$how: a select-list alias in the same list" \
+        "line 1, column 109: unknown column 'a': a select-list alias cannot be referenced" "a + 1" \
+        "$BIDS SELECT auction AS a, a + 1 FROM bids;"
+    $how "$how: SET alone" "line 1, column 4: unexpected end of input, expected identifier (SET name = value; settings: parallelism," ";" \
+        "SET;"
+    $how "$how: a bad SET value" "line 2, column 17: placement must be" "'bogus'" \
+        "SHOW STREAMS;
+SET placement = 'bogus';"
+    $how "$how: an unknown option" "line 1, column 110: unknown query option 'colour'" "colour" \
+        "$BIDS CREATE QUERY q2 WITH (colour = 'red') AS SELECT auction FROM bids;"
+}
+msg_cases by_e
+by_e "by_e: a source of an unknown kind" "line 3, column 14: source 'kafka://x/y' must be" "'kafka://x/y'" \
+    "SHOW STREAMS;
+  CREATE STREAM s (ts TIMESTAMP, k BIGINT) WITH (timestamp = 'ts',
+    source = 'kafka://x/y');"
+by_e "by_e: an input format" "line 1, column 118: format 'xml' is not an input format" "'xml'" \
+    "SHOW STREAMS; CREATE STREAM s (ts TIMESTAMP, k BIGINT) WITH (timestamp = 'ts', source = 'file:///dev/null', format = 'xml');"
+by_e "by_e: a sink that cannot be created" "line 1, column 116: cannot open sink file" "'file://$T/nosuch/q.csv'" \
+    "$BIDS CREATE QUERY q WITH (sink = 'file://$T/nosuch/q.csv') AS SELECT auction FROM bids;"
+by_e "by_e: a sink format" "line 1, column 145: unknown sink format 'parquet'" "'parquet'" \
+    "$BIDS CREATE QUERY q WITH (sink = 'file:///dev/null', format = 'parquet') AS SELECT auction FROM bids;"
+printf 'ts,k\n1000,1.0\n' | "$A" --memory -e "CREATE STREAM s (ts TIMESTAMP, k INT) WITH (timestamp = 'ts');" \
+    --ingest s >/dev/null 2>"$T/err"
+if grep -qF "line 2: column 'k': '1.0' is not an INT" "$T/err"; then echo "ok   a/an before a type name"
+else sed 's/^/    /' "$T/err" >&2; bad "a/an before a type name" "stderr lacks \"is not an INT\""; fi
+"$A" --memory --format table -e "$BIDS DESCRIBE bids;" </dev/null >"$T/out" 2>&1
+if grep -q 'auction' "$T/out" && ! grep -q 'NULL' "$T/out"; then echo "ok   DESCRIBE leaves empty notes empty"
+else sed 's/^/    /' "$T/out" >&2; bad "DESCRIBE leaves empty notes empty" "NULL in a note"; fi
+
+# the settings a SET that does not parse lists are those SHOW SETTINGS shows
+names=$("$A" --memory --format csv -e "SHOW SETTINGS;" </dev/null | tail -n +2 | cut -d, -f1 | paste -sd, - | sed 's/,/, /g')
+"$A" --memory -e "SET;" </dev/null >/dev/null 2>"$T/err"
+if [ -n "$names" ] && grep -qF "(SET name = value; settings: $names)" "$T/err"; then echo "ok   SET; lists the settings: $names"
+else sed 's/^/    /' "$T/err" >&2; bad "SET; lists the settings" "not those of SHOW SETTINGS: $names"; fi
+
 if [ -n "$cport" ]; then
     caret_cases by_connect # the bare SELECTs are push queries: planned with a prefix there
+    msg_cases by_connect
+    by_connect "by_connect: a file sink" "line 1, column 116: sink 'file:///tmp/x.csv': a cluster writes socket sinks only" \
+        "'file:///tmp/x.csv'" "$BIDS CREATE QUERY q WITH (sink = 'file:///tmp/x.csv') AS SELECT auction FROM bids;"
+    by_connect "by_connect: an ft option" "line 2, column 27: ft must be" "'sometimes'" "$BIDS
+CREATE QUERY q WITH (ft = 'sometimes') AS SELECT auction FROM bids;"
 else
     bad "--connect carets" "the coordinator did not start"
 fi

@@ -93,6 +93,20 @@ line ";"
 wait_for "describe clicks ;"
 wait_for "user_id"
 
+# the continuation prompt says when the input is inside a string or comment
+line "SELECT 'it''s"
+wait_for "   '>"
+key C-c
+wait_for "ares>"
+line "DESCRIBE \"clicks"
+wait_for '   ">'
+key C-c
+line "DESCRIBE /* a"
+wait_for "   *>"
+line "comment */ clicks;"
+wait_for "   *> comment */ clicks;"
+wait_for "event time"
+
 # the second statement of a line, and a statement over two lines
 line "DESCRIBE clicks; SELECT url FROM clicks WHERE nosuch2 > 1;"
 wait_for "line 1, column 47: unknown column 'nosuch2'"

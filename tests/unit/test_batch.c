@@ -732,7 +732,8 @@ static void test_parse_value(void **state)
     assert_true(v.i == 42 && v.type == TY_INT);
     BAD(TY_BIGINT, "9223372036854775808", "'9223372036854775808' is out of range for BIGINT");
     BAD(TY_BIGINT, "1.5", "'1.5' is not a BIGINT");
-    BAD(TY_INT, "12abc", "'12abc' is not a INT");
+    BAD(TY_INT, "12abc", "'12abc' is not an INT");
+    BAD(TY_INT, "1.0", "'1.0' is not an INT"); /* issue 16: not "a INT" */
     BAD(TY_BIGINT, "-", "'-' is not a BIGINT");
     OK(TY_DOUBLE, "2.5");
     assert_true(v.d == 2.5);

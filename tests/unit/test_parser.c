@@ -715,7 +715,19 @@ static void test_set(void **state)
     ast_stmt *s = one("SET Parallelism = 1");
     assert_string_equal(s->set_key, "parallelism");
     ast_stmt_free(s);
-    check_error("SET x", 1, 6, "unexpected end of input, expected '='");
+    check_error("SET x", 1, 6, "unexpected end of input, expected '=' (SET name = value; settings: parallelism, "
+                               "placement, replicas, ft, checkpoint_interval, shadow)");
+    /* issue 16: SET alone says what SET takes */
+    check_error("SET;", 1, 4, "unexpected end of input, expected identifier (SET name = value; settings: parallelism, "
+                              "placement, replicas, ft, checkpoint_interval, shadow)");
+    check_error_prefix("SET parallelism 4", 1, 17, "unexpected '4', expected '=' (SET name = value; settings: ");
+    /* where key and value are, for the engine's errors */
+    s = one("SET\n  parallelism =  -4");
+    assert_int_equal(s->set_key_line, 2);
+    assert_int_equal(s->set_key_col, 3);
+    assert_int_equal(s->set_line, 2);
+    assert_int_equal(s->set_col, 18);
+    ast_stmt_free(s);
 }
 
 static void test_options(void **state)
@@ -727,6 +739,21 @@ static void test_options(void **state)
     check_error("CREATE STREAM s a BIGINT", 1, 17, "unexpected 'a', expected '('");
     check_error("CREATE QUERY q SELECT a FROM s", 1, 16, "unexpected 'SELECT', expected one of: WITH, AS");
     check_error_prefix("CREATE STREAM s (a INT) WITH (x = y z)", 1, 37, "unexpected 'z'");
+    /* each option knows where its key and its value are */
+    ast_stmt *s = one("CREATE STREAM s (a INT) WITH (source = 'kafka://x',\n  Format = json, n = - 2)");
+    const ast_option *o = ast_option_get(s->with, "source");
+    assert_int_equal(o->key_line, 1);
+    assert_int_equal(o->key_col, 31);
+    assert_int_equal(o->line, 1);
+    assert_int_equal(o->col, 40);
+    o = ast_option_get(s->with, "format");
+    assert_int_equal(o->key_line, 2);
+    assert_int_equal(o->key_col, 3);
+    assert_int_equal(o->col, 12);
+    o = ast_option_get(s->with, "n");
+    assert_string_equal(o->value, "-2");
+    assert_int_equal(o->col, 22); /* the '-' */
+    ast_stmt_free(s);
 }
 
 /* ------------------------------------------------------------------ whole inputs and errors */
@@ -872,6 +899,18 @@ static void test_parse_one(void **state)
     assert_string_equal(e.msg, "unexpected 'FORM', expected FROM");
 }
 
+static void test_type_article(void **state)
+{
+    (void)state;
+    const sql_type t[] = {TY_INT, TY_BIGINT, TY_DOUBLE, TY_TEXT, TY_TIMESTAMP, TY_BOOL, TY_INTERVAL};
+    const char *want[] = {"an INT", "a BIGINT", "a DOUBLE", "a TEXT", "a TIMESTAMP", "a BOOLEAN", "an INTERVAL"};
+    for (int i = 0; i < 7; i++) {
+        char b[32];
+        snprintf(b, sizeof b, "%s %s", sql_type_article(t[i]), sql_type_name(t[i]));
+        assert_string_equal(b, want[i]);
+    }
+}
+
 /* A position in a statement's own text, as a process that parsed the text
  * alone finds it, maps back to the same place in the whole input. */
 static void test_text_pos(void **state)
@@ -949,6 +988,21 @@ static void test_is_complete(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (parse_is_complete(cases[i].s, strlen(cases[i].s)) != cases[i].want) fprintf(stderr, "%s\n", cases[i].s);
         assert_int_equal(parse_is_complete(cases[i].s, strlen(cases[i].s)), cases[i].want);
+    }
+}
+
+/* The shell's continuation prompt says what the input is inside of. */
+static void test_open_quote(void **state)
+{
+    (void)state;
+    struct { const char *s; int want; } cases[] = {
+        {"", 0}, {"SELECT a", 0}, {"SELECT 'a", '\''}, {"SELECT 'it''s", '\''}, {"SELECT 'a' FROM", 0},
+        {"SELECT \"a b", '"'}, {"SELECT a /* c", '*'}, {"SELECT a /* c */", 0}, {"SELECT a -- '", 0},
+        {"SELECT 'a\nb", '\''}, {"SELECT @ 'x", '\''},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (parse_open_quote(cases[i].s, strlen(cases[i].s)) != cases[i].want) fprintf(stderr, "%s\n", cases[i].s);
+        assert_int_equal(parse_open_quote(cases[i].s, strlen(cases[i].s)), cases[i].want);
     }
 }
 
@@ -1215,8 +1269,10 @@ int main(void)
         cmocka_unit_test(test_nesting_limits),
         cmocka_unit_test(test_parse_one),
         cmocka_unit_test(test_text_pos),
+        cmocka_unit_test(test_type_article),
         cmocka_unit_test(test_format_error),
         cmocka_unit_test(test_is_complete),
+        cmocka_unit_test(test_open_quote),
         cmocka_unit_test(test_print_ident),
         cmocka_unit_test(test_printer),
         cmocka_unit_test(test_equal_dup_free),

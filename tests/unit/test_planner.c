@@ -188,6 +188,52 @@ static void test_errors(void **state)
     expect_error("SELECT COUNT(price), window_start FROM bids", XE_PLAN, "WINDOW", 0);
 }
 
+/* A select-list alias used in the same SELECT list, WHERE or HAVING is named
+ * as one, not "did you mean" some column (issue 16, item 10); GROUP BY may
+ * use it.  Short names get no far-fetched suggestion. */
+static void test_alias_and_suggestions(void **state)
+{
+    (void)state;
+    const char *why = "unknown column 'a': a select-list alias cannot be referenced in the same SELECT list, WHERE "
+                      "or HAVING; repeat its expression";
+    expect_error("SELECT auction AS a, a + 1 FROM bids", XE_NAME, why, 22);
+    expect_error("SELECT auction AS a FROM bids WHERE a > 1", XE_NAME, why, 37);
+    expect_error("SELECT auction AS a, COUNT(*) AS n FROM bids GROUP BY a HAVING n > 1", XE_NAME,
+                 "unknown column 'n': a select-list alias", 64);
+    xerr err;
+    char *t = plan_text("SELECT auction AS a, COUNT(*) FROM bids GROUP BY a", 1, NULL, &err);
+    if (!t) fail_msg("GROUP BY alias: %s", err.msg);
+    free(t);
+    /* a qualified name is a column, never an alias */
+    expect_error("SELECT auction AS a FROM bids WHERE bids.a > 1", XE_NAME, "unknown column 'bids.a'", 37);
+    expect_error("SELECT x FROM bids", XE_NAME, "unknown column 'x'", 8);
+    expect_error("SELECT tz FROM bids", XE_NAME, "unknown column 'tz'; did you mean 'ts'?", 8);
+    expect_error("SELECT pric FROM bids", XE_NAME, "did you mean 'price'?", 8);
+}
+
+/* Errors in WITH options point at the option's value (or key). */
+static void test_option_positions(void **state)
+{
+    (void)state;
+    struct { const char *sql; int line, col; const char *msg; } cases[] = {
+        {"CREATE STREAM s (ts TIMESTAMP) WITH (timestamp = 'tz')", 1, 50, "timestamp column 'tz' is not a column"},
+        {"CREATE STREAM s (k TEXT, ts TIMESTAMP) WITH (\n  timestamp = 'k')", 2, 15, "must be TIMESTAMP or BIGINT"},
+        {"CREATE STREAM s (ts TIMESTAMP) WITH (timestamp = 'ts', watermark = '2 parsecs')", 1, 68, "parsecs"},
+        {"CREATE STREAM s (ts BIGINT) WITH (watermark = '2 seconds')", 1, 35, "needs a 'timestamp' column"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ast_stmt *st;
+        xerr err;
+        assert_int_equal(parse_one(cases[i].sql, strlen(cases[i].sql), &st, &err), 0);
+        plan_stream *ps = NULL;
+        assert_true(plan_stream_from_ast(st, &ps, &err) < 0);
+        ast_stmt_free(st);
+        if (!strstr(err.msg, cases[i].msg)) fail_msg("'%s' lacks '%s'", err.msg, cases[i].msg);
+        assert_int_equal(err.line, cases[i].line);
+        assert_int_equal(err.col, cases[i].col);
+    }
+}
+
 /* An unknown function is named as such wherever it is called, before its
  * arguments are checked against GROUP BY (issue 16, item 9). */
 static void test_unknown_functions(void **state)
@@ -417,6 +463,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_join_pushdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_functions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alias_and_suggestions, setup, teardown),
+        cmocka_unit_test(test_option_positions),
         cmocka_unit_test_setup_teardown(test_global_aggregate_and_emit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_columns_before_aggregates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dag_placement, setup, teardown),
