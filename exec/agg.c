@@ -1233,6 +1233,27 @@ static int64_t floor_div(int64_t a, int64_t b)
     return q;
 }
 
+int64_t agg_count_late(const opinst *o, const batch *b, int64_t closed)
+{
+    const ast_window *w = &o->op->window;
+    int ts_col = w->kind != WIN_NONE ? o->op->win_ts_col : -1;
+    if (ts_col < 0 || closed == WM_MIN) return 0;
+    int64_t n = 0;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *v = &batch_row(b, r)[ts_col];
+        if (v->type == TY_NULL) { n++; continue; }
+        int64_t ts = v->i, end; /* the end of the last window that holds the row */
+        if (closed == WM_END) end = WM_MIN;
+        else if (w->kind == WIN_SESSION) end = ts + w->gap_ms;
+        else {
+            int64_t adv = w->kind == WIN_HOPPING ? w->advance_ms : w->size_ms;
+            end = floor_div(ts, adv) * adv + w->size_ms;
+        }
+        n += closed == WM_END || end + w->grace_ms <= closed;
+    }
+    return n;
+}
+
 /* key_hash of a key of klen <= 16 bytes given as its first 8 bytes (w0,
  * little-endian) and its last klen - 8 (w1, 0 when klen <= 8). */
 static inline uint64_t key_hash_words(uint64_t w0, uint64_t w1, uint32_t klen)

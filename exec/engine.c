@@ -639,11 +639,18 @@ static int64_t ingest_late(const exec_ingest *in, int *partial)
     for (int i = 0; i < in->e->nqueries; i++) {
         const query *q = in->e->queries[i];
         for (int j = 0; j < in->nq; j++)
-            if (in->qid[j] == q->id && q->late - in->late0[j] > most) most = q->late - in->late0[j];
-        /* a window or join task elsewhere (a cluster) counts its own drops */
-        for (int o = 0; o < q->dag->nops && reads_stream(q, in->si); o++)
-            for (int t = 0; (q->ops[o].agg || q->ops[o].join) && t < q->ops[o].ntasks; t++)
-                if (!task_local(q, &q->ops[o], t)) *partial = 1;
+            if (in->qid[j] == q->id && q->late + q->late_sent - in->late0[j] > most)
+                most = q->late + q->late_sent - in->late0[j];
+        /* a window task elsewhere (a cluster) fed by tasks elsewhere, or a
+         * join task elsewhere, counts its drops there only */
+        for (int o = 0; o < q->dag->nops && reads_stream(q, in->si); o++) {
+            const opinst *x = &q->ops[o];
+            int remote = 0, up_remote = 0;
+            for (int t = 0; (x->agg || x->join) && t < x->ntasks; t++) remote |= !task_local(q, x, t);
+            for (int u = 0; remote && u < q->dag->nops; u++)
+                for (int t = 0; q->ops[u].down == x && t < q->ops[u].ntasks; t++) up_remote |= !task_local(q, &q->ops[u], t);
+            if (remote && (x->join || up_remote)) *partial = 1;
+        }
     }
     return most;
 }
@@ -709,7 +716,7 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
     for (int i = 0; i < e->nqueries; i++)
         if (reads_stream(e->queries[i], si)) {
             in->qid[in->nq] = e->queries[i]->id;
-            in->late0[in->nq++] = e->queries[i]->late;
+            in->late0[in->nq++] = e->queries[i]->late + e->queries[i]->late_sent;
         }
     *out = in;
     return 0;

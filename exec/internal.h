@@ -148,6 +148,10 @@ struct query {
     int nsubs;
     /* statistics */
     int64_t rows_in, rows_out, late;
+    /* rows sent to window tasks on other nodes that will drop them as late
+     * (agg_count_late): told to the ingest that brought them, not counted
+     * in late (the task that drops them counts them there) */
+    int64_t late_sent;
     /* for in_per_s and out_per_s: the counters at most once a second
      * (query_rate_sample), the last RATE_SAMPLES of them in a ring */
     struct rate_sample { uint64_t ns; int64_t in, out; } rs[RATE_SAMPLES];
@@ -293,6 +297,9 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err);
 int agg_flush(opinst *o, int task, store_txn *t, xerr *err);
 int agg_load(opinst *o, int task, store_txn *t, xerr *err);
 int64_t agg_open_groups(const agg_task *a);
+/* The rows of b that an aggregate o whose windows have closed up to
+ * `closed` drops as late, by the rules its tasks apply (push_*). */
+int64_t agg_count_late(const opinst *o, const batch *b, int64_t closed);
 int64_t agg_min_open_start(const agg_task *a); /* smallest window start still open, WM_END if none */
 
 /* join.c */

@@ -270,6 +270,13 @@ static int deliver(opinst *o, int t, const batch *b, xerr *err)
     query *q = o->q;
     if (task_local(q, d, t)) return op_push(d, t, o->down_side, b, err);
     if (!q->remote.batch) return 0;
+    if (d->op->kind == PO_AGGREGATE) {
+        /* what that task will drop: the watermark it closes windows at is
+         * the one this node's tasks passed it (ingest_late tells it) */
+        int64_t eff = d->wm[0];
+        if (d->op->ninputs == 2 && d->wm[1] < eff) eff = d->wm[1];
+        q->late_sent += agg_count_late(d, b, eff);
+    }
     sbuf *buf = &q->eng->tmp2;
     sbuf_reset(buf);
     if (batch_encode(b, buf)) return xerr_set(err, XE_NOMEM, "out of memory");
