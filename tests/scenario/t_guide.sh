@@ -1,0 +1,132 @@
+#!/bin/sh
+# t_guide.sh: docs/guide.md's examples run as the guide says and print what
+# it shows (issue 16, item 15).  The guide marks each example with an HTML
+# comment on the line before its block:
+#   <!-- guide:run NAME -->       a ```sh block: run with sh in the guide's
+#                                 directory (build/ and docs/examples/ there)
+#   <!-- guide:output NAME -->    a block: what run NAME prints on stdout
+#   <!-- guide:stderr NAME -->    a block: what run NAME prints on stderr
+#   <!-- guide:session NAME -->   a transcript of the shell: its `ares> ` and
+#                                 `   -> ` lines are typed into ares-sql in a
+#                                 terminal (tmux; `^C` is Ctrl-C), and the
+#                                 screen must read as the block (blocks of
+#                                 one NAME continue one shell)
+# Before comparing, trailing blanks and empty lines go, the rows of each
+# table are sorted (rows of one window come in no set order), and the rates
+# of SHOW QUERIES are masked (they depend on the clock).
+# Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
+set -u
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+DOC="$ROOT/docs/guide.md"
+T="$ARES_TMP"
+. "$ROOT/tests/scenario/t_tmux.inc"
+W="$T/guide"
+mkdir -p "$W/docs" "$T/home"
+ln -s "$ARES_BUILD" "$W/build"
+ln -s "$ROOT/docs/examples" "$W/docs/examples"
+cd "$W" || exit 1
+TMPFILES="/tmp/views.csv /tmp/temps.sock"
+trap 'tm_cleanup; rm -f $TMPFILES' EXIT
+trap 'exit 1' INT TERM
+rm -f $TMPFILES
+fail() { echo "FAIL: $*"; tm_screen; exit 1; }
+screen() { tm capture-pane -t $S -p -J -S - -E - 2>/dev/null; }
+# leave the shell (a run after it needs its data directory)
+sess_end() {
+    [ -n "$cur" ] || return 0
+    typ '\q'
+    key Enter
+    wait_for "ares-exit=0" 10
+    cur=""
+}
+
+# the marked blocks: B/N.kind (run, output, session) and B/N.text
+mkdir -p "$T/b"
+awk -v dir="$T/b" '
+    /^<!-- guide:(run|output|stderr|session) [A-Za-z0-9_-]+ -->$/ { kind = $2; sub(/^guide:/, "", kind); name = $3; want = 1; next }
+    want && /^ *```/ { n++; f = sprintf("%s/%03d", dir, n); print kind " " name > (f ".kind"); close(f ".kind")
+                       indent = match($0, /[^ ]/) - 1; inb = 1; want = 0; printf "" > (f ".text"); next }
+    inb && /^ *```$/ { inb = 0; close(f ".text"); next }
+    inb { print substr($0, indent + 1) > (f ".text") }' "$DOC"
+ls "$T/b"/*.kind >/dev/null 2>&1 || fail "no marked examples in $DOC"
+
+# norm: the comparison's view of a text on stdin
+norm() {
+    sed 's/[[:space:]]*$//' | grep -v '^$' |
+        sed -E 's/^(in_per_s|out_per_s)( *)\|.*/\1\2| (rate)/' |
+        awk 'function flush() { if (nb) { cmd = "sort"; for (i = 1; i <= nb; i++) print buf[i] | cmd; close(cmd); nb = 0 } }
+             /^-+(\+-+)+$/ { flush(); print; body = 1; next }
+             body && /^ / { buf[++nb] = $0; next }
+             { flush(); body = 0; print }
+             END { flush() }'
+}
+
+# a shell session: one tmux terminal per name
+sess_start() {
+    tm_start "cd $W && HOME=$T/home build/ares-sql --data ./ares-data"
+    wait_for "ares>" 10
+}
+# type the input lines of a transcript, waiting for each statement
+sess_type() {
+    while IFS= read -r l; do
+        case "$l" in
+        'ares> ^C') key C-c; sleep 0.5 ;;
+        'ares> '*) typ "${l#ares> }"; key Enter ;;
+        '   -> '*) typ "${l#   -> }"; key Enter ;;
+        *) continue ;;
+        esac
+        # a statement or meta-command typed: its answer comes before the next prompt
+        i=0
+        while [ $i -lt 100 ]; do
+            last=$(screen | sed 's/[[:space:]]*$//' | grep -v '^$' | tail -n 1)
+            case "$last" in 'ares>'|'   ->') break ;; esac
+            sleep 0.1
+            i=$((i + 1))
+        done
+        sleep 0.2
+    done
+}
+
+n=0
+cur=""
+for k in "$T/b"/*.kind; do
+    b=${k%.kind}
+    read -r kind name <"$k"
+    case "$kind" in
+    run)
+        sess_end
+        sh -e "$b.text" >"$T/run_$name.out" 2>"$T/run_$name.err"
+        echo $? >"$T/run_$name.rc"
+        ;;
+    output)
+        [ -f "$T/run_$name.out" ] || fail "output $name: no run $name before it"
+        norm <"$T/run_$name.out" >"$b.got"
+        norm <"$b.text" >"$b.want"
+        cmp -s "$b.want" "$b.got" || { cat "$T/b/"*.text | head -0; diff "$b.want" "$b.got"; fail "the output of '$name' differs from docs/guide.md"; }
+        n=$((n + 1))
+        ;;
+    stderr)
+        [ -f "$T/run_$name.err" ] || fail "stderr $name: no run $name before it"
+        norm <"$T/run_$name.err" >"$b.got"
+        norm <"$b.text" >"$b.want"
+        cmp -s "$b.want" "$b.got" || { diff "$b.want" "$b.got"; fail "the stderr of '$name' differs from docs/guide.md"; }
+        n=$((n + 1))
+        ;;
+    session)
+        if [ "$cur" != "$name" ]; then
+            sess_start
+            cur=$name
+            : >"$T/sess_$name.want"
+        fi
+        sess_type <"$b.text"
+        cat "$b.text" >>"$T/sess_$name.want"
+        # the screen since the banner (4 lines), less the waiting prompt
+        screen | tail -n +5 | sed '$!b; /^ares>[[:space:]]*$/d' | norm | sed '${/^ares>$/d}' >"$b.got"
+        norm <"$T/sess_$name.want" >"$b.want"
+        cmp -s "$b.want" "$b.got" || { diff "$b.want" "$b.got"; fail "session '$name' reads otherwise than docs/guide.md"; }
+        n=$((n + 1))
+        ;;
+    esac
+done
+[ "$n" -ge 3 ] || fail "only $n examples compared"
+echo "t_guide: the $n marked examples of docs/guide.md print what it shows"
