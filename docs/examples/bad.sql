@@ -1,5 +1,5 @@
 -- docs/guide.md, section 5: an SQL error with its line, column and caret
-CREATE STREAM s (ts TIMESTAMP, a BIGINT) WITH (timestamp = 'ts');
-SELECT a
+CREATE STREAM s (ts TIMESTAMP, amount BIGINT) WITH (timestamp = 'ts');
+SELECT amount
   FROM s
-    WHERE b > 1;
+    WHERE amout > 1;
