@@ -661,6 +661,9 @@ void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d)
     d->delim = s->delim;
     d->null_string = s->null_string;
     d->time_col = s->ps->ts_col + 1;
+    /* a socket's producer cannot choose: the stream's WITH says */
+    d->kind_note = s->kind == FMT_CSV ? "the stream's format is csv (format = 'json' in its WITH reads JSON)"
+                                      : "the stream's format is json (format = 'csv' in its WITH reads CSV)";
 }
 
 int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts, exec_ingest **out, xerr *err)

@@ -264,7 +264,8 @@ const char *io_outlet_state(const io_outlet *o, size_t *backlog);
 void io_outlet_close(engine *e, io_outlet *o);
 int eng_stream_index(const engine *e, const char *name);
 /* A decoder's options for input to s as its WITH options say (format kind in
- * s->kind): delimiter, null string, the event time a header must name. */
+ * s->kind): delimiter, null string, the event time a row and a header must
+ * have, what a line of the other format is told.  Borrowed from s. */
 void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d);
 /* Stream log records: the largest event time so far, then flags, then a batch. */
 #define LOG_HDR 16

@@ -11,8 +11,8 @@
 #      and through --connect;
 #   4. the stream's delimiter and null_string, and quoted fields spanning
 #      lines: a rejection names the line its record started on; the same
-#      through \copy's options on a stream without them, and from a file
-#      source;
+#      through \copy's options on a stream without them, from a file
+#      source, and from a unix socket (a record's lines in two writes);
 #   5. bad options are refused with the position of the value;
 #   6. \copy's delimiter and null_string through --connect.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
@@ -62,6 +62,30 @@ grep -q "^$T/semi.csv: line 5: column 'v': 'bad' is not a DOUBLE$" got4c.err || 
 FDDL="CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE, note TEXT) WITH (timestamp = 'ts', delimiter = ';', null_string = 'NULL', source = 'file://$T/semi.csv');"
 "$A" --memory -q -e "$FDDL $Q" >got4f.csv 2>got4f.err
 cmp -s got4f.csv want_semi.csv || { cat got4f.csv got4f.err; fail "file source with ';' and multi-line fields: wrong rows"; }
+
+# ... and from a unix socket, a record's lines in two writes
+U="$T/csv.sock"
+"$A" --memory -e "CREATE STREAM u (ts TIMESTAMP, note TEXT) WITH (timestamp = 'ts', delimiter = ';', source = 'unix://$U');
+SELECT note FROM u LIMIT 2;" >sock.out 2>sock.err &
+UPID=$!
+PIDS="$PIDS $UPID"
+_i=0
+while [ ! -S "$U" ] && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
+[ -S "$U" ] || { cat sock.err; fail "the unix source does not listen"; }
+{ printf 'ts;note
+1;"one
+'; sleep 0.3; printf 'two"
+{"ts":2,"note":"j"}
+3;three
+'; } | nc -N -U "$U"
+_i=0
+while kill -0 "$UPID" 2>/dev/null && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
+[ "$(cat sock.out)" = "$(printf 'note
+"one
+two"
+three')" ] || { cat sock.out sock.err; fail "socket: multi-line record"; }
+grep -q "producer #1: line 4: .*this looks like JSON; the stream's format is csv (format = 'json' in its WITH" sock.err ||
+    { cat sock.err; fail "socket: JSON hint on line 4"; }
 
 # ---- 5. bad options: the value's position
 "$A" --memory -q -e "CREATE STREAM x (ts TIMESTAMP) WITH (delimiter = ';;');" 2>opt.err && fail "delimiter ';;' accepted"
