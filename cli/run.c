@@ -669,8 +669,10 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
     }
     /* Whole lines go to the engine and the tail of a chunk waits for the
      * next one, so that an input cut short (Ctrl-C) leaves no half line for
-     * exec_ingest_close to reject.  A line longer than a chunk goes through
-     * in pieces (the decoder takes any split). */
+     * exec_ingest_close to reject (a CSV record whose quoted field spans
+     * lines and is cut in the middle still is: rejected, with its line).  A
+     * line longer than a chunk goes through in pieces (the decoder takes any
+     * split). */
     char *buf = malloc(2 * INGEST_CHUNK); /* the tail kept is shorter than a chunk */
     if (!buf) {
         exec_ingest_close(in, 0, NULL, &err);
