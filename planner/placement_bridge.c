@@ -65,7 +65,7 @@ static double op_out_ratio(plan_op_kind k)
 #define SEED_REPLICA_CPU 0.004
 #define SEED_ROW_BYTES 32.0   /* an encoded row on the wire */
 #define SEED_LINK_BPS 125e6   /* 1 Gbit/s */
-#define SEED_UTILISATION 0.5  /* the seed rate keeps the live nodes half busy */
+#define SEED_UTILISATION 1.0  /* the seed rate is the live nodes' capacity */
 
 int plan_placement_tasks(const plan_dag *d, int query, const char *qname, double rate, nirvana_problem *p,
                          int *first, xerr *err)
@@ -94,7 +94,7 @@ int plan_placement_tasks(const plan_dag *d, int query, const char *qname, double
         us_per_row += rows[i] * op_cost_us(op->kind);
     }
     if (rate <= 0) {
-        /* no measured rate yet: the rate that keeps the live nodes half busy */
+        /* no measured rate yet: the rate the live nodes can carry */
         double cap = 0;
         for (int n = 0; n < p->nnodes; n++)
             if (p->nodes[n].alive) cap += p->nodes[n].speed;

@@ -213,7 +213,7 @@ int plan_task_count(const plan_dag *d);
  * first + k, where *first is the index of the first task added.  Loads
  * (CPUs, the unit of the nodes' speeds) and traffic (1 Gbit/s links) are
  * the seed model's estimates at `rate`, the query's input in rows/s; 0
- * means the rate that keeps p's live nodes (added first) half busy.  Each
+ * means the rate p's live nodes (added first) can carry at most.  Each
  * operator kind has a measured CPU cost per input row, split over its
  * tasks; rows thin out after an aggregate; an edge carries its upstream
  * operator's output.  AGGREGATE and JOIN tasks are stateful (they get
