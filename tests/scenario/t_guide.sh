@@ -18,8 +18,9 @@
 #                                 block started, compared with its banner
 # Outputs that come from other processes are waited for (10 s at most).
 # Before comparing, trailing blanks and empty lines go, the rows of each
-# table are sorted (rows of one window come in no set order), and the rates
-# of SHOW QUERIES are masked (they depend on the clock).
+# table are sorted (rows of one window come in no set order), and what
+# depends on the clock is masked: SHOW QUERIES's rates, a producer's port,
+# log_bytes (how a socket's input was cut into log records).
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -52,7 +53,7 @@ ls "$T/b"/*.kind >/dev/null 2>&1 || fail "no marked examples in $DOC"
 # norm: the comparison's view of a text on stdin
 norm() {
     sed 's/[[:space:]]*$//' | grep -v '^$' |
-        sed -E 's/^(in_per_s|out_per_s)( *)\|.*/\1\2| (rate)/; s/producer 127\.0\.0\.1:[0-9]+/producer 127.0.0.1:PORT/' |
+        sed -E 's/^(in_per_s|out_per_s)( *)\|.*/\1\2| (rate)/; s/producer 127\.0\.0\.1:[0-9]+/producer 127.0.0.1:PORT/; s/^(log_bytes +)\|.*/\1| (bytes)/' |
         awk 'function flush() { if (nb) { cmd = "sort"; for (i = 1; i <= nb; i++) print buf[i] | cmd; close(cmd); nb = 0 } }
              /^-+(\+-+)+$/ { flush(); print; body = 1; next }
              body && /^ / { buf[++nb] = $0; next }
@@ -127,7 +128,8 @@ for k in "$T/b"/*.kind; do
             : >"$T/sess_$name.want"
         fi
         sess_type <"$b.text"
-        cat "$b.text" >>"$T/sess_$name.want"
+        # a block's last prompt is where the next block's output goes
+        sed '${/^ares>[[:space:]]*$/d}' "$b.text" >>"$T/sess_$name.want"
         norm <"$T/sess_$name.want" | sed '${/^ares>$/d}' >"$b.want"
         # the screen (since the banner of an embedded shell), less the waiting prompt
         i=0
