@@ -103,7 +103,7 @@ grep -q "stepping down: joining $SB" c0.log || fail "the old coordinator did not
     fail "the old coordinator (term 1) served a client after the takeover"
 grep -q "standby coordinator" old.err || { cat old.err; fail "the old coordinator's refusal does not say why"; }
 sqlc -e "SHOW NODES;" >nodes.csv || fail "SHOW NODES"
-grep -q "^c0,rack-a,.*,standby$" nodes.csv || { cat nodes.csv; fail "c0 is not listed as the standby"; }
+grep -q "^c0,rack-a,.*,standby," nodes.csv || { cat nodes.csv; fail "c0 is not listed as the standby"; }
 sqlc -e "SHOW STREAMS;" >streams.csv || fail "the client did not find the new coordinator (c0 listed first)"
 grep -q "^s," streams.csv || { cat streams.csv; fail "SHOW STREAMS on the new coordinator lacks s"; }
 
