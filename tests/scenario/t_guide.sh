@@ -7,6 +7,8 @@
 #   <!-- guide:background NAME --> the same, left running (in another
 #                                 terminal, as the guide says) until the end
 #   <!-- guide:output NAME -->    a block: what run NAME prints on stdout
+#                                 (`output NAME sorted`: its lines after
+#                                 the first, a CSV header, in any order)
 #   <!-- guide:stderr NAME -->    a block: what run NAME prints on stderr
 #   <!-- guide:session NAME -->   a transcript of the shell: its `ares> ` and
 #                                 `   -> ` lines are typed into ares-sql in a
@@ -43,7 +45,7 @@ screen() { tm capture-pane -t $S -p -J -S - -E - 2>/dev/null; }
 # the marked blocks: B/N.kind (run, output, session) and B/N.text
 mkdir -p "$T/b"
 awk -v dir="$T/b" '
-    /^<!-- guide:(run|background|output|stderr|session) [A-Za-z0-9_-]+( connect)? -->$/ { kind = $2; sub(/^guide:/, "", kind); name = $3; how = $4 == "connect" ? " connect" : ""; want = 1; next }
+    /^ *<!-- guide:(run|background|output|stderr|session) [A-Za-z0-9_-]+( connect| sorted)? -->$/ { kind = $2; sub(/^guide:/, "", kind); name = $3; how = $4 ~ /^(connect|sorted)$/ ? " " $4 : ""; want = 1; next }
     want && /^ *```/ { n++; f = sprintf("%s/%03d", dir, n); print kind " " name how > (f ".kind"); close(f ".kind")
                        indent = match($0, /[^ ]/) - 1; inb = 1; want = 0; printf "" > (f ".text"); next }
     inb && /^ *```$/ { inb = 0; close(f ".text"); next }
@@ -59,6 +61,11 @@ norm() {
              body && /^ / { buf[++nb] = $0; next }
              { flush(); body = 0; print }
              END { flush() }'
+}
+
+# `output NAME sorted`: lines after the first (a CSV header) in any order
+rows_order() {
+    if [ "${how:-}" = sorted ]; then sed -n 1p; sort; else cat; fi
 }
 
 # a shell session: one tmux terminal per name
@@ -100,9 +107,12 @@ for k in "$T/b"/*.kind; do
         ;;
     output)
         [ -f "$T/run_$name.out" ] || fail "output $name: no run $name before it"
-        norm <"$b.text" >"$b.want"
+        norm <"$b.text" | rows_order >"$b.want"
         i=0
-        while norm <"$T/run_$name.out" >"$b.got" && ! cmp -s "$b.want" "$b.got" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+        while norm <"$T/run_$name.out" | rows_order >"$b.got" && ! cmp -s "$b.want" "$b.got" && [ $i -lt 100 ]; do
+            sleep 0.1
+            i=$((i + 1))
+        done
         cmp -s "$b.want" "$b.got" || { cat "$T/b/"*.text | head -0; diff "$b.want" "$b.got"; fail "the output of '$name' differs from docs/guide.md"; }
         n=$((n + 1))
         ;;
