@@ -1926,6 +1926,13 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     switch (st->kind) {
     case ST_CREATE_STREAM: {
         if (stream_find(co, st->name)) return exec_local(n, s, req, st, err);
+        const ast_option *src = ast_option_get(st->with, "source");
+        if (src && !strncmp(src->value, "file://", 7))
+            /* no node reads a file: its bytes are on the client's machine */
+            return xerr_at(err, XE_INVAL, src->line, src->col,
+                           "source '%s': a cluster reads socket sources only (tcp://HOST:PORT or unix:///path, at the "
+                           "stream's home); to load a file, ares-sql --connect ... --ingest %s --end < FILE",
+                           src->value, st->name);
         /* the home: round-robin over the live nodes, this one included */
         int nn = 1;
         for (int i = 0; i < n->npeers; i++) nn += worker(n->peers[i]);

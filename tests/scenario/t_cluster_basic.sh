@@ -153,4 +153,11 @@ i=0
 while [ "$(wc -l <sub5.csv)" -lt 5 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 kill $SUB 2>/dev/null
 [ "$(tail -n +2 sub5.csv | sort | tr '\n' ' ')" = "1,1 1,1 2,1 3,1 " ] || { cat sub5.csv; fail "socket source rows"; }
+# ---- 10. a file source is refused, with where and what to do instead (no
+# node reads a client's file: the stream would stay empty and a SELECT wait)
+printf 'ts,k\n1,1\n' >f.csv
+sqlc -e "CREATE STREAM fsrc (ts BIGINT, k BIGINT) WITH (timestamp = 'ts', source = 'file://$PWD/f.csv');" 2>fsrc.err &&
+    fail "a file source was accepted on a cluster"
+grep -q "a cluster reads socket sources only" fsrc.err && grep -q -- "--ingest fsrc --end" fsrc.err &&
+    grep -q "column" fsrc.err || { cat fsrc.err; fail "the refused file source's message"; }
 echo "cluster basic: ok"
