@@ -4,9 +4,10 @@
 # `make experiments`; alone: bench/testbed/calibrate.sh [--build DIR].
 #
 # 1. Quota linearity.  The embedded engine (ares-sql --memory) runs the
-#    experiments' windowed aggregation over the same CAL_ROWS rows (a file:
-#    no generator in the loop) inside a cgroup at a quota of 1 CPU, then at
-#    each of CAL_QUOTAS.  Its rate at quota q against its rate at 1 CPU,
+#    experiments' windowed aggregation over rows from a file (no generator in
+#    the loop) inside a cgroup at a quota of 1 CPU, then at each of
+#    CAL_QUOTAS, over N and 2N rows (N = CAL_ROWS_PER_CPU x the quota; the
+#    difference cancels the start-up).  Its rate at quota q against its rate at 1 CPU,
 #    divided by q, is testbed_quota_linearity_Q (1.0: the rate scales with
 #    the quota exactly).  A CPU-bound process under a quota of q runs about
 #    q times as fast: that is what the slowed nodes of the experiments rely on.
@@ -17,30 +18,42 @@
 #    planner/placement_bridge.c (docs/nirvana.md, "Seed costs") takes its
 #    per-operator costs from this split.
 #
-#   CAL_ROWS=2000000 CAL_QUOTAS="0.5 0.25 0.05" CAL_CLUSTER_ROWS=3000000
+#   CAL_ROWS_PER_CPU=8000000 CAL_QUOTAS="0.5 0.25 0.05" CAL_CLUSTER_ROWS=3000000
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIB_NAME=calibrate.sh LIB_SCRATCH=ares-cal
 . "$ROOT/bench/experiments/lib.sh"
 . "$ROOT/bench/testbed/lib.sh"
-CAL_ROWS=${CAL_ROWS:-2000000}
+CAL_ROWS_PER_CPU=${CAL_ROWS_PER_CPU:-8000000}
 CAL_QUOTAS=${CAL_QUOTAS:-0.5 0.25 0.05}
 CAL_CLUSTER_ROWS=${CAL_CLUSTER_ROWS:-3000000}
 figure() { echo "figure: $1 = $2${3:+ $3}"; }
 Q="SELECT k, COUNT(*) AS n, MAX(ts) AS last_ts, CAST(window_end AS BIGINT) AS we FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k"
 DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 
-"$TOOL" gen --rows "$CAL_ROWS" --event-rate 100000 --keys 1000 2>/dev/null >"$W/in.csv"
+# Each quota runs the engine over N and over 2N rows (N = CAL_ROWS_PER_CPU x
+# the quota, so every run takes about as long): rate = N / (time of 2N -
+# time of N), which cancels what starting the process costs.
+"$TOOL" gen --rows $((2 * CAL_ROWS_PER_CPU)) --event-rate 100000 --keys 1000 2>/dev/null >"$W/in.csv"
 tb_group cal 1
-# rate_under CPUS: rows/s of the embedded engine inside a group at CPUS
-# (called in $(...): a subshell, so the group is made above)
-rate_under() {
+# secs_under CPUS ROWS: seconds the embedded engine takes over the first ROWS
+# rows inside the group at CPUS (called in $(...): a subshell, so the group
+# is made above)
+secs_under() {
     tb_quota cal "$1"
+    head -n "$2" "$W/in.csv" >"$W/part.csv"
     _t0=$(date +%s%N)
-    (tb_run cal "$B/ares-sql" --memory -q -e "$DDL $Q;" --ingest s <"$W/in.csv" >/dev/null) ||
+    (tb_run cal "$B/ares-sql" --memory -q -e "$DDL $Q;" --ingest s <"$W/part.csv" >/dev/null) ||
         { echo "calibrate.sh: the embedded run failed" >&2; exit 1; }
     _t1=$(date +%s%N)
-    awk -v r="$CAL_ROWS" -v ns="$((_t1 - _t0))" 'BEGIN { printf "%.0f", r / (ns / 1e9) }'
+    awk -v ns="$((_t1 - _t0))" 'BEGIN { printf "%.4f", ns / 1e9 }'
+}
+# rate_under CPUS: rows/s at CPUS, start-up cancelled
+rate_under() {
+    _n=$(awk -v r="$CAL_ROWS_PER_CPU" -v q="$1" 'BEGIN { printf "%d", r * q }')
+    _a=$(secs_under "$1" "$_n")
+    _b=$(secs_under "$1" $((2 * _n)))
+    awk -v n="$_n" -v a="$_a" -v b="$_b" 'BEGIN { if (b > a) printf "%.0f", n / (b - a); else print 0 }'
 }
 ref=$(rate_under 1)
 figure testbed_rate_at_1cpu "$ref" "rows/s"
