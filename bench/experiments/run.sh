@@ -58,8 +58,9 @@
 #               window (a wall-clock second) closes, every node of domain
 #               EXP_FAIL_DOMAIN gets SIGKILL at once (exp_tool killat); auto:
 #               d1 or d2, whichever runs more of q's aggregates (then tasks),
-#               never d0 (the coordinator's, with the stream's home: no
-#               standby coordinator and no stream log replication yet).
+#               never d0 (the coordinator's, with the stream's home: these
+#               runs start no standby coordinator; bench-recovery measures
+#               that case, REC_COORD).
 #               Recovery time = from the kill until the output is back at its
 #               pre-failure rate: the arrival of the last row of the first
 #               window that closes after the kill, or of a later window if
