@@ -34,24 +34,31 @@ grep -q "capacity 0.1 CPUs from cgroup v$TB_VERSION .*/n1: quota" n1.log || fail
 grep -q "capacity 0.25 CPUs from --speed" n2.log || fail "n2's log does not say --speed"
 
 # ---- 2. the quota holds a CPU-bound process to its share
-"$ARES_BUILD/bench/exp_tool" gen --rows 20000000 --event-rate 100000 --keys 1000 2>/dev/null >in.csv ||
+"$ARES_BUILD/bench/exp_tool" gen --rows 2000000 --event-rate 100000 --keys 1000 2>/dev/null >in.csv ||
     fail "exp_tool gen"
 DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 Q="SELECT k, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;"
-# cpu_in_2s [GROUP]: CPU ms the embedded engine uses in 2 s of wall time
+# cpu_in_2s [GROUP]: CPU ms the embedded engine uses in 2 s of wall time,
+# fed without end (the file again and again through a FIFO: the rows after
+# the first pass are late, and decoding and dropping them is CPU work too)
 cpu_in_2s() {
+    rm -f feed.fifo
+    mkfifo feed.fifo
+    (while :; do cat in.csv || exit; done >feed.fifo) 2>/dev/null &
+    _f=$!
     if [ -n "${1:-}" ]; then
-        (tb_run "$1" "$A" --memory -q -e "$DDL $Q" --ingest s <in.csv >/dev/null) &
+        (tb_run "$1" "$A" --memory -q --allow-late -e "$DDL $Q" --ingest s <feed.fifo >/dev/null 2>&1) &
     else
-        "$A" --memory -q -e "$DDL $Q" --ingest s <in.csv >/dev/null &
+        "$A" --memory -q --allow-late -e "$DDL $Q" --ingest s <feed.fifo >/dev/null 2>&1 &
     fi
     _p=$!
     sleep 0.5
     _b=$(tb_cpu_ms $_p)
     sleep 2
+    kill -0 $_p 2>/dev/null || { kill $_f 2>/dev/null; fail "the engine stopped before the measurement ended"; }
     _e=$(tb_cpu_ms $_p)
-    kill -KILL $_p 2>/dev/null
-    wait $_p 2>/dev/null
+    kill -KILL $_p $_f 2>/dev/null
+    wait $_p $_f 2>/dev/null
     echo $((_e - _b))
 }
 tb_group burn 0.1
