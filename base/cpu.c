@@ -26,6 +26,17 @@
 #include <string.h>
 #include <unistd.h>
 
+/* 1 if a comma-separated list (a mount's options, a /proc/self/cgroup
+ * line's controllers) names the cpu controller. */
+static int names_cpu(const char *list)
+{
+    char buf[512], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (!strcmp(t, "cpu")) return 1;
+    return 0;
+}
+
 /* The mount point of the cgroup hierarchy that has the cpu controller (v1),
  * or of the unified one (v2, want_v2).  0 if found. */
 static int cg_mount(int want_v2, char *out, size_t cap)
@@ -42,11 +53,8 @@ static int cg_mount(int want_v2, char *out, size_t cap)
         if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1) continue;
         if (sscanf(dash + 3, "%63s %*s %511s", fstype, super) < 1) continue;
         if (want_v2 && !strcmp(fstype, "cgroup2")) rc = 0;
-        if (!want_v2 && !strcmp(fstype, "cgroup")) {
-            /* superopts list the controllers: rw,cpu,cpuacct */
-            for (char *t = strtok(super, ","); t && rc; t = strtok(NULL, ","))
-                if (!strcmp(t, "cpu")) rc = 0;
-        }
+        /* superopts list the controllers: rw,cpu,cpuacct */
+        if (!want_v2 && !strcmp(fstype, "cgroup") && names_cpu(super)) rc = 0;
         if (!rc) snprintf(out, cap, "%s", mnt);
     }
     fclose(f);
@@ -67,12 +75,7 @@ static int cg_path(int v2, char *out, size_t cap)
         *c2 = 0;
         const char *ctl = c1 + 1, *path = c2 + 1;
         if (v2 && !strcmp(line, "0") && !*ctl) rc = 0;
-        if (!v2) {
-            char ctls[256];
-            snprintf(ctls, sizeof ctls, "%s", ctl);
-            for (char *t = strtok(ctls, ","); t && rc; t = strtok(NULL, ","))
-                if (!strcmp(t, "cpu")) rc = 0;
-        }
+        if (!v2 && names_cpu(ctl)) rc = 0;
         if (!rc) snprintf(out, cap, "%s", path);
     }
     fclose(f);
