@@ -1918,6 +1918,27 @@ static void insert_to_shadow(node *n, cstream *c, const ast_stmt *st)
     if (x && alive(x)) cs_send_msg(x->link, &m);
 }
 
+/* CREATE STREAM ... WITH (home = 'NODE'): the coordinator itself or a live
+ * member that runs tasks; anything else is refused, naming the candidates. */
+static int named_home(node *n, const ast_option *ho, const char **home, xerr *err)
+{
+    if (!strcmp(ho->value, n->cfg.name)) return 0;
+    for (int i = 0; i < n->npeers; i++)
+        if (worker(n->peers[i]) && !strcmp(n->peers[i]->name, ho->value)) {
+            *home = n->peers[i]->name;
+            return 0;
+        }
+    sbuf names;
+    sbuf_init(&names);
+    sbuf_printf(&names, "%s", n->cfg.name);
+    for (int i = 0; i < n->npeers; i++)
+        if (worker(n->peers[i])) sbuf_printf(&names, ", %s", n->peers[i]->name);
+    int rc = xerr_at(err, XE_INVAL, ho->line, ho->col, "home '%s' is not a live node that runs tasks (those are: %.*s)",
+                     ho->value, (int)names.len, names.p ? names.p : "");
+    sbuf_fini(&names);
+    return rc;
+}
+
 /* Returns 0 (done), 1 (waiting for nodes) or an error. */
 static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
 {
@@ -1933,13 +1954,19 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
                            "source '%s': a cluster reads socket sources only (tcp://HOST:PORT or unix:///path, at the "
                            "stream's home); to load a file, ares-sql --connect ... --ingest %s --end < FILE",
                            src->value, st->name);
-        /* the home: round-robin over the live nodes, this one included */
-        int nn = 1;
-        for (int i = 0; i < n->npeers; i++) nn += worker(n->peers[i]);
-        int pick = co->rr_home++ % nn;
+        /* the home: WITH (home = 'NODE'), else round-robin over the live
+         * nodes, this one included */
         const char *home = n->cfg.name;
-        for (int i = 0, k = 1; i < n->npeers && pick; i++)
-            if (worker(n->peers[i]) && k++ == pick) home = n->peers[i]->name;
+        const ast_option *ho = ast_option_get(st->with, "home");
+        if (ho) {
+            if ((rc = named_home(n, ho, &home, err))) return rc;
+        } else {
+            int nn = 1;
+            for (int i = 0; i < n->npeers; i++) nn += worker(n->peers[i]);
+            int pick = co->rr_home++ % nn;
+            for (int i = 0, k = 1; i < n->npeers && pick; i++)
+                if (worker(n->peers[i]) && k++ == pick) home = n->peers[i]->name;
+        }
         char *lite = strip_source(st->text);
         if (lite && strcmp(home, n->cfg.name)) {
             ast_stmt *ls = NULL;

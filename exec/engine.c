@@ -1054,8 +1054,10 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
     return 0;
 }
 
+/* home: a cluster's choice of the node that keeps the log (cluster/coord.c);
+ * an embedded engine is its own home and ignores it */
 static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
-                                             "delimiter", "null_string", NULL};
+                                             "delimiter", "null_string", "home", NULL};
 static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
                                             "checkpoint_interval", NULL};
 

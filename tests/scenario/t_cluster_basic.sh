@@ -160,4 +160,12 @@ sqlc -e "CREATE STREAM fsrc (ts BIGINT, k BIGINT) WITH (timestamp = 'ts', source
     fail "a file source was accepted on a cluster"
 grep -q "a cluster reads socket sources only" fsrc.err && grep -q -- "--ingest fsrc --end" fsrc.err &&
     grep -q "column" fsrc.err || { cat fsrc.err; fail "the refused file source's message"; }
+# ---- 11. WITH (home = 'NODE') puts the stream's log where the user says; an
+# unknown node is refused with its position and the nodes that could be
+sqlc -e "CREATE STREAM hm (ts BIGINT, k BIGINT) WITH (timestamp = 'ts', home = 'n4');" || fail "CREATE STREAM with home"
+sqlc -e "SHOW STREAMS;" | grep -q '^hm,n4,' || { sqlc -e "SHOW STREAMS;"; fail "hm's home is not n4"; }
+printf 'ts,k\n1,1\n2,2\n' | sqlc --ingest hm --end || fail "ingest into hm"
+sqlc -e "CREATE STREAM hx (ts BIGINT) WITH (timestamp = 'ts', home = 'n99');" 2>hx.err && fail "home n99 was accepted"
+grep -q "home 'n99' is not a live node that runs tasks (those are: c0, " hx.err && grep -q "column" hx.err ||
+    { cat hx.err; fail "the refused home's message"; }
 echo "cluster basic: ok"
