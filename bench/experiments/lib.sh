@@ -67,18 +67,25 @@ start_node() {
     # on the testbed (bench/testbed/lib.sh), inside the node's CPU cgroup
     _wrap=""
     [ -n "${TB_ROOT:-}" ] && [ -d "$TB_ROOT/$_n" ] && _wrap="tb_run $_n"
+    # with a network namespace per domain (tb_netns), in the domain's:
+    # nsenter enters only the network namespace (ip netns exec would mount
+    # a sysfs of its own over /sys, hiding the cgroup files from which the
+    # node reads its capacity)
+    _v=$(echo "$_d" | tr -- - _) _host=127.0.0.1 _ns=""
+    eval "_ns=\${TB_NS_$_v:-}"
+    [ -n "$_ns" ] && { _wrap="$_wrap nsenter --net=/run/netns/$_ns"; eval "_host=\$TB_IP_$_v"; }
     if [ -z "${CADDR:-}" ]; then
-        $_wrap "$B/ares-node" --name "$_n" --domain "$_d" --listen 127.0.0.1:0 --data "$CD/data-$_n" \
+        $_wrap "$B/ares-node" --name "$_n" --domain "$_d" --listen "$_host:0" --data "$CD/data-$_n" \
             --secret-file "$W/secret" "$@" >/dev/null 2>"$CD/$_n.log" &
     else
-        $_wrap "$B/ares-node" --name "$_n" --domain "$_d" --listen 127.0.0.1:0 --data "$CD/data-$_n" \
+        $_wrap "$B/ares-node" --name "$_n" --domain "$_d" --listen "$_host:0" --data "$CD/data-$_n" \
             --secret-file "$W/secret" --join "$CADDR" "$@" >/dev/null 2>"$CD/$_n.log" &
     fi
     CLUSTER_PIDS="$CLUSTER_PIDS $!"
     eval "PID_$_n=$!"
     [ -n "${START_NOWAIT:-}" ] && [ -n "${CADDR:-}" ] && return 0
     _p=$(port_of "$_n") || die "node $_n did not start"
-    [ -n "${CADDR:-}" ] || CADDR="127.0.0.1:$_p"
+    [ -n "${CADDR:-}" ] || CADDR="$_host:$_p"
 }
 
 # new_cluster DIR: a fresh cluster's scratch directory (stops the previous one)

@@ -7,9 +7,11 @@
 # the machine's CPUs), n2, n5 and n8 at EXP_NODE_CPUS / EXP_SLOW_FACTOR
 # (default 50, the paper's lambda).  No node sleeps: each tells placement
 # the capacity its quota gives it.  Every node holds its frames to another
-# domain (--link-delay-ms); the coordinator c0 is the stream's home (source)
-# and runs the sink.  The generator, the ingest client and the subscriber
-# run outside the quotas.  One standing query, placed by the strategy under
+# domain (--link-delay-ms), and each domain is in a network namespace of
+# its own where the machine allows (EXP_NETNS).  The coordinator c0 runs the
+# sink and forwards the ingest; n1 (EXP_HOME, the same domain) is the
+# stream's home: its log and the query's source.  The generator, the ingest
+# client and the subscriber run outside the quotas.  One standing query, placed by the strategy under
 # test:
 #
 #   SELECT k, COUNT(*) AS n, MAX(ts) AS last_ts, CAST(window_end AS BIGINT) AS we
@@ -58,7 +60,7 @@
 #               window (a wall-clock second) closes, every node of domain
 #               EXP_FAIL_DOMAIN gets SIGKILL at once (exp_tool killat); auto:
 #               d1 or d2, whichever runs more of q's aggregates (then tasks),
-#               never d0 (the coordinator's, with the stream's home: these
+#               never d0 (the coordinator's and the stream's home's: these
 #               runs start no standby coordinator; bench-recovery measures
 #               that case, REC_COORD).
 #               Recovery time = from the kill until the output is back at its
@@ -100,6 +102,8 @@
 #   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.5 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
 #   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
 #   EXP_SLOTS=6 EXP_DEAD_MS=10000
+#   EXP_NETNS=1 (each domain in a network namespace where root can make one; 0: loopback)
+#   EXP_HOME=n1 (the stream's home: its log, ingest and the query's source)
 #   FT_MODES="replica checkpoint upstream" EXP_REC_SECONDS=15 EXP_FAIL_AT=8 EXP_FAIL_DOMAIN=auto
 #   EXP_REC_WAIT_S=15 (how long the output may take to be complete after the input ends)
 #   EXP_KILL_LEAD_MS=100 EXP_REC_LATE_MS=250
@@ -128,6 +132,8 @@ EXP_STRATEGIES=${EXP_STRATEGIES:-nirvana nirvana-no-recovery round-robin resourc
 EXP_JOIN=${EXP_JOIN:-1}
 EXP_DEAD_MS=${EXP_DEAD_MS:-10000}
 EXP_SLOTS=${EXP_SLOTS:-6}
+EXP_NETNS=${EXP_NETNS:-1}
+EXP_HOME=${EXP_HOME:-n1}
 FT_MODES=${FT_MODES-replica checkpoint upstream}
 EXP_REC_SECONDS=${EXP_REC_SECONDS:-15}
 EXP_FAIL_AT=${EXP_FAIL_AT:-8}
@@ -158,6 +164,14 @@ for n in c0 n1 n2 n3 n4 n5 n6 n7 n8; do
     esac
 done
 SLOW_PERIOD_MS=$(($(tb_period "$EXP_SLOW_CPUS") / 1000))
+# a network namespace per failure domain where the machine allows it
+if [ "$EXP_NETNS" = 1 ]; then
+    if tb_netns "10.214.$(($$ % 250))" d0 d1 d2; then
+        say "each failure domain in a network namespace of its own ($TB_IP_d0, $TB_IP_d1, $TB_IP_d2), joined by a bridge"
+    else
+        say "no network namespaces here ($TB_WHY): the domains share loopback"
+    fi
+fi
 
 # paper9 DIR: the paper's 9 workers, 3 domains, one slowed node per domain
 paper9() {
@@ -168,7 +182,7 @@ paper9() {
 setup() {
     ftset=""
     [ -n "${2:-}" ] && ftset="SET ft = '$2'; SET replicas = 1;"
-    sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');
+    sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', home = '$EXP_HOME');
              SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset" || die "setup ($1)"
     sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT ($1)"

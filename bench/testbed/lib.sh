@@ -26,10 +26,24 @@
 #   tb_quota NAME CPUS     change NAME's quota while it runs
 #   tb_cpu_ms PID          CPU time a process used so far, ms
 #   tb_throttled NAME      periods, throttled periods and throttled ms so far
-#   tb_cleanup             kill what is left in the groups and remove them;
-#                          call it from the caller's EXIT trap (lib.sh does)
+#   tb_netns NET D...      a network namespace per failure domain D (below)
+#   tb_cleanup             kill what is left in the groups and remove them,
+#                          and the namespaces; call it from the caller's EXIT
+#                          trap (bench/experiments/lib.sh does)
 # Sets TB_VERSION (1 or 2) and TB_ROOT (the parent group's directory).
-TB_ROOT="" TB_VERSION="" TB_GROUPS=""
+#
+# Network.  tb_netns NET D1 D2 ... gives each failure domain a network
+# namespace of its own, joined by a veth pair to a bridge in the root
+# namespace at NET.254 (NET: three octets, e.g. 10.213.7), the domain's
+# address NET.i.  Traffic between domains then crosses the kernel's bridge
+# and veth devices as it would cross a switch, not loopback.  Per domain D
+# (- as _) it sets TB_NS_D (run a node there: ip netns exec $TB_NS_D ...),
+# TB_IP_D and TB_VETH_D (the root end of its link: `ip link set $TB_VETH_D
+# down` cuts the domain off).  The kernel here has no netem, so the delay
+# between domains is ares-node's own --link-delay-ms.  Returns 1, with the
+# reason in TB_WHY, where namespaces cannot be made (not root, no
+# CAP_NET_ADMIN); a failure after it started stops with a message.
+TB_ROOT="" TB_VERSION="" TB_GROUPS="" TB_NETNS="" TB_BRIDGE="" TB_WHY=""
 
 tb_die() {
     echo "testbed: $*" >&2
@@ -112,7 +126,46 @@ tb_throttled() {
          END { printf "%d %d %.0f\n", p, t, ms }' "$TB_ROOT/$1/cpu.stat" 2>/dev/null
 }
 
+tb_netns() {
+    _net=$1
+    shift
+    if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
+        TB_WHY="needs root and iproute2 (ip netns)"
+        return 1
+    fi
+    _tag=$(($$ % 100000))
+    TB_BRIDGE="arb$_tag"
+    ip link add "$TB_BRIDGE" type bridge 2>/dev/null ||
+        { TB_BRIDGE=""; TB_WHY="cannot create a bridge (no CAP_NET_ADMIN?)"; return 1; }
+    ip addr add "$_net.254/24" dev "$TB_BRIDGE" && ip link set "$TB_BRIDGE" up || tb_die "cannot set up bridge $TB_BRIDGE"
+    _i=1
+    for _d in "$@"; do
+        _v=$(echo "$_d" | tr -- - _)
+        _ns="ares$_i-$_tag"
+        ip netns add "$_ns" || tb_die "ip netns add $_ns failed"
+        TB_NETNS="$TB_NETNS $_ns"
+        ip link add "v$_i-$_tag" type veth peer name "p$_i-$_tag" || tb_die "no veth pair for $_ns"
+        ip link set "p$_i-$_tag" netns "$_ns" || tb_die "cannot move a veth into $_ns"
+        ip link set "v$_i-$_tag" master "$TB_BRIDGE" && ip link set "v$_i-$_tag" up || tb_die "cannot put a veth on the bridge"
+        ip -n "$_ns" addr add "$_net.$_i/24" dev "p$_i-$_tag" || tb_die "cannot give $_ns an address"
+        ip -n "$_ns" link set "p$_i-$_tag" up && ip -n "$_ns" link set lo up || tb_die "cannot bring the links of $_ns up"
+        eval "TB_NS_$_v=$_ns TB_IP_$_v=$_net.$_i TB_VETH_$_v=v$_i-$_tag"
+        _i=$((_i + 1))
+    done
+}
+
+tb_netns_cleanup() {
+    for _ns in $TB_NETNS; do
+        # shellcheck disable=SC2046
+        kill -KILL $(ip netns pids "$_ns" 2>/dev/null) 2>/dev/null
+        ip netns del "$_ns" 2>/dev/null
+    done
+    [ -n "$TB_BRIDGE" ] && ip link del "$TB_BRIDGE" 2>/dev/null
+    TB_NETNS="" TB_BRIDGE=""
+}
+
 tb_cleanup() {
+    tb_netns_cleanup
     [ -n "$TB_ROOT" ] && [ -d "$TB_ROOT" ] || return 0
     for _g in $TB_GROUPS; do
         [ -d "$TB_ROOT/$_g" ] || continue

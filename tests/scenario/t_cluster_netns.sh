@@ -14,45 +14,24 @@ if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
 fi
 . "$(dirname "$0")/t_cluster_lib.inc"
 
-tag=$(($$ % 100000))
 NET="10.213.$(($$ % 250))"
-BR="arb$tag"
-NSES=""
-EXTRA_CLEANUP='for ns in $NSES; do ip netns del "$ns" 2>/dev/null; done; ip link del "$BR" 2>/dev/null'
-
-if ! ip link add "$BR" type bridge 2>/dev/null; then
-    echo "SKIP: cannot create a bridge here (no CAP_NET_ADMIN in this container?); not run"
-    exit 0
-fi
-ip addr add "$NET.254/24" dev "$BR" && ip link set "$BR" up || fail "bridge setup"
-i=1
-for d in a b c; do
-    ns="ares$d$tag"
-    ip netns add "$ns" || fail "ip netns add $ns"
-    NSES="$NSES $ns"
-    ip link add "v$d$tag" type veth peer name "p$d$tag" || fail "veth for $ns"
-    ip link set "p$d$tag" netns "$ns" || fail "veth into $ns"
-    ip link set "v$d$tag" master "$BR" && ip link set "v$d$tag" up || fail "veth on the bridge"
-    ip -n "$ns" addr add "$NET.$i/24" dev "p$d$tag" || fail "address in $ns"
-    ip -n "$ns" link set "p$d$tag" up && ip -n "$ns" link set lo up || fail "links up in $ns"
-    i=$((i + 1))
-done
+netns_domains "$NET" a b c || { echo "SKIP: t_cluster_netns $NS_WHY; not run"; exit 0; }
 # the namespaces reach each other through the bridge
 # (a refused connection proves the route: something answered)
-ip netns exec "aresa$tag" python3 -c "
+ip netns exec "$NS_a" python3 -c "
 import socket, sys
 s = socket.socket(); s.settimeout(3)
 try: s.connect(('$NET.3', 9))
 except ConnectionRefusedError: sys.exit(0)
 except OSError: sys.exit(1)" || fail "no route between the namespaces"
 
-PREFIX="ip netns exec aresa$tag" HOST="$NET.1"
+PREFIX="ip netns exec $NS_a" HOST="$NET.1"
 start_coordinator c0 rack-a --link-delay-ms 5
 start_member n1 rack-a --link-delay-ms=5
-PREFIX="ip netns exec aresb$tag" HOST="$NET.2"
+PREFIX="ip netns exec $NS_b" HOST="$NET.2"
 start_member n2 rack-b --link-delay-ms=5
 start_member n3 rack-b --link-delay-ms=5
-PREFIX="ip netns exec aresc$tag" HOST="$NET.3"
+PREFIX="ip netns exec $NS_c" HOST="$NET.3"
 start_member n4 rack-c --link-delay-ms=5
 start_member n5 rack-c --link-delay-ms=5
 PREFIX="" HOST="$NET.1"
