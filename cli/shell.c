@@ -415,7 +415,8 @@ static const help_topic topics[] = {
      "    ares-sql --data DIR -e 'SUBSCRIBE query_name;'\n"},
     {"SET",
      "SET name = value\n"
-     "  Settings: parallelism, placement, replicas, ft, checkpoint_interval, shadow\n"
+     "  Settings: parallelism, placement, replicas, ft, checkpoint_interval, shadow,\n"
+     "            rebalance_interval, rebalance_threshold\n"
      "  (SHOW SETTINGS says what each does).  Example: SET parallelism = 4;\n"},
     {NULL, NULL},
 };

@@ -1773,6 +1773,10 @@ static const struct setting_def {
     {"ft", "replica", "fault tolerance in a cluster: replica, checkpoint, upstream or none"},
     {"checkpoint_interval", "10 seconds", "how often a snapshot is taken with ft = 'checkpoint'"},
     {"shadow", "input", "how a stream's shadow home keeps up in a cluster: input (sent every row too) or log (its log copied)"},
+    {"rebalance_interval", "30 seconds",
+     "how often a cluster re-plays Nirvana's best responses for the running queries and moves tasks that gain (0 = never)"},
+    {"rebalance_threshold", "0.2",
+     "a task moves only when its cost falls by more than this fraction and the game's potential falls (0 to 1)"},
 };
 #define NSETTINGS (int)(sizeof settings / sizeof *settings)
 
@@ -1849,6 +1853,29 @@ static int show_settings(engine *e, const ast_stmt *st, const exec_out *out, xer
     return rc;
 }
 
+int engine_rebalance_setting(const char *key, const ast_lit *v, double *out, xerr *err)
+{
+    double x;
+    if (!strcmp(key, "rebalance_interval")) {
+        int64_t ms = 0;
+        xerr e2;
+        if (v->type == TY_BIGINT && v->i == 0) ms = 0;
+        else if (v->type != TY_TEXT || plan_parse_interval(v->s, &ms, &e2) || ms < 0)
+            return xerr_set(err, XE_INVAL, "rebalance_interval must be an interval such as '30 seconds', or 0 to turn "
+                            "rebalancing off");
+        if (ms > 0 && ms < 100)
+            return xerr_set(err, XE_INVAL, "rebalance_interval must be at least 100 ms (or 0 to turn rebalancing off)");
+        x = (double)ms;
+    } else {
+        x = v->type == TY_DOUBLE ? v->d : v->type == TY_BIGINT ? (double)v->i : -1;
+        if (!(x >= 0 && x < 1))
+            return xerr_set(err, XE_INVAL, "rebalance_threshold must be a number from 0 to below 1, such as 0.2 (a task "
+                            "moves when its cost falls by more than that fraction)");
+    }
+    if (out) *out = x;
+    return 0;
+}
+
 static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     char val_text[128];
@@ -1887,6 +1914,13 @@ static int set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     } else if (!strcmp(k, "replicas")) {
         if (l->type != TY_BIGINT || l->i < 0 || l->i > 8)
             return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "replicas must be an integer from 0 to 8");
+    } else if (!strcmp(k, "rebalance_interval") || !strcmp(k, "rebalance_threshold")) {
+        /* used by a cluster (cluster/coord.c, cluster/rebalance.c) */
+        if (engine_rebalance_setting(k, l, NULL, err)) {
+            err->line = st->set_line;
+            err->col = st->set_col;
+            return err->code;
+        }
     } else
         return unknown_setting(st, k, err);
     char key[160];
@@ -2124,6 +2158,13 @@ int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
     case ST_DESCRIBE: return describe(e, st, out, err);
     case ST_EXPLAIN: return explain(e, st, out, err);
     case ST_SET: return set_stmt(e, st, out, err);
+    case ST_ALTER_QUERY_REBALANCE:
+        /* a cluster's coordinator answers it (cluster/coord.c); here every
+         * task runs in this one process, so there is nowhere to move to */
+        if (!find_query(e, st->name)) return xerr_at(err, XE_NOTFOUND, st->line, st->col, "query '%s' does not exist", st->name);
+        notice(out, "ALTER QUERY: nothing to rebalance; an embedded engine runs every task of '%s' in this process "
+               "(REBALANCE moves tasks between the nodes of a cluster)", st->name);
+        return 0;
     case ST_SUBSCRIBE: {
         query *q = find_query(e, st->name);
         if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);

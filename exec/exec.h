@@ -227,6 +227,12 @@ typedef enum engine_ft {
 } engine_ft;
 int engine_ft_parse(const char *s, engine_ft *out); /* 'replica' ... ; -1 when unknown */
 const char *engine_ft_name(engine_ft f);
+/* SET rebalance_interval (an interval such as '30 seconds', or 0 = off;
+ * *out = ms) and SET rebalance_threshold (a fraction from 0 to below 1;
+ * *out = it): 0, or XE_INVAL with the message.  out may be NULL (a check). */
+int engine_rebalance_setting(const char *key, const ast_lit *v, double *out, xerr *err);
+#define ENGINE_REBALANCE_INTERVAL_MS 30000 /* the defaults, as SHOW SETTINGS lists them */
+#define ENGINE_REBALANCE_THRESHOLD 0.2
 
 typedef struct engine_deploy_opts {
     engine_ft ft;

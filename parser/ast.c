@@ -1762,6 +1762,9 @@ int ast_print_stmt(const ast_stmt *s, sbuf *b)
         /* right after EXPLAIN, a bare "placement" would be the keyword */
         if (s->name && strcmp(s->name, "placement") == 0) return print_quoted(s->name, '"', b);
         return ast_print_ident(s->name, b);
+    case ST_ALTER_QUERY_REBALANCE:
+        if ((rc = sbuf_adds(b, "ALTER QUERY ")) || (rc = ast_print_ident(s->name, b))) return rc;
+        return sbuf_adds(b, " REBALANCE");
     case ST_SET:
         if ((rc = sbuf_adds(b, "SET ")) || (rc = ast_print_ident(s->set_key, b)) || (rc = sbuf_adds(b, " = ")))
             return rc;

@@ -38,6 +38,7 @@ static const char *const tok_names[TK_NOT_LA + 1] = {
     [TK_SHOW] = "SHOW", [TK_STREAMS] = "STREAMS", [TK_QUERIES] = "QUERIES", [TK_NODES] = "NODES",
     [TK_DESCRIBE] = "DESCRIBE", [TK_EXPLAIN] = "EXPLAIN", [TK_PLACEMENT] = "PLACEMENT",
     [TK_FORMAT] = "FORMAT", [TK_JSON] = "JSON", [TK_SUBSCRIBE] = "SUBSCRIBE", [TK_SET] = "SET",
+    [TK_ALTER] = "ALTER", [TK_REBALANCE] = "REBALANCE",
     [TK_SELECT] = "SELECT", [TK_DISTINCT] = "DISTINCT", [TK_FROM] = "FROM", [TK_WINDOW] = "WINDOW",
     [TK_TUMBLING] = "TUMBLING", [TK_HOPPING] = "HOPPING", [TK_SESSION] = "SESSION", [TK_SIZE] = "SIZE",
     [TK_ADVANCE] = "ADVANCE", [TK_BY] = "BY", [TK_GAP] = "GAP", [TK_GRACE] = "GRACE",
@@ -61,19 +62,19 @@ static const char *const tok_names[TK_NOT_LA + 1] = {
 };
 
 const char *const parse_keywords[] = {
-    "ADVANCE", "AND", "AS", "BETWEEN", "BIGINT", "BOOL", "BOOLEAN", "BY", "CASE", "CAST", "CHANGES",
+    "ADVANCE", "ALTER", "AND", "AS", "BETWEEN", "BIGINT", "BOOL", "BOOLEAN", "BY", "CASE", "CAST", "CHANGES",
     "CREATE", "CROSS", "DAY", "DAYS", "DESCRIBE", "DISTINCT", "DOUBLE", "DROP", "ELSE", "EMIT", "END", "EXISTS",
     "EXPLAIN", "FALSE", "FINAL", "FLOAT", "FORMAT", "FROM", "GAP", "GRACE", "GROUP", "HAVING", "HOPPING",
     "HOUR", "HOURS", "IF", "IN", "INSERT", "INT", "INTEGER", "INTERVAL", "INTO", "IS", "JOIN", "JSON",
     "LIKE", "LIMIT", "MILLISECOND", "MILLISECONDS", "MINUTE", "MINUTES", "NODES", "NOT", "NULL", "ON",
-    "OR", "PERIOD", "PLACEMENT", "QUERIES", "QUERY", "REAL", "SECOND", "SECONDS", "SELECT", "SESSION",
+    "OR", "PERIOD", "PLACEMENT", "QUERIES", "QUERY", "REAL", "REBALANCE", "SECOND", "SECONDS", "SELECT", "SESSION",
     "SET", "SHOW", "SIZE", "STREAM", "STREAMS", "STRING", "SUBSCRIBE", "TEXT", "THEN", "TIMESTAMP",
     "TRUE", "TUMBLING", "UNNEST", "VALUES", "VARCHAR", "WHEN", "WHERE", "WINDOW", "WITH", "WITHIN", NULL,
 };
 
 /* What a SET that does not parse names (the engine's settings, as SHOW
  * SETTINGS lists them: t_engine_errors checks that they agree). */
-#define SETTINGS "parallelism, placement, replicas, ft, checkpoint_interval, shadow"
+#define SETTINGS "parallelism, placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold"
 
 /* ------------------------------------------------------------------ tokens of a whole input */
 

@@ -65,6 +65,7 @@ int parser_accepts(void *p, int tok)
 /* Declared once, in the order driver.c lists them in "expected one of: ...". */
 %token CREATE STREAM QUERY IF NOT EXISTS WITH AS INSERT INTO VALUES DROP SHOW
        STREAMS QUERIES NODES DESCRIBE EXPLAIN PLACEMENT FORMAT JSON SUBSCRIBE SET
+       ALTER REBALANCE
        SELECT DISTINCT FROM WINDOW TUMBLING HOPPING SESSION SIZE ADVANCE BY GAP
        GRACE PERIOD JOIN ON WITHIN CROSS UNNEST WHERE GROUP HAVING EMIT CHANGES FINAL LIMIT
        AND OR IS NULL BETWEEN IN LIKE CASE WHEN THEN ELSE END CAST TRUE FALSE
@@ -76,7 +77,7 @@ int parser_accepts(void *p, int tok)
        NOT_LA.
 
 /* Non-reserved keywords: where they cannot be a keyword they are identifiers. */
-%fallback ID STREAM QUERY STREAMS QUERIES NODES PLACEMENT FORMAT JSON
+%fallback ID STREAM QUERY STREAMS QUERIES NODES PLACEMENT FORMAT JSON REBALANCE
        TUMBLING HOPPING SESSION SIZE ADVANCE GAP GRACE PERIOD CHANGES FINAL
        UNNEST MILLISECONDS SECONDS MINUTES HOURS DAYS
        BIGINT INT INTEGER DOUBLE FLOAT REAL TEXT VARCHAR STRING BOOLEAN BOOL
@@ -122,6 +123,7 @@ stmt(A) ::= SHOW NODES.    { A = ast_mk_show(P, SHOW_NODES); }
 stmt(A) ::= SHOW ID(K).    { A = ast_mk_show_name(P, &K); } /* SHOW SETTINGS, or one: SHOW parallelism */
 stmt(A) ::= DESCRIBE name(N).  { A = ast_mk_named(P, ST_DESCRIBE, N); }
 stmt(A) ::= SUBSCRIBE name(N). { A = ast_mk_named(P, ST_SUBSCRIBE, N); }
+stmt(A) ::= ALTER QUERY name(N) REBALANCE. { A = ast_mk_named(P, ST_ALTER_QUERY_REBALANCE, N); }
 stmt(A) ::= EXPLAIN placement(L) explain_format(F) name(N).
     { A = ast_mk_explain(P, L, F, N, NULL); }
 stmt(A) ::= EXPLAIN placement(L) explain_format(F) select(S).

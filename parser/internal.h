@@ -176,7 +176,7 @@ ast_stmt *ast_mk_insert(pctx *P, char *name, ast_names *cols, ast_rows *rows);
 ast_stmt *ast_mk_drop(pctx *P, ast_stmt_kind kind, int if_exists, char *name);
 ast_stmt *ast_mk_show(pctx *P, ast_show_what what);
 ast_stmt *ast_mk_show_name(pctx *P, const token *name);
-ast_stmt *ast_mk_named(pctx *P, ast_stmt_kind kind, char *name); /* DESCRIBE, SUBSCRIBE */
+ast_stmt *ast_mk_named(pctx *P, ast_stmt_kind kind, char *name); /* DESCRIBE, SUBSCRIBE, ALTER QUERY ... REBALANCE */
 ast_stmt *ast_mk_explain(pctx *P, int placement, int json, char *name, ast_select *sel);
 ast_stmt *ast_mk_set(pctx *P, const token *key, optval v);
 

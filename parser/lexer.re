@@ -127,6 +127,8 @@ int lex_next(lexer *lx, token *t)
         'json'        { code = TK_JSON; goto tok; }
         'subscribe'   { code = TK_SUBSCRIBE; goto tok; }
         'set'         { code = TK_SET; goto tok; }
+        'alter'       { code = TK_ALTER; goto tok; }
+        'rebalance'   { code = TK_REBALANCE; goto tok; }
         'select'      { code = TK_SELECT; goto tok; }
         'distinct'    { code = TK_DISTINCT; goto tok; }
         'from'        { code = TK_FROM; goto tok; }

@@ -210,6 +210,7 @@ typedef enum ast_stmt_kind {
     ST_EXPLAIN,
     ST_SUBSCRIBE,
     ST_SET,
+    ST_ALTER_QUERY_REBALANCE, /* ALTER QUERY name REBALANCE: re-run placement now (a cluster) */
 } ast_stmt_kind;
 
 /* SHOW SETTINGS lists every setting; SHOW_SETTING is SHOW <name> (in name). */
@@ -219,7 +220,7 @@ typedef struct ast_stmt {
     ast_stmt_kind kind;
     int line, col;        /* where the statement starts */
     char *text;           /* the statement's own source text, without the ';' (owned) */
-    char *name;           /* CREATE/DROP/DESCRIBE/SUBSCRIBE/INSERT target; EXPLAIN of a named query; SHOW <setting> */
+    char *name;           /* CREATE/DROP/ALTER/DESCRIBE/SUBSCRIBE/INSERT target; EXPLAIN of a named query; SHOW <setting> */
     int if_not_exists;    /* CREATE ... IF NOT EXISTS */
     int if_exists;        /* DROP ... IF EXISTS */
     ast_coldefs *cols;    /* CREATE STREAM */

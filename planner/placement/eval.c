@@ -118,6 +118,17 @@ static double share_cost(const ectx *x, int i, int n)
     return a + b + c;
 }
 
+int nv_cost_at(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g, const int *assign, int i,
+               double *cost, xerr *e)
+{
+    nv_mark m = nv_mark_get(p);
+    ectx x;
+    int rc = ectx_init(&x, p, c, g, assign, e);
+    if (rc >= 0) *cost = assign[i] >= 0 ? share_cost(&x, i, assign[i]) : HUGE_VAL;
+    nv_release(p, m);
+    return rc < 0 ? rc : 0;
+}
+
 int nirvana_score_assignment(const nirvana_problem *p, const nirvana_config *c,
                              const int *assignment, nirvana_score *out, xerr *e)
 {

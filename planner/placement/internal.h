@@ -115,6 +115,10 @@ int nv_result_build(const nirvana_problem *p, const nirvana_config *c, const nv_
 int nv_score(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g,
              const int *assign, nirvana_score *out, xerr *e);
 
+/* Player i's cost share where assign puts it (HUGE_VAL when unplaced). */
+int nv_cost_at(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g, const int *assign, int i,
+               double *cost, xerr *e);
+
 /* Seeded PRNG shared by the random baseline and nothing else. */
 static inline uint64_t nv_splitmix(uint64_t *s)
 {

@@ -258,6 +258,34 @@ int nirvana_place(const nirvana_problem *p, const nirvana_config *c, nirvana_res
 int nirvana_replace(const nirvana_problem *p, const nirvana_config *c,
                     const nirvana_result *prev, nirvana_result **out, xerr *e);
 
+/* ---------------------------------------------------------------- live re-placement */
+
+/* What a player may do in nirvana_rebalance. */
+enum nirvana_rb_mode {
+    NIRVANA_RB_FIXED = 0,      /* stays where it is */
+    NIRVANA_RB_FREE = 1,       /* moves to any legal node (stateless, a replica, or state rebuilt by replay) */
+    NIRVANA_RB_WITH_STATE = 2, /* a stateful primary: only trades places with a replica that holds its state */
+};
+
+typedef struct nirvana_rb_move {
+    int player, from, to;
+    int swapped;               /* the replica player that went to `from` (a promotion), else -1 */
+    double cost_before, cost_after;           /* the mover's cost share */
+    double potential_before, potential_after; /* the whole game's */
+} nirvana_rb_move;
+
+/*
+ * Re-plays best responses from the placement in `assign` (a node per player,
+ * laid out as in results; rewritten in place) with hysteresis: a player moves
+ * only when its cost falls below (1 - threshold) times its cost now *and* the
+ * potential falls.  Pinned players and those whose mode[] is FIXED stay.
+ * Rounds in play order until one moves nothing or max_moves moves are made;
+ * moves[] (max_moves entries, may be NULL) gets them in order, *nmoves their
+ * count.  Pure.  XE_INVAL on a bad threshold (0 <= threshold < 1).
+ */
+int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *assign, const unsigned char *mode,
+                      double threshold, int max_moves, nirvana_rb_move *moves, int *nmoves, xerr *e);
+
 /* ---------------------------------------------------------------- evaluation */
 
 typedef struct nirvana_score {

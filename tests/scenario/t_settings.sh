@@ -32,7 +32,7 @@ rc=0
 grep -q "unknown setting 'paralelism'; did you mean 'parallelism'?" e4.err || { cat e4.err; fail "SHOW paralelism: message"; }
 rc=0
 "$A" --memory -q -e "SET debug = TRUE;" 2>e5.err || rc=$?
-[ "$rc" -eq 1 ] && grep -q "unknown setting 'debug' (known: parallelism, placement, replicas, ft, checkpoint_interval, shadow)" e5.err ||
+[ "$rc" -eq 1 ] && grep -q "unknown setting 'debug' (known: parallelism, placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold)" e5.err ||
     { cat e5.err; fail "SET debug: exit $rc"; }
 
 # ---- a cluster, through --connect: the coordinator's values

@@ -657,6 +657,14 @@ static void test_small_statements(void **state)
     assert_int_equal(s->kind, ST_SUBSCRIBE);
     assert_string_equal(s->name, "hot");
     ast_stmt_free(s);
+    s = one("alter query hot rebalance");
+    assert_int_equal(s->kind, ST_ALTER_QUERY_REBALANCE);
+    assert_string_equal(s->name, "hot");
+    ast_stmt_free(s);
+    s = one("ALTER QUERY rebalance REBALANCE"); /* not reserved: a query may be called rebalance */
+    assert_string_equal(s->name, "rebalance");
+    ast_stmt_free(s);
+    check_error("ALTER QUERY hot", 1, 16, "unexpected end of input, expected REBALANCE");
     check_error("DROP TABLE x", 1, 6, "unexpected 'TABLE', expected one of: STREAM, QUERY");
     check_error("SHOW 1", 1, 6, "unexpected '1', expected one of: STREAMS, QUERIES, NODES, SETTINGS, or a setting's name");
     check_error("SHOW", 1, 5, "unexpected end of input, expected one of: STREAMS, QUERIES, NODES, SETTINGS, or a "
@@ -716,10 +724,10 @@ static void test_set(void **state)
     assert_string_equal(s->set_key, "parallelism");
     ast_stmt_free(s);
     check_error("SET x", 1, 6, "unexpected end of input, expected '=' (SET name = value; settings: parallelism, "
-                               "placement, replicas, ft, checkpoint_interval, shadow)");
+                               "placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold)");
     /* issue 16: SET alone says what SET takes */
     check_error("SET;", 1, 4, "unexpected end of input, expected identifier (SET name = value; settings: parallelism, "
-                              "placement, replicas, ft, checkpoint_interval, shadow)");
+                              "placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold)");
     check_error_prefix("SET parallelism 4", 1, 17, "unexpected '4', expected '=' (SET name = value; settings: ");
     /* where key and value are, for the engine's errors */
     s = one("SET\n  parallelism =  -4");

@@ -804,6 +804,157 @@ static void test_recovery_term_moves_players(void **state)
     nirvana_problem_free(p);
 }
 
+/* ---------------------------------------------------------------- live re-placement (nirvana_rebalance) */
+
+/* Modes as the coordinator gives them: stateful primaries keep their state
+ * (they only trade places with a replica); with all_free everyone moves freely. */
+static unsigned char *rb_modes(const nirvana_problem *p, int all_free)
+{
+    int P = nirvana_player_count(p);
+    unsigned char *m = calloc((size_t)P + 1, 1);
+    assert_non_null(m);
+    for (int i = 0; i < P; i++)
+        m[i] = !all_free && i < p->ntasks && p->tasks[i].stateful && p->replicas > 0 ? NIRVANA_RB_WITH_STATE
+                                                                                    : NIRVANA_RB_FREE;
+    return m;
+}
+
+/* A cut node: the players leave it, each move gains more than the
+ * threshold and lowers the potential, and stateful primaries land where
+ * their state was. */
+static void test_rebalance_leaves_a_slowed_node(void **state)
+{
+    (void)state;
+    nirvana_problem *p = recovery_instance();
+    nirvana_config c;
+    nirvana_config_init(&c);
+    nirvana_result *r = NULL;
+    xerr e;
+    assert_int_equal(nirvana_place(p, &c, &r, &e), 0);
+    int *as = assignment_of(r), P = r->nplayers;
+    int *orig = assignment_of(r);
+    /* the busiest node's capacity is cut to a tenth */
+    double load[16] = {0};
+    for (int i = 0; i < P; i++) load[as[i]] += i < p->ntasks ? p->tasks[i].load : p->tasks[r->players[i].task].replica_load;
+    int slow = 0;
+    for (int n = 1; n < p->nnodes; n++)
+        if (load[n] > load[slow]) slow = n;
+    int before = 0;
+    for (int i = 0; i < P; i++) before += as[i] == slow && i < p->ntasks;
+    assert_true(before > 0);
+    p->nodes[slow].speed /= 10;
+    double phi0 = potential_of(p, &c, as);
+    unsigned char *mode = rb_modes(p, 0);
+    nirvana_rb_move mv[64];
+    int nm = 0;
+    assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.2, 64, mv, &nm, &e), 0);
+    assert_true(nm > 0);
+    double phi = phi0;
+    for (int k = 0; k < nm; k++) {
+        assert_true(mv[k].cost_after < 0.8 * mv[k].cost_before);
+        assert_true(mv[k].potential_after < mv[k].potential_before);
+        assert_true(mv[k].potential_before <= phi + 1e-9);
+        phi = mv[k].potential_after;
+    }
+    assert_true(fabs(potential_of(p, &c, as) - phi) < 1e-9);
+    int after = 0;
+    for (int i = 0; i < P; i++) after += as[i] == slow && i < p->ntasks;
+    printf("rebalance: %d moves; primaries on the slowed node %d -> %d; potential %.4f -> %.4f\n", nm, before, after,
+           phi0, phi);
+    assert_true(after < before);
+    /* a stateful primary is where its state was: its old node or a replica's */
+    for (int t = 0; t < p->ntasks; t++) {
+        if (mode[t] != NIRVANA_RB_WITH_STATE || as[t] == orig[t]) continue;
+        int held = 0;
+        for (int k = 0; k < p->replicas; k++) held |= orig[nirvana_replica_player(p, t, k)] == as[t];
+        assert_true(held);
+    }
+    /* the same inputs again: nothing moves */
+    assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.2, 64, mv, &nm, &e), 0);
+    assert_int_equal(nm, 0);
+    assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.0, 64, mv, &nm, &e), 0);
+    assert_int_equal(nm, 0);
+    /* a threshold that no gain reaches: nothing moves */
+    p->nodes[slow].speed *= 10;
+    memcpy(as, orig, (size_t)P * sizeof *as);
+    p->nodes[slow].speed /= 1.1;
+    assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.5, 64, mv, &nm, &e), 0);
+    assert_int_equal(nm, 0);
+    assert_int_equal(nirvana_rebalance(p, &c, as, mode, 1.0, 64, mv, &nm, &e), XE_INVAL);
+    free(mode);
+    free(as);
+    free(orig);
+    nirvana_result_free(r);
+    nirvana_problem_free(p);
+}
+
+/* No flapping.  Over random instances, from a settled placement, costs are
+ * measured again and again with noise (speeds and loads within 3 %): with
+ * unilateral moves only nothing ever moves (a gain of 20 % cannot come from
+ * 3 % noise at an equilibrium), and with swaps no player ever goes back to
+ * a node it left. */
+static void test_rebalance_does_not_flap(void **state)
+{
+    (void)state;
+    int total = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        nirvana_problem *p = gen_problem(seed, &SMALL);
+        nirvana_config c;
+        random_weights(seed, &c);
+        nirvana_result *r = NULL;
+        xerr e;
+        if (nirvana_place(p, &c, &r, &e) != 0) {
+            nirvana_problem_free(p);
+            continue;
+        }
+        int P = r->nplayers, N = p->nnodes, T = p->ntasks;
+        int *as = assignment_of(r);
+        double *speed = calloc((size_t)N, sizeof *speed), *load = calloc((size_t)T, sizeof *load);
+        int *left = calloc((size_t)P * (size_t)N, sizeof *left);
+        assert_non_null(speed);
+        assert_non_null(load);
+        assert_non_null(left);
+        for (int n = 0; n < N; n++) speed[n] = p->nodes[n].speed;
+        for (int t = 0; t < T; t++) load[t] = p->tasks[t].load;
+        for (int all_free = 1; all_free >= 0; all_free--) {
+            unsigned char *mode = rb_modes(p, all_free);
+            nirvana_rb_move mv[256];
+            int nm = 0;
+            /* settle on the true inputs (threshold 0) */
+            assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.0, 256, mv, &nm, &e), 0);
+            assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.0, 256, mv, &nm, &e), 0);
+            assert_int_equal(nm, 0);
+            memset(left, 0, (size_t)P * (size_t)N * sizeof *left);
+            rng rg = {seed * 101 + (uint64_t)all_free};
+            for (int round = 0; round < 30; round++) {
+                for (int n = 0; n < N; n++) p->nodes[n].speed = speed[n] * (0.97 + 0.06 * runi(&rg));
+                for (int t = 0; t < T; t++) p->tasks[t].load = load[t] * (0.97 + 0.06 * runi(&rg));
+                assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.2, 256, mv, &nm, &e), 0);
+                if (all_free) assert_int_equal(nm, 0);
+                total += nm;
+                for (int k = 0; k < nm; k++) {
+                    assert_int_equal(left[mv[k].player * N + mv[k].to], 0); /* it never comes back */
+                    left[mv[k].player * N + mv[k].from] = 1;
+                    if (mv[k].swapped >= 0) {
+                        assert_int_equal(left[mv[k].swapped * N + mv[k].from], 0);
+                        left[mv[k].swapped * N + mv[k].to] = 1;
+                    }
+                }
+            }
+            for (int n = 0; n < N; n++) p->nodes[n].speed = speed[n];
+            for (int t = 0; t < T; t++) p->tasks[t].load = load[t];
+            free(mode);
+        }
+        free(left);
+        free(speed);
+        free(load);
+        free(as);
+        nirvana_result_free(r);
+        nirvana_problem_free(p);
+    }
+    printf("rebalance under 3 %% noise, 40 instances x 30 rounds: %d moves (swaps only)\n", total);
+}
+
 /* ---------------------------------------------------------------- small API checks */
 
 static void test_api(void **state)
@@ -992,6 +1143,8 @@ int main(void)
         cmocka_unit_test(test_replace_adds_a_query),
         cmocka_unit_test(test_brute_force_ratio),
         cmocka_unit_test(test_recovery_term_moves_players),
+        cmocka_unit_test(test_rebalance_leaves_a_slowed_node),
+        cmocka_unit_test(test_rebalance_does_not_flap),
         cmocka_unit_test(test_pins),
     };
     return cmocka_run_group_tests_name("placement", tests, NULL, NULL);

@@ -1,0 +1,127 @@
+/*
+ * rebalance.c: live re-placement with hysteresis (nirvana_rebalance).
+ *
+ * The cluster re-plays best responses for the queries that already run,
+ * on costs that change under it (a node's capacity is cut, a node joins).
+ * A move is not free: it redeploys the query, and a stateful task takes its
+ * state along (docs/nirvana.md, "Live re-placement").  So a player moves only
+ * when both hold:
+ *   - its own cost falls by more than the threshold: after < (1 - theta) *
+ *     before (theta = SET rebalance_threshold), so that noise in measured
+ *     costs, smaller than theta, never moves anything;
+ *   - the potential falls (by more than eps).  The game is an exact
+ *     potential game, so a unilateral move lowers the potential by exactly the
+ *     mover's gain; a swap of a primary with its replica moves two players,
+ *     and then the potential is what tells a real gain from a shuffle.
+ * Every accepted move lowers the potential strictly, and the potential is a
+ * function of the assignment alone: on fixed inputs no assignment comes back,
+ * so the placement cannot flap (tests/unit/test_placement.c checks it, also
+ * under noisy inputs).
+ *
+ * Which moves a player may make is the caller's (mode[]): a stateless task
+ * or a replica moves anywhere legal; a stateful primary that must keep its
+ * state (NIRVANA_RB_WITH_STATE) only trades places with one of its replicas
+ * that still sits where it sat when the call began (the replica's node holds
+ * its state: the move is a promotion); NIRVANA_RB_FIXED players stay.
+ *
+ * Pure: the costs come from the reference scorer (eval.c), from scratch for
+ * every candidate, which is cheap at the coordinator's sizes (tens of players,
+ * a handful of nodes) and keeps this file free of the game's bookkeeping.
+ */
+#include "planner/placement/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Cost of player i and the potential under `as`; legal = 0 breaks a rule. */
+static int judge(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g, const int *as, int i,
+                 double *cost, double *phi, int *legal, xerr *e)
+{
+    nirvana_score sc;
+    nv_mark m = nv_mark_get(p);
+    int rc = nv_score(p, c, g, as, &sc, e);
+    nv_release(p, m);
+    if (rc < 0) return rc;
+    *legal = sc.legal;
+    *phi = sc.potential;
+    if (!sc.legal) return 0;
+    return nv_cost_at(p, c, g, as, i, cost, e);
+}
+
+/* 1 if node n held task t's state when the call began (its primary or a replica). */
+static int holds_state(const nv_graph *g, const int *orig, int t, int n)
+{
+    if (orig[t] == n) return 1;
+    for (int k = 0; g->rep_base[t] >= 0 && k < g->R; k++)
+        if (orig[g->rep_base[t] + k] == n) return 1;
+    return 0;
+}
+
+int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *assign, const unsigned char *mode,
+                      double threshold, int max_moves, nirvana_rb_move *moves, int *nmoves, xerr *e)
+{
+    *nmoves = 0;
+    if (!(threshold >= 0 && threshold < 1)) return xerr_set(e, XE_INVAL, "rebalance: threshold %g not in [0, 1)", threshold);
+    nv_mark m0 = nv_mark_get(p);
+    nv_graph g;
+    int rc = nv_graph_build(&g, p, e);
+    if (rc < 0) goto out;
+    int *order = nv_play_order(p, &g);
+    int *orig = NV_ALLOC(p, g.P, int), *cand = NV_ALLOC(p, g.P, int), *best = NV_ALLOC(p, g.P, int);
+    if (!order || !orig || !cand || !best) {
+        rc = xerr_set(e, XE_NOMEM, "placement: out of memory");
+        goto out;
+    }
+    memcpy(orig, assign, (size_t)g.P * sizeof *orig);
+    for (int moved = 1; moved && *nmoves < max_moves;) {
+        moved = 0;
+        for (int oi = 0; oi < g.P && *nmoves < max_moves; oi++) {
+            int i = order[oi], from = assign[i];
+            if (from < 0 || nv_pinned(&g, i) || !mode || mode[i] == NIRVANA_RB_FIXED) continue;
+            double cur, phi0;
+            int legal;
+            if ((rc = judge(p, c, &g, assign, i, &cur, &phi0, &legal, e)) < 0) goto out;
+            if (!legal) continue; /* the caller's placement breaks a rule: leave it to a re-placement */
+            double bar = (1.0 - threshold) * cur - c->eps * (1.0 + fabs(cur));
+            double best_cost = HUGE_VAL, best_phi = 0;
+            int best_to = -1, best_other = -1;
+            int swap_only = mode[i] == NIRVANA_RB_WITH_STATE && !nv_is_replica(&g, i);
+            for (int n = 0; n < p->nnodes; n++) {
+                if (n == from || !p->nodes[n].alive) continue;
+                int other = -1;
+                if (swap_only) {
+                    /* a replica of i on n that still holds i's state */
+                    for (int k = 0; g.rep_base[i] >= 0 && k < g.R && other < 0; k++) {
+                        int r = g.rep_base[i] + k;
+                        if (assign[r] == n && holds_state(&g, orig, i, n) && !nv_pinned(&g, r)) other = r;
+                    }
+                    if (other < 0) continue;
+                }
+                memcpy(cand, assign, (size_t)g.P * sizeof *cand);
+                cand[i] = n;
+                if (other >= 0) cand[other] = from;
+                double cost, phi;
+                if ((rc = judge(p, c, &g, cand, i, &cost, &phi, &legal, e)) < 0) goto out;
+                if (!legal || cost >= bar || phi >= phi0 - c->eps * (1.0 + fabs(phi0)) || cost >= best_cost) continue;
+                best_cost = cost;
+                best_phi = phi;
+                best_to = n;
+                best_other = other;
+                memcpy(best, cand, (size_t)g.P * sizeof *best);
+            }
+            if (best_to < 0) continue;
+            memcpy(assign, best, (size_t)g.P * sizeof *assign);
+            if (moves)
+                moves[*nmoves] = (nirvana_rb_move){.player = i, .from = from, .to = best_to, .swapped = best_other,
+                                                   .cost_before = cur, .cost_after = best_cost,
+                                                   .potential_before = phi0, .potential_after = best_phi};
+            ++*nmoves;
+            moved = 1;
+        }
+    }
+    rc = 0;
+out:
+    nv_release(p, m0);
+    return rc;
+}
