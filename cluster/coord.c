@@ -47,6 +47,8 @@
  * its domain's connections close within milliseconds, where silences end up
  * to a heartbeat apart) */
 #define FT_SETTLE_CLOSED_MS 50
+#define RB_MAX_MOVES 64  /* moves one rebalance makes at most */
+#define RB_SOON_MS 1000  /* a join, a loss or a new capacity: rebalance this much later */
 
 /* Rows delivered, by hash (row_hash), for dropping repeats (dd_filter). */
 struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; };
@@ -113,6 +115,13 @@ typedef struct cquery {
      * drops what it has already) */
     int64_t orphan_until;
     sbuf backlog;       /* batch_encode'd batches, each after its u32 length */
+    /* live re-placement: moves made, redeployments for them, the last one;
+     * rb_t0 (mono ns) while the last is catching up; how long that took */
+    int rb_moves, rb_count;
+    char rb_last[256];
+    int64_t rb_last_at;
+    uint64_t rb_t0;
+    double rb_last_ms, rb_ms_total;
     struct cquery *next;
 } cquery;
 
@@ -216,11 +225,25 @@ struct coord {
     int nloss;
     cs *probe;                  /* fenced or waiting: a connection to it, to hear of a newer term */
     int64_t probe_at;
+    /* live re-placement (the rebalance section below) */
+    int64_t rb_ms;              /* SET rebalance_interval (default 30 s; 0 = no automatic rebalancing) */
+    double rb_threshold;        /* SET rebalance_threshold (default 0.2) */
+    int64_t rb_next, rb_soon;   /* mono ms of the next periodic one, of one asked for (0: none) */
+    char rb_why[160];           /* what asked for rb_soon */
+    uint64_t rb_runs;
+    int rb_moving;              /* ft_recover runs for a rebalance, not a failure */
+    struct rbcap { char name[WIRE_NAME_MAX + 1]; double speed; } *rb_cap; /* each node's capacity last seen */
+    int rb_ncap;
+    int64_t rb_cap_at;
 };
 
 static void job_run(node *n, cs *s);
 static void job_fail(node *n, cs *s, int rc, const char *msg);
 static void ingest_acked(node *n, cs *s, uint64_t req);
+static void rebalance_soon(node *n, const char *why, int64_t delay_ms);
+static int alter_rebalance(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err);
+static void rebalance_tick(node *n);
+static void rebalance_explain(const struct cquery *q, sbuf *text);
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -672,6 +695,11 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
     }
     for (cquery *q = co->queries; q; q = q->next)
         if (!q->ended) send_deploy(n, s, NULL, q);
+    if (!p->standby) {
+        char why[160];
+        snprintf(why, sizeof why, "node %s %s", hello, rejoin ? "rejoined" : "joined");
+        rebalance_soon(n, why, RB_SOON_MS);
+    }
 }
 
 /* ------------------------------------------------------------------ queries */
@@ -1766,9 +1794,10 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
                            "now)\n", who, cert.gain, pl[cert.from].name, pl[cert.to].name, cert.checked);
     sbuf_printf(&text, "replicas: %d per stateful task, each outside its primary's domain; ft = %s", R,
                 engine_ft_name(q->ft));
+    rebalance_explain(q, &text);
     if (json) {
         root = json_pack("{s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:b, s:i, s:b, s:{s:b, s:I, s:s, "
-                         "s:s, s:s, s:f}}",
+                         "s:s, s:s, s:f}, s:{s:i, s:i, s:s, s:f}}",
                          "query", q->name ? q->name : "", "strategy", nirvana_strategy_name(q->strategy), "players",
                          players, "query_cost", qcost, "total_cost", r->social_cost, "processing", r->proc_cost,
                          "transfer", r->trans_cost, "recovery", r->rec_cost, "potential", r->potential, "rounds",
@@ -1776,7 +1805,8 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
                          "replication_running", 0, "equilibrium", "is_equilibrium", cert.is_equilibrium, "checked",
                          (json_int_t)cert.checked, "player", who, "from",
                          cert.from >= 0 ? pl[cert.from].name : "", "to", cert.to >= 0 ? pl[cert.to].name : "", "gain",
-                         cert.is_equilibrium ? 0.0 : cert.gain);
+                         cert.is_equilibrium ? 0.0 : cert.gain, "rebalance", "moves", q->rb_moves, "redeployments",
+                         q->rb_count, "last", q->rb_last, "last_catchup_ms", q->rb_last_ms);
         players = NULL;
         char *js = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         batch jb;
@@ -1861,6 +1891,18 @@ static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr 
         int rc = interval_ms(l->s, &ms, err);
         if (rc) return rc;
         if (apply) co->ckpt_ms = ms;
+    } else if (!strcmp(st->set_key, "rebalance_interval") || !strcmp(st->set_key, "rebalance_threshold")) {
+        double v;
+        if (engine_rebalance_setting(st->set_key, l, &v, err)) {
+            err->line = st->set_line;
+            err->col = st->set_col;
+            return err->code;
+        }
+        if (apply && st->set_key[10] == 'i') {
+            co->rb_ms = (int64_t)v;
+            co->rb_next = 0;
+        } else if (apply)
+            co->rb_threshold = v;
     }
     return 0;
 }
@@ -2048,6 +2090,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     case ST_CREATE_QUERY: return create_query(n, s, req, st, 0, err);
     case ST_SELECT: return create_query(n, s, req, st, 1, err);
     case ST_DROP_QUERY: return drop_query(n, s, req, st, err);
+    case ST_ALTER_QUERY_REBALANCE: return alter_rebalance(n, s, req, st, err);
     case ST_SUBSCRIBE: {
         cquery *q = query_find(co, st->name);
         if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
@@ -2718,6 +2761,10 @@ static void ft_recover(node *n)
             continue;
         }
         memset(q->lost, 0, (size_t)q->ntasks);
+        if (co->rb_moving)
+            node_log(n, NET_LOG_WARN, "query %u (%s) redeployed as query %u (ft = %s): %d tasks moved or their replicas did",
+                     old, q->name ? q->name : "push", q->qid, engine_ft_name(q->ft), nlost);
+        else
         node_log(n, NET_LOG_WARN,
                  "query %u (%s) recovered as query %u (ft = %s): %d displaced tasks redeployed; redeployed %.1f ms "
                  "after the failure was detected",
@@ -2869,6 +2916,9 @@ static void member_lost(node *n, peer *x, int closed)
             node_tick_in(n, (unsigned)settle + 1);
         }
         sbuf_printf(&co->dead_names, "%s%s", co->dead_names.len ? "," : "", x->name);
+        char why[160];
+        snprintf(why, sizeof why, "node %s left", x->name);
+        rebalance_soon(n, why, RB_SOON_MS); /* after the failure event, which re-places its players first */
     }
 }
 
@@ -3350,6 +3400,271 @@ void coord_tick(node *n)
             cq_drop(n, q);
         }
     }
+    rebalance_tick(n);
+}
+
+/* ------------------------------------------------------------------ live re-placement (rebalance) */
+
+/*
+ * The coordinator re-plays Nirvana's best responses for the running queries
+ * (place_rebalance: a player moves only when its cost falls by more than
+ * rebalance_threshold and the potential falls) every rebalance_interval,
+ * soon after a node joins or leaves or reports a new capacity, and on ALTER
+ * QUERY q REBALANCE.  The moves are carried out by the recovery path: the
+ * moved tasks are marked as displaced and ft_recover redeploys their query
+ * under a new id, every node keeping its tasks' state; a moved stateful task
+ * lands only on its replica's node (a promotion, with ft = replica or
+ * checkpoint) or, with ft = upstream, restarts and is rebuilt from the
+ * stream's log; the sources replay from where the states stand and the
+ * sink's dedup drops what was delivered already (docs/nirvana.md, "Live
+ * re-placement", for the proof that no row is lost or repeated).
+ */
+
+/* Ask for a rebalance in delay_ms (the earliest request wins; why says what asked). */
+static void rebalance_soon(node *n, const char *why, int64_t delay_ms)
+{
+    coord *co = n->co;
+    if (!co || !co->rb_ms) return; /* rebalance_interval = 0: no automatic rebalancing */
+    int64_t at = (int64_t)(clock_mono_ns() / 1000000) + delay_ms;
+    if (co->rb_soon && co->rb_soon <= at) return;
+    co->rb_soon = at;
+    snprintf(co->rb_why, sizeof co->rb_why, "%s", why);
+}
+
+/* Why q cannot move now, or NULL when it can. */
+static const char *rb_blocked(const coord *co, const cquery *q)
+{
+    if (q->strategy != NIRVANA_FULL && q->strategy != NIRVANA_NO_RECOVERY) return "its placement is not the game";
+    if (q->catchup) return "it is still catching up after its last move or recovery";
+    if (q->ft == ENGINE_FT_NONE) return "ft = none: its state could not move";
+    if (q->nrep != co->replicas) return "SET replicas changed since it was placed";
+    for (int t = 0; t < q->ntasks; t++)
+        if (q->lost[t]) return "it has displaced tasks";
+    return NULL;
+}
+
+/* Re-place (every running query, or `only`), carry out the moves and say
+ * what happened in say (may be NULL).  Returns the moves made, or < 0. */
+static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
+{
+    coord *co = n->co;
+    if (co->recover_at || co->takeover_until || co->takeover_event || co->fenced || co->deposed || co->wait_majority) {
+        if (say) sbuf_printf(say, "the cluster is recovering from a failure; nothing moved");
+        return 0;
+    }
+    int nq = running_queries(co, NULL), R = co->replicas, rc = 0, nm = 0, eligible = 0;
+    if (!nq) return 0;
+    place_node *pl = calloc((size_t)n->npeers + 1, sizeof *pl);
+    place_query *pqs = calloc((size_t)nq, sizeof *pqs);
+    cquery **qs = calloc((size_t)nq, sizeof *qs);
+    nirvana_rb_move *mv = calloc(RB_MAX_MOVES, sizeof *mv);
+    place_game g = {0};
+    xerr err;
+    xerr_clear(&err);
+    if (!pl || !pqs || !qs || !mv) {
+        rc = xerr_set(&err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    int nn = cluster_nodes(n, 0, NULL, pl), k = 0;
+    for (cquery *x = co->queries; x && !rc && k < nq; x = x->next) {
+        if (x->ended || !x->dag) continue;
+        int on = (!only || x == only) && !rb_blocked(co, x);
+        qs[k] = x;
+        rc = pq_of(n, x, pl, nn, R, !on, &pqs[k], &err);
+        for (int t = 0; !rc && on && t < x->ntasks; t++)
+            if (pqs[k].node[t] < 0) on = 0, pqs[k].fixed = 1; /* a task off the live nodes: recovery's business */
+        pqs[k].keep_state = x->ft == ENGINE_FT_REPLICA || x->ft == ENGINE_FT_CHECKPOINT;
+        eligible += on;
+        k++;
+    }
+    if (rc) goto out;
+    if (!eligible) {
+        node_log(n, NET_LOG_DEBUG, "rebalance (%s): no query can move", why);
+        if (say) sbuf_printf(say, "nothing can move: %s", only ? rb_blocked(co, only) ? rb_blocked(co, only) : "a task is off the live nodes" : "no query can move");
+        goto out;
+    }
+    nirvana_strategy s = co->placement == NIRVANA_NO_RECOVERY ? NIRVANA_NO_RECOVERY : NIRVANA_FULL;
+    uint64_t t0 = clock_mono_ns();
+    if ((rc = place_build(&g, pl, nn, pqs, nq, R, s, &err)) ||
+        (rc = place_rebalance(&g, pqs, nq, co->rb_threshold, mv, RB_MAX_MOVES, &nm, &err)))
+        goto out;
+    double decide_ms = (double)(clock_mono_ns() - t0) / 1e6;
+    co->rb_runs++;
+    if (!nm) {
+        node_log(n, NET_LOG_DEBUG, "rebalance (%s): nothing moves (%.1f ms)", why, decide_ms);
+        if (say)
+            sbuf_printf(say, "nothing moves: no task or replica lowers its cost by more than %.0f %% "
+                        "(rebalance_threshold) while lowering the potential", co->rb_threshold * 100);
+        goto out;
+    }
+    /* the moves, as the game made them, for the log and the answer */
+    for (int i = 0; i < nm; i++) {
+        const nirvana_player *p = &g.r->players[mv[i].player];
+        int q = 0;
+        while (q + 1 < nq && g.first[q + 1] <= p->task) q++;
+        int t = p->task - g.first[q];
+        cquery *x = qs[q];
+        char who[96];
+        snprintf(who, sizeof who, "%s#%d", x->tkind[t], x->tidx[t]);
+        if (p->replica >= 0) snprintf(who + strlen(who), sizeof who - strlen(who), "/r%d", p->replica);
+        double gain = mv[i].cost_before > 0 ? 100.0 * (1 - mv[i].cost_after / mv[i].cost_before) : 0;
+        node_log(n, NET_LOG_WARN,
+                 "rebalance (%s): query %u (%s): %s moves %s -> %s: cost %.4g -> %.4g (%.0f %% lower), potential "
+                 "%.4g -> %.4g%s%s",
+                 why, x->qid, x->name ? x->name : "push", who, pl[mv[i].from].name, pl[mv[i].to].name,
+                 mv[i].cost_before, mv[i].cost_after, gain, mv[i].potential_before, mv[i].potential_after,
+                 mv[i].swapped >= 0 ? "; a promotion: its replica there holds the state, the replica goes to " : "",
+                 mv[i].swapped >= 0 ? pl[mv[i].from].name : "");
+        if (say)
+            sbuf_printf(say, "%s%s %s -> %s (cost %.4g -> %.4g)", i ? ", " : "", who, pl[mv[i].from].name,
+                        pl[mv[i].to].name, mv[i].cost_before, mv[i].cost_after);
+        snprintf(x->rb_last, sizeof x->rb_last, "%s %s -> %s (cost %.4g -> %.4g, %s)", who, pl[mv[i].from].name,
+                 pl[mv[i].to].name, mv[i].cost_before, mv[i].cost_after, why);
+        x->rb_moves++;
+    }
+    /* carry them out: a query with a moved player is redeployed (ft_recover) */
+    for (int q = 0; q < nq; q++) {
+        cquery *x = qs[q];
+        place_query *pq = &pqs[q];
+        if (pq->fixed) continue;
+        int changed = 0;
+        for (int t = 0; t < x->ntasks; t++) {
+            int moved = pq->node[t] >= 0 && strcmp(pl[pq->node[t]].name, x->tnode[t]);
+            for (int r = 0; r < R; r++) {
+                const char *was = x->rnode ? x->rnode[t * x->nrep + r] : NULL;
+                int at = pq->rnode[t * R + r];
+                moved |= (at >= 0) != (was != NULL) || (at >= 0 && strcmp(was, pl[at].name));
+            }
+            if (!moved) continue;
+            if (pq->node[t] >= 0 && strcmp(pl[pq->node[t]].name, x->tnode[t])) {
+                char *c = strdup(pl[pq->node[t]].name);
+                if (!c) continue;
+                free(x->tnode[t]);
+                x->tnode[t] = c;
+            }
+            x->lost[t] = 1;
+            changed++;
+        }
+        if (!changed) continue;
+        if (cq_set_replicas(x, pq, pl, R)) node_log(n, NET_LOG_ERROR, "out of memory recording replicas");
+        x->rb_count++;
+        x->rb_t0 = clock_mono_ns();
+        x->rb_last_at = clock_wall_ms();
+    }
+    co->rb_moving = 1;
+    ft_recover(n);
+    co->rb_moving = 0;
+    node_log(n, NET_LOG_INFO, "rebalance (%s): %d moves decided in %.1f ms, redeployed in %.1f ms", why, nm, decide_ms,
+             (double)(clock_mono_ns() - t0) / 1e6 - decide_ms);
+out:
+    if (rc) {
+        node_log(n, NET_LOG_ERROR, "rebalance (%s): %s", why, err.msg);
+        if (say) sbuf_printf(say, "rebalance failed: %s", err.msg);
+    }
+    for (int i = 0; pqs && i < nq; i++) pq_fini(&pqs[i]);
+    free(pqs);
+    free(qs);
+    free(mv);
+    place_game_fini(&g);
+    free(pl);
+    return rc ? rc : nm;
+}
+
+/* ALTER QUERY q REBALANCE: at once, q's players only; the answer says what moved. */
+static int alter_rebalance(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    cquery *q = query_find(n->co, st->name);
+    if (!q) return xerr_at(err, XE_NOTFOUND, st->line, st->col, "query '%s' does not exist", st->name);
+    sbuf say;
+    sbuf_init(&say);
+    char why[160];
+    snprintf(why, sizeof why, "ALTER QUERY %s REBALANCE", q->name);
+    int rc = rebalance(n, why, q, &say);
+    if (rc >= 0) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "ALTER QUERY: %s%s%s", rc > 0 ? "moved " : "", say.p ? say.p : "",
+                 rc > 0 ? "; redeployed, each moved task with its state" : "");
+        notice_to(s, req, msg);
+        rc = 0;
+    } else
+        rc = xerr_set(err, rc, "%s", say.p ? say.p : "rebalance failed");
+    sbuf_fini(&say);
+    return rc;
+}
+
+/* A node's capacity, as placement sees it, changed by more than 10 %
+ * since the last look: a rebalance soon. */
+static void rebalance_capacities(node *n)
+{
+    coord *co = n->co;
+    place_node *pl = calloc((size_t)n->npeers + 1, sizeof *pl);
+    if (!pl) return;
+    int nn = cluster_nodes(n, 0, NULL, pl);
+    for (int i = 0; i < nn; i++) {
+        int k = 0;
+        while (k < co->rb_ncap && strcmp(co->rb_cap[k].name, pl[i].name)) k++;
+        if (k == co->rb_ncap) {
+            struct rbcap *v = realloc(co->rb_cap, (size_t)(k + 1) * sizeof *v);
+            if (!v) break;
+            co->rb_cap = v;
+            snprintf(v[k].name, sizeof v[k].name, "%s", pl[i].name);
+            v[k].speed = pl[i].speed;
+            co->rb_ncap++;
+            continue; /* a join asks by itself */
+        }
+        double was = co->rb_cap[k].speed, now = pl[i].speed;
+        if (was > 0 && now > 0 && (now > was * 1.1 || now < was / 1.1)) {
+            char why[200];
+            snprintf(why, sizeof why, "the capacity of node %s went %.3g -> %.3g CPUs", pl[i].name, was, now);
+            node_log(n, NET_LOG_INFO, "%s%s", why, co->rb_ms ? ": rebalancing soon" : " (rebalance_interval = 0)");
+            rebalance_soon(n, why, RB_SOON_MS / 2);
+            co->rb_cap[k].speed = now;
+        }
+    }
+    free(pl);
+}
+
+/* Every tick: the periodic rebalance, one asked for, and the moves' timing. */
+static void rebalance_tick(node *n)
+{
+    coord *co = n->co;
+    int64_t now = (int64_t)(clock_mono_ns() / 1000000);
+    if (now - co->rb_cap_at >= 500) {
+        co->rb_cap_at = now;
+        rebalance_capacities(n);
+    }
+    for (cquery *q = co->queries; q; q = q->next)
+        if (q->rb_t0 && !q->catchup) {
+            q->rb_last_ms = (double)(clock_mono_ns() - q->rb_t0) / 1e6;
+            q->rb_ms_total += q->rb_last_ms;
+            q->rb_t0 = 0;
+            node_log(n, NET_LOG_INFO, "rebalance: query %u (%s) caught up with its output %.1f ms after the move",
+                     q->qid, q->name ? q->name : "push", q->rb_last_ms);
+        }
+    if (!co->rb_ms) return;
+    if (!co->rb_next) co->rb_next = now + co->rb_ms;
+    if (co->rb_soon && now >= co->rb_soon) {
+        co->rb_soon = 0;
+        co->rb_next = now + co->rb_ms;
+        rebalance(n, co->rb_why, NULL, NULL);
+    } else if (now >= co->rb_next) {
+        co->rb_next = now + co->rb_ms;
+        rebalance(n, "every rebalance_interval", NULL, NULL);
+    }
+}
+
+/* EXPLAIN PLACEMENT's line on q's moves. */
+static void rebalance_explain(const cquery *q, sbuf *text)
+{
+    if (!q->rb_moves) {
+        sbuf_printf(text, "\nrebalanced: never (no move yet)");
+        return;
+    }
+    int done = q->rb_count - (q->rb_t0 ? 1 : 0);
+    sbuf_printf(text, "\nrebalanced: %d moves in %d redeployments; the last: %s", q->rb_moves, q->rb_count, q->rb_last);
+    if (q->rb_t0) sbuf_printf(text, "; catching up now");
+    else if (done > 0)
+        sbuf_printf(text, "; caught up %.0f ms after it (mean %.0f ms)", q->rb_last_ms, q->rb_ms_total / done);
 }
 
 /* ------------------------------------------------------------------ start and stop */
@@ -3579,6 +3894,8 @@ int coord_start(node *n, xerr *err)
     co->replicas = 1;
     co->ft = ENGINE_FT_REPLICA;
     co->ckpt_ms = 10000;
+    co->rb_ms = ENGINE_REBALANCE_INTERVAL_MS;
+    co->rb_threshold = ENGINE_REBALANCE_THRESHOLD;
     load_ctx l = {n, 0, err};
     int rc;
     if ((rc = engine_host_scan(n->eng, "next_qid", load_next_qid, &l, err)) ||
@@ -3654,6 +3971,7 @@ void coord_stop(node *n)
         free(co->set_sql[i]);
     }
     free(co->set_keys);
+    free(co->rb_cap);
     free(co->set_sql);
     sbuf_fini(&co->dead_names);
     free(co);

@@ -349,6 +349,7 @@ typedef struct place_query {
     int *node;
     int *rnode;       /* may be NULL when R = 0 */
     int fixed;        /* 1: its players are pinned where node[]/rnode[] say */
+    int keep_state;   /* place_rebalance: its stateful tasks move only onto a replica's node (a promotion) */
 } place_query;
 
 /* The problem built from the cluster and its result. */
@@ -372,6 +373,12 @@ int place_run(place_game *g, place_query *qs, int nq, xerr *err);
  * query, fixed or not; only the players on dead nodes re-play, the others
  * stay); every query's node[]/rnode[] are rewritten. */
 int place_again(place_game *g, place_query *qs, int nq, xerr *err);
+/* Live re-placement (nirvana_rebalance, with hysteresis threshold) from the
+ * current node[]/rnode[]; the players of fixed queries and the homes stay.
+ * Every query's node[]/rnode[] are rewritten; moves[] (max entries) and
+ * *nmoves say what moved, g->r gets the costs after. */
+int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, nirvana_rb_move *moves, int max,
+                    int *nmoves, xerr *err);
 /* Score the current node[]/rnode[] (EXPLAIN PLACEMENT): g->r gets the costs. */
 int place_score(place_game *g, const place_query *qs, int nq, xerr *err);
 void place_game_fini(place_game *g); /* NULL ok */

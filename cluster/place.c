@@ -186,3 +186,37 @@ int place_score(place_game *g, const place_query *qs, int nq, xerr *err)
     free(as);
     return rc < 0 ? rc : 0;
 }
+
+int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, nirvana_rb_move *moves, int max,
+                    int *nmoves, xerr *err)
+{
+    int P = nirvana_player_count(g->p), R = g->p->replicas, rc;
+    int *as = assignment_of(g, qs, nq);
+    unsigned char *mode = calloc((size_t)P + 1, 1);
+    if (!as || !mode) {
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int q = 0; q < nq; q++) {
+        if (qs[q].fixed) continue; /* pinned anyway */
+        int nt = plan_task_count(qs[q].d);
+        for (int t = 0; t < nt; t++) {
+            int pt = g->first[q] + t;
+            mode[pt] = qs[q].keep_state && R > 0 && g->p->tasks[pt].stateful ? NIRVANA_RB_WITH_STATE : NIRVANA_RB_FREE;
+            for (int r = 0; r < R; r++) {
+                int pl = nirvana_replica_player(g->p, pt, r);
+                if (pl >= 0) mode[pl] = NIRVANA_RB_FREE;
+            }
+        }
+    }
+    if ((rc = nirvana_rebalance(g->p, &g->c, as, mode, threshold, max, moves, nmoves, err)) < 0) goto out;
+    nirvana_result_free(g->r);
+    g->r = NULL;
+    if ((rc = nirvana_result_from_assignment(g->p, &g->c, as, &g->r, err)) < 0) goto out;
+    write_back(g, qs, nq, 1);
+    rc = 0;
+out:
+    free(mode);
+    free(as);
+    return rc;
+}
