@@ -8,14 +8,15 @@ set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
 
 HDR="name,value,default,description"
-# check_settings FILE PARALLELISM PLACEMENT: the table's header, its six rows and two values
+# check_settings FILE PARALLELISM PLACEMENT: the table's header, its eight rows and two values
 check_settings() {
     [ "$(head -n 1 "$1")" = "$HDR" ] || { cat "$1"; fail "$1: header"; }
-    [ "$(tail -n +2 "$1" | cut -d, -f1 | tr '\n' ' ')" = "parallelism placement replicas ft checkpoint_interval shadow " ] ||
+    [ "$(tail -n +2 "$1" | cut -d, -f1 | tr '\n' ' ')" = "parallelism placement replicas ft checkpoint_interval shadow rebalance_interval rebalance_threshold " ] ||
         { cat "$1"; fail "$1: the settings listed"; }
     grep -q "^parallelism,$2,1,tasks per keyed operator" "$1" || { cat "$1"; fail "$1: parallelism $2"; }
     grep -q "^placement,$3,nirvana,\"how a cluster places" "$1" || { cat "$1"; fail "$1: placement $3"; }
     grep -q "^checkpoint_interval,10 seconds,10 seconds,how often a snapshot" "$1" || { cat "$1"; fail "$1: checkpoint_interval"; }
+    grep -q "^rebalance_threshold,0.2,0.2,a task moves only" "$1" || { cat "$1"; fail "$1: rebalance_threshold"; }
 }
 
 # ---- embedded: defaults, SET, SHOW name, a restart
@@ -23,9 +24,9 @@ check_settings() {
 check_settings e1.csv 1 nirvana
 "$A" --data "$T/d" -q -e "SET parallelism = 3; SET placement = 'round-robin';" 2>e2.err || { cat e2.err; fail "SET"; }
 "$A" --data "$T/d" -q -e "SHOW SETTINGS; SHOW parallelism; SHOW Placement;" >e3.csv 2>e3.err || { cat e3.err; fail "after a restart"; }
-head -n 7 e3.csv >e3a.csv
+head -n 9 e3.csv >e3a.csv
 check_settings e3a.csv 3 round-robin
-[ "$(tail -n +8 e3.csv)" = "$(printf 'parallelism\n3\nplacement\nround-robin')" ] || { cat e3.csv; fail "SHOW name"; }
+[ "$(tail -n +10 e3.csv)" = "$(printf 'parallelism\n3\nplacement\nround-robin')" ] || { cat e3.csv; fail "SHOW name"; }
 rc=0
 "$A" --data "$T/d" -q -e "SHOW paralelism;" >e4.out 2>e4.err || rc=$?
 [ "$rc" -eq 1 ] || fail "SHOW of an unknown setting: exit $rc"
@@ -46,4 +47,14 @@ sqlc -e "SHOW SETTINGS;" >c3.csv 2>c3.err || { cat c3.err; fail "SHOW SETTINGS -
 check_settings c3.csv 2 resource-aware
 grep -q "^replicas,0,1," c3.csv || { cat c3.csv; fail "replicas 0 on the cluster"; }
 [ "$(sqlc -e "SHOW replicas;" 2>&1)" = "$(printf 'replicas\n0')" ] || fail "SHOW replicas --connect: $(sqlc -e 'SHOW replicas;' 2>&1)"
+# the rebalance settings: a cluster takes them, and refuses a bad one with its position
+sqlc -e "SET rebalance_interval = '5 seconds'; SET rebalance_threshold = 0.3;" 2>c4.err || { cat c4.err; fail "SET rebalance_* --connect"; }
+[ "$(sqlc -e "SHOW rebalance_interval; SHOW rebalance_threshold;" 2>&1)" = "$(printf 'rebalance_interval\n5 seconds\nrebalance_threshold\n0.3')" ] ||
+    fail "SHOW rebalance_* --connect: $(sqlc -e 'SHOW rebalance_interval; SHOW rebalance_threshold;' 2>&1)"
+rc=0
+sqlc -e "SET rebalance_threshold = 2;" 2>c5.err || rc=$?
+[ "$rc" -ne 0 ] && grep -q "column 27: rebalance_threshold must be a number from 0 to below 1" c5.err || { cat c5.err; fail "SET rebalance_threshold = 2"; }
+rc=0
+sqlc -e "ALTER QUERY nope REBALANCE;" 2>c6.err || rc=$?
+[ "$rc" -ne 0 ] && grep -q "query 'nope' does not exist" c6.err || { cat c6.err; fail "ALTER QUERY of an unknown query"; }
 echo "t_settings: ok"
