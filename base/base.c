@@ -255,6 +255,16 @@ uint64_t clock_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t clock_ns_of(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts)) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t clock_thread_ns(void) { return clock_ns_of(CLOCK_THREAD_CPUTIME_ID); }
+uint64_t clock_process_ns(void) { return clock_ns_of(CLOCK_PROCESS_CPUTIME_ID); }
+
 int64_t date_days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;

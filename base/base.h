@@ -105,6 +105,11 @@ uint32_t crc32c(uint32_t crc, const void *p, size_t n);
 /* Clocks. */
 int64_t clock_wall_ms(void);  /* Unix epoch milliseconds */
 uint64_t clock_mono_ns(void); /* monotonic nanoseconds */
+/* CPU time of the calling thread and of the whole process, nanoseconds
+ * (CLOCK_THREAD_CPUTIME_ID, CLOCK_PROCESS_CPUTIME_ID; a system call each,
+ * so per batch, never per row). */
+uint64_t clock_thread_ns(void);
+uint64_t clock_process_ns(void);
 
 /* Big-endian helpers for keys and wire formats. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__

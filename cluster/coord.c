@@ -1063,14 +1063,16 @@ static int cluster_nodes(node *n, int all, pnode *pn, place_node *pl)
 {
     int nn = 1;
     if (pn) pn[0] = (pnode){n->cfg.name, n->addr, n->cfg.domain};
-    pl[0] = (place_node){n->cfg.name, n->cfg.domain, n->cfg.slots, n->cfg.speed, 1};
+    pl[0] = (place_node){.name = n->cfg.name, .domain = n->cfg.domain, .slots = n->cfg.slots, .speed = n->cfg.speed, .alive = 1};
     for (int i = 0; i < n->npeers && nn < 256; i++) {
         peer *x = n->peers[i];
         int up = alive(x);
         if (x->standby || !(up || (all && joined(x)))) continue;
         if (pn) pn[nn] = (pnode){x->name, x->addr, x->domain};
-        pl[nn++] = (place_node){x->name, x->domain, (int)x->slots, x->speed_milli / 1000.0, up};
+        pl[nn++] = (place_node){.name = x->name, .domain = x->domain, .slots = (int)x->slots,
+                                .speed = x->speed_milli / 1000.0, .alive = up};
     }
+    meas_nodes(n, pl, nn); /* the capacities and round trips they reported */
     return nn;
 }
 
@@ -1125,6 +1127,7 @@ static int pq_of(node *n, cquery *q, const place_node *pl, int nn, int R, int fi
     pq->d = q->dag;
     pq->name = q->name ? q->name : "push";
     pq->fixed = fixed;
+    pq->meas = meas_query(n, q->qid, q->prev, q->dag); /* NULL until it has been measured */
     for (int t = 0; t < q->ntasks; t++) {
         pq->node[t] = node_index(pl, nn, q->tnode ? q->tnode[t] : NULL);
         for (int k = 0; k < R; k++)
@@ -3063,6 +3066,9 @@ void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f)
             coord_loss(n, s->peer ? s->peer->name : "?", (uint32_t)m->u.loss.query, m->u.loss.batches, to);
             return;
         }
+        case WIRE_STATS:
+            if (s->peer) meas_take(n, s->peer->name, m);
+            return;
         case WIRE_RESULT:
         case WIRE_ACK:
         case WIRE_ERROR: on_answer(n, s, m, f); return;

@@ -63,6 +63,8 @@ typedef struct wreq {
     unsigned char data[];
 } wreq;
 
+#define NET_HB_RING 8 /* heartbeats whose echo can still be timed */
+
 struct net_ctx {
     uv_loop_t *loop;
     char name[WIRE_NAME_MAX + 1];
@@ -133,6 +135,11 @@ struct net_conn {
     char addr[64];
 
     uint64_t frames_in, frames_out, bytes_in, bytes_out, hb_in, hb_out, hb_seq;
+    /* round trips (net_rtt_us): our last heartbeats' numbers and send
+     * times, the peer's last heartbeat and when it came */
+    struct { uint64_t seq, at_us; } hb_sent[NET_HB_RING];
+    uint64_t peer_hb_seq, peer_hb_at_us;
+    uint32_t rtt_us;      /* smoothed; 0 = none measured yet */
 };
 
 /* ------------------------------------------------------------------ logging */
@@ -652,6 +659,31 @@ static void hs_frame(net_conn *c, const wire_frame *f)
 
 /* ------------------------------------------------------------------ reading */
 
+static uint64_t mono_us(void) { return clock_mono_ns() / 1000; }
+
+/* A heartbeat from the peer: remember it for our echo; time the round trip
+ * of ours it echoes (now - sent - what the peer held it), smoothed as TCP's
+ * SRTT is (RFC 6298: 7/8 old + 1/8 new). */
+static void hb_heard(net_conn *c, const wire_msg *hm)
+{
+    const __typeof__(hm->u.heartbeat) *h = &hm->u.heartbeat;
+    uint64_t now = mono_us();
+    c->peer_hb_seq = h->seq;
+    c->peer_hb_at_us = now;
+    if (!h->echo || !h->echo_seq) return;
+    for (int i = 0; i < NET_HB_RING; i++) {
+        if (c->hb_sent[i].seq != h->echo_seq) continue;
+        uint64_t span = now - c->hb_sent[i].at_us;
+        uint64_t rtt = span > h->held_us ? span - h->held_us : 1;
+        if (rtt > UINT32_MAX / 2) rtt = UINT32_MAX / 2;
+        c->rtt_us = c->rtt_us ? (uint32_t)((7 * (uint64_t)c->rtt_us + rtt) / 8) : (uint32_t)(rtt ? rtt : 1);
+        c->hb_sent[i].seq = 0;
+        return;
+    }
+}
+
+uint32_t net_rtt_us(const net_conn *c) { return c ? c->rtt_us : 0; }
+
 static void ready_frame(net_conn *c, const wire_frame *f)
 {
     switch (f->type) {
@@ -663,6 +695,7 @@ static void ready_frame(net_conn *c, const wire_frame *f)
             return;
         }
         c->hb_in++;
+        hb_heard(c, &m);
         return;
     }
     case WIRE_BYE: {
@@ -821,6 +854,15 @@ static void on_clock_heartbeat(uv_timer_t *t)
         wire_msg m = {.type = WIRE_HEARTBEAT};
         m.u.heartbeat.seq = ++c->hb_seq;
         m.u.heartbeat.sent_ms = clock_wall_ms();
+        uint64_t now = mono_us();
+        if (c->peer_hb_seq) {
+            uint64_t held = now - c->peer_hb_at_us;
+            m.u.heartbeat.echo = 1;
+            m.u.heartbeat.echo_seq = c->peer_hb_seq;
+            m.u.heartbeat.held_us = held > UINT32_MAX ? UINT32_MAX : (uint32_t)held;
+        }
+        c->hb_sent[c->hb_seq % NET_HB_RING].seq = c->hb_seq;
+        c->hb_sent[c->hb_seq % NET_HB_RING].at_us = now;
         if (conn_send_msg_internal(c, &m) == 0) c->hb_out++;
     }
 }

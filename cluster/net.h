@@ -239,5 +239,8 @@ typedef struct net_stats {
     size_t mem;                /* bytes this connection holds allocated now */
 } net_stats;
 void net_get_stats(const net_conn *c, net_stats *s);
+/* The smoothed round trip to the peer, from heartbeats that echo ours
+ * (docs/protocol.md, HEARTBEAT); 0 until one has been timed or for NULL. */
+uint32_t net_rtt_us(const net_conn *c);
 
 #endif

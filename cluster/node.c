@@ -1878,6 +1878,7 @@ static void on_tick(uv_timer_t *t)
     if (n->co) coord_tick(n);
     shadow_tick(n);
     chan_tick(n);
+    meas_report(n);
     if (++ticks % 10 == 0) {
         xerr err;
         if (engine_commit(n->eng, &err)) node_log(n, NET_LOG_ERROR, "commit: %s", err.msg);
@@ -1913,6 +1914,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
         n->incarnation = clock_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 1;
     if (n->cfg.slots <= 0) n->cfg.slots = NODE_DEFAULT_SLOTS;
     char cap_how[300];
+    n->speed_given = n->cfg.speed > 0;
     if (n->cfg.speed > 0) snprintf(cap_how, sizeof cap_how, "--speed");
     else n->cfg.speed = base_cpu_capacity(cap_how, sizeof cap_how);
     if (n->cfg.speed < 0.001) n->cfg.speed = 0.001; /* JOIN carries thousandths */
@@ -1996,6 +1998,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
         free(o);
     }
     shadow_free(n);
+    meas_store_free(n->meas);
     engine_close(n->eng);
     for (int i = 0; i < n->npeers; i++) {
         chan_free(n->peers[i]);

@@ -65,6 +65,7 @@ typedef struct cs cs;
 typedef struct peer peer;
 typedef struct dep dep;
 typedef struct coord coord;
+typedef struct meas_store meas_store;
 
 /* A frame waiting to be sent. */
 typedef struct qframe {
@@ -224,6 +225,12 @@ struct node {
     shsess *shsess;      /* ingest sessions of streams copied here */
     uint64_t incarnation; /* random per process: the numbering of data frames (channel.c) */
     int stopping;
+    /* measure.c: --speed was given (else the capacity is re-read at every
+     * report), the last report's clocks, and the coordinator's store */
+    int speed_given;
+    uint64_t ms_cpu_ns, ms_wall_ns;
+    int64_t ms_report_at;
+    meas_store *meas;
 };
 
 /* ---------------------------------------------------------------- node.c */
@@ -335,9 +342,26 @@ typedef struct place_node {
     const char *name, *domain; /* the domain label; equal labels are one failure domain */
     int slots;                 /* players (tasks and replicas) placement may choose to put here;
                                   the tasks pinned here by a query's home come on top */
-    double speed;
+    double speed;              /* the capacity the game uses, in CPUs */
     int alive;
+    /* measured (meas_nodes fills these; zero: not measured, the JOIN's speed
+     * and the domain distances are used) */
+    int measured;              /* speed is the capacity the node last reported */
+    double speed_join;         /* what its JOIN said (EXPLAIN) */
+    double util;               /* its process CPU over capacity, smoothed */
+    const double *rtt_ms;      /* per node index of this array: the round trip, 0 = unknown; may be NULL */
 } place_node;
+
+/* One task's measured inputs (measure.c, meas_query; docs/nirvana.md, "The
+ * measured-cost model"), in the game's units. */
+typedef struct place_meas {
+    double load;         /* CPUs (CPU seconds per second) */
+    double state_mb, recovery_s, replica_load, repl_traffic;
+    double rows_in_s, rows_out_s; /* smoothed rates, for EXPLAIN */
+    uint64_t rows_in, cpu_ns;     /* cumulative, for EXPLAIN */
+    int ndest;
+    const double *traffic; /* per task of the downstream op: link units */
+} place_meas;
 
 /* One query's players.  node[t] (per task, plan order) and rnode[t * R + k]
  * (replica k of task t; R = the game's replicas) are node indexes, -1 for
@@ -350,6 +374,9 @@ typedef struct place_query {
     int *rnode;       /* may be NULL when R = 0 */
     int fixed;        /* 1: its players are pinned where node[]/rnode[] say */
     int keep_state;   /* place_rebalance: its stateful tasks move only onto a replica's node (a promotion) */
+    /* per task (plan order): measured inputs, which replace the planner's
+     * seeds for every task; NULL: the seeds (no measurements yet) */
+    const place_meas *meas;
 } place_query;
 
 /* The problem built from the cluster and its result. */
@@ -358,6 +385,13 @@ typedef struct place_game {
     nirvana_config c;   /* c.strategy as asked; repair_rounds 0 */
     int *first;         /* per query: its first task in p */
     nirvana_result *r;  /* after place_run, place_again or place_score */
+    /* per task of p: the planner's seed (its load, recovery and the sum of
+     * its outgoing edges' traffic, kept for EXPLAIN) and whether the game
+     * got measured inputs instead */
+    nirvana_task *seed;
+    double *seed_out, *used_out;
+    unsigned char *measured;
+    int dist_measured;  /* some distance came from round trips */
 } place_game;
 
 /* Build the problem: every node (dead ones marked so), every query's tasks
@@ -382,6 +416,50 @@ int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, ni
 /* Score the current node[]/rnode[] (EXPLAIN PLACEMENT): g->r gets the costs. */
 int place_score(place_game *g, const place_query *qs, int nq, xerr *err);
 void place_game_fini(place_game *g); /* NULL ok */
+
+/* ---------------------------------------------------------------- measure.c */
+
+/* What tasks and nodes cost, measured (docs/nirvana.md, "The measured-cost
+ * model").  Every node reports about once a second (meas_report: a STATS
+ * to the coordinator, or straight into its store on the coordinator); the
+ * coordinator's store keeps moving averages and turns them into placement
+ * inputs.  The store is pure (no I/O), for tests. */
+#define MEAS_REPORT_MS 1000
+#define MEAS_TAU_S 5.0        /* time constant of the moving averages */
+#define MEAS_RESTORE_BPS 100e6 /* restore rate: state bytes per second a recovery brings back */
+#define MEAS_RESTORE_FIXED_S 0.5 /* ... plus this, whatever the state */
+#define MEAS_ROW_BYTES 32.0   /* an encoded row when no batch of the op left its node yet */
+#define MEAS_LINK_BPS 125e6   /* traffic unit: a 1 Gbit/s link */
+#define MEAS_RTT_REF_MS 5.0   /* a round trip this long is distance 1.0 (the cross-domain default) */
+#define MEAS_FORGET_MS 30000  /* a task or node not reported this long is forgotten */
+
+meas_store *meas_store_new(void);
+void meas_store_free(meas_store *ms); /* NULL ok */
+/* The smoothing: one step of an exponentially weighted moving average
+ * with time constant MEAS_TAU_S over a sample dt_s seconds after the last;
+ * the first sample (first = 1) is taken as it is. */
+double meas_ewma(double avg, double sample, double dt_s, int first);
+/* A STATS from node `from`, received at now_ms (wall clock). */
+int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t now_ms);
+/* Fill pl[i].measured, speed (the reported capacity), speed_join, util and
+ * rtt_ms for every node that reported.  The rtt arrays live in the store
+ * until its next call. */
+void meas_store_nodes(meas_store *ms, place_node *pl, int nn);
+/* Query qid's measured inputs, per task of d (plan order), or NULL while
+ * some task has not been measured twice (the seeds are used).  prev: the
+ * id it ran under before a redeployment (0: none), whose measurements stand
+ * in until the new id's arrive.  Lives in the store until its next call. */
+const place_meas *meas_store_query(meas_store *ms, uint32_t qid, uint32_t prev, const plan_dag *d);
+/* The distance the game uses between two nodes with these domain defaults
+ * and round trip (ms, 0 = unknown): a measured round trip only raises it. */
+double meas_distance(double dflt, double rtt_ms);
+
+/* The node's side: build and send this node's STATS (every node, from its
+ * tick).  The coordinator's side: its store (created on first use). */
+void meas_report(node *n);
+void meas_take(node *n, const char *from, const wire_msg *m);
+void meas_nodes(node *n, place_node *pl, int nn);
+const place_meas *meas_query(node *n, uint32_t qid, uint32_t prev, const plan_dag *d);
 
 /* ---------------------------------------------------------------- the DEPLOY plan blob */
 

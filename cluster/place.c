@@ -19,8 +19,14 @@
  * the tasks pinned there by a query's shape (sources at their stream's
  * home, sinks here) come on top, since they could run nowhere else.
  *
- * Distances are the library's defaults (0 on a node, 0.2 within a domain,
- * 1.0 across): the runtime does not measure round trips yet.
+ * Measured inputs (measure.c; docs/nirvana.md, "The measured-cost model").
+ * A query whose place_query carries meas has its tasks' load, state,
+ * recovery, replica costs and edge traffic replaced by the measured ones;
+ * the planner's seeds are kept in the game (seed, seed_out) for EXPLAIN.
+ * A node's speed is what place_node says (the capacity it reported, when
+ * it did).  Distances are the library's defaults by domain (0 on a node,
+ * 0.2 within a domain, 1.0 across), raised by measured round trips where
+ * the nodes reported them (meas_distance).
  *
  * Pure: no I/O; the problem and result live in a place_game the caller
  * finishes with place_game_fini.
@@ -36,7 +42,78 @@ void place_game_fini(place_game *g)
     nirvana_result_free(g->r);
     nirvana_problem_free(g->p);
     free(g->first);
+    free(g->seed);
+    free(g->seed_out);
+    free(g->used_out);
+    free(g->measured);
     memset(g, 0, sizeof *g);
+}
+
+/* Keep the seeds; replace them by the measured inputs where a query has
+ * them. */
+static int use_measured(place_game *g, const place_query *qs, int nq)
+{
+    nirvana_problem *p = g->p;
+    int T = p->ntasks;
+    g->seed = malloc(((size_t)T + 1) * sizeof *g->seed);
+    g->seed_out = calloc((size_t)T + 1, sizeof *g->seed_out);
+    g->used_out = calloc((size_t)T + 1, sizeof *g->used_out);
+    g->measured = calloc((size_t)T + 1, 1);
+    if (!g->seed || !g->seed_out || !g->used_out || !g->measured) return XE_NOMEM;
+    memcpy(g->seed, p->tasks, (size_t)T * sizeof *p->tasks);
+    for (int e = 0; e < p->nedges; e++) g->seed_out[p->edges[e].from] += p->edges[e].traffic;
+    /* task -> its query, and the first task of each op of that query */
+    for (int q = 0; q < nq; q++) {
+        if (!qs[q].meas) continue;
+        int first = g->first[q], nt = 0;
+        for (int o = 0; o < qs[q].d->nops; o++) nt += qs[q].d->ops[o].parallelism;
+        for (int t = 0; t < nt; t++) {
+            const place_meas *m = &qs[q].meas[t];
+            nirvana_task *x = &p->tasks[first + t];
+            x->load = m->load;
+            if (x->stateful) {
+                x->state_mb = m->state_mb;
+                x->recovery_s = m->recovery_s;
+                x->replica_load = m->replica_load;
+                x->repl_traffic = m->repl_traffic;
+            }
+            g->measured[first + t] = 1;
+        }
+        for (int e = 0; e < p->nedges; e++) {
+            nirvana_edge *ed = &p->edges[e];
+            if (ed->from < first || ed->from >= first + nt) continue;
+            /* the destination's index within its op: tasks of an op are contiguous */
+            int to = ed->to, b = 0;
+            while (to - b - 1 >= first && p->tasks[to - b - 1].op == p->tasks[to].op) b++;
+            const place_meas *m = &qs[q].meas[ed->from - first];
+            ed->traffic = b < m->ndest ? m->traffic[b] : 0;
+        }
+    }
+    for (int e = 0; e < p->nedges; e++) g->used_out[p->edges[e].from] += p->edges[e].traffic;
+    return 0;
+}
+
+/* The distance matrix from the round trips the nodes reported, when any. */
+static int use_distances(place_game *g, const place_node *nodes, int nn)
+{
+    int any = 0;
+    for (int i = 0; i < nn; i++) any |= nodes[i].rtt_ms != NULL;
+    if (!any) return 0;
+    nirvana_problem *p = g->p;
+    double *m = calloc((size_t)nn * (size_t)nn + 1, sizeof *m);
+    if (!m) return XE_NOMEM;
+    for (int i = 0; i < nn; i++)
+        for (int j = 0; j < nn; j++) {
+            if (i == j) continue;
+            double dflt = p->nodes[i].domain == p->nodes[j].domain ? p->d_intra : p->d_inter;
+            double a = nodes[i].rtt_ms ? nodes[i].rtt_ms[j] : 0, b = nodes[j].rtt_ms ? nodes[j].rtt_ms[i] : 0;
+            double rtt = a > 0 && b > 0 ? (a + b) / 2 : a > 0 ? a : b; /* symmetric */
+            m[(size_t)i * nn + j] = meas_distance(dflt, rtt);
+            if (m[(size_t)i * nn + j] > dflt) g->dist_measured = 1;
+        }
+    int rc = nirvana_set_distance_matrix(p, m);
+    free(m);
+    return rc < 0 ? rc : 0;
 }
 
 int place_build(place_game *g, const place_node *nodes, int nn, const place_query *qs, int nq, int replicas,
@@ -78,6 +155,10 @@ int place_build(place_game *g, const place_node *nodes, int nn, const place_quer
     }
     for (int q = 0; q < nq; q++)
         if ((rc = plan_placement_tasks(qs[q].d, q, qs[q].name, 0, g->p, &g->first[q], err))) goto fail;
+    if ((rc = use_measured(g, qs, nq)) || (rc = use_distances(g, nodes, nn))) {
+        rc = xerr_set(err, rc, "out of memory");
+        goto fail;
+    }
     for (int q = 0; q < nq; q++) {
         const place_query *pq = &qs[q];
         int t = g->first[q];

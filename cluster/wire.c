@@ -43,6 +43,7 @@ static const char *const type_names[] = {
     [WIRE_RESUME] = "RESUME",
     [WIRE_REPLICA_ACK] = "REPLICA_ACK",
     [WIRE_TICK] = "TICK",
+    [WIRE_STATS] = "STATS",
     [WIRE_CATALOG] = "CATALOG",
     [WIRE_TERM] = "TERM",
     [WIRE_ATTACH] = "ATTACH",
@@ -514,6 +515,64 @@ int wire_get_member(wire_rd *r, wire_member *m)
 
 #define PUT_S(w, s) wire_put_str((w), (s).p, (s).n)
 
+void wire_put_stats_peer(wire_wr *w, const wire_stats_peer *p)
+{
+    PUT_S(w, p->name);
+    wire_put_u32(w, p->rtt_us);
+}
+
+int wire_get_stats_peer(wire_rd *r, wire_stats_peer *p)
+{
+    wire_get_str(r, &p->name);
+    return wire_get_u32(r, &p->rtt_us);
+}
+
+void wire_put_stats_task(wire_wr *w, const wire_stats_task *t)
+{
+    wire_put_u32(w, t->qid);
+    wire_put_u32(w, t->task);
+    wire_put_u64(w, t->cpu_ns);
+    wire_put_u64(w, t->rows_in);
+    wire_put_u64(w, t->rows_out);
+    wire_put_u64(w, t->bytes_out);
+    wire_put_u64(w, t->state_bytes);
+    wire_put_u32(w, t->ndest);
+    for (uint32_t i = 0; i < t->ndest; i++) {
+        wire_put_u64(w, t->dest_rows ? t->dest_rows[i] : 0);
+        wire_put_u64(w, t->dest_bytes ? t->dest_bytes[i] : 0);
+    }
+}
+
+int wire_get_stats_task(wire_rd *r, wire_stats_task *t)
+{
+    memset(t, 0, sizeof *t);
+    wire_get_u32(r, &t->qid);
+    wire_get_u32(r, &t->task);
+    wire_get_u64(r, &t->cpu_ns);
+    wire_get_u64(r, &t->rows_in);
+    wire_get_u64(r, &t->rows_out);
+    wire_get_u64(r, &t->bytes_out);
+    wire_get_u64(r, &t->state_bytes);
+    if (wire_get_u32(r, &t->ndest) < 0) return r->err;
+    if (t->ndest > WIRE_STATS_MAX_DEST) {
+        r->err = XE_PROTO;
+        r->what = "STATS task destinations";
+        return r->err;
+    }
+    t->dest.n = t->ndest * 16u;
+    const unsigned char *q = rd_take(r, t->dest.n, "STATS task destinations");
+    t->dest.p = (const char *)q;
+    if (!q) t->dest.n = t->ndest = 0;
+    return r->err;
+}
+
+void wire_stats_dest(const wire_stats_task *t, uint32_t i, uint64_t *rows, uint64_t *bytes)
+{
+    const unsigned char *p = (const unsigned char *)t->dest.p + (size_t)i * 16;
+    *rows = i < t->ndest ? be64_get(p) : 0;
+    *bytes = i < t->ndest ? be64_get(p + 8) : 0;
+}
+
 void wire_msg_put(wire_wr *w, const wire_msg *m)
 {
     switch (m->type) {
@@ -530,6 +589,10 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
     case WIRE_HEARTBEAT:
         wire_put_u64(w, m->u.heartbeat.seq);
         wire_put_i64(w, m->u.heartbeat.sent_ms);
+        if (m->u.heartbeat.echo) {
+            wire_put_u64(w, m->u.heartbeat.echo_seq);
+            wire_put_u32(w, m->u.heartbeat.held_us);
+        }
         break;
     case WIRE_JOIN:
         PUT_S(w, m->u.join.name);
@@ -675,6 +738,16 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_blob(w, m->u.attach.rows.p, m->u.attach.rows.n);
         break;
     case WIRE_CANCEL: wire_put_u64(w, m->u.cancel.req_id); break;
+    case WIRE_STATS:
+        wire_put_i64(w, m->u.stats.wall_ms);
+        wire_put_u32(w, m->u.stats.capacity_milli);
+        wire_put_u32(w, m->u.stats.util_milli);
+        wire_put_u64(w, m->u.stats.cpu_ns);
+        wire_put_u32(w, m->u.stats.npeers);
+        wire_put_blob(w, m->u.stats.peers.p, m->u.stats.peers.n);
+        wire_put_u32(w, m->u.stats.ntasks);
+        wire_put_blob(w, m->u.stats.tasks.p, m->u.stats.tasks.n);
+        break;
     default:
         if (!w->err) w->err = XE_INVAL;
     }
@@ -701,6 +774,11 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
     case WIRE_HEARTBEAT:
         wire_get_u64(&r, &m->u.heartbeat.seq);
         wire_get_i64(&r, &m->u.heartbeat.sent_ms);
+        if (!r.err && wire_rd_left(&r) == 12) { /* the echo; any other rest is trailing garbage */
+            m->u.heartbeat.echo = 1;
+            wire_get_u64(&r, &m->u.heartbeat.echo_seq);
+            wire_get_u32(&r, &m->u.heartbeat.held_us);
+        }
         break;
     case WIRE_JOIN:
         wire_get_str(&r, &m->u.join.name);
@@ -866,6 +944,29 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
                             m->u.attach.rows.n);
         break;
     case WIRE_CANCEL: wire_get_u64(&r, &m->u.cancel.req_id); break;
+    case WIRE_STATS: {
+        wire_get_i64(&r, &m->u.stats.wall_ms);
+        wire_get_u32(&r, &m->u.stats.capacity_milli);
+        wire_get_u32(&r, &m->u.stats.util_milli);
+        wire_get_u64(&r, &m->u.stats.cpu_ns);
+        wire_get_u32(&r, &m->u.stats.npeers);
+        wire_get_blob(&r, &m->u.stats.peers);
+        wire_get_u32(&r, &m->u.stats.ntasks);
+        wire_get_blob(&r, &m->u.stats.tasks);
+        if (r.err) break;
+        /* walk the entries now, so that a receiver may iterate without checks */
+        wire_rd er;
+        wire_stats_peer sp;
+        wire_stats_task st;
+        wire_rd_init(&er, m->u.stats.peers.p, m->u.stats.peers.n);
+        for (uint32_t i = 0; i < m->u.stats.npeers && !er.err; i++) wire_get_stats_peer(&er, &sp);
+        int rc = wire_rd_end(&er, 1, e);
+        if (rc < 0) return rc;
+        wire_rd_init(&er, m->u.stats.tasks.p, m->u.stats.tasks.n);
+        for (uint32_t i = 0; i < m->u.stats.ntasks && !er.err; i++) wire_get_stats_task(&er, &st);
+        if ((rc = wire_rd_end(&er, 1, e)) < 0) return rc;
+        break;
+    }
     default: return xerr_set(e, XE_PROTO, "unknown message type %u", f->type);
     }
     int rc = wire_rd_end(&r, 1, e);

@@ -102,7 +102,8 @@ enum wire_type {
     WIRE_CHANNEL = 31,       /* node -> node: the data frames that follow are numbered from start */
     WIRE_CHACK = 32,         /* node -> node: every data frame up to start arrived */
     WIRE_CANCEL = 33,        /* client -> coordinator: stop a push query or subscription (Ctrl-C) */
-    WIRE_TYPE_MAX = WIRE_CANCEL
+    WIRE_STATS = 34,         /* node -> coordinator: measured capacity, utilisation, round trips, task costs */
+    WIRE_TYPE_MAX = WIRE_STATS
 };
 
 #define WIRE_LOGSHADOW_FED 1
@@ -277,7 +278,10 @@ typedef struct wire_msg {
         struct { unsigned char nonce[WIRE_NONCE_SIZE]; } challenge;
         struct { unsigned char mac[WIRE_MAC_SIZE]; } response;
         /* AUTH_OK: no payload */
-        struct { uint64_t seq; int64_t sent_ms; } heartbeat;
+        /* echo (optional, 12 more bytes): the last heartbeat seq received
+         * from the peer and how long it was held here before this one went
+         * out, so that the peer can time the round trip */
+        struct { uint64_t seq; int64_t sent_ms; uint8_t echo; uint64_t echo_seq; uint32_t held_us; } heartbeat;
         wire_join join;
         wire_membership membership;
         struct { uint64_t query_id; uint32_t task_id; uint64_t epoch; wire_str plan; } deploy;
@@ -354,6 +358,20 @@ typedef struct wire_msg {
          * (a random number per process), and the first number that follows
          * (CHANNEL) or the last one that arrived (CHACK) */
         struct { uint64_t incarnation, start; } channel;
+        /* STATS: about once a second.  capacity: CPUs x 1000 now (its cgroup
+         * quota, or --speed); util: process CPU over wall time since the
+         * last STATS, over capacity, x 1000; cpu_ns: process CPU since it
+         * started; peers: npeers x wire_stats_peer; tasks: ntasks x
+         * wire_stats_task (walk with wire_get_stats_peer/_task) */
+        struct {
+            int64_t wall_ms;
+            uint32_t capacity_milli, util_milli;
+            uint64_t cpu_ns;
+            uint32_t npeers;
+            wire_str peers;
+            uint32_t ntasks;
+            wire_str tasks;
+        } stats;
     } u;
 } wire_msg;
 
@@ -369,6 +387,29 @@ int wire_msg_encode(sbuf *out, uint8_t version, const wire_msg *m, xerr *e);
 
 void wire_put_member(wire_wr *w, const wire_member *m);
 int wire_get_member(wire_rd *r, wire_member *m);
+
+/* STATS entries.  A peer: its name and the smoothed round trip to it. */
+typedef struct wire_stats_peer {
+    wire_str name;
+    uint32_t rtt_us;
+} wire_stats_peer;
+/* A task: its query id and global task index, its cumulative counters
+ * (engine_task_stats), and ndest x (u64 rows, u64 bytes) it sent to each
+ * task of the downstream operator (at most WIRE_STATS_MAX_DEST). */
+#define WIRE_STATS_MAX_DEST 4096
+typedef struct wire_stats_task {
+    uint32_t qid, task;
+    uint64_t cpu_ns, rows_in, rows_out, bytes_out, state_bytes;
+    uint32_t ndest;
+    wire_str dest;  /* get: ndest x 16 bytes, read with wire_stats_dest */
+    const uint64_t *dest_rows, *dest_bytes; /* put: ndest each */
+} wire_stats_task;
+void wire_put_stats_peer(wire_wr *w, const wire_stats_peer *p);
+int wire_get_stats_peer(wire_rd *r, wire_stats_peer *p);
+void wire_put_stats_task(wire_wr *w, const wire_stats_task *t);
+int wire_get_stats_task(wire_rd *r, wire_stats_task *t);
+/* Destination i of a task read by wire_get_stats_task. */
+void wire_stats_dest(const wire_stats_task *t, uint32_t i, uint64_t *rows, uint64_t *bytes);
 
 /* An ERROR's message for e: "line L, column C: " before e->msg when e has a
  * position (within the QUERY's SQL text), so that the client can point at

@@ -441,6 +441,15 @@ void agg_free(agg_task *a)
 
 int64_t agg_open_groups(const agg_task *a) { return a ? a->nentries : 0; }
 
+/* An entry as pooled (its slab share; 64 bytes until the first one sized
+ * the pool) plus its table slot at a load of about one half. */
+uint64_t agg_state_bytes(const agg_task *a)
+{
+    if (!a || a->nentries <= 0) return 0;
+    size_t per = (a->pool_size ? a->pool_size : sizeof(agg_entry) + a->slots_bytes + 64) + 2 * sizeof(tslot);
+    return (uint64_t)a->nentries * per;
+}
+
 int64_t agg_min_open_start(const agg_task *a)
 {
     int64_t m = WM_END;

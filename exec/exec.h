@@ -322,6 +322,27 @@ int engine_host_del(engine *e, const char *key, xerr *err);
 int engine_host_scan(engine *e, const char *prefix,
                      int (*fn)(void *ctx, const char *key, const void *v, size_t n), void *ctx, xerr *err);
 
+/* What each local task has cost so far (docs/nirvana.md, "The
+ * measured-cost model").  The counters are cumulative over the task's
+ * deployment; the host samples them and takes differences.  cpu_ns is the
+ * engine thread's CPU time in the task's own operator work (decoding the
+ * batches it receives and encoding those it sends included, the work of the
+ * tasks it hands rows to on this node excluded); rows_in and rows_out count
+ * rows into and out of its operator; dest_rows[b] and dest_bytes[b] what it
+ * sent to task b of the downstream operator (bytes: encoded, for tasks on
+ * other nodes only); state_bytes is the memory of its open windows or
+ * buffered join rows now (about). */
+typedef struct engine_task_stats {
+    uint32_t qid;
+    int deployed;   /* placed by a coordinator */
+    int op, task;   /* task: the global index (plan order) */
+    uint64_t cpu_ns, rows_in, rows_out, bytes_out, state_bytes;
+    int ndest;      /* tasks of the downstream operator (0: the sink) */
+    const uint64_t *dest_rows, *dest_bytes; /* ndest each; valid during the call */
+} engine_task_stats;
+/* Calls fn for every local task of every running query; returns how many. */
+int engine_task_stats_each(engine *e, void (*fn)(void *ctx, const engine_task_stats *s), void *ctx);
+
 /* ------------------------------------------------------------------ the event loop */
 
 /* Socket sources, socket sinks, subscribers from other processes (through

@@ -86,6 +86,10 @@ struct opinst {
     uint64_t *acked;        /* at a source's home: ntasks x 2, the positions all replicas hold (0: unknown) */
     sbuf *emitted;          /* deployed: per task, the rows it emitted this epoch ([u32 len][batch]...) */
     unsigned char *timed;   /* per task: restarted empty, recomputes from the resume watermark */
+    /* What each task costs (engine_task_stats; docs/nirvana.md, "The
+     * measured-cost model"): cumulative, allocated once at query_start. */
+    struct task_meas { uint64_t cpu_ns, rows_in, rows_out, bytes_out; } *meas;
+    uint64_t *dest_rows, *dest_bytes; /* ntasks x down->ntasks: what task a sent to task b */
 };
 
 /* A file sink.  The engine's thread copies a standing query's rows into
@@ -170,6 +174,7 @@ struct query {
     sbuf deltas;            /* committed-with-the-epoch changes for the replicas: (tid, len, bytes)... */
     sbuf reemit;            /* after a takeover: rows the tasks emitted lately ([u32 task][u32 len][batch]...) */
     int64_t skipped;        /* replayed rows already in a restored state */
+    uint64_t meas_child;    /* CPU spent by the task calls below the one running (ops.c, span_end) */
 };
 
 typedef struct stream_rt {
@@ -298,6 +303,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err);
 int agg_flush(opinst *o, int task, store_txn *t, xerr *err);
 int agg_load(opinst *o, int task, store_txn *t, xerr *err);
 int64_t agg_open_groups(const agg_task *a);
+uint64_t agg_state_bytes(const agg_task *a); /* the open entries' memory, about */
 /* The rows of b that an aggregate o whose windows have closed up to
  * `closed` drops as late, by the rules its tasks apply (push_*). */
 int64_t agg_count_late(const opinst *o, const batch *b, int64_t closed);
@@ -310,6 +316,7 @@ int join_push(opinst *o, int task, int side, const batch *in, xerr *err);
 int join_expire(opinst *o, int task, int64_t wm, xerr *err);
 int join_flush(opinst *o, int task, store_txn *t, xerr *err);
 int join_load(opinst *o, int task, store_txn *t, xerr *err);
+uint64_t join_state_bytes(const join_task *j); /* the buffered rows' memory, about */
 
 /* ft.c */
 int ft_restore(query *q, store_txn *t, xerr *err);   /* deploy: state of the previous deployment */

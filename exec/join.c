@@ -43,6 +43,17 @@ struct join_task {
     val *k0, *k1;
 };
 
+uint64_t join_state_bytes(const join_task *j)
+{
+    uint64_t b = 0;
+    for (int k = 0; j && k < 2; k++) {
+        const jside *s = &j->side[k];
+        /* a row's values, its time, key hash, sequence and chain link */
+        b += (uint64_t)s->live * ((uint64_t)s->rows.ncols * sizeof(val) + 3 * sizeof(uint64_t) + sizeof(int32_t));
+    }
+    return b;
+}
+
 static int jside_init(jside *s, int ncols)
 {
     memset(s, 0, sizeof *s);

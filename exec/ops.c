@@ -107,6 +107,9 @@ static void op_fini(opinst *o)
     free(o->emitted);
     free(o->uptag[0]);
     free(o->uptag[1]);
+    free(o->meas);
+    free(o->dest_rows);
+    free(o->dest_bytes);
     batch_fini(&o->out);
     if (o->part && o->down)
         for (int i = 0; i < o->down->ntasks; i++) batch_fini(&o->part[i]);
@@ -172,6 +175,14 @@ int query_start(engine *e, query *q, xerr *err)
             q->src_stream[q->nsrc] = si;
             q->nsrc++;
         }
+    }
+    /* the tasks' cost counters: per task, and per (task, downstream task) */
+    for (int i = 0; i < d->nops; i++) {
+        opinst *o = &q->ops[i];
+        size_t nd = (size_t)o->ntasks * (size_t)(o->down ? o->down->ntasks : 0) + 1;
+        if (!(o->meas = calloc((size_t)o->ntasks, sizeof *o->meas)) || !(o->dest_rows = calloc(nd, sizeof *o->dest_rows)) ||
+            !(o->dest_bytes = calloc(nd, sizeof *o->dest_bytes)))
+            return xerr_set(err, XE_NOMEM, "out of memory");
     }
     /* which stateful sides read a source through stateless operators only,
      * and which stateless operators lie on such a chain */
@@ -245,6 +256,57 @@ void query_free(query *q)
     free(q);
 }
 
+/* ------------------------------------------------------------------ what tasks cost */
+
+/* A task's CPU time is the thread's CPU clock around its operator work,
+ * less the work of the tasks it hands rows to on this node: operators call
+ * down the DAG (op_push -> op_emit -> deliver -> op_push), so a span's own
+ * time is its length less the spans that ran inside it, which they add to
+ * q->meas_child.  Two clock reads per batch and task, none per row. */
+typedef struct span {
+    uint64_t t0, outer;
+} span;
+
+static void span_begin(query *q, span *s)
+{
+    s->t0 = clock_thread_ns();
+    s->outer = q->meas_child;
+    q->meas_child = 0;
+}
+
+static void span_end(query *q, opinst *o, int task, span *s)
+{
+    uint64_t len = clock_thread_ns() - s->t0;
+    if (task >= 0 && task < o->ntasks) o->meas[task].cpu_ns += len > q->meas_child ? len - q->meas_child : 0;
+    q->meas_child = s->outer + len;
+}
+
+int engine_task_stats_each(engine *e, void (*fn)(void *ctx, const engine_task_stats *s), void *ctx)
+{
+    int n = 0;
+    for (int i = 0; i < e->nqueries; i++) {
+        query *q = e->queries[i];
+        if (!q || !q->ops) continue;
+        for (int k = 0; k < q->dag->nops; k++) {
+            opinst *o = &q->ops[k];
+            int nd = o->down ? o->down->ntasks : 0;
+            for (int t = 0; t < o->ntasks; t++) {
+                if (!task_local(q, o, t)) continue;
+                engine_task_stats st = {
+                    .qid = q->id, .deployed = q->deployed, .op = k, .task = o->task_base + t,
+                    .cpu_ns = o->meas[t].cpu_ns, .rows_in = o->meas[t].rows_in, .rows_out = o->meas[t].rows_out,
+                    .bytes_out = o->meas[t].bytes_out,
+                    .state_bytes = o->agg ? agg_state_bytes(o->agg[t]) : o->join ? join_state_bytes(o->join[t]) : 0,
+                    .ndest = nd, .dest_rows = o->dest_rows + (size_t)t * nd, .dest_bytes = o->dest_bytes + (size_t)t * nd,
+                };
+                fn(ctx, &st);
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------------ pushing batches */
 
 static int op_push(opinst *o, int task, int side, const batch *in, xerr *err);
@@ -263,11 +325,14 @@ static void set_tag(opinst *o, int side, uint64_t tag)
     if (k >= 0) o->q->tag[k] = tag;
 }
 
-/* Deliver to task t of the downstream op: here, or through the remote hook. */
-static int deliver(opinst *o, int t, const batch *b, xerr *err)
+/* Deliver task from's rows to task t of the downstream op: here, or
+ * through the remote hook. */
+static int deliver(opinst *o, int from, int t, const batch *b, xerr *err)
 {
     opinst *d = o->down;
     query *q = o->q;
+    size_t at = (size_t)from * (size_t)d->ntasks + (size_t)t;
+    o->dest_rows[at] += (uint64_t)b->nrows;
     if (task_local(q, d, t)) return op_push(d, t, o->down_side, b, err);
     if (!q->remote.batch) return 0;
     if (d->op->kind == PO_AGGREGATE) {
@@ -280,6 +345,8 @@ static int deliver(opinst *o, int t, const batch *b, xerr *err)
     sbuf *buf = &q->eng->tmp2;
     sbuf_reset(buf);
     if (batch_encode(b, buf)) return xerr_set(err, XE_NOMEM, "out of memory");
+    o->dest_bytes[at] += buf->len;
+    o->meas[from].bytes_out += buf->len;
     if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, op_tag(o), buf->p, buf->len))
         return xerr_set(err, XE_IO, "query %u: cannot send rows to task %d of operator %d", q->id, t, d->op->id);
     return 0;
@@ -289,6 +356,7 @@ int op_emit(opinst *o, int task, const batch *b, xerr *err)
 {
     opinst *d = o->down;
     if (!d || b->nrows == 0) return 0;
+    o->meas[task].rows_out += (uint64_t)b->nrows;
     if (o->emitted) {
         /* kept for a takeover: the rows may be lost in flight with a node */
         sbuf *x = &o->emitted[task];
@@ -297,8 +365,8 @@ int op_emit(opinst *o, int task, const batch *b, xerr *err)
         if (sbuf_add(x, l, 4) || batch_encode(b, x)) return xerr_set(err, XE_NOMEM, "out of memory");
         be32_put((unsigned char *)x->p + at, (uint32_t)(x->len - at - 4));
     }
-    if (d->ntasks == 1) return deliver(o, 0, b, err);
-    if (o->down_edge == EDGE_FORWARD) return deliver(o, task, b, err);
+    if (d->ntasks == 1) return deliver(o, task, 0, b, err);
+    if (o->down_edge == EDGE_FORWARD) return deliver(o, task, task, b, err);
     /* exchange: hash partition by the downstream key */
     batch *sc = &o->q->scratch;
     for (int t = 0; t < d->ntasks; t++) batch_reset(&o->part[t]);
@@ -314,7 +382,7 @@ int op_emit(opinst *o, int task, const batch *b, xerr *err)
     }
     for (int t = 0; t < d->ntasks; t++) {
         if (!o->part[t].nrows) continue;
-        int rc = deliver(o, t, &o->part[t], err);
+        int rc = deliver(o, task, t, &o->part[t], err);
         if (rc) return rc;
     }
     return 0;
@@ -360,7 +428,19 @@ static int unnest_push(opinst *o, int task, const batch *in, xerr *err)
     return op_emit(o, task, &o->out, err);
 }
 
+static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *err);
+
 static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
+{
+    span s;
+    span_begin(o->q, &s);
+    if (task >= 0 && task < o->ntasks) o->meas[task].rows_in += (uint64_t)in->nrows;
+    int rc = op_push_body(o, task, side, in, err);
+    span_end(o->q, o, task, &s);
+    return rc;
+}
+
+static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *err)
 {
     const plan_op *op = o->op;
     batch *sc = &o->q->scratch;
@@ -521,7 +601,13 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
     int64_t pass = eff;
     if (o->op->kind == PO_AGGREGATE) {
         for (int t = 0; t < o->ntasks; t++)
-            if (task_local(o->q, o, t) && (rc = agg_close(o, t, eff, err))) return rc;
+            if (task_local(o->q, o, t)) {
+                span sp;
+                span_begin(o->q, &sp);
+                rc = agg_close(o, t, eff, err);
+                span_end(o->q, o, t, &sp);
+                if (rc) return rc;
+            }
         /* windows still open end after eff - grace, so rows emitted later
          * carry a window end above that.  When their time is the window's
          * start, hold back by what a window can span as well. */
@@ -541,7 +627,13 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
         }
     } else if (o->op->kind == PO_JOIN) {
         for (int t = 0; t < o->ntasks; t++)
-            if (task_local(o->q, o, t) && (rc = join_expire(o, t, eff, err))) return rc;
+            if (task_local(o->q, o, t)) {
+                span sp;
+                span_begin(o->q, &sp);
+                rc = join_expire(o, t, eff, err);
+                span_end(o->q, o, t, &sp);
+                if (rc) return rc;
+            }
         /* a match can carry a left time up to `within` behind the inputs */
         if (eff != WM_END && eff != WM_MIN) pass = eff - o->op->within_ms;
     }
@@ -575,7 +667,10 @@ int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const
         return xerr_set(err, XE_PROTO, "rows for a task that does not run here");
     batch *b = &q->eng->rbatch;
     batch_reset(b);
+    span sp; /* decoding is the receiving task's work */
+    span_begin(q, &sp);
     int rc = batch_decode(p, n, b, err);
+    span_end(q, &q->ops[op], task, &sp);
     if (rc) return rc;
     if (b->ncols != q->dag->ops[q->ops[op].op->inputs[side]].out.ncols)
         return xerr_set(err, XE_PROTO, "rows with %d columns for an input of %d", b->ncols,

@@ -16,6 +16,8 @@
 #include "cluster/auth.h"
 #include "cluster/net.h"
 #include "cluster/wire.h"
+#include "cluster/node.h" /* the measured-cost store (measure.c) */
+#include <math.h>
 
 /* ------------------------------------------------------------ wire helpers */
 
@@ -168,6 +170,31 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.loss.batches = 124;
         m->u.loss.peer = wire_str_of("n7");
         break;
+    case WIRE_STATS: {
+        wire_wr w;
+        wire_wr_init(&w, scratch);
+        for (int i = 0; i < 2; i++) {
+            wire_stats_peer sp = {.name = wire_str_of(i ? "n3" : "n2"), .rtt_us = 250u + (uint32_t)i};
+            wire_put_stats_peer(&w, &sp);
+        }
+        size_t at = scratch->len;
+        static const uint64_t rows[3] = {10, 20, 30}, bytes[3] = {0, 640, 960};
+        for (int i = 0; i < 2; i++) {
+            wire_stats_task st = {.qid = 5, .task = (uint32_t)i, .cpu_ns = 1000000u * (uint64_t)(i + 1),
+                                  .rows_in = 60, .rows_out = 60, .bytes_out = 1600, .state_bytes = 4096,
+                                  .ndest = i ? 0 : 3, .dest_rows = rows, .dest_bytes = bytes};
+            wire_put_stats_task(&w, &st);
+        }
+        m->u.stats.wall_ms = 1700000000123;
+        m->u.stats.capacity_milli = 250;
+        m->u.stats.util_milli = 800;
+        m->u.stats.cpu_ns = 42;
+        m->u.stats.npeers = 2;
+        m->u.stats.peers = (wire_str){scratch->p, (uint32_t)at};
+        m->u.stats.ntasks = 2;
+        m->u.stats.tasks = (wire_str){scratch->p + at, (uint32_t)(scratch->len - at)};
+        break;
+    }
     }
 }
 
@@ -381,6 +408,206 @@ static void test_fields_survive(void **state)
     assert_int_equal(out.u.error.msg.n, strlen("syntax error at 1:8"));
     sbuf_fini(&scratch);
     sbuf_fini(&frame);
+}
+
+/* STATS keeps every field; a task's destinations read back; a count or a
+ * destination list that overruns is refused.  A HEARTBEAT with an echo
+ * round-trips as one, and one without stays without. */
+static void test_stats_and_heartbeat_echo(void **state)
+{
+    (void)state;
+    sbuf scratch, frame;
+    wire_msg m, out;
+    xerr e;
+    sbuf_init(&scratch);
+    sbuf_init(&frame);
+    sample_msg(WIRE_STATS, &m, &scratch);
+    assert_int_equal(wire_msg_encode(&frame, 1, &m, &e), 0);
+    wire_frame f = {.version = 1, .type = WIRE_STATS, .length = (uint32_t)frame.len - 16,
+                    .payload = (unsigned char *)frame.p + 16};
+    assert_int_equal(wire_msg_get(&f, &out, &e), 0);
+    assert_int_equal(out.u.stats.capacity_milli, 250);
+    assert_int_equal(out.u.stats.util_milli, 800);
+    assert_int_equal(out.u.stats.wall_ms, 1700000000123);
+    assert_int_equal(out.u.stats.npeers, 2);
+    assert_int_equal(out.u.stats.ntasks, 2);
+    wire_rd r;
+    wire_stats_peer sp;
+    wire_rd_init(&r, out.u.stats.peers.p, out.u.stats.peers.n);
+    assert_int_equal(wire_get_stats_peer(&r, &sp), 0);
+    assert_int_equal(sp.rtt_us, 250);
+    assert_int_equal(wire_get_stats_peer(&r, &sp), 0);
+    assert_int_equal(sp.name.n, 2);
+    assert_memory_equal(sp.name.p, "n3", 2);
+    wire_stats_task st;
+    wire_rd_init(&r, out.u.stats.tasks.p, out.u.stats.tasks.n);
+    assert_int_equal(wire_get_stats_task(&r, &st), 0);
+    assert_int_equal(st.qid, 5);
+    assert_int_equal(st.ndest, 3);
+    assert_int_equal(st.state_bytes, 4096);
+    uint64_t rows, bytes;
+    wire_stats_dest(&st, 2, &rows, &bytes);
+    assert_int_equal(rows, 30);
+    assert_int_equal(bytes, 960);
+    assert_int_equal(wire_get_stats_task(&r, &st), 0);
+    assert_int_equal(st.cpu_ns, 2000000);
+    assert_int_equal(st.ndest, 0);
+    assert_int_equal(wire_rd_end(&r, 1, &e), 0);
+    /* one task more than there is */
+    size_t tcount = 16 + 8 + 4 + 4 + 8 + 4 + 4 + out.u.stats.peers.n;
+    be32_put((unsigned char *)frame.p + tcount, 3);
+    assert_int_equal(wire_msg_get(&f, &out, &e), XE_PROTO);
+
+    sbuf_reset(&frame);
+    sample_msg(WIRE_HEARTBEAT, &m, &scratch);
+    assert_int_equal(wire_msg_encode(&frame, 1, &m, &e), 0);
+    assert_int_equal(frame.len, 16 + 16);
+    f = (wire_frame){.version = 1, .type = WIRE_HEARTBEAT, .length = 16, .payload = (unsigned char *)frame.p + 16};
+    assert_int_equal(wire_msg_get(&f, &out, &e), 0);
+    assert_int_equal(out.u.heartbeat.echo, 0);
+    m.u.heartbeat.echo = 1;
+    m.u.heartbeat.echo_seq = 76;
+    m.u.heartbeat.held_us = 1234;
+    sbuf_reset(&frame);
+    assert_int_equal(wire_msg_encode(&frame, 1, &m, &e), 0);
+    assert_int_equal(frame.len, 16 + 28);
+    f.length = 28;
+    f.payload = (unsigned char *)frame.p + 16;
+    assert_int_equal(wire_msg_get(&f, &out, &e), 0);
+    assert_int_equal(out.u.heartbeat.echo, 1);
+    assert_int_equal(out.u.heartbeat.echo_seq, 76);
+    assert_int_equal(out.u.heartbeat.held_us, 1234);
+    f.length = 20; /* half an echo */
+    assert_int_equal(wire_msg_get(&f, &out, &e), XE_PROTO);
+    sbuf_fini(&scratch);
+    sbuf_fini(&frame);
+}
+
+/* ------------------------------------------------------------ measured costs */
+
+/* The moving average: the first sample as it is; after dt = tau it has
+ * moved 1 - 1/e of the way; dt = 0 moves nothing; a step is approached
+ * from below, never passed. */
+static void test_meas_smoothing(void **state)
+{
+    (void)state;
+    assert_true(meas_ewma(123, 7, 1, 1) == 7);
+    assert_true(fabs(meas_ewma(0, 1, MEAS_TAU_S, 0) - (1 - exp(-1))) < 1e-12);
+    assert_true(meas_ewma(3, 9, 0, 0) == 3);
+    double a = 0, prev = 0;
+    for (int i = 0; i < 60; i++) {
+        a = meas_ewma(a, 10, 1.0, 0);
+        assert_true(a > prev && a < 10);
+        prev = a;
+    }
+    assert_true(a > 9.9);
+    /* the same time in more, shorter steps gets to the same place */
+    double b = 0, c = 0;
+    b = meas_ewma(b, 10, 2.0, 0);
+    c = meas_ewma(meas_ewma(c, 10, 1.0, 0), 10, 1.0, 0);
+    assert_true(fabs(b - c) < 1e-9);
+}
+
+/* One STATS of node "a" at wall time at: the query 7 of SOURCE (task 0) ->
+ * AGGREGATE x 2 (tasks 1, 2) -> SINK (task 3), its counters scaled by k. */
+static void stats_msg(wire_msg *m, sbuf *b, int64_t at, uint64_t k, uint32_t rtt_us)
+{
+    sbuf_reset(b);
+    wire_wr w;
+    wire_wr_init(&w, b);
+    wire_stats_peer sp = {.name = wire_str_of("b"), .rtt_us = rtt_us};
+    wire_put_stats_peer(&w, &sp);
+    size_t at_tasks = b->len;
+    /* the source sent 900 rows a step to aggregate task 0 here, 100 to task 1
+     * elsewhere (3,200 bytes: 32 a row); CPU 0.5 s, 0.2 s, 0.05 s, 0.01 s a step */
+    uint64_t src_rows[2] = {900 * k, 100 * k}, src_bytes[2] = {0, 3200 * k};
+    uint64_t agg_rows[1] = {10 * k}, agg_bytes[1] = {0};
+    wire_stats_task t[4] = {
+        {.qid = 7, .task = 0, .cpu_ns = 500000000 * k, .rows_in = 1000 * k, .rows_out = 1000 * k, .bytes_out = 3200 * k,
+         .ndest = 2, .dest_rows = src_rows, .dest_bytes = src_bytes},
+        {.qid = 7, .task = 1, .cpu_ns = 200000000 * k, .rows_in = 900 * k, .rows_out = 10 * k, .state_bytes = 2000000,
+         .ndest = 1, .dest_rows = agg_rows, .dest_bytes = agg_bytes},
+        {.qid = 7, .task = 2, .cpu_ns = 50000000 * k, .rows_in = 100 * k, .rows_out = 10 * k, .state_bytes = 0,
+         .ndest = 1, .dest_rows = agg_rows, .dest_bytes = agg_bytes},
+        {.qid = 7, .task = 3, .cpu_ns = 10000000 * k, .rows_in = 20 * k},
+    };
+    for (int i = 0; i < 4; i++) wire_put_stats_task(&w, &t[i]);
+    memset(m, 0, sizeof *m);
+    m->type = WIRE_STATS;
+    m->u.stats.wall_ms = at;
+    m->u.stats.capacity_milli = 250;
+    m->u.stats.util_milli = 600;
+    m->u.stats.npeers = 1;
+    m->u.stats.peers = (wire_str){b->p, (uint32_t)at_tasks};
+    m->u.stats.ntasks = 4;
+    m->u.stats.tasks = (wire_str){b->p + at_tasks, (uint32_t)(b->len - at_tasks)};
+}
+
+/* Counters -> rates -> the game's units: load in CPUs, traffic in links
+ * (bytes a row from the batches that left the node), recovery from state
+ * bytes and the restore rate; capacities and round trips per node; the
+ * seeds stand until every task has two reports. */
+static void test_meas_to_model(void **state)
+{
+    (void)state;
+    plan_op ops[3];
+    memset(ops, 0, sizeof ops);
+    ops[0] = (plan_op){.id = 0, .kind = PO_SOURCE, .parallelism = 1};
+    ops[1] = (plan_op){.id = 1, .kind = PO_AGGREGATE, .parallelism = 2, .ninputs = 1, .inputs = {0}, .in_edge = {EDGE_HASH}};
+    ops[2] = (plan_op){.id = 2, .kind = PO_SINK, .parallelism = 1, .ninputs = 1, .inputs = {1}};
+    plan_dag d = {.nops = 3, .ops = ops, .sink = 2, .stateful = 1};
+    meas_store *ms = meas_store_new();
+    assert_non_null(ms);
+    sbuf b;
+    sbuf_init(&b);
+    wire_msg m;
+    stats_msg(&m, &b, 1000, 1, 10000);
+    assert_int_equal(meas_store_take(ms, "a", &m, 1000), 0);
+    assert_null(meas_store_query(ms, 7, 0, &d)); /* one report: no rate yet, the seeds */
+    stats_msg(&m, &b, 2000, 2, 10000);           /* one second later, every counter grew by one step */
+    assert_int_equal(meas_store_take(ms, "a", &m, 2000), 0);
+    const place_meas *pm = meas_store_query(ms, 7, 0, &d);
+    assert_non_null(pm);
+    assert_true(fabs(pm[0].load - 0.5) < 1e-9);
+    assert_true(fabs(pm[1].load - 0.2) < 1e-9);
+    assert_true(pm[1].load > pm[2].load); /* the task with more rows costs more */
+    assert_true(fabs(pm[1].rows_in_s - 900) < 1e-9);
+    assert_int_equal(pm[0].ndest, 2);
+    assert_true(fabs(pm[0].traffic[0] - 900.0 * 32 / MEAS_LINK_BPS) < 1e-15);
+    assert_true(fabs(pm[0].traffic[1] - 100.0 * 32 / MEAS_LINK_BPS) < 1e-15);
+    assert_true(fabs(pm[1].recovery_s - (MEAS_RESTORE_FIXED_S + 2e6 / MEAS_RESTORE_BPS)) < 1e-12);
+    assert_true(fabs(pm[1].state_mb - 2.0) < 1e-12);
+    assert_true(pm[2].recovery_s == MEAS_RESTORE_FIXED_S); /* stateful, but empty */
+    assert_true(pm[0].recovery_s == 0);                    /* stateless */
+    /* a query under its old id stands in for its redeployment */
+    assert_non_null(meas_store_query(ms, 8, 7, &d));
+    assert_null(meas_store_query(ms, 8, 0, &d));
+    /* nodes: the reported capacity replaces the JOIN's; round trips, both ways */
+    place_node pl[2] = {{.name = "a", .domain = "x", .speed = 1.0, .alive = 1},
+                        {.name = "b", .domain = "y", .speed = 1.0, .alive = 1}};
+    meas_store_nodes(ms, pl, 2);
+    assert_int_equal(pl[0].measured, 1);
+    assert_true(pl[0].speed == 0.25 && pl[0].speed_join == 1.0);
+    assert_int_equal(pl[1].measured, 0);
+    assert_true(pl[1].speed == 1.0);
+    assert_non_null(pl[0].rtt_ms);
+    assert_true(fabs(pl[0].rtt_ms[1] - 10.0) < 1e-9 && fabs(pl[1].rtt_ms[0] - 10.0) < 1e-9);
+    assert_true(meas_distance(1.0, 10.0) == 10.0 / MEAS_RTT_REF_MS);
+    assert_true(meas_distance(0.2, 0.05) == 0.2); /* a round trip only raises the domain's distance */
+    assert_true(meas_distance(0.2, 0) == 0.2);
+    /* a second later nothing grew: the rates fall, smoothed */
+    stats_msg(&m, &b, 3000, 2, 10000);
+    assert_int_equal(meas_store_take(ms, "a", &m, 3000), 0);
+    pm = meas_store_query(ms, 7, 0, &d);
+    double a = 1.0 - exp(-1.0 / MEAS_TAU_S);
+    assert_true(fabs(pm[0].load - 0.5 * (1 - a)) < 1e-9);
+    /* forgotten once nobody reports it */
+    memset(&m.u.stats, 0, sizeof m.u.stats);
+    m.u.stats.capacity_milli = 250;
+    assert_int_equal(meas_store_take(ms, "a", &m, 3000 + MEAS_FORGET_MS + 1), 0);
+    assert_null(meas_store_query(ms, 7, 0, &d));
+    sbuf_fini(&b);
+    meas_store_free(ms);
 }
 
 static void test_decoder_chunking(void **state)
@@ -738,7 +965,7 @@ static void test_hmac_proofs(void **state)
 
 /* ------------------------------------------------------------ net harness */
 
-typedef struct peer {
+typedef struct tpeer {
     net_ctx *ctx;
     sbuf log;
     net_conn *conn; /* the most recent ready connection */
@@ -747,18 +974,18 @@ typedef struct peer {
     int pause_on_ready, echo;
     uint64_t next_seq; /* BATCH seq expected next */
     int64_t ready_ms, closed_ms;
-} peer;
+} tpeer;
 
 static void cap_log(void *ud, int level, const char *p, const char *msg)
 {
-    peer *pe = ud;
+    tpeer *pe = ud;
     sbuf_printf(&pe->log, "%s [%s] %s\n", net_log_level_name(level), p ? p : "-", msg);
     if (getenv("NET_TEST_LOG")) net_log_stderr(NULL, level, p, msg);
 }
 
 static void h_ready(net_conn *c, void *ud)
 {
-    peer *pe = ud;
+    tpeer *pe = ud;
     pe->ready++;
     pe->conn = c;
     pe->ready_ms = (int64_t)(clock_mono_ns() / 1000000);
@@ -767,7 +994,7 @@ static void h_ready(net_conn *c, void *ud)
 
 static void h_frame(net_conn *c, const wire_frame *f, void *ud)
 {
-    peer *pe = ud;
+    tpeer *pe = ud;
     pe->frames++;
     wire_msg m;
     xerr e;
@@ -789,12 +1016,12 @@ static void h_frame(net_conn *c, const wire_frame *f, void *ud)
 static void h_writable(net_conn *c, void *ud)
 {
     (void)c;
-    ((peer *)ud)->writable++;
+    ((tpeer *)ud)->writable++;
 }
 
 static void h_close(net_conn *c, int why, const char *msg, void *ud)
 {
-    peer *pe = ud;
+    tpeer *pe = ud;
     pe->closed++;
     pe->close_why = why;
     pe->closed_ms = (int64_t)(clock_mono_ns() / 1000000);
@@ -808,14 +1035,14 @@ typedef struct netfix {
     uv_loop_t loop;
     uv_timer_t guard;
     auth_secret secret, wrong;
-    peer srv, cli;
+    tpeer srv, cli;
     net_listener *l;
     int port;
 } netfix;
 
 static void guard_cb(uv_timer_t *t) { (void)t; }
 
-static void peer_init(netfix *fx, peer *pe, const char *name, int role, const auth_secret *s,
+static void peer_init(netfix *fx, tpeer *pe, const char *name, int role, const auth_secret *s,
                       const net_config *base)
 {
     memset(pe, 0, sizeof *pe);
@@ -878,7 +1105,7 @@ static void run_for(netfix *fx, int ms)
     run_until(fx, &never, 1, ms);
 }
 
-static net_conn *connect_client(netfix *fx, peer *pe)
+static net_conn *connect_client(netfix *fx, tpeer *pe)
 {
     net_conn *c;
     xerr e;
@@ -887,7 +1114,7 @@ static net_conn *connect_client(netfix *fx, peer *pe)
     return c;
 }
 
-static int has_log(const peer *pe, const char *s) { return pe->log.p && strstr(pe->log.p, s); }
+static int has_log(const tpeer *pe, const char *s) { return pe->log.p && strstr(pe->log.p, s); }
 
 /* Replace the fixture's server with one configured by cfg. */
 static void restart_server(netfix *fx, const net_config *cfg)
@@ -907,7 +1134,7 @@ static void restart_server(netfix *fx, const net_config *cfg)
 static void test_handshake_and_echo(void **state)
 {
     netfix *fx = *state;
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "ares-sql", WIRE_ROLE_CLIENT, &fx->secret, NULL);
     net_conn *c = connect_client(fx, cli);
     assert_false(net_is_ready(c));
@@ -960,7 +1187,7 @@ static void test_handshake_and_echo(void **state)
 static void test_role_change_mid_handshake(void **state)
 {
     netfix *fx = *state;
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "n1", WIRE_ROLE_NODE, &fx->secret, NULL);
     net_conn *c = connect_client(fx, cli);
     /* until the server's HELLO is in (its proof may still be to come) */
@@ -973,7 +1200,7 @@ static void test_role_change_mid_handshake(void **state)
     assert_int_equal(net_peer_role(c), WIRE_ROLE_COORDINATOR);
     assert_false(has_log(cli, "authentication failed"));
     /* a new connection announces the new role */
-    peer other;
+    tpeer other;
     peer_init(fx, &other, "n2", WIRE_ROLE_NODE, &fx->secret, NULL);
     net_conn *c2 = connect_client(fx, &other);
     assert_true(run_until(fx, &other.ready, 1, 3000));
@@ -986,7 +1213,7 @@ static void test_role_change_mid_handshake(void **state)
 static void test_wrong_secret_refused(void **state)
 {
     netfix *fx = *state;
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "mallory", WIRE_ROLE_NODE, &fx->wrong, NULL);
     connect_client(fx, cli);
     assert_true(run_until(fx, &cli->closed, 1, 3000));
@@ -1001,7 +1228,7 @@ static void test_wrong_secret_refused(void **state)
     assert_int_equal(net_ctx_nconns(fx->srv.ctx), 0);
 
     /* a good client right after is served */
-    peer good;
+    tpeer good;
     peer_init(fx, &good, "n2", WIRE_ROLE_NODE, &fx->secret, NULL);
     connect_client(fx, &good);
     assert_true(run_until(fx, &good.ready, 1, 3000));
@@ -1116,7 +1343,7 @@ static void test_garbage_then_good_client(void **state)
     assert_int_equal(net_ctx_nconns(fx->srv.ctx), 0);
 
     /* the listener still serves a good client */
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "n1", WIRE_ROLE_NODE, &fx->secret, NULL);
     net_conn *c = connect_client(fx, cli);
     assert_true(run_until(fx, &cli->ready, 1, 3000));
@@ -1135,7 +1362,7 @@ static void test_handshake_timeout(void **state)
     /* a client that connects and says nothing is dropped */
     raw_expect_closed(fx, "", 0, "handshake not finished in time");
     /* connecting to a closed port fails through on_close */
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "n1", WIRE_ROLE_NODE, &fx->secret, NULL);
     net_listener_close(fx->l);
     run_for(fx, 20);
@@ -1190,7 +1417,7 @@ static void h_writable_pump(net_conn *c, void *ud)
 static void test_backpressure(void **state)
 {
     netfix *fx = *state;
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     const size_t hwm = 64 * 1024;
     /* small kernel buffers so the paused reader pushes back quickly */
     net_config scfg = {.sock_buf = 32 * 1024};
@@ -1272,7 +1499,7 @@ static void test_heartbeat_dead_peer(void **state)
     netfix *fx = *state;
     net_config cfg = {.heartbeat_ms = 40, .dead_ms = 250};
     restart_server(fx, &cfg);
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "n3", WIRE_ROLE_NODE, &fx->secret, &cfg);
     net_conn *c = connect_client(fx, cli);
     assert_true(run_until(fx, &cli->ready, 1, 3000));
@@ -1305,11 +1532,11 @@ static void test_connection_limit(void **state)
     netfix *fx = *state;
     net_config cfg = {.max_conns = 1};
     restart_server(fx, &cfg);
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "n1", WIRE_ROLE_NODE, &fx->secret, NULL);
     connect_client(fx, cli);
     assert_true(run_until(fx, &cli->ready, 1, 3000));
-    peer second;
+    tpeer second;
     peer_init(fx, &second, "n2", WIRE_ROLE_NODE, &fx->secret, NULL);
     connect_client(fx, &second);
     assert_true(run_until(fx, &second.closed, 1, 3000));
@@ -1333,7 +1560,7 @@ static void h_frame_abort(net_conn *c, const wire_frame *f, void *ud)
 static void test_abort_inside_callback(void **state)
 {
     netfix *fx = *state;
-    peer *cli = &fx->cli;
+    tpeer *cli = &fx->cli;
     peer_init(fx, cli, "n4", WIRE_ROLE_NODE, &fx->secret, NULL);
     net_conn *c = connect_client(fx, cli);
     assert_true(run_until(fx, &fx->srv.ready, 1, 3000));
@@ -1357,6 +1584,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_type),
         cmocka_unit_test(test_fields_survive),
+        cmocka_unit_test(test_stats_and_heartbeat_echo),
+        cmocka_unit_test(test_meas_smoothing),
+        cmocka_unit_test(test_meas_to_model),
         cmocka_unit_test(test_error_position),
         cmocka_unit_test(test_decoder_chunking),
         cmocka_unit_test(test_decoder_rejects),
