@@ -33,6 +33,7 @@
  * forever.  A client runs one request at a time (its `job`: the statements
  * of one QUERY frame, run in order, stopping at the first error).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1708,6 +1709,61 @@ static const char *player_note(const cquery *q, const place_query *pq, int t, in
     return "";
 }
 
+/* EXPLAIN PLACEMENT's inputs columns (docs/sql.md): the seed and the
+ * measured value of each input side by side, and which the game used. */
+#define INPUT_COLS "inputs", "load_seed", "load_measured", "traffic_seed", "traffic_measured", "recovery_seed", \
+                   "recovery_measured", "rows_in", "rows_in_per_s", "cpu_ms"
+#define INPUT_TYPES TY_TEXT, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE
+#define NINPUT_COLS 10
+
+static val opt_double(double v) { return isnan(v) ? val_null() : val_double(sig4(v)); }
+
+static void inputs_row(batch *b, val *row, const place_inputs *x)
+{
+    const char *used = x->measured ? "measured" : "seed";
+    batch_put_text(b, &row[0], used, strlen(used));
+    const double v[] = {x->load_seed, x->load_meas, x->traffic_seed, x->traffic_meas, x->rec_seed, x->rec_meas,
+                        x->rows_in, x->rows_in_s, x->cpu_ms};
+    for (int i = 0; i < 9; i++) row[1 + i] = opt_double(v[i]);
+    if (!isnan(x->rows_in)) row[7] = val_double(x->rows_in); /* a count: every digit */
+}
+
+static json_t *opt_json(double v) { return isnan(v) ? json_null() : json_real(v); }
+
+static json_t *inputs_json(const place_inputs *x)
+{
+    json_t *o = json_object();
+    if (!o) return json_null();
+    json_object_set_new(o, "used", json_string(x->measured ? "measured" : "seed"));
+    json_object_set_new(o, "load_seed", json_real(x->load_seed));
+    json_object_set_new(o, "load_measured", opt_json(x->load_meas));
+    json_object_set_new(o, "traffic_seed", json_real(x->traffic_seed));
+    json_object_set_new(o, "traffic_measured", opt_json(x->traffic_meas));
+    json_object_set_new(o, "recovery_seed", json_real(x->rec_seed));
+    json_object_set_new(o, "recovery_measured", opt_json(x->rec_meas));
+    json_object_set_new(o, "rows_in", opt_json(x->rows_in));
+    json_object_set_new(o, "rows_in_per_s", opt_json(x->rows_in_s));
+    json_object_set_new(o, "cpu_ms", opt_json(x->cpu_ms));
+    return o;
+}
+
+/* Which inputs the game used: the query's, the nodes' capacities, the distances. */
+static void inputs_summary(sbuf *t, const place_game *g, const place_query *pq, const place_node *pl, int nn)
+{
+    sbuf_printf(t, "inputs: %s\n", pq->meas ? "measured (tasks' CPU, rows and bytes per edge, state; smoothed, "
+                                               "docs/nirvana.md)"
+                                             : "the planner's seeds (no measurements of every task yet)");
+    sbuf_printf(t, "capacities:");
+    for (int i = 0; i < nn; i++) {
+        sbuf_printf(t, "%s %s %.3g CPUs (%s", i ? "," : "", pl[i].name, pl[i].speed,
+                    pl[i].measured ? "reported" : "as joined");
+        if (pl[i].measured) sbuf_printf(t, ", %.0f%% busy", 100 * pl[i].util);
+        sbuf_printf(t, ")");
+    }
+    sbuf_printf(t, "\ndistances: %s\n", g->dist_measured ? "domain defaults, raised by measured round trips"
+                                                        : "domain defaults (0.2 within, 1.0 across)");
+}
+
 static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
 {
     place_node *pl = calloc((size_t)n->npeers + 1, sizeof *pl);
@@ -1732,11 +1788,11 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
     double qcost = 0;
     for (int i = 0; i < nn; i++) ndom = g.p->nodes[i].domain + 1 > ndom ? g.p->nodes[i].domain + 1 : ndom;
     static const char *names[] = {"player", "operator", "role", "node", "domain", "processing", "transfer", "recovery",
-                                  "cost", "note"};
+                                  "cost", "note", INPUT_COLS};
     static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_TEXT, TY_DOUBLE, TY_DOUBLE, TY_DOUBLE,
-                                     TY_DOUBLE, TY_TEXT};
+                                     TY_DOUBLE, TY_TEXT, INPUT_TYPES};
     batch b;
-    if (batch_init(&b, 10, q->ntasks * (1 + R) + 1)) {
+    if (batch_init(&b, 10 + NINPUT_COLS, q->ntasks * (1 + R) + 1)) {
         rc = XE_NOMEM;
         goto out;
     }
@@ -1767,11 +1823,15 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
             row[7] = val_double(sig4(p->rec));
             row[8] = val_double(sig4(p->cost));
             batch_put_text(&b, &row[9], note, strlen(note));
+            place_inputs in;
+            place_player_inputs(&g, pqs, qi, t, k, &in);
+            inputs_row(&b, row + 10, &in);
             json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:s}", "player", who,
                                   "operator", q->tkind[t], "op", q->top[t], "op_task", q->tidx[t], "role", role, "node",
                                   node_name, "domain", dom, "processing", p->proc, "transfer", p->trans, "recovery",
                                   p->rec, "cost", p->cost, "note", note);
             if (k >= 0 && o) json_object_set_new(o, "replica", json_integer(k));
+            if (o) json_object_set_new(o, "inputs", inputs_json(&in));
             json_array_append_new(players, o);
         }
     /* the summary, line by line */
@@ -1795,6 +1855,7 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
     else
         sbuf_printf(&text, "equilibrium: no, %s would lower its cost by %.4g moving %s -> %s (%ld deviations checked "
                            "now)\n", who, cert.gain, pl[cert.from].name, pl[cert.to].name, cert.checked);
+    inputs_summary(&text, &g, pq, pl, nn);
     sbuf_printf(&text, "replicas: %d per stateful task, each outside its primary's domain; ft = %s", R,
                 engine_ft_name(q->ft));
     rebalance_explain(q, &text);
@@ -1824,11 +1885,11 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
             rc = XE_NOMEM;
         free(js);
     } else {
-        send_table(s, req, 10, names, types, &b);
+        send_table(s, req, 10 + NINPUT_COLS, names, types, &b);
         static const char *sn[] = {"summary"};
         static const sql_type st_[] = {TY_TEXT};
         batch sb;
-        if (!batch_init(&sb, 1, 8)) {
+        if (!batch_init(&sb, 1, 10)) {
             for (char *line = text.p, *nl; line && *line; line = nl ? nl + 1 : NULL) {
                 nl = strchr(line, '\n');
                 val *row = batch_add_row(&sb);

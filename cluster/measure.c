@@ -19,8 +19,9 @@
  * reported, its smoothed utilisation and round trips.  It converts them
  * into the game's units on demand: load in CPUs, traffic in 1 Gbit/s
  * links, recovery in seconds, distance from round trips.  A query's tasks
- * use measured inputs only once every one of them has been reported twice
- * (one rate); until then the planner's seeds stand.
+ * use measured inputs only once every one of them has been reported (a
+ * task's first report is a rate over its counters since its deployment);
+ * until then the planner's seeds stand.
  *
  * Runs on the node's loop; the store's results (place_meas arrays, round
  * trip rows) are borrowed until its next call.
@@ -162,33 +163,36 @@ static mtask *task_of(mquery *q, uint32_t task)
     return &q->t[task];
 }
 
-/* One task's report: its rates since the last one, into the averages. */
+/* One task's report: its rates since the last one, into the averages.  The
+ * first report of a task is measured from its counters' start (since_ms:
+ * they were 0 then), so a task has a rate from its first report on. */
 static int take_task(mtask *t, const wire_stats_task *w, int64_t at_ms, int64_t now_ms)
 {
-    if (w->ndest != t->ndest) {
+    if (w->ndest != t->ndest || !t->dest_rows) {
         /* first report (or a new shape): start its destinations afresh */
         free(t->dest_rows);
         free(t->dest_bytes);
         free(t->dest_rows_s);
+        memset(t, 0, sizeof *t);
         t->dest_rows = calloc((size_t)w->ndest + 1, sizeof *t->dest_rows);
         t->dest_bytes = calloc((size_t)w->ndest + 1, sizeof *t->dest_bytes);
         t->dest_rows_s = calloc((size_t)w->ndest + 1, sizeof *t->dest_rows_s);
         t->ndest = w->ndest;
-        t->samples = 0;
+        t->at_ms = w->since_ms > 0 && w->since_ms < at_ms ? w->since_ms : at_ms;
         if (!t->dest_rows || !t->dest_bytes || !t->dest_rows_s) {
             mtask_fini(t);
             return XE_NOMEM;
         }
     }
     double dt = (double)(at_ms - t->at_ms) / 1000.0;
-    int rate = t->samples > 0 && dt > 0, first = t->samples == 1;
+    int rate = dt > 0, first = t->samples == 0;
     if (rate) {
         t->cpu_s = meas_ewma(t->cpu_s, (double)grown(w->cpu_ns, t->cpu_ns) * 1e-9 / dt, dt, first);
         t->in_s = meas_ewma(t->in_s, (double)grown(w->rows_in, t->rows_in) / dt, dt, first);
         t->out_s = meas_ewma(t->out_s, (double)grown(w->rows_out, t->rows_out) / dt, dt, first);
         t->bytes_s = meas_ewma(t->bytes_s, (double)grown(w->bytes_out, t->bytes_out) / dt, dt, first);
+        t->state_b = meas_ewma(t->state_b, (double)w->state_bytes, dt, first);
     }
-    t->state_b = meas_ewma(t->state_b, (double)w->state_bytes, dt, t->samples == 0);
     for (uint32_t i = 0; i < w->ndest; i++) {
         uint64_t rows, bytes;
         wire_stats_dest(w, i, &rows, &bytes);
@@ -196,7 +200,18 @@ static int take_task(mtask *t, const wire_stats_task *w, int64_t at_ms, int64_t 
         t->dest_rows[i] = rows;
         t->dest_bytes[i] = bytes;
     }
-    if (rate || t->samples == 0) t->samples++;
+    if (!rate) { /* the same instant again (or no start known): a baseline only */
+        if (!t->samples) {
+            t->cpu_ns = w->cpu_ns;
+            t->rows_in = w->rows_in;
+            t->rows_out = w->rows_out;
+            t->bytes_out = w->bytes_out;
+            t->state_b = (double)w->state_bytes;
+            t->at_ms = at_ms;
+        }
+        return 0;
+    }
+    t->samples++;
     t->cpu_ns = w->cpu_ns;
     t->rows_in = w->rows_in;
     t->rows_out = w->rows_out;
@@ -327,7 +342,7 @@ static const place_meas *convert(mquery *q, const plan_dag *d)
     for (int o = 0; o < d->nops; o++) nt += d->ops[o].parallelism;
     if (nt > q->ntasks) return NULL;
     for (int t = 0; t < nt; t++) {
-        if (q->t[t].samples < 2) return NULL;
+        if (q->t[t].samples < 1) return NULL;
         ndest += (int)q->t[t].ndest;
     }
     free(q->pm);
@@ -345,7 +360,7 @@ static const place_meas *convert(mquery *q, const plan_dag *d)
             place_meas *pm = &q->pm[t];
             double bpr = row_bytes(q, t, t + 1);
             if (!(bpr > 0)) bpr = op_bpr > 0 ? op_bpr : MEAS_ROW_BYTES;
-            pm->load = x->cpu_s > 1e-4 ? x->cpu_s : 1e-4;
+            pm->load = x->cpu_s > 1e-6 ? x->cpu_s : 1e-6; /* never 0: congestion stays defined */
             pm->rows_in_s = x->in_s;
             pm->rows_out_s = x->out_s;
             pm->rows_in = x->rows_in;

@@ -2,7 +2,8 @@
  * node.h (internal to cluster/): the node runtime shared by node.c (every
  * node: connections, the mesh, deployed tasks, remote batches, ingest at a
  * stream's home), coord.c (the coordinator: membership, catalog, placement,
- * client statements) and client.c (the RESULT parts a client decodes).
+ * client statements), place.c, measure.c and report.c (placement and the
+ * measured costs) and client.c (the RESULT parts a client decodes).
  *
  * Everything runs on the engine's libuv loop (engine_loop): one thread, no
  * locks.  A connection's state (cs) is freed only in its on_close.
@@ -417,11 +418,23 @@ int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, ni
 int place_score(place_game *g, const place_query *qs, int nq, xerr *err);
 void place_game_fini(place_game *g); /* NULL ok */
 
+/* EXPLAIN PLACEMENT's view of one player's inputs: the planner's seed and
+ * the measurement side by side (NAN: not measured), and which the game
+ * used.  For a replica, load is its replica_load and traffic its delta
+ * stream. */
+typedef struct place_inputs {
+    int measured;               /* the game used the measured inputs */
+    double load_seed, load_meas, traffic_seed, traffic_meas, rec_seed, rec_meas;
+    double rows_in, rows_in_s, cpu_ms; /* the task's (NAN: not measured) */
+} place_inputs;
+/* Player `replica` (-1: the task) of task t (plan order) of query q. */
+void place_player_inputs(const place_game *g, const place_query *qs, int q, int t, int replica, place_inputs *out);
+
 /* ---------------------------------------------------------------- measure.c */
 
 /* What tasks and nodes cost, measured (docs/nirvana.md, "The measured-cost
- * model").  Every node reports about once a second (meas_report: a STATS
- * to the coordinator, or straight into its store on the coordinator); the
+ * model").  Every node reports about once a second (report.c, meas_report:
+ * a STATS to the coordinator, or straight into its store on the coordinator); the
  * coordinator's store keeps moving averages and turns them into placement
  * inputs.  The store is pure (no I/O), for tests. */
 #define MEAS_REPORT_MS 1000
@@ -446,7 +459,7 @@ int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t
  * until its next call. */
 void meas_store_nodes(meas_store *ms, place_node *pl, int nn);
 /* Query qid's measured inputs, per task of d (plan order), or NULL while
- * some task has not been measured twice (the seeds are used).  prev: the
+ * some task has not been reported yet (the seeds are used).  prev: the
  * id it ran under before a redeployment (0: none), whose measurements stand
  * in until the new id's arrive.  Lives in the store until its next call. */
 const place_meas *meas_store_query(meas_store *ms, uint32_t qid, uint32_t prev, const plan_dag *d);
@@ -454,8 +467,9 @@ const place_meas *meas_store_query(meas_store *ms, uint32_t qid, uint32_t prev, 
  * and round trip (ms, 0 = unknown): a measured round trip only raises it. */
 double meas_distance(double dflt, double rtt_ms);
 
-/* The node's side: build and send this node's STATS (every node, from its
- * tick).  The coordinator's side: its store (created on first use). */
+/* report.c.  The node's side: build and send this node's STATS (every
+ * node, from its tick).  The coordinator's side: its store in n->meas
+ * (created on first use), which cluster_nodes and pq_of (coord.c) read. */
 void meas_report(node *n);
 void meas_take(node *n, const char *from, const wire_msg *m);
 void meas_nodes(node *n, place_node *pl, int nn);

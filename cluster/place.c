@@ -31,6 +31,7 @@
  * Pure: no I/O; the problem and result live in a place_game the caller
  * finishes with place_game_fini.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,4 +301,37 @@ out:
     free(mode);
     free(as);
     return rc;
+}
+
+void place_player_inputs(const place_game *g, const place_query *qs, int q, int t, int replica, place_inputs *out)
+{
+    int id = g->first[q] + t;
+    const nirvana_task *seed = &g->seed[id], *used = &g->p->tasks[id];
+    const place_meas *m = qs[q].meas ? &qs[q].meas[t] : NULL;
+    *out = (place_inputs){.measured = g->measured[id], .load_meas = NAN, .traffic_meas = NAN, .rec_meas = NAN,
+                          .rows_in = NAN, .rows_in_s = NAN, .cpu_ms = NAN};
+    if (replica < 0) {
+        out->load_seed = seed->load;
+        out->traffic_seed = g->seed_out[id];
+        out->rec_seed = seed->stateful ? seed->recovery_s : 0;
+        if (m) {
+            out->load_meas = used->load;
+            out->traffic_meas = g->used_out[id];
+            out->rec_meas = used->stateful ? used->recovery_s : 0;
+        }
+    } else {
+        out->load_seed = seed->replica_load;
+        out->traffic_seed = seed->repl_traffic;
+        out->rec_seed = seed->recovery_s;
+        if (m) {
+            out->load_meas = used->replica_load;
+            out->traffic_meas = used->repl_traffic;
+            out->rec_meas = used->recovery_s;
+        }
+    }
+    if (m) {
+        out->rows_in = (double)m->rows_in;
+        out->rows_in_s = m->rows_in_s;
+        out->cpu_ms = (double)m->cpu_ns / 1e6;
+    }
 }

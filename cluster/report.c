@@ -29,7 +29,7 @@ static void put_task(void *ctx, const engine_task_stats *s)
 {
     rep *r = ctx;
     if (!s->deployed || s->ndest > WIRE_STATS_MAX_DEST) return;
-    wire_stats_task t = {.qid = s->qid, .task = (uint32_t)s->task, .cpu_ns = s->cpu_ns, .rows_in = s->rows_in,
+    wire_stats_task t = {.qid = s->qid, .task = (uint32_t)s->task, .since_ms = s->since_ms, .cpu_ns = s->cpu_ns, .rows_in = s->rows_in,
                          .rows_out = s->rows_out, .bytes_out = s->bytes_out, .state_bytes = s->state_bytes,
                          .ndest = (uint32_t)s->ndest, .dest_rows = s->dest_rows, .dest_bytes = s->dest_bytes};
     wire_put_stats_task(&r->w, &t);

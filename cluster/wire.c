@@ -531,6 +531,7 @@ void wire_put_stats_task(wire_wr *w, const wire_stats_task *t)
 {
     wire_put_u32(w, t->qid);
     wire_put_u32(w, t->task);
+    wire_put_i64(w, t->since_ms);
     wire_put_u64(w, t->cpu_ns);
     wire_put_u64(w, t->rows_in);
     wire_put_u64(w, t->rows_out);
@@ -548,6 +549,7 @@ int wire_get_stats_task(wire_rd *r, wire_stats_task *t)
     memset(t, 0, sizeof *t);
     wire_get_u32(r, &t->qid);
     wire_get_u32(r, &t->task);
+    wire_get_i64(r, &t->since_ms);
     wire_get_u64(r, &t->cpu_ns);
     wire_get_u64(r, &t->rows_in);
     wire_get_u64(r, &t->rows_out);

@@ -399,6 +399,7 @@ typedef struct wire_stats_peer {
 #define WIRE_STATS_MAX_DEST 4096
 typedef struct wire_stats_task {
     uint32_t qid, task;
+    int64_t since_ms; /* the node's wall ms its counters started from 0 */
     uint64_t cpu_ns, rows_in, rows_out, bytes_out, state_bytes;
     uint32_t ndest;
     wire_str dest;  /* get: ndest x 16 bytes, read with wire_stats_dest */

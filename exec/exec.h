@@ -336,6 +336,7 @@ typedef struct engine_task_stats {
     uint32_t qid;
     int deployed;   /* placed by a coordinator */
     int op, task;   /* task: the global index (plan order) */
+    int64_t since_ms; /* wall-clock ms the counters started from 0 (the deployment) */
     uint64_t cpu_ns, rows_in, rows_out, bytes_out, state_bytes;
     int ndest;      /* tasks of the downstream operator (0: the sink) */
     const uint64_t *dest_rows, *dest_bytes; /* ndest each; valid during the call */

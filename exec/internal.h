@@ -175,6 +175,7 @@ struct query {
     sbuf reemit;            /* after a takeover: rows the tasks emitted lately ([u32 task][u32 len][batch]...) */
     int64_t skipped;        /* replayed rows already in a restored state */
     uint64_t meas_child;    /* CPU spent by the task calls below the one running (ops.c, span_end) */
+    int64_t meas_since_ms;  /* wall ms the tasks' cost counters started from 0 */
 };
 
 typedef struct stream_rt {

@@ -177,6 +177,7 @@ int query_start(engine *e, query *q, xerr *err)
         }
     }
     /* the tasks' cost counters: per task, and per (task, downstream task) */
+    q->meas_since_ms = clock_wall_ms();
     for (int i = 0; i < d->nops; i++) {
         opinst *o = &q->ops[i];
         size_t nd = (size_t)o->ntasks * (size_t)(o->down ? o->down->ntasks : 0) + 1;
@@ -293,7 +294,7 @@ int engine_task_stats_each(engine *e, void (*fn)(void *ctx, const engine_task_st
             for (int t = 0; t < o->ntasks; t++) {
                 if (!task_local(q, o, t)) continue;
                 engine_task_stats st = {
-                    .qid = q->id, .deployed = q->deployed, .op = k, .task = o->task_base + t,
+                    .qid = q->id, .deployed = q->deployed, .op = k, .task = o->task_base + t, .since_ms = q->meas_since_ms,
                     .cpu_ns = o->meas[t].cpu_ns, .rows_in = o->meas[t].rows_in, .rows_out = o->meas[t].rows_out,
                     .bytes_out = o->meas[t].bytes_out,
                     .state_bytes = o->agg ? agg_state_bytes(o->agg[t]) : o->join ? join_state_bytes(o->join[t]) : 0,

@@ -510,7 +510,7 @@ static void test_meas_smoothing(void **state)
 
 /* One STATS of node "a" at wall time at: the query 7 of SOURCE (task 0) ->
  * AGGREGATE x 2 (tasks 1, 2) -> SINK (task 3), its counters scaled by k. */
-static void stats_msg(wire_msg *m, sbuf *b, int64_t at, uint64_t k, uint32_t rtt_us)
+static void stats_msg(wire_msg *m, sbuf *b, int64_t at, uint64_t k, uint32_t rtt_us, uint32_t qid, int64_t since)
 {
     sbuf_reset(b);
     wire_wr w;
@@ -531,7 +531,11 @@ static void stats_msg(wire_msg *m, sbuf *b, int64_t at, uint64_t k, uint32_t rtt
          .ndest = 1, .dest_rows = agg_rows, .dest_bytes = agg_bytes},
         {.qid = 7, .task = 3, .cpu_ns = 10000000 * k, .rows_in = 20 * k},
     };
-    for (int i = 0; i < 4; i++) wire_put_stats_task(&w, &t[i]);
+    for (int i = 0; i < 4; i++) {
+        t[i].qid = qid;
+        t[i].since_ms = since;
+        wire_put_stats_task(&w, &t[i]);
+    }
     memset(m, 0, sizeof *m);
     m->type = WIRE_STATS;
     m->u.stats.wall_ms = at;
@@ -561,10 +565,10 @@ static void test_meas_to_model(void **state)
     sbuf b;
     sbuf_init(&b);
     wire_msg m;
-    stats_msg(&m, &b, 1000, 1, 10000);
+    stats_msg(&m, &b, 1000, 1, 10000, 7, 0);
     assert_int_equal(meas_store_take(ms, "a", &m, 1000), 0);
-    assert_null(meas_store_query(ms, 7, 0, &d)); /* one report: no rate yet, the seeds */
-    stats_msg(&m, &b, 2000, 2, 10000);           /* one second later, every counter grew by one step */
+    assert_null(meas_store_query(ms, 7, 0, &d)); /* one report, no start known: no rate yet, the seeds */
+    stats_msg(&m, &b, 2000, 2, 10000, 7, 0);     /* one second later, every counter grew by one step */
     assert_int_equal(meas_store_take(ms, "a", &m, 2000), 0);
     const place_meas *pm = meas_store_query(ms, 7, 0, &d);
     assert_non_null(pm);
@@ -595,8 +599,15 @@ static void test_meas_to_model(void **state)
     assert_true(meas_distance(1.0, 10.0) == 10.0 / MEAS_RTT_REF_MS);
     assert_true(meas_distance(0.2, 0.05) == 0.2); /* a round trip only raises the domain's distance */
     assert_true(meas_distance(0.2, 0) == 0.2);
+    /* a task's first report with its start known is a rate already:
+     * query 9 started at 500, one step by 1000 */
+    stats_msg(&m, &b, 1000, 1, 10000, 9, 500);
+    assert_int_equal(meas_store_take(ms, "a", &m, 1000), 0);
+    const place_meas *p9 = meas_store_query(ms, 9, 0, &d);
+    assert_non_null(p9);
+    assert_true(fabs(p9[0].load - 1.0) < 1e-9 && fabs(p9[1].rows_in_s - 1800) < 1e-9);
     /* a second later nothing grew: the rates fall, smoothed */
-    stats_msg(&m, &b, 3000, 2, 10000);
+    stats_msg(&m, &b, 3000, 2, 10000, 7, 0);
     assert_int_equal(meas_store_take(ms, "a", &m, 3000), 0);
     pm = meas_store_query(ms, 7, 0, &d);
     double a = 1.0 - exp(-1.0 / MEAS_TAU_S);
