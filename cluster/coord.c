@@ -1752,7 +1752,7 @@ static void inputs_summary(sbuf *t, const place_game *g, const place_query *pq, 
 {
     sbuf_printf(t, "inputs: %s\n", pq->meas ? "measured (tasks' CPU, rows and bytes per edge, state; smoothed, "
                                                "docs/nirvana.md)"
-                                             : "the planner's seeds (no measurements of every task yet)");
+                                             : "the planner's seeds (not every task has reported its costs yet)");
     sbuf_printf(t, "capacities:");
     for (int i = 0; i < nn; i++) {
         sbuf_printf(t, "%s %s %.3g CPUs (%s", i ? "," : "", pl[i].name, pl[i].speed,
