@@ -41,6 +41,7 @@
 
 #include <jansson.h>
 
+#include "cluster/catchup.h"
 #include "cluster/node.h"
 
 #define FT_SETTLE_MS 150 /* deaths this close together are one failure event */
@@ -92,9 +93,8 @@ typedef struct cquery {
      * delivered and how often the current deployment produced it; and when
      * it was last delivered (dd entries older than DD_KEEP_MS go) */
     ddtab dt;
-    int64_t catchup_wm; /* after a recovery: dedup until the sink's watermark passes this */
+    catchup cu;         /* after a recovery: dedup until every input of the sink passes what it had */
     int64_t resume_wm;  /* the sink's watermark when the last failure struck (DEPLOY plan) */
-    int catchup;
     nirvana_strategy strategy;
     int rounds, moves, converged; /* of the placement run that placed it */
     const char **tkind; /* per task: its operator's kind */
@@ -731,6 +731,7 @@ static void cq_free(cquery *q)
     sbuf_fini(&q->plan);
     sbuf_fini(&q->enc);
     dd_fini(&q->dt);
+    catchup_fini(&q->cu);
     sbuf_fini(&q->backlog);
     free(q->name);
     free(q->sql);
@@ -2790,6 +2791,22 @@ static void ft_recover(node *n)
         /* survivors keep their state for the redeployment to take over */
         int64_t swm = INT64_MIN;
         if (engine_deployed_sink_wm(n->eng, old, &swm, &err)) swm = INT64_MIN;
+        /* what the sink had seen before the failure, per input: until the
+         * new deployment passes it on every input, its rows may repeat
+         * delivered ones (catchup.h: not the combined watermark, since a
+         * fast input delivered beyond it) */
+        const int64_t *in = NULL;
+        int nin = 0;
+        if (engine_deployed_sink_inputs(n->eng, old, &in, &nin, &err)) nin = 0;
+        if (catchup_begin(&q->cu, in, nin))
+            node_log(n, NET_LOG_ERROR, "query %u: out of memory for its output's catch-up", old);
+        sbuf ws;
+        sbuf_init(&ws);
+        for (int t = 0; t < nin; t++)
+            sbuf_printf(&ws, "%s%lld", t ? " " : "", in[t] == INT64_MIN ? -1LL : (long long)in[t]);
+        node_log(n, NET_LOG_INFO, "query %u: its sink's inputs had reached watermarks %s (-1: none)", old,
+                 ws.len ? ws.p : "-");
+        sbuf_fini(&ws);
         if (node_undeploy(n, old, 1, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", old, err.msg);
         send_undeploy(n, q, 1);
         q->prev = old;
@@ -2811,10 +2828,6 @@ static void ft_recover(node *n)
         if (!rc) rc = persist_next_qid(n, &err);
         if (!rc && (!q->push || q->keep)) rc = persist_query(n, q, &err);
         for (size_t j = 0; j < q->dt.ddcap; j++) q->dt.dd[j].seen = 0;
-        /* what the sink had seen before the failure: until the new deployment
-         * passes it, its rows may repeat delivered ones */
-        q->catchup = 1;
-        if (swm > q->catchup_wm) q->catchup_wm = swm;
         /* the others first: our own deployment may replay the log at once,
          * and a node holds data for a query it has not seen deployed by
          * pausing the connection the DEPLOY would come on */
@@ -3421,13 +3434,16 @@ void coord_tick(node *n)
         int64_t wm;
         xerr err;
         int have_wm = engine_deployed_sink_wm(n->eng, q->qid, &wm, &err) == 0 && wm != INT64_MIN;
-        if (q->catchup && have_wm && wm >= q->catchup_wm) {
-            q->catchup = 0;
+        const int64_t *in = NULL;
+        int nin = 0;
+        if (q->cu.on && have_wm && !engine_deployed_sink_inputs(n->eng, q->qid, &in, &nin, &err) &&
+            catchup_done(&q->cu, in, nin)) {
+            q->cu.on = 0;
             size_t before = q->dt.ddn;
             if (!dd_rebuild(&q->dt, 1, 0))
                 node_log(n, NET_LOG_INFO, "query %u caught up with its output before the failure: %zu of %zu "
                          "delivered rows came again", q->qid, q->dt.ddn, before);
-        } else if (evict && !q->catchup && q->nrep > 0 && (q->ft == ENGINE_FT_REPLICA || q->ft == ENGINE_FT_CHECKPOINT))
+        } else if (evict && !q->cu.on && q->nrep > 0 && (q->ft == ENGINE_FT_REPLICA || q->ft == ENGINE_FT_CHECKPOINT))
             dd_rebuild(&q->dt, 0, DD_KEEP_MS > 3 * q->ckpt_ms ? DD_KEEP_MS : 3 * q->ckpt_ms);
         /* subscribers that attached again: caught up once the sink passed
          * the watermark they had */
@@ -3502,7 +3518,7 @@ static void rebalance_soon(node *n, const char *why, int64_t delay_ms)
 static const char *rb_blocked(const coord *co, const cquery *q)
 {
     if (q->strategy != NIRVANA_FULL && q->strategy != NIRVANA_NO_RECOVERY) return "its placement is not the game";
-    if (q->catchup) return "it is still catching up after its last move or recovery";
+    if (q->cu.on) return "it is still catching up after its last move or recovery";
     if (q->ft == ENGINE_FT_NONE) return "ft = none: its state could not move";
     if (q->nrep != co->replicas) return "SET replicas changed since it was placed";
     for (int t = 0; t < q->ntasks; t++)
@@ -3701,7 +3717,7 @@ static void rebalance_tick(node *n)
         rebalance_capacities(n);
     }
     for (cquery *q = co->queries; q; q = q->next)
-        if (q->rb_t0 && !q->catchup) {
+        if (q->rb_t0 && !q->cu.on) {
             q->rb_last_ms = (double)(clock_mono_ns() - q->rb_t0) / 1e6;
             q->rb_ms_total += q->rb_last_ms;
             q->rb_t0 = 0;

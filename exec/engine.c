@@ -2097,6 +2097,16 @@ int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)
     return 0;
 }
 
+int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int *n, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
+        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    *wm = q->ops[q->dag->sink].upwm[0];
+    *n = q->ops[q->dag->sink].nup[0];
+    return 0;
+}
+
 /* ------------------------------------------------------------------ host records */
 
 int engine_host_put(engine *e, const char *key, const void *v, size_t n, xerr *err)

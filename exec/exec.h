@@ -270,6 +270,11 @@ int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
  * deployed over a cluster is complete.  XE_NOTFOUND when qid is not deployed
  * here or its sink task runs elsewhere. */
 int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
+/* The watermark the sink of deployed query qid heard from each of its
+ * upstream tasks (INT64_MIN: none yet), *n of them, in *wm: borrowed, valid
+ * until the query is undeployed.  engine_deployed_sink_wm is their minimum.
+ * XE_NOTFOUND as there. */
+int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int *n, xerr *err);
 /* Rows of deployed query qid for its socket sink here (WITH sink =
  * 'tcp://...' or 'unix://...'), once the host dropped what a recovery
  * repeated; nothing when it has none here. */
