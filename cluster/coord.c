@@ -3056,6 +3056,11 @@ void coord_closed(node *n, cs *s)
     }
     peer *x = s->peer;
     if (!x || x->link != s || !joined(x)) return;
+    /* While a takeover waits, a member that has not joined this term yet is
+     * judged by takeover_deaths: a connection of it that closes now is one
+     * of the old term's (a dial to us it abandoned when it granted the
+     * term, its handshake done just after we took over), not its death. */
+    if (co->takeover_until && !x->rejoined) return;
     member_lost(n, x, s->close_why != NET_CLOSE_DEAD);
     for (pend *p = co->pends, *nx; p; p = nx) {
         nx = p->next;
