@@ -1659,8 +1659,11 @@ static int show_nodes(node *n, cs *s, uint64_t req)
         batch_put_text(&b, &r[6], ts, len);
         const char *role = !x ? "coordinator" : x->standby ? "standby" : "node";
         batch_put_text(&b, &r[7], role, strlen(role));
-        /* CPUs the node advertised (its quota, its CPUs or --speed) */
-        r[8] = val_double(x ? x->speed_milli / 1000.0 : n->cfg.speed);
+        /* CPUs the node reported last (its quota read again, or --speed),
+         * else what it advertised when it joined */
+        double cap = x ? x->speed_milli / 1000.0 : n->cfg.speed, util;
+        meas_store_node(n->meas, name, &cap, &util);
+        r[8] = val_double(cap);
     }
     send_table(s, req, 9, names, types, &b);
     batch_fini(&b);
@@ -1749,7 +1752,8 @@ static json_t *inputs_json(const place_inputs *x)
 }
 
 /* Which inputs the game used: the query's, the nodes' capacities, the distances. */
-static void inputs_summary(sbuf *t, const place_game *g, const place_query *pq, const place_node *pl, int nn)
+static void inputs_summary(sbuf *t, const meas_store *ms, const place_game *g, const place_query *pq,
+                           const place_node *pl, int nn)
 {
     sbuf_printf(t, "inputs: %s\n", pq->meas ? "measured (tasks' CPU, rows and bytes per edge, state; smoothed, "
                                                "docs/nirvana.md)"
@@ -1763,6 +1767,10 @@ static void inputs_summary(sbuf *t, const place_game *g, const place_query *pq, 
     }
     sbuf_printf(t, "\ndistances: %s\n", g->dist_measured ? "domain defaults, raised by measured round trips"
                                                         : "domain defaults (0.2 within, 1.0 across)");
+    int rm;
+    double bps = meas_store_restore_bps(ms, &rm);
+    sbuf_printf(t, "restore rate: %.3g MB/s (%s)\n", bps / 1e6,
+                rm ? "measured: the replicas' state applied over the time it took" : "assumed: no replica has applied 1 MiB yet");
 }
 
 static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
@@ -1856,7 +1864,7 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
     else
         sbuf_printf(&text, "equilibrium: no, %s would lower its cost by %.4g moving %s -> %s (%ld deviations checked "
                            "now)\n", who, cert.gain, pl[cert.from].name, pl[cert.to].name, cert.checked);
-    inputs_summary(&text, &g, pq, pl, nn);
+    inputs_summary(&text, n->meas, &g, pq, pl, nn);
     sbuf_printf(&text, "replicas: %d per stateful task, each outside its primary's domain; ft = %s", R,
                 engine_ft_name(q->ft));
     rebalance_explain(q, &text);
@@ -1890,7 +1898,7 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
         static const char *sn[] = {"summary"};
         static const sql_type st_[] = {TY_TEXT};
         batch sb;
-        if (!batch_init(&sb, 1, 10)) {
+        if (!batch_init(&sb, 1, 12)) {
             for (char *line = text.p, *nl; line && *line; line = nl ? nl + 1 : NULL) {
                 nl = strchr(line, '\n');
                 val *row = batch_add_row(&sb);

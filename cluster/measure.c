@@ -63,6 +63,7 @@ typedef struct mnode {
     int samples;
     int64_t seen_ms;
     double capacity, util;
+    uint64_t applied_bytes, applied_ns;
     int npeers;
     mpeer *peers;
 } mnode;
@@ -228,6 +229,8 @@ int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t
     if (!x) return XE_NOMEM;
     double dt = x->samples ? (double)(now_ms - x->seen_ms) / 1000.0 : 0;
     x->capacity = m->u.stats.capacity_milli / 1000.0;
+    x->applied_bytes = m->u.stats.applied_bytes;
+    x->applied_ns = m->u.stats.applied_ns;
     x->util = meas_ewma(x->util, m->u.stats.util_milli / 1000.0, dt, x->samples == 0);
     x->seen_ms = now_ms;
     x->samples++;
@@ -267,6 +270,17 @@ int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t
             pp = &(*pp)->next;
     }
     return rc;
+}
+
+int meas_store_node(const meas_store *ms, const char *name, double *capacity, double *util)
+{
+    for (int i = 0; ms && i < ms->nnodes; i++)
+        if (!strcmp(ms->nodes[i].name, name) && ms->nodes[i].samples && ms->nodes[i].capacity > 0) {
+            *capacity = ms->nodes[i].capacity;
+            *util = ms->nodes[i].util;
+            return 1;
+        }
+    return 0;
 }
 
 static double peer_rtt(const mnode *x, const char *name)
@@ -336,7 +350,19 @@ static double row_bytes(const mquery *q, int a, int b)
     return rows > 0 ? bytes / rows : 0;
 }
 
-static const place_meas *convert(mquery *q, const plan_dag *d)
+double meas_store_restore_bps(const meas_store *ms, int *measured)
+{
+    double bytes = 0, ns = 0;
+    for (int i = 0; ms && i < ms->nnodes; i++) {
+        bytes += (double)ms->nodes[i].applied_bytes;
+        ns += (double)ms->nodes[i].applied_ns;
+    }
+    int ok = bytes >= MEAS_RESTORE_MIN_BYTES && ns > 0;
+    if (measured) *measured = ok;
+    return ok ? bytes / (ns * 1e-9) : MEAS_RESTORE_BPS;
+}
+
+static const place_meas *convert(mquery *q, const plan_dag *d, double restore_bps)
 {
     int nt = 0, ndest = 0;
     for (int o = 0; o < d->nops; o++) nt += d->ops[o].parallelism;
@@ -367,7 +393,7 @@ static const place_meas *convert(mquery *q, const plan_dag *d)
             pm->cpu_ns = x->cpu_ns;
             if (stateful) {
                 pm->state_mb = x->state_b / 1e6;
-                pm->recovery_s = MEAS_RESTORE_FIXED_S + x->state_b / MEAS_RESTORE_BPS;
+                pm->recovery_s = MEAS_RESTORE_FIXED_S + x->state_b / restore_bps;
                 /* a replica applies the deltas: a tenth of the primary's work,
                  * as the seed model has it; the deltas are about its output */
                 pm->replica_load = 0.1 * pm->load + 0.004;
@@ -386,7 +412,8 @@ const place_meas *meas_store_query(meas_store *ms, uint32_t qid, uint32_t prev, 
 {
     if (!ms || !d) return NULL;
     mquery *q = query_of(ms, qid, 0);
-    const place_meas *pm = q ? convert(q, d) : NULL;
-    if (!pm && prev && (q = query_of(ms, prev, 0))) pm = convert(q, d);
+    double bps = meas_store_restore_bps(ms, NULL);
+    const place_meas *pm = q ? convert(q, d, bps) : NULL;
+    if (!pm && prev && (q = query_of(ms, prev, 0))) pm = convert(q, d, bps);
     return pm;
 }

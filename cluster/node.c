@@ -1137,8 +1137,10 @@ static int data_frame(node *n, cs *s, const wire_msg *m)
     } else if (m->type == WIRE_STATE_DELTA) {
         uint64_t pos[2];
         n->in_state_bytes += m->u.state.data.n;
+        uint64_t a0 = clock_mono_ns(); /* the restore rate (report.c) */
         rc = engine_replica_apply(n->eng, m->u.state.task_id, m->u.state.epoch, m->u.state.data.p, m->u.state.data.n,
                                   pos, &err);
+        n->applied_ns += clock_mono_ns() - a0;
         if (!rc) replica_ack(n, d, (int)m->u.state.chunk, pos);
     } else if (m->type == WIRE_REPLICA_ACK) {
         int ni = -1;

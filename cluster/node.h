@@ -231,6 +231,7 @@ struct node {
     int speed_given;
     uint64_t ms_cpu_ns, ms_wall_ns;
     int64_t ms_report_at;
+    uint64_t applied_ns;  /* wall time applying replica state (in_state_bytes of it) */
     meas_store *meas;
 };
 
@@ -439,7 +440,8 @@ void place_player_inputs(const place_game *g, const place_query *qs, int q, int 
  * inputs.  The store is pure (no I/O), for tests. */
 #define MEAS_REPORT_MS 1000
 #define MEAS_TAU_S 5.0        /* time constant of the moving averages */
-#define MEAS_RESTORE_BPS 100e6 /* restore rate: state bytes per second a recovery brings back */
+#define MEAS_RESTORE_BPS 100e6 /* restore rate until measured: state bytes per second a recovery brings back */
+#define MEAS_RESTORE_MIN_BYTES (1u << 20) /* replica state applied before the cluster's rate counts as measured */
 #define MEAS_RESTORE_FIXED_S 0.5 /* ... plus this, whatever the state */
 #define MEAS_ROW_BYTES 32.0   /* an encoded row when no batch of the op left its node yet */
 #define MEAS_LINK_BPS 125e6   /* traffic unit: a 1 Gbit/s link */
@@ -463,6 +465,14 @@ void meas_store_nodes(meas_store *ms, place_node *pl, int nn);
  * id it ran under before a redeployment (0: none), whose measurements stand
  * in until the new id's arrive.  Lives in the store until its next call. */
 const place_meas *meas_store_query(meas_store *ms, uint32_t qid, uint32_t prev, const plan_dag *d);
+/* The restore rate recovery_s assumes (bytes per second): the state the
+ * nodes' replicas applied over the wall time it took, summed over the
+ * nodes, once they applied MEAS_RESTORE_MIN_BYTES; else MEAS_RESTORE_BPS.
+ * *measured (may be NULL) says which. */
+double meas_store_restore_bps(const meas_store *ms, int *measured);
+/* The capacity node `name` reported last and its smoothed utilisation: 1,
+ * or 0 when it has not reported. */
+int meas_store_node(const meas_store *ms, const char *name, double *capacity, double *util);
 /* The distance the game uses between two nodes with these domain defaults
  * and round trip (ms, 0 = unknown): a measured round trip only raises it. */
 double meas_distance(double dflt, double rtt_ms);

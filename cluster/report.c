@@ -79,6 +79,8 @@ void meas_report(node *n)
     m.u.stats.capacity_milli = (uint32_t)(cap * 1000.0 + 0.5);
     m.u.stats.util_milli = (uint32_t)(util * 1000.0 + 0.5);
     m.u.stats.cpu_ns = cpu;
+    m.u.stats.applied_bytes = n->in_state_bytes;
+    m.u.stats.applied_ns = n->applied_ns;
     m.u.stats.npeers = pr.n;
     m.u.stats.peers = (wire_str){peers.p, (uint32_t)peers.len};
     m.u.stats.ntasks = tr.n;

@@ -745,6 +745,8 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_u32(w, m->u.stats.capacity_milli);
         wire_put_u32(w, m->u.stats.util_milli);
         wire_put_u64(w, m->u.stats.cpu_ns);
+        wire_put_u64(w, m->u.stats.applied_bytes);
+        wire_put_u64(w, m->u.stats.applied_ns);
         wire_put_u32(w, m->u.stats.npeers);
         wire_put_blob(w, m->u.stats.peers.p, m->u.stats.peers.n);
         wire_put_u32(w, m->u.stats.ntasks);
@@ -951,6 +953,8 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_u32(&r, &m->u.stats.capacity_milli);
         wire_get_u32(&r, &m->u.stats.util_milli);
         wire_get_u64(&r, &m->u.stats.cpu_ns);
+        wire_get_u64(&r, &m->u.stats.applied_bytes);
+        wire_get_u64(&r, &m->u.stats.applied_ns);
         wire_get_u32(&r, &m->u.stats.npeers);
         wire_get_blob(&r, &m->u.stats.peers);
         wire_get_u32(&r, &m->u.stats.ntasks);

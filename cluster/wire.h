@@ -361,12 +361,14 @@ typedef struct wire_msg {
         /* STATS: about once a second.  capacity: CPUs x 1000 now (its cgroup
          * quota, or --speed); util: process CPU over wall time since the
          * last STATS, over capacity, x 1000; cpu_ns: process CPU since it
-         * started; peers: npeers x wire_stats_peer; tasks: ntasks x
+         * started; applied_bytes, applied_ns: the replica state it applied
+         * since it started and the wall time that took (its restore rate);
+         * peers: npeers x wire_stats_peer; tasks: ntasks x
          * wire_stats_task (walk with wire_get_stats_peer/_task) */
         struct {
             int64_t wall_ms;
             uint32_t capacity_milli, util_milli;
-            uint64_t cpu_ns;
+            uint64_t cpu_ns, applied_bytes, applied_ns;
             uint32_t npeers;
             wire_str peers;
             uint32_t ntasks;

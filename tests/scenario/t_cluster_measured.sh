@@ -6,7 +6,8 @@
 #   1. EXPLAIN PLACEMENT says the game used measured inputs, and shows for
 #      every task its measured load, rows in and CPU beside the seeds;
 #   2. the aggregate task with more rows shows more measured CPU;
-#   3. the nodes' capacities are the ones they reported;
+#   3. the nodes' capacities are the ones they reported (in SHOW NODES
+#      too), and the distances come from measured round trips;
 #   4. FORMAT JSON carries the same inputs.
 # No assert depends on timing: the checks read cumulative counters, and
 # wait (10 s at most) for the reports to have counted every row.
@@ -14,11 +15,18 @@
 set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
 
-start_cluster c0:rack-a n1:rack-a n2:rack-b n3:rack-b
+# rack-b's nodes hold their frames to rack-a 15 ms: their round trips to it
+# are measured at 15 ms or more, a distance above the cross-domain default
+start_coordinator c0 rack-a
+start_member n1 rack-a
+start_member n2 rack-b "--link-delay-ms 15"
+start_member n3 rack-b "--link-delay-ms 15"
+wait_alive 4
 
 ROWS=60000
-sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts'); SET parallelism = 2;" ||
-    fail "CREATE STREAM"
+# no live re-placement: a move redeploys the query, whose counters then start again
+sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts'); SET parallelism = 2;
+         SET rebalance_interval = 0;" || fail "CREATE STREAM"
 sqlc -e "CREATE QUERY qm AS SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s
          WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;" || fail "CREATE QUERY"
 awk -v n=$ROWS 'BEGIN { srand(7); for (i = 0; i < n; i++) {
@@ -58,6 +66,11 @@ for x in c0 n1 n2 n3; do
     grep "^\"\?capacities:" place.csv | grep -q " $x [0-9.e+-]* CPUs (reported" ||
         { cat place.csv; fail "no reported capacity for $x"; }
 done
+grep -q '^"\?distances: domain defaults, raised by measured round trips' place.csv ||
+    { cat place.csv; fail "the distances do not come from the measured round trips"; }
+grep -q '^"\?restore rate: ' place.csv || { cat place.csv; fail "no restore rate"; }
+sqlc -e "SHOW NODES;" >nodes.csv || fail "SHOW NODES"
+head -n 1 nodes.csv | grep -q ",capacity$" || { cat nodes.csv; fail "SHOW NODES: no capacity"; }
 # 4. the JSON form
 sqlc -e "EXPLAIN PLACEMENT (FORMAT JSON) qm;" >place.json || fail "EXPLAIN PLACEMENT (FORMAT JSON)"
 grep -q '"\?used"\?"*: "*measured' place.json || { cat place.json; fail "JSON: no measured inputs"; }

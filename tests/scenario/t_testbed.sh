@@ -3,7 +3,8 @@
 # capacities from CPU cgroups with hard quotas.
 #   1. a node started inside a group tells the coordinator the group's quota
 #      as its capacity (SHOW NODES: capacity), and one outside it its CPUs;
-#      --speed overrides what it tells and does not slow it;
+#      --speed overrides what it tells and does not slow it; a quota cut
+#      while it runs shows in SHOW NODES within seconds;
 #   2. a CPU-bound process in a group at 0.1 CPU uses about 0.1 s of CPU a
 #      second, where the same process uncapped uses about ten times as much;
 #   3. a script that uses the testbed and then fails removes its groups on
@@ -32,6 +33,16 @@ cap() { awk -F, -v n="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "capaci
 [ "$(cap n2)" = 0.25 ] || fail "n2 with --speed 0.25 says capacity $(cap n2)"
 grep -q "capacity 0.1 CPUs from cgroup v$TB_VERSION .*/n1: quota" n1.log || fail "n1's log does not say where its capacity came from"
 grep -q "capacity 0.25 CPUs from --speed" n2.log || fail "n2's log does not say --speed"
+# a quota cut while the node runs: it reports the new capacity within a few
+# seconds (it reads its quota again at every STATS, about once a second)
+tb_quota n1 0.05
+i=0
+while sqlc -e "SHOW NODES;" >nodes.csv && [ "$(cap n1)" != 0.05 ]; do
+    [ $i -ge 100 ] && fail "n1's quota was cut to 0.05 CPU, SHOW NODES still says $(cap n1)"
+    sleep 0.1
+    i=$((i + 1))
+done
+wait_log n1.log "capacity now 0.05 CPUs \(was 0.1\)" || fail "n1's log does not say its capacity changed"
 
 # ---- 2. the quota holds a CPU-bound process to its share
 "$ARES_BUILD/bench/exp_tool" gen --rows 2000000 --event-rate 100000 --keys 1000 2>/dev/null >in.csv ||

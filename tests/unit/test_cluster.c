@@ -190,6 +190,8 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.stats.capacity_milli = 250;
         m->u.stats.util_milli = 800;
         m->u.stats.cpu_ns = 42;
+        m->u.stats.applied_bytes = 43;
+        m->u.stats.applied_ns = 44;
         m->u.stats.npeers = 2;
         m->u.stats.peers = (wire_str){scratch->p, (uint32_t)at};
         m->u.stats.ntasks = 2;
@@ -430,6 +432,8 @@ static void test_stats_and_heartbeat_echo(void **state)
     assert_int_equal(out.u.stats.capacity_milli, 250);
     assert_int_equal(out.u.stats.util_milli, 800);
     assert_int_equal(out.u.stats.wall_ms, 1700000000123);
+    assert_int_equal(out.u.stats.applied_bytes, 43);
+    assert_int_equal(out.u.stats.applied_ns, 44);
     assert_int_equal(out.u.stats.npeers, 2);
     assert_int_equal(out.u.stats.ntasks, 2);
     wire_rd r;
@@ -455,7 +459,7 @@ static void test_stats_and_heartbeat_echo(void **state)
     assert_int_equal(st.ndest, 0);
     assert_int_equal(wire_rd_end(&r, 1, &e), 0);
     /* one task more than there is */
-    size_t tcount = 16 + 8 + 4 + 4 + 8 + 4 + 4 + out.u.stats.peers.n;
+    size_t tcount = 16 + 8 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + out.u.stats.peers.n;
     be32_put((unsigned char *)frame.p + tcount, 3);
     assert_int_equal(wire_msg_get(&f, &out, &e), XE_PROTO);
 
@@ -600,6 +604,22 @@ static void test_meas_to_model(void **state)
     assert_true(meas_distance(1.0, 10.0) == 10.0 / MEAS_RTT_REF_MS);
     assert_true(meas_distance(0.2, 0.05) == 0.2); /* a round trip only raises the domain's distance */
     assert_true(meas_distance(0.2, 0) == 0.2);
+    double cap, util;
+    assert_int_equal(meas_store_node(ms, "a", &cap, &util), 1);
+    assert_true(cap == 0.25 && fabs(util - 0.6) < 1e-12);
+    assert_int_equal(meas_store_node(ms, "b", &cap, &util), 0);
+    /* the restore rate: assumed until the replicas applied 1 MiB; then
+     * theirs (b applied 4 MB in 20 ms: 200 MB/s), and recovery_s follows */
+    int rm;
+    assert_true(meas_store_restore_bps(ms, &rm) == MEAS_RESTORE_BPS && !rm);
+    wire_msg mb = {.type = WIRE_STATS};
+    mb.u.stats.capacity_milli = 1000;
+    mb.u.stats.applied_bytes = 4000000;
+    mb.u.stats.applied_ns = 20000000;
+    assert_int_equal(meas_store_take(ms, "b", &mb, 2000), 0);
+    assert_true(fabs(meas_store_restore_bps(ms, &rm) - 200e6) < 1 && rm);
+    pm = meas_store_query(ms, 7, 0, &d);
+    assert_true(fabs(pm[1].recovery_s - (MEAS_RESTORE_FIXED_S + 2e6 / 200e6)) < 1e-12);
     /* a task's first report with its start known is a rate already:
      * query 9 started at 500, one step by 1000 */
     stats_msg(&m, &b, 1000, 1, 10000, 9, 500);
