@@ -1,5 +1,5 @@
 # cluster: wire protocol, authentication, the libuv connection layer, the
-# ares-node runtime (node.c), the coordinator (coord.c, place.c, measure.c, report.c) and the
+# ares-node runtime (node.c), the coordinator (coord.c, catchup.c, place.c, measure.c, report.c) and the
 # client library that ares-sql --connect uses (client.c).
 cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c cluster/channel.c cluster/shadow.c cluster/catchup.c \
                 cluster/coord.c cluster/place.c cluster/measure.c cluster/report.c cluster/client.c cluster/node_main.c
