@@ -525,7 +525,11 @@ static int end_partial_slice(engine *e, int si, xerr *err)
 
 int io_stream_rows(engine *e, int si, const batch *b, xerr *err)
 {
-    return stream_rows(e, si, b, err);
+    eng_span sp; /* the log append is the sources' work (ops.c) */
+    eng_span_begin(e, &sp);
+    int rc = stream_rows(e, si, b, err);
+    eng_span_end_sources(e, si, &sp);
+    return rc;
 }
 
 /* Live streams: a slice that has waited a tick ends, so the watermark moves
@@ -743,16 +747,18 @@ static int ingest_flush(exec_ingest *in, xerr *err)
 int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err)
 {
     const char *c = p;
-    int rc;
+    int rc = 0;
+    eng_span sp; /* decoding and the log append are the sources' work (ops.c) */
+    eng_span_begin(in->e, &sp);
     /* decode in pieces so that a batch stays around a slice */
-    while (n) {
+    while (n && !rc) {
         size_t k = n < 65536 ? n : 65536;
-        if ((rc = fmt_decode(in->dec, c, k, &in->b, err))) return rc;
-        if ((rc = ingest_flush(in, err))) return rc;
+        if (!(rc = fmt_decode(in->dec, c, k, &in->b, err))) rc = ingest_flush(in, err);
         c += k;
         n -= k;
     }
-    return eng_maybe_commit(in->e, err);
+    eng_span_end_sources(in->e, in->si, &sp);
+    return rc ? rc : eng_maybe_commit(in->e, err);
 }
 
 int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st, xerr *err)
@@ -803,7 +809,10 @@ int engine_push_rows(engine *e, const char *stream, const batch *b, xerr *err)
     if (b->ncols != e->streams[si]->ps->schema.ncols)
         return xerr_set(err, XE_INVAL, "stream '%s' has %d columns, the batch %d", stream,
                         e->streams[si]->ps->schema.ncols, b->ncols);
+    eng_span sp; /* the log append is the sources' work (ops.c) */
+    eng_span_begin(e, &sp);
     int rc = stream_rows(e, si, b, err);
+    eng_span_end_sources(e, si, &sp);
     return rc ? rc : eng_maybe_commit(e, err);
 }
 

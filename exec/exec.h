@@ -332,7 +332,8 @@ int engine_host_scan(engine *e, const char *prefix,
  * deployment; the host samples them and takes differences.  cpu_ns is the
  * engine thread's CPU time in the task's own operator work (decoding the
  * batches it receives and encoding those it sends included, the work of the
- * tasks it hands rows to on this node excluded); rows_in and rows_out count
+ * tasks it hands rows to on this node excluded; a SOURCE task also gets its
+ * share of the ingest's decoding and log append); rows_in and rows_out count
  * rows into and out of its operator; dest_rows[b] and dest_bytes[b] what it
  * sent to task b of the downstream operator (bytes: encoded, for tasks on
  * other nodes only); state_bytes is the memory of its open windows or

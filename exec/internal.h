@@ -174,7 +174,6 @@ struct query {
     sbuf deltas;            /* committed-with-the-epoch changes for the replicas: (tid, len, bytes)... */
     sbuf reemit;            /* after a takeover: rows the tasks emitted lately ([u32 task][u32 len][batch]...) */
     int64_t skipped;        /* replayed rows already in a restored state */
-    uint64_t meas_child;    /* CPU spent by the task calls below the one running (ops.c, span_end) */
     int64_t meas_since_ms;  /* wall ms the tasks' cost counters started from 0 */
 };
 
@@ -243,6 +242,7 @@ struct engine {
     int epoch_pending;      /* deployed queries changed state since the last commit */
     uint64_t rate_ns;       /* when the queries' rates were last sampled */
     int broken;             /* an epoch failed to commit: nothing more is written (eng_txn) */
+    uint64_t meas_child;    /* CPU spent by the task calls below the one running (ops.c, span_end) */
     char broken_msg[512];
 };
 
@@ -331,6 +331,16 @@ int ft_save_out(query *q, store_txn *t, xerr *err); /* epoch: keep the rows emit
 int ft_reemit(query *q, xerr *err);                 /* after a takeover: emit them again */
 /* delete the kept rows of task tid under prefix fmt ("out/%u/" or "rout/%u/") but the newest `keep` */
 int ft_drop_out(store_txn *t, const char *fmt, uint32_t tid, int keep, xerr *err);
+
+/* ops.c: the CPU of an ingest call into stream si (decoding, the log
+ * append), less what the queries' tasks spent inside it, charged to the
+ * local SOURCE tasks that read the stream, in equal shares (their work by
+ * the seed model's definition). */
+typedef struct eng_span {
+    uint64_t t0, outer;
+} eng_span;
+void eng_span_begin(engine *e, eng_span *s);
+void eng_span_end_sources(engine *e, int si, eng_span *s);
 
 /* ops.c: hand a batch to the next operator (through an exchange if needed). */
 int op_emit(opinst *o, int task, const batch *b, xerr *err);

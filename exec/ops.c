@@ -263,23 +263,43 @@ void query_free(query *q)
  * less the work of the tasks it hands rows to on this node: operators call
  * down the DAG (op_push -> op_emit -> deliver -> op_push), so a span's own
  * time is its length less the spans that ran inside it, which they add to
- * q->meas_child.  Two clock reads per batch and task, none per row. */
-typedef struct span {
-    uint64_t t0, outer;
-} span;
-
-static void span_begin(query *q, span *s)
+ * e->meas_child (one engine, one thread: spans of any query nest).  Two
+ * clock reads per batch and task, none per row. */
+void eng_span_begin(engine *e, eng_span *s)
 {
     s->t0 = clock_thread_ns();
-    s->outer = q->meas_child;
-    q->meas_child = 0;
+    s->outer = e->meas_child;
+    e->meas_child = 0;
 }
 
-static void span_end(query *q, opinst *o, int task, span *s)
+/* The span's own time, and the span's whole length for the one around it. */
+static uint64_t span_close(engine *e, eng_span *s)
 {
-    uint64_t len = clock_thread_ns() - s->t0;
-    if (task >= 0 && task < o->ntasks) o->meas[task].cpu_ns += len > q->meas_child ? len - q->meas_child : 0;
-    q->meas_child = s->outer + len;
+    uint64_t len = clock_thread_ns() - s->t0, own = len > e->meas_child ? len - e->meas_child : 0;
+    e->meas_child = s->outer + len;
+    return own;
+}
+
+static void span_end(query *q, opinst *o, int task, eng_span *s)
+{
+    uint64_t own = span_close(q->eng, s);
+    if (task >= 0 && task < o->ntasks) o->meas[task].cpu_ns += own;
+}
+
+void eng_span_end_sources(engine *e, int si, eng_span *s)
+{
+    uint64_t own = span_close(e, s);
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < e->nqueries; i++) {
+            query *q = e->queries[i];
+            for (int k = 0; q->ops && k < q->nsrc; k++) {
+                opinst *o = &q->ops[q->src_op[k]];
+                if (q->src_stream[k] != si || !task_local(q, o, 0)) continue;
+                if (pass) o->meas[0].cpu_ns += own / (uint64_t)n;
+                else n++;
+            }
+        }
 }
 
 int engine_task_stats_each(engine *e, void (*fn)(void *ctx, const engine_task_stats *s), void *ctx)
@@ -433,8 +453,8 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
 
 static int op_push(opinst *o, int task, int side, const batch *in, xerr *err)
 {
-    span s;
-    span_begin(o->q, &s);
+    eng_span s;
+    eng_span_begin(o->q->eng, &s);
     if (task >= 0 && task < o->ntasks) o->meas[task].rows_in += (uint64_t)in->nrows;
     int rc = op_push_body(o, task, side, in, err);
     span_end(o->q, o, task, &s);
@@ -603,8 +623,8 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
     if (o->op->kind == PO_AGGREGATE) {
         for (int t = 0; t < o->ntasks; t++)
             if (task_local(o->q, o, t)) {
-                span sp;
-                span_begin(o->q, &sp);
+                eng_span sp;
+                eng_span_begin(o->q->eng, &sp);
                 rc = agg_close(o, t, eff, err);
                 span_end(o->q, o, t, &sp);
                 if (rc) return rc;
@@ -629,8 +649,8 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
     } else if (o->op->kind == PO_JOIN) {
         for (int t = 0; t < o->ntasks; t++)
             if (task_local(o->q, o, t)) {
-                span sp;
-                span_begin(o->q, &sp);
+                eng_span sp;
+                eng_span_begin(o->q->eng, &sp);
                 rc = join_expire(o, t, eff, err);
                 span_end(o->q, o, t, &sp);
                 if (rc) return rc;
@@ -668,8 +688,8 @@ int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const
         return xerr_set(err, XE_PROTO, "rows for a task that does not run here");
     batch *b = &q->eng->rbatch;
     batch_reset(b);
-    span sp; /* decoding is the receiving task's work */
-    span_begin(q, &sp);
+    eng_span sp; /* decoding is the receiving task's work */
+    eng_span_begin(q->eng, &sp);
     int rc = batch_decode(p, n, b, err);
     span_end(q, &q->ops[op], task, &sp);
     if (rc) return rc;

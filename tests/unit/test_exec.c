@@ -118,6 +118,64 @@ static void ingest(engine *e, const char *stream, const char *data, int end)
 
 /* ------------------------------------------------------------------ tests */
 
+/* What the tasks measured (engine_task_stats_each): per task, in plan order. */
+typedef struct tstats {
+    int n;
+    engine_task_stats t[16];
+    uint64_t dest_rows[16][4];
+} tstats;
+
+static void take_stats(void *ctx, const engine_task_stats *s)
+{
+    tstats *x = ctx;
+    assert_true(x->n < 16 && s->ndest <= 4);
+    x->t[x->n] = *s;
+    for (int i = 0; i < s->ndest; i++) x->dest_rows[x->n][i] = s->dest_rows[i];
+    x->n++;
+}
+
+/* The tasks' cost counters: every row counted once on each edge, the
+ * exchange's split adds up, rows in equal the rows the upstream task sent,
+ * the key that nine rows in ten carry makes its aggregate task the busy one,
+ * open windows show as state, and the source is charged the decoding. */
+static void test_task_measurements(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c = {0};
+    exec_out out = cap_out(&c);
+    run(e, &out, "SET parallelism = 2; CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
+                 "CREATE QUERY q AS SELECT k, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 1 HOUR) GROUP BY k;");
+    sbuf in;
+    sbuf_init(&in);
+    for (int i = 0; i < 20000; i++) sbuf_printf(&in, "%d,%d,%d\n", i, i % 10 ? 1 : 2 + i % 7, i);
+    ingest(e, "s", in.p, 0); /* no end: the window stays open */
+    tstats x = {0};
+    int ntasks = engine_task_stats_each(e, take_stats, &x);
+    assert_int_equal(ntasks, x.n);
+    /* SOURCE, WINDOW x 2, AGGREGATE x 2, PROJECT x 2, SINK */
+    assert_int_equal(x.n, 8);
+    assert_int_equal(x.t[0].op, 0);
+    assert_int_equal(x.t[0].rows_in, 20000);
+    assert_int_equal(x.t[0].ndest, 2);
+    assert_int_equal(x.dest_rows[0][0] + x.dest_rows[0][1], 20000);
+    for (int t = 1; t <= 2; t++) assert_int_equal(x.t[t].rows_in, x.dest_rows[0][t - 1]);
+    uint64_t agg_in = x.t[3].rows_in + x.t[4].rows_in;
+    assert_int_equal(agg_in, 20000);
+    int hi = x.t[3].rows_in > x.t[4].rows_in ? 3 : 4;
+    assert_true(x.t[hi].rows_in >= 18000);
+    assert_true(x.t[hi].cpu_ns > 0 && x.t[0].cpu_ns > 0);
+    assert_true(x.t[hi].state_bytes > 0); /* its group of key 1 is open */
+    for (int t = 0; t < x.n; t++) {
+        assert_int_equal(x.t[t].bytes_out, 0); /* nothing left the engine */
+        assert_true(x.t[t].since_ms > 0);
+    }
+    run(e, &out, "DROP QUERY q;");
+    sbuf_fini(&in);
+    cap_fini(&c);
+    engine_close(e);
+}
+
 /* One row of stream ev at second i + 1, in an ingest of its own. */
 static void ingest_second(engine *e, int i)
 {
@@ -1506,6 +1564,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_issue_example),
+        cmocka_unit_test(test_task_measurements),
         cmocka_unit_test(test_hopping_and_having),
         cmocka_unit_test(test_windows_many_groups),
         cmocka_unit_test(test_fast_agg_same_as_general),
