@@ -3609,8 +3609,8 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
                  "%.4g -> %.4g%s%s",
                  why, x->qid, x->name ? x->name : "push", who, pl[mv[i].from].name, pl[mv[i].to].name,
                  mv[i].cost_before, mv[i].cost_after, gain, mv[i].potential_before, mv[i].potential_after,
-                 mv[i].swapped >= 0 ? "; a promotion: its replica there holds the state, the replica goes to " : "",
-                 mv[i].swapped >= 0 ? pl[mv[i].from].name : "");
+                 mv[i].replica >= 0 ? "; a promotion: its replica there holds the state, and a new replica starts on " : "",
+                 mv[i].replica >= 0 ? pl[mv[i].replica_to].name : "");
         if (say)
             sbuf_printf(say, "%s%s %s -> %s (cost %.4g -> %.4g)", i ? ", " : "", who, pl[mv[i].from].name,
                         pl[mv[i].to].name, mv[i].cost_before, mv[i].cost_after);

@@ -264,12 +264,13 @@ int nirvana_replace(const nirvana_problem *p, const nirvana_config *c,
 enum nirvana_rb_mode {
     NIRVANA_RB_FIXED = 0,      /* stays where it is */
     NIRVANA_RB_FREE = 1,       /* moves to any legal node (stateless, a replica, or state rebuilt by replay) */
-    NIRVANA_RB_WITH_STATE = 2, /* a stateful primary: only trades places with a replica that holds its state */
+    NIRVANA_RB_WITH_STATE = 2, /* a stateful primary: moves only onto a replica's node (which holds its state),
+                                  and that replica moves on to another legal node */
 };
 
 typedef struct nirvana_rb_move {
     int player, from, to;
-    int swapped;               /* the replica player that went to `from` (a promotion), else -1 */
+    int replica, replica_to;   /* a promotion: the replica player whose node `to` was, and where it went; else -1 */
     double cost_before, cost_after;           /* the mover's cost share */
     double potential_before, potential_after; /* the whole game's */
 } nirvana_rb_move;

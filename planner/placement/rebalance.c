@@ -20,9 +20,11 @@
  *
  * Which moves a player may make is the caller's (mode[]): a stateless task
  * or a replica moves anywhere legal; a stateful primary that must keep its
- * state (NIRVANA_RB_WITH_STATE) only trades places with one of its replicas
- * that still sits where it sat when the call began (the replica's node holds
- * its state: the move is a promotion); NIRVANA_RB_FIXED players stay.
+ * state (NIRVANA_RB_WITH_STATE) only moves onto the node of one of its
+ * replicas that still sits where it sat when the call began (that node holds
+ * its state: the move is a promotion), and that replica moves with it to
+ * any legal node (its old primary's included), where it starts from a
+ * snapshot; NIRVANA_RB_FIXED players stay.
  *
  * Pure: the costs come from the reference scorer (eval.c), from scratch for
  * every candidate, which is cheap at the coordinator's sizes (tens of players,
@@ -85,35 +87,41 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
             if (!legal) continue; /* the caller's placement breaks a rule: leave it to a re-placement */
             double bar = (1.0 - threshold) * cur - c->eps * (1.0 + fabs(cur));
             double best_cost = HUGE_VAL, best_phi = 0;
-            int best_to = -1, best_other = -1;
+            int best_to = -1, best_other = -1, best_other_to = -1;
             int swap_only = mode[i] == NIRVANA_RB_WITH_STATE && !nv_is_replica(&g, i);
             for (int n = 0; n < p->nnodes; n++) {
                 if (n == from || !p->nodes[n].alive) continue;
+                /* a primary that keeps its state goes onto a replica that
+                 * holds it; that replica then goes anywhere legal (from
+                 * included) and starts there from a snapshot */
                 int other = -1;
-                if (swap_only) {
-                    /* a replica of i on n that still holds i's state */
-                    for (int k = 0; g.rep_base[i] >= 0 && k < g.R && other < 0; k++) {
-                        int r = g.rep_base[i] + k;
-                        if (assign[r] == n && holds_state(&g, orig, i, n) && !nv_pinned(&g, r)) other = r;
-                    }
-                    if (other < 0) continue;
+                for (int k = 0; swap_only && g.rep_base[i] >= 0 && k < g.R && other < 0; k++) {
+                    int r = g.rep_base[i] + k;
+                    if (assign[r] == n && holds_state(&g, orig, i, n) && !nv_pinned(&g, r)) other = r;
                 }
-                memcpy(cand, assign, (size_t)g.P * sizeof *cand);
-                cand[i] = n;
-                if (other >= 0) cand[other] = from;
-                double cost, phi;
-                if ((rc = judge(p, c, &g, cand, i, &cost, &phi, &legal, e)) < 0) goto out;
-                if (!legal || cost >= bar || phi >= phi0 - c->eps * (1.0 + fabs(phi0)) || cost >= best_cost) continue;
-                best_cost = cost;
-                best_phi = phi;
-                best_to = n;
-                best_other = other;
-                memcpy(best, cand, (size_t)g.P * sizeof *best);
+                if (swap_only && other < 0) continue;
+                for (int x = 0; x < (other >= 0 ? p->nnodes : 1); x++) {
+                    if (other >= 0 && (x == n || !p->nodes[x].alive)) continue;
+                    memcpy(cand, assign, (size_t)g.P * sizeof *cand);
+                    cand[i] = n;
+                    if (other >= 0) cand[other] = x;
+                    double cost, phi;
+                    if ((rc = judge(p, c, &g, cand, i, &cost, &phi, &legal, e)) < 0) goto out;
+                    if (!legal || cost >= bar || phi >= phi0 - c->eps * (1.0 + fabs(phi0))) continue;
+                    /* the cheapest for the mover; among equals the lowest potential */
+                    if (cost > best_cost || (cost == best_cost && phi >= best_phi)) continue;
+                    best_cost = cost;
+                    best_phi = phi;
+                    best_to = n;
+                    best_other = other;
+                    best_other_to = other >= 0 ? x : -1;
+                    memcpy(best, cand, (size_t)g.P * sizeof *best);
+                }
             }
             if (best_to < 0) continue;
             memcpy(assign, best, (size_t)g.P * sizeof *assign);
             if (moves)
-                moves[*nmoves] = (nirvana_rb_move){.player = i, .from = from, .to = best_to, .swapped = best_other,
+                moves[*nmoves] = (nirvana_rb_move){.player = i, .from = from, .to = best_to, .replica = best_other, .replica_to = best_other_to,
                                                    .cost_before = cur, .cost_after = best_cost,
                                                    .potential_before = phi0, .potential_after = best_phi};
             ++*nmoves;
