@@ -51,6 +51,7 @@
 #define FT_SETTLE_CLOSED_MS 50
 #define RB_MAX_MOVES 64  /* moves one rebalance makes at most */
 #define RB_SOON_MS 1000  /* a join, a loss or a new capacity: rebalance this much later */
+#define RB_QUIET_MS 5000 /* a query that moved is left alone this long, or rebalance_interval if longer */
 
 /* Rows delivered, by hash (row_hash), for dropping repeats (dd_filter). */
 struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; };
@@ -122,6 +123,7 @@ typedef struct cquery {
     char rb_last[256];
     int64_t rb_last_at;
     uint64_t rb_t0;
+    int64_t rb_quiet_until;  /* mono ms: no automatic move before (its new deployment is measured first) */
     double rb_last_ms, rb_ms_total;
     struct cquery *next;
 } cquery;
@@ -3527,9 +3529,11 @@ static void rebalance_soon(node *n, const char *why, int64_t delay_ms)
     snprintf(co->rb_why, sizeof co->rb_why, "%s", why);
 }
 
-/* Why q cannot move now, or NULL when it can. */
-static const char *rb_blocked(const coord *co, const cquery *q)
+/* Why q cannot move now, or NULL when it can; asked: ALTER QUERY (no quiet time). */
+static const char *rb_blocked(const coord *co, const cquery *q, int asked)
 {
+    if (!asked && q->rb_quiet_until > (int64_t)(clock_mono_ns() / 1000000))
+        return "it moved a moment ago: its new deployment is measured first";
     if (q->strategy != NIRVANA_FULL && q->strategy != NIRVANA_NO_RECOVERY) return "its placement is not the game";
     if (q->cu.on) return "it is still catching up after its last move or recovery";
     if (q->ft == ENGINE_FT_NONE) return "ft = none: its state could not move";
@@ -3564,7 +3568,7 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
     int nn = cluster_nodes(n, 0, NULL, pl), k = 0;
     for (cquery *x = co->queries; x && !rc && k < nq; x = x->next) {
         if (x->ended || !x->dag) continue;
-        int on = (!only || x == only) && !rb_blocked(co, x);
+        int on = (!only || x == only) && !rb_blocked(co, x, only != NULL);
         qs[k] = x;
         rc = pq_of(n, x, pl, nn, R, !on, &pqs[k], &err);
         for (int t = 0; !rc && on && t < x->ntasks; t++)
@@ -3576,7 +3580,7 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
     if (rc) goto out;
     if (!eligible) {
         node_log(n, NET_LOG_DEBUG, "rebalance (%s): no query can move", why);
-        if (say) sbuf_printf(say, "nothing can move: %s", only ? rb_blocked(co, only) ? rb_blocked(co, only) : "a task is off the live nodes" : "no query can move");
+        if (say) sbuf_printf(say, "nothing can move: %s", only ? rb_blocked(co, only, 1) ? rb_blocked(co, only, 1) : "a task is off the live nodes" : "no query can move");
         goto out;
     }
     nirvana_strategy s = co->placement == NIRVANA_NO_RECOVERY ? NIRVANA_NO_RECOVERY : NIRVANA_FULL;
@@ -3645,6 +3649,7 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
         if (cq_set_replicas(x, pq, pl, R)) node_log(n, NET_LOG_ERROR, "out of memory recording replicas");
         x->rb_count++;
         x->rb_t0 = clock_mono_ns();
+        x->rb_quiet_until = (int64_t)(x->rb_t0 / 1000000) + (co->rb_ms > RB_QUIET_MS ? co->rb_ms : RB_QUIET_MS);
         x->rb_last_at = clock_wall_ms();
     }
     co->rb_moving = 1;

@@ -6,9 +6,12 @@
  * A move is not free: it redeploys the query, and a stateful task takes its
  * state along (docs/nirvana.md, "Live re-placement").  So a player moves only
  * when both hold:
- *   - its own cost falls by more than the threshold: after < (1 - theta) *
- *     before (theta = SET rebalance_threshold), so that noise in measured
- *     costs, smaller than theta, never moves anything;
+ *   - its own cost falls by more than the threshold theta (SET
+ *     rebalance_threshold) of what it is: after < (1 - theta) * before, so
+ *     that noise in measured costs, smaller than theta, never moves
+ *     anything; and by more than theta of an average player's share of the
+ *     potential (potential / placed players), so that a player whose cost
+ *     is a speck of the game's does not move to save a speck;
  *   - the potential falls (by more than eps).  The game is an exact
  *     potential game, so a unilateral move lowers the potential by exactly the
  *     mover's gain; a swap of a primary with its replica moves two players,
@@ -76,6 +79,9 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
         goto out;
     }
     memcpy(orig, assign, (size_t)g.P * sizeof *orig);
+    int nplay = 0;
+    for (int i = 0; i < g.P; i++) nplay += assign[i] >= 0;
+    if (nplay < 1) nplay = 1;
     for (int moved = 1; moved && *nmoves < max_moves;) {
         moved = 0;
         for (int oi = 0; oi < g.P && *nmoves < max_moves; oi++) {
@@ -85,7 +91,11 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
             int legal;
             if ((rc = judge(p, c, &g, assign, i, &cur, &phi0, &legal, e)) < 0) goto out;
             if (!legal) continue; /* the caller's placement breaks a rule: leave it to a re-placement */
+            /* the gain must beat threshold both of its own cost and of an
+             * average player's share of the potential: a player whose cost
+             * is a speck of the game's does not move for a speck */
             double bar = (1.0 - threshold) * cur - c->eps * (1.0 + fabs(cur));
+            if (cur - threshold * phi0 / nplay < bar) bar = cur - threshold * phi0 / nplay;
             double best_cost = HUGE_VAL, best_phi = 0;
             int best_to = -1, best_other = -1, best_other_to = -1;
             int swap_only = mode[i] == NIRVANA_RB_WITH_STATE && !nv_is_replica(&g, i);

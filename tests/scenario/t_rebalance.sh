@@ -36,20 +36,21 @@ PREFIX="tb_run n4" start_member n4 rack-c "--slots 4"
 PREFIX="tb_run n5" start_member n5 rack-c "--slots 4"
 wait_alive 6
 
-# strictly increasing event times (no row is ever late): 30000 rows, 30 s of event time
-awk 'BEGIN { srand(11); for (i = 0; i < 30000; i++) printf "%d,%d,%d\n", i, int(rand() * 40), int(rand() * 1000) - 100 }' >data.csv
+# strictly increasing event times (no row is ever late): 200000 rows, 200 s of event time
+awk 'BEGIN { srand(11); for (i = 0; i < 200000; i++) printf "%d,%d,%d\n", i, int(rand() * 40), int(rand() * 1000) - 100 }' >data.csv
 sqlc -e "SET parallelism = 3; SET replicas = 1; SET ft = 'replica'; SET rebalance_interval = '1 second';
          SET rebalance_threshold = 0.2;
          CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', home = 'c0');
          CREATE QUERY q AS SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s
            WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;" || fail "CREATE QUERY"
-# steady input: 60 chunks of 500 rows, 0.15 s apart (about 9 s)
+# steady input: 100 chunks of 2000 rows, 0.1 s apart (about 10 s at 20000 rows/s): enough work that a
+# tenth of a node's CPU matters (the measured load of each task, not the planner's guess, is what the game weighs)
 sqlc -e "SUBSCRIBE q;" >sub.csv 2>sub.err &
 SUB=$!
 PIDS="$PIDS $SUB"
 sleep 0.3
-split -l 500 -d -a 3 data.csv chunk.
-(for f in chunk.*; do cat "$f"; sleep 0.15; done) | sqlc --ingest s --end >ingest.out 2>ingest.err &
+split -l 2000 -d -a 3 data.csv chunk.
+(for f in chunk.*; do cat "$f"; sleep 0.1; done) | sqlc --ingest s --end >ingest.out 2>ingest.err &
 ING=$!
 PIDS="$PIDS $ING"
 # the first measurements replace the planner's estimates, and the game may
