@@ -279,8 +279,7 @@ typedef struct nirvana_rb_move {
  * Re-plays best responses from the placement in `assign` (a node per player,
  * laid out as in results; rewritten in place) with hysteresis: a player moves
  * only when its cost falls below (1 - threshold) times its cost now, by more
- * than threshold times an average player's share of the potential
- * (potential / placed players), *and* the potential falls.  Pinned players and those whose mode[] is FIXED stay.
+ * than threshold times the median player's cost, *and* the potential falls.  Pinned players and those whose mode[] is FIXED stay.
  * Rounds in play order until one moves nothing or max_moves moves are made;
  * moves[] (max_moves entries, may be NULL) gets them in order, *nmoves their
  * count.  Pure.  XE_INVAL on a bad threshold (0 <= threshold < 1).

@@ -9,9 +9,9 @@
  *   - its own cost falls by more than the threshold theta (SET
  *     rebalance_threshold) of what it is: after < (1 - theta) * before, so
  *     that noise in measured costs, smaller than theta, never moves
- *     anything; and by more than theta of an average player's share of the
- *     potential (potential / placed players), so that a player whose cost
- *     is a speck of the game's does not move to save a speck;
+ *     anything; and by more than theta of the median player's cost (at the
+ *     call's start), so that a player whose cost is a speck of the game's
+ *     does not move to save a speck;
  *   - the potential falls (by more than eps).  The game is an exact
  *     potential game, so a unilateral move lowers the potential by exactly the
  *     mover's gain; a swap of a primary with its replica moves two players,
@@ -63,6 +63,30 @@ static int holds_state(const nv_graph *g, const int *orig, int t, int n)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median cost share of the placed players (0 when none is placed). */
+static int median_cost(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g, const int *as, double *out,
+                       xerr *e)
+{
+    nv_mark m = nv_mark_get(p);
+    double *v = NV_ALLOC(p, g->P, double);
+    int k = 0, rc = 0;
+    if (!v) rc = xerr_set(e, XE_NOMEM, "placement: out of memory");
+    for (int i = 0; !rc && i < g->P; i++)
+        if (as[i] >= 0 && (rc = nv_cost_at(p, c, g, as, i, &v[k], e)) == 0) k++;
+    if (!rc) {
+        qsort(v, (size_t)k, sizeof *v, cmp_double);
+        *out = k ? v[k / 2] : 0;
+    }
+    nv_release(p, m);
+    return rc;
+}
+
 int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *assign, const unsigned char *mode,
                       double threshold, int max_moves, nirvana_rb_move *moves, int *nmoves, xerr *e)
 {
@@ -79,9 +103,8 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
         goto out;
     }
     memcpy(orig, assign, (size_t)g.P * sizeof *orig);
-    int nplay = 0;
-    for (int i = 0; i < g.P; i++) nplay += assign[i] >= 0;
-    if (nplay < 1) nplay = 1;
+    double median = 0;
+    if ((rc = median_cost(p, c, &g, assign, &median, e)) < 0) goto out;
     for (int moved = 1; moved && *nmoves < max_moves;) {
         moved = 0;
         for (int oi = 0; oi < g.P && *nmoves < max_moves; oi++) {
@@ -91,11 +114,11 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
             int legal;
             if ((rc = judge(p, c, &g, assign, i, &cur, &phi0, &legal, e)) < 0) goto out;
             if (!legal) continue; /* the caller's placement breaks a rule: leave it to a re-placement */
-            /* the gain must beat threshold both of its own cost and of an
-             * average player's share of the potential: a player whose cost
-             * is a speck of the game's does not move for a speck */
+            /* the gain must beat threshold both of its own cost and of the
+             * median player's: a player whose cost is a speck of the
+             * game's does not move to save a speck */
             double bar = (1.0 - threshold) * cur - c->eps * (1.0 + fabs(cur));
-            if (cur - threshold * phi0 / nplay < bar) bar = cur - threshold * phi0 / nplay;
+            if (cur - threshold * median < bar) bar = cur - threshold * median;
             double best_cost = HUGE_VAL, best_phi = 0;
             int best_to = -1, best_other = -1, best_other_to = -1;
             int swap_only = mode[i] == NIRVANA_RB_WITH_STATE && !nv_is_replica(&g, i);
