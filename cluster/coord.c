@@ -51,7 +51,8 @@
 #define FT_SETTLE_CLOSED_MS 50
 #define RB_MAX_MOVES 64  /* moves one rebalance makes at most */
 #define RB_SOON_MS 1000  /* a join, a loss or a new capacity: rebalance this much later */
-#define RB_QUIET_MS 5000 /* a query that moved is left alone this long, or rebalance_interval if longer */
+#define RB_QUIET_MS 2500 /* a query that moved is left alone this long (its new deployment gets measured), or
+                            rebalance_interval if longer */
 
 /* Rows delivered, by hash (row_hash), for dropping repeats (dd_filter). */
 struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; };
