@@ -2,7 +2,7 @@
 # Live re-placement (issue 17, section 3): a windowed aggregation runs on 6
 # ares-node processes in 3 domains, each in a CPU cgroup of its own with a
 # hard quota (bench/testbed/lib.sh).  Mid-stream, the quota of the node that
-# runs the most movable tasks is cut to a tenth.  The node reports its new
+# runs the most WINDOW and AGGREGATE tasks is cut to a tenth.  The node reports its new
 # capacity, the coordinator re-plays Nirvana's best responses (every
 # rebalance_interval, here 1 s, and at once on the capacity change) and
 # moves the tasks off it: the stateless ones just move, a stateful one onto
@@ -58,11 +58,18 @@ PIDS="$PIDS $ING"
 # move a few players for them: the placement settles first
 sleep 3
 sqlc -e "EXPLAIN PLACEMENT q;" >place0.csv || fail "EXPLAIN PLACEMENT"
-# the victim: the member (not the coordinator, which holds the pinned source and sink) with the most tasks of q
-victim=$(awk -F, '$3 == "task" && $4 != "c0" { n[$4]++ } END { for (x in n) if (n[x] > best) { best = n[x]; v = x } print v }' place0.csv)
-[ -n "$victim" ] || { cat place0.csv; fail "no task of q off the coordinator"; }
-before=$(awk -F, -v v="$victim" '$3 == "task" && $4 == v' place0.csv | wc -l)
-echo "placed: $victim runs $before tasks of q"
+# The tasks that carry the load: every row passes a WINDOW task, and the
+# AGGREGATE tasks hold the state.  A PROJECT task sees one row per window and
+# key (40 a second here): the game weighs it at its measured load, and a
+# tenth of a node still carries that, so it may stay (docs/nirvana.md).
+# heavy_on NODE FILE: how many of them FILE (EXPLAIN PLACEMENT) puts on NODE
+heavy_on() { awk -F, -v v="$1" '$3 == "task" && $4 == v && $1 ~ /^(WINDOW|AGGREGATE)#/' "$2" | wc -l; }
+# the victim: the member (not the coordinator, which holds the pinned source and sink) with the most of them
+victim=$(awk -F, '$3 == "task" && $4 != "c0" && $1 ~ /^(WINDOW|AGGREGATE)#/ { n[$4]++ }
+                  END { for (x in n) if (n[x] > best) { best = n[x]; v = x } print v }' place0.csv)
+[ -n "$victim" ] || { cat place0.csv; fail "no WINDOW or AGGREGATE task of q off the coordinator"; }
+before=$(heavy_on "$victim" place0.csv)
+echo "placed: $victim runs $before WINDOW and AGGREGATE tasks of q"
 
 # cut the victim's quota to a tenth
 MOVED_RE="rebalance \(.*\): query [0-9]+ \(q\): .* moves $victim -> "
@@ -76,8 +83,8 @@ MOVE_MS=$(grep -E "$MOVED_RE" c0.log | sed -n "$((moved0 + 1))p" | cut -d' ' -f1
 MOVE_MS=$(date -u -d "$MOVE_MS" +%s%3N)
 echo "figure: rebalance_first_move_after_cut_ms $((MOVE_MS - CUT_MS))"
 # within a few rebalance intervals (each move is followed by a quiet time while the new
-# deployment is measured), no task of q is left on the victim
-tasks_on() { sqlc -e "EXPLAIN PLACEMENT q;" >"$2" && awk -F, -v v="$1" '$3 == "task" && $4 == v' "$2" | wc -l; }
+# deployment is measured), none of them is left on the victim
+tasks_on() { sqlc -e "EXPLAIN PLACEMENT q;" >"$2" && heavy_on "$1" "$2"; }
 i=0
 while [ "$(tasks_on "$victim" place1.csv)" -gt 0 ] && [ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done
 OFF_MS=$(now_ms)
@@ -103,8 +110,8 @@ grep -E "rebalance \(.*\): query [0-9]+ \(q\): " c0.log | sed 's/^[^ ]* c0 WARN 
 grep -q -E "moves $victim -> .*: cost [0-9.e+-]+ -> [0-9.e+-]+ \([0-9]+ % lower\), potential" c0.log ||
     fail "the log does not give a move's old and new cost"
 after=$(tasks_on "$victim" place1.csv)
-echo "after: $victim runs $after tasks of q (was $before)"
-[ "$after" -eq 0 ] || { cat place1.csv; fail "$victim still runs $after tasks of q"; }
+echo "after: $victim runs $after WINDOW and AGGREGATE tasks of q (was $before)"
+[ "$after" -eq 0 ] || { cat place1.csv; fail "$victim still runs $after WINDOW or AGGREGATE tasks of q"; }
 grep -q "rebalanced: [1-9][0-9]* moves in [1-9][0-9]* redeployments" place1.csv || { cat place1.csv; fail "EXPLAIN PLACEMENT does not count the moves"; }
 grep -o "caught up [0-9]* ms after it" place1.csv | sed 's/caught up \([0-9]*\) ms after it/figure: rebalance_catchup_ms \1/'
 
@@ -116,4 +123,4 @@ same_rows sub.csv want.csv
 grep -q "ALTER QUERY: " alter.out || { cat alter.out; fail "ALTER QUERY q REBALANCE said nothing"; }
 sed 's/^/alter: /' alter.out
 [ "$(tasks_on "$victim" place2.csv)" -eq 0 ] || { cat place2.csv; fail "a task of q went back to $victim"; }
-echo "ok: $victim cut to a tenth of its CPU; its $before tasks of q moved off it; the output equals sqlite3's ($((want - 1)) rows)"
+echo "ok: $victim cut to a tenth of its CPU; its $before WINDOW and AGGREGATE tasks of q moved off it; the output equals sqlite3's ($((want - 1)) rows)"
