@@ -840,8 +840,8 @@ static void resume_replay(node *n, dep *d)
     xerr err;
     xerr_clear(&err);
     d->rs_on = 0;
-    uint64_t from[2], origin[2] = {0, 0};
-    int nsrc = 0, src_task[2];
+    uint64_t from[ENGINE_MAX_SRC], origin[ENGINE_MAX_SRC] = {0};
+    int nsrc = 0, src_task[ENGINE_MAX_SRC];
     if (engine_ft_resume(n->eng, d->qid, from, src_task, &nsrc, &err)) return;
     struct ftorigin *o = origin_of(n, d->origin);
     for (int k = 0; k < nsrc; k++) {
@@ -860,14 +860,17 @@ static void resume_replay(node *n, dep *d)
     if (d->rs_got < d->rs_expect)
         node_log(n, NET_LOG_WARN, "query %u: %d of %d nodes said where to resume within %d ms; the others get the "
                  "whole log", d->qid, d->rs_got, d->rs_expect, NODE_RESUME_MS);
+    /* the first source slot homed here, for the log line */
+    int k0 = 0;
+    while (k0 < nsrc - 1 && from[k0] == UINT64_MAX) k0++;
     if (engine_replay(n->eng, d->qid, from, nsrc, &rows, &err))
         node_log(n, NET_LOG_ERROR, "query %u: replay for recovery failed: %s", d->qid, err.msg);
     else
         node_log(n, NET_LOG_WARN,
                  "query %u (first deployed as %u): replayed %lld logged rows from offset %lld (query start %llu) in "
                  "%.1f ms, %.1f ms after the redeployment",
-                 d->qid, d->origin, (long long)rows, from[0] == UINT64_MAX ? -1ll : (long long)from[0],
-                 (unsigned long long)origin[0], (double)(clock_mono_ns() - t0) / 1e6,
+                 d->qid, d->origin, (long long)rows, from[k0] == UINT64_MAX ? -1ll : (long long)from[k0],
+                 (unsigned long long)origin[k0], (double)(clock_mono_ns() - t0) / 1e6,
                  (double)(clock_mono_ns() - d->rs_t0) / 1e6);
 }
 
@@ -880,12 +883,12 @@ static int runs_tasks(const dep *d, int ni)
 }
 
 /* A node's RESUME (node index ni of the plan) for d, at a source's home. */
-static void resume_heard(node *n, dep *d, int ni, const uint64_t from[2], int nsrc)
+static void resume_heard(node *n, dep *d, int ni, const uint64_t *from, int nsrc)
 {
     if (!d->rs_on || ni < 0 || ni >= d->nnodes || d->rs_seen[ni] || !runs_tasks(d, ni)) return;
     d->rs_seen[ni] = 1;
     d->rs_got++;
-    for (int k = 0; k < nsrc && k < 2; k++) {
+    for (int k = 0; k < nsrc && k < ENGINE_MAX_SRC; k++) {
         uint64_t at = from[k] & ENGINE_FT_POS_NONE;
         if (from[k] & ENGINE_FT_POS_TIMED) d->rs_time[k] = 1;
         if (at != ENGINE_FT_POS_NONE && at < d->rs_from[k]) d->rs_from[k] = at;
@@ -893,7 +896,16 @@ static void resume_heard(node *n, dep *d, int ni, const uint64_t from[2], int ns
     if (d->rs_got >= d->rs_expect) resume_replay(n, d);
 }
 
-static void replica_acked(node *n, dep *d, int ni, int task, const uint64_t pos[2]);
+static void replica_acked(node *n, dep *d, int ni, int task, const uint64_t *pos, int npos);
+
+/* 1 if source slot k of d is the first of the slots homed on its node
+ * (each home hears a message once). */
+static int first_at_home(const dep *d, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (d->assign[d->src_task[j]] == d->assign[d->src_task[k]]) return 0;
+    return 1;
+}
 
 /* This node's index in d's plan. */
 static int self_index(const dep *d)
@@ -905,19 +917,18 @@ static int self_index(const dep *d)
 
 /* A replica applied a task's state: tell the homes of the query's sources
  * which positions it holds, so that their logs can let go of what is older. */
-static void replica_ack(node *n, dep *d, int task, const uint64_t pos[2])
+static void replica_ack(node *n, dep *d, int task, const uint64_t *pos, int npos)
 {
     wire_msg m = {.type = WIRE_REPLICA_ACK};
     m.u.replica_ack.query_id = d->qid;
     m.u.replica_ack.task = (uint32_t)task;
-    m.u.replica_ack.pos[0] = pos[0];
-    m.u.replica_ack.pos[1] = pos[1];
+    m.u.replica_ack.npos = (uint8_t)npos;
+    memcpy(m.u.replica_ack.pos, pos, (size_t)npos * sizeof *pos);
     for (int k = 0; k < d->nsrc; k++) {
-        int hi = d->assign[d->src_task[k]];
-        if (k == 1 && hi == d->assign[d->src_task[0]]) continue;
-        peer *home = d->nodes[hi];
+        if (!first_at_home(d, k)) continue;
+        peer *home = d->nodes[d->assign[d->src_task[k]]];
         if (!home) {
-            replica_acked(n, d, self_index(d), task, pos);
+            replica_acked(n, d, self_index(d), task, pos, npos);
             continue;
         }
         chan_send_msg(n, home, &m);
@@ -927,26 +938,27 @@ static void replica_ack(node *n, dep *d, int task, const uint64_t pos[2])
 /* At a source's home: replica (node index ni) of `task` holds pos.  The
  * engine hears the smallest position over the task's replicas once each has
  * answered. */
-static void replica_acked(node *n, dep *d, int ni, int task, const uint64_t pos[2])
+static void replica_acked(node *n, dep *d, int ni, int task, const uint64_t *pos, int npos)
 {
-    if (task < 0 || task >= d->ntasks || ni < 0 || !d->R) return;
-    if (!d->racked && !(d->racked = calloc((size_t)d->ntasks * (size_t)d->R * 2, sizeof *d->racked))) return;
+    enum { W = ENGINE_MAX_SRC };
+    if (task < 0 || task >= d->ntasks || ni < 0 || !d->R || npos < 1 || npos > W) return;
+    if (!d->racked && !(d->racked = calloc((size_t)d->ntasks * (size_t)d->R * W, sizeof *d->racked))) return;
     int nr = d->ft.ft == ENGINE_FT_CHECKPOINT ? 1 : d->R, slot = -1;
     for (int r = 0; r < nr; r++)
         if (d->rassign[task * d->R + r] == ni) slot = r;
     if (slot < 0) return;
-    uint64_t *a = &d->racked[((size_t)task * (size_t)d->R + (size_t)slot) * 2];
-    a[0] = pos[0];
-    a[1] = pos[1];
-    uint64_t lo[2] = {UINT64_MAX, UINT64_MAX};
+    uint64_t *a = &d->racked[((size_t)task * (size_t)d->R + (size_t)slot) * W];
+    memcpy(a, pos, (size_t)npos * sizeof *pos);
+    uint64_t lo[W];
+    for (int k = 0; k < npos; k++) lo[k] = UINT64_MAX;
     for (int r = 0; r < nr; r++) {
         if (d->rassign[task * d->R + r] < 0) continue;
-        const uint64_t *b = &d->racked[((size_t)task * (size_t)d->R + (size_t)r) * 2];
-        for (int k = 0; k < 2; k++)
+        const uint64_t *b = &d->racked[((size_t)task * (size_t)d->R + (size_t)r) * W];
+        for (int k = 0; k < npos; k++)
             if (b[k] < lo[k]) lo[k] = b[k];
     }
     xerr err;
-    if (lo[0] != UINT64_MAX) engine_ft_acked(n->eng, d->qid, task, lo, &err);
+    if (lo[0] != UINT64_MAX) engine_ft_acked(n->eng, d->qid, task, lo, npos, &err);
 }
 
 /* After a deployment: a first one records where the sources start here; a
@@ -955,11 +967,11 @@ static void ft_after_deploy(node *n, dep *d)
 {
     xerr err;
     xerr_clear(&err);
-    uint64_t tmp[2];
+    uint64_t tmp[ENGINE_MAX_SRC];
     if (engine_ft_resume(n->eng, d->qid, tmp, d->src_task, &d->nsrc, &err)) d->nsrc = 0;
     if (!d->ft.prev) {
         struct ftorigin *o = origin_of(n, d->qid);
-        uint64_t off[2];
+        uint64_t off[ENGINE_MAX_SRC];
         int nsrc;
         if ((o && o->have == 0) || engine_source_offsets(n->eng, d->qid, off, &nsrc, &err)) return;
         if (!o) {
@@ -970,13 +982,13 @@ static void ft_after_deploy(node *n, dep *d)
         }
         /* a stream's home that copies its log to us said where it started
          * (o->have); the other sources start here */
-        for (int k = 0; k < nsrc && k < 2; k++)
+        for (int k = 0; k < nsrc && k < ENGINE_MAX_SRC; k++)
             if (!(o->have & 1 << k)) o->off[k] = off[k];
         o->nsrc = nsrc;
         return;
     }
     if (d->ft.ft == ENGINE_FT_NONE) return;
-    uint64_t from[2];
+    uint64_t from[ENGINE_MAX_SRC];
     int nsrc = d->nsrc, *src_task = d->src_task;
     if (engine_ft_resume(n->eng, d->qid, from, src_task, &nsrc, &err)) return;
     int me = self_index(d);
@@ -984,7 +996,7 @@ static void ft_after_deploy(node *n, dep *d)
     for (int k = 0; k < nsrc; k++) {
         if (d->nodes[d->assign[src_task[k]]] || d->rs_on) continue;
         d->rs_on = 1;
-        d->rs_from[0] = d->rs_from[1] = UINT64_MAX;
+        for (int j = 0; j < ENGINE_MAX_SRC; j++) d->rs_from[j] = UINT64_MAX;
         d->rs_deadline = clock_wall_ms() + NODE_RESUME_MS;
         d->rs_t0 = clock_mono_ns();
         for (int i = 0; i < d->nnodes; i++) d->rs_expect += runs_tasks(d, i);
@@ -992,7 +1004,7 @@ static void ft_after_deploy(node *n, dep *d)
     if (!runs_tasks(d, me)) return; /* nothing here needs a replay */
     for (int k = 0; k < nsrc; k++) {
         peer *home = d->nodes[d->assign[src_task[k]]];
-        if (k == 1 && d->assign[src_task[1]] == d->assign[src_task[0]]) continue; /* told already */
+        if (!first_at_home(d, k)) continue; /* told already */
         if (!home) {
             resume_heard(n, d, me, from, nsrc);
             continue;
@@ -1000,8 +1012,7 @@ static void ft_after_deploy(node *n, dep *d)
         wire_msg m = {.type = WIRE_RESUME};
         m.u.resume.query_id = d->qid;
         m.u.resume.nsrc = (uint8_t)nsrc;
-        m.u.resume.from[0] = from[0];
-        m.u.resume.from[1] = from[1];
+        memcpy(m.u.resume.from, from, (size_t)(nsrc > 2 ? nsrc : 2) * sizeof *from);
         chan_send_msg(n, home, &m);
     }
 }
@@ -1135,18 +1146,19 @@ static int data_frame(node *n, cs *s, const wire_msg *m)
         rc = engine_remote_watermark(n->eng, qid, CHAN_OP(ch), CHAN_SIDE(ch), CHAN_TASK(ch), m->u.watermark.wm,
                                      m->u.watermark.tag, &err);
     } else if (m->type == WIRE_STATE_DELTA) {
-        uint64_t pos[2];
+        uint64_t pos[ENGINE_MAX_SRC];
+        int npos = 0;
         n->in_state_bytes += m->u.state.data.n;
         uint64_t a0 = clock_mono_ns(); /* the restore rate (report.c) */
         rc = engine_replica_apply(n->eng, m->u.state.task_id, m->u.state.epoch, m->u.state.data.p, m->u.state.data.n,
-                                  pos, &err);
+                                  pos, &npos, &err);
         n->applied_ns += clock_mono_ns() - a0;
-        if (!rc) replica_ack(n, d, (int)m->u.state.chunk, pos);
+        if (!rc) replica_ack(n, d, (int)m->u.state.chunk, pos, npos);
     } else if (m->type == WIRE_REPLICA_ACK) {
         int ni = -1;
         for (int i = 0; i < d->nnodes; i++)
             if (d->nodes[i] && d->nodes[i] == s->peer) ni = i;
-        replica_acked(n, d, ni, (int)m->u.replica_ack.task, m->u.replica_ack.pos);
+        replica_acked(n, d, ni, (int)m->u.replica_ack.task, m->u.replica_ack.pos, m->u.replica_ack.npos);
         rc = 0;
     } else {
         int ni = -1;

@@ -146,13 +146,13 @@ struct dep {
     uint32_t origin;     /* the query's first id */
     int R;               /* replicas per task */
     int *rassign;        /* ntasks x R: index into nodes, -1 = none */
-    int nsrc, src_task[2]; /* the query's sources: their global task indexes */
-    uint64_t *racked;    /* at a source's home: ntasks x R x 2, what each replica acknowledged */
+    int nsrc, src_task[ENGINE_MAX_SRC]; /* the query's source slots: their global task indexes */
+    uint64_t *racked;    /* at a source's home: ntasks x R x ENGINE_MAX_SRC, what each replica acknowledged */
     /* a redeployment, at a source's home: the RESUMEs heard so far */
     int rs_on, rs_expect, rs_got;
     unsigned char *rs_seen; /* per node index */
-    uint64_t rs_from[2];
-    int rs_time[2];      /* some task needs source k from the resume watermark on */
+    uint64_t rs_from[ENGINE_MAX_SRC];
+    int rs_time[ENGINE_MAX_SRC]; /* some task needs source slot k from the resume watermark on */
     int64_t rs_deadline;
     uint64_t rs_t0;
     dep *next;
@@ -221,7 +221,7 @@ struct node {
     coord *co;           /* the coordinator's state, NULL elsewhere */
     /* fault tolerance: where each query first started reading its streams'
      * logs here, by its first id, so that a redeployment replays from there */
-    struct ftorigin { uint32_t origin; int nsrc, have; uint64_t off[2]; struct ftorigin *next; } *origins;
+    struct ftorigin { uint32_t origin; int nsrc, have; uint64_t off[ENGINE_MAX_SRC]; struct ftorigin *next; } *origins;
     lship *lships;       /* streams homed here whose log is copied (shadow.c) */
     shsess *shsess;      /* ingest sessions of streams copied here */
     uint64_t incarnation; /* random per process: the numbering of data frames (channel.c) */

@@ -187,7 +187,7 @@ static int origins_of(node *n, const char *stream, sbuf *out)
 {
     int bad = 0;
     for (dep *d = n->deps; d; d = d->next) {
-        const char *names[2] = {NULL, NULL};
+        const char *names[ENGINE_MAX_SRC] = {NULL};
         int nsrc = 0;
         xerr err;
         struct ftorigin *o;
@@ -434,7 +434,7 @@ static void logship(node *n, cs *s, const wire_msg *m)
     for (size_t at = 0; at + 13 <= m->u.logship.origins.n; at += 13) {
         uint32_t origin = be32_get(o + at);
         int k = o[at + 4];
-        if (k > 1) continue;
+        if (k >= ENGINE_MAX_SRC) continue;
         struct ftorigin *x;
         for (x = n->origins; x && x->origin != origin; x = x->next) {}
         if (!x && (x = calloc(1, sizeof *x))) {

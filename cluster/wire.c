@@ -669,14 +669,18 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
     case WIRE_RESUME:
         wire_put_u64(w, m->u.resume.query_id);
         wire_put_u8(w, m->u.resume.nsrc);
-        wire_put_u64(w, m->u.resume.from[0]);
-        wire_put_u64(w, m->u.resume.from[1]);
+        /* from[0] and from[1] always, then the slots past them */
+        for (int k = 0; k < 2 || (k < m->u.resume.nsrc && k < WIRE_MAX_SRC); k++) wire_put_u64(w, m->u.resume.from[k]);
         break;
     case WIRE_REPLICA_ACK:
         wire_put_u64(w, m->u.replica_ack.query_id);
         wire_put_u32(w, m->u.replica_ack.task);
         wire_put_u64(w, m->u.replica_ack.pos[0]);
         wire_put_u64(w, m->u.replica_ack.pos[1]);
+        if (m->u.replica_ack.npos > 2) { /* then u8 npos and the slots past the first two */
+            wire_put_u8(w, m->u.replica_ack.npos);
+            for (int k = 2; k < m->u.replica_ack.npos && k < WIRE_MAX_SRC; k++) wire_put_u64(w, m->u.replica_ack.pos[k]);
+        }
         break;
     case WIRE_TICK: PUT_S(w, m->u.tick.stream); break;
     case WIRE_INGEST:
@@ -869,15 +873,22 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
     case WIRE_RESUME:
         wire_get_u64(&r, &m->u.resume.query_id);
         wire_get_u8(&r, &m->u.resume.nsrc);
-        wire_get_u64(&r, &m->u.resume.from[0]);
-        wire_get_u64(&r, &m->u.resume.from[1]);
-        if (!r.err && m->u.resume.nsrc > 2) return xerr_set(e, XE_PROTO, "RESUME names %u sources", m->u.resume.nsrc);
+        if (!r.err && m->u.resume.nsrc > WIRE_MAX_SRC)
+            return xerr_set(e, XE_PROTO, "RESUME names %u sources", m->u.resume.nsrc);
+        for (int k = 0; k < 2 || k < m->u.resume.nsrc; k++) wire_get_u64(&r, &m->u.resume.from[k]);
         break;
     case WIRE_REPLICA_ACK:
         wire_get_u64(&r, &m->u.replica_ack.query_id);
         wire_get_u32(&r, &m->u.replica_ack.task);
         wire_get_u64(&r, &m->u.replica_ack.pos[0]);
         wire_get_u64(&r, &m->u.replica_ack.pos[1]);
+        m->u.replica_ack.npos = 2;
+        if (!r.err && r.off < r.len) {
+            wire_get_u8(&r, &m->u.replica_ack.npos);
+            if (!r.err && (m->u.replica_ack.npos <= 2 || m->u.replica_ack.npos > WIRE_MAX_SRC))
+                return xerr_set(e, XE_PROTO, "REPLICA_ACK names %u positions", m->u.replica_ack.npos);
+            for (int k = 2; k < m->u.replica_ack.npos; k++) wire_get_u64(&r, &m->u.replica_ack.pos[k]);
+        }
         break;
     case WIRE_TICK: wire_get_str(&r, &m->u.tick.stream); break;
     case WIRE_INGEST:

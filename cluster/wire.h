@@ -270,6 +270,10 @@ typedef struct wire_membership {
     wire_str entries; /* count encoded wire_members; walk with wire_get_member */
 } wire_membership;
 
+/* RESUME and REPLICA_ACK carry a position per source slot of a query (one
+ * per partition of each stream it reads): at most this many. */
+#define WIRE_MAX_SRC 16
+
 typedef struct wire_msg {
     uint8_t type;
     uint16_t flags;
@@ -311,9 +315,9 @@ typedef struct wire_msg {
         struct { uint64_t query_id; uint32_t channel; int64_t wm; uint64_t tag; } watermark;
         /* from[k]: the first log offset of source k the sender's tasks need
          * (0: the query's start, UINT64_MAX: nothing) */
-        struct { uint64_t query_id; uint8_t nsrc; uint64_t from[2]; } resume;
-        /* task: global task index; pos: its positions per input side */
-        struct { uint64_t query_id; uint32_t task; uint64_t pos[2]; } replica_ack;
+        struct { uint64_t query_id; uint8_t nsrc; uint64_t from[WIRE_MAX_SRC]; } resume;
+        /* task: global task index; pos: its positions per source slot (npos, at least 2) */
+        struct { uint64_t query_id; uint32_t task; uint8_t npos; uint64_t pos[WIRE_MAX_SRC]; } replica_ack;
         struct { wire_str stream; } tick;
         /* format: FMT_CSV, FMT_JSON or WIRE_FMT_STREAM (the stream's own);
          * flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there;

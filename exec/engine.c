@@ -123,7 +123,7 @@ int eng_txn(engine *e, xerr *err)
 
 static int put_u64s(store_txn *t, const char *key, const uint64_t *v, int n, xerr *err)
 {
-    unsigned char buf[16 * 8];
+    unsigned char buf[(8 + ENGINE_MAX_SRC) * 8];
     for (int i = 0; i < n; i++) be64_put(buf + 8 * i, v[i]);
     return store_kv_put(t, STORE_META, key, buf, (size_t)n * 8, err);
 }
@@ -148,13 +148,24 @@ static int put_stream_meta(engine *e, stream_rt *s, xerr *err)
 static int sink_sync(query *q, xerr *err);
 static int apply_retention(engine *e, int si, xerr *err);
 
+/* "query/<id>": the offsets of slots 0 and 1, rows in, out and late, the
+ * sink's committed length, then the offsets of slots 2 and up (partitions) */
+static int meta_extra(const query *q) { return q->nsrc > 2 ? q->nsrc - 2 : 0; }
+
 static int put_query_meta(engine *e, query *q, xerr *err)
 {
     char key[64];
     snprintf(key, sizeof key, "query/%u", q->id);
-    uint64_t v[6] = {q->offset[0], q->offset[1], (uint64_t)q->rows_in, (uint64_t)q->rows_out, (uint64_t)q->late,
-                     q->sink ? (uint64_t)q->sink->committed : 0};
-    return put_u64s(e->txn, key, v, 6, err);
+    uint64_t v[6 + ENGINE_MAX_SRC] = {q->offset[0], q->offset[1], (uint64_t)q->rows_in, (uint64_t)q->rows_out,
+                                      (uint64_t)q->late, q->sink ? (uint64_t)q->sink->committed : 0};
+    for (int k = 2; k < q->nsrc; k++) v[4 + k] = q->offset[k];
+    return put_u64s(e->txn, key, v, 6 + meta_extra(q), err);
+}
+
+void eng_partition_name(const char *name, int p, char *out, size_t cap)
+{
+    if (p) snprintf(out, cap, "%s#%d", name, p);
+    else snprintf(out, cap, "%s", name);
 }
 
 /* The number of catalog entries, kept in meta: LMDB has no page checksums,
@@ -575,10 +586,16 @@ static void finish_ended_push(engine *e)
     }
 }
 
+static int stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS]);
+
 static int end_stream(engine *e, int si, xerr *err)
 {
     int rc;
     if ((rc = eng_txn(e, err))) return rc;
+    /* a partitioned stream's end ends every partition (each ends alone too) */
+    int ix[PLAN_MAX_PARTITIONS], np = stream_parts(e, si, ix);
+    for (int p = 1; p < np; p++)
+        if ((rc = end_stream(e, ix[p], err))) return rc;
     if (e->streams[si]->guard) {
         e->streams[si]->end_pending = 1; /* the queries see the end with the last record */
         return 0;
@@ -1063,10 +1080,51 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
     return 0;
 }
 
+/* A stream and, WITH (partitions = P), its partitions 1 .. P-1: streams of
+ * their own ("name#p"), each with its log, watermark and counters, that a
+ * query over the stream reads with a source task each. */
+static int streams_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
+{
+    int before = e->nstreams, rc = stream_add(e, st, sql, err);
+    int np = rc ? 0 : e->streams[before]->ps->partitions;
+    for (int p = 1; !rc && p < np; p++) {
+        if ((rc = stream_add(e, st, sql, err))) break;
+        plan_stream *ps = e->streams[e->nstreams - 1]->ps;
+        char name[300];
+        eng_partition_name(st->name, p, name, sizeof name);
+        char *nm = strdup(name);
+        if (!nm) {
+            rc = xerr_set(err, XE_NOMEM, "out of memory");
+            break;
+        }
+        free(ps->name);
+        ps->name = nm;
+        ps->partitions = 1;
+    }
+    if (rc)
+        while (e->nstreams > before) stream_free(e->streams[--e->nstreams]);
+    return rc;
+}
+
+/* The partitions of stream si (itself first): their indexes into ix, the count returned. */
+static int stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS])
+{
+    int np = e->streams[si]->ps->partitions, n = 0;
+    ix[n++] = si;
+    for (int p = 1; p < np; p++) {
+        char name[300];
+        eng_partition_name(e->streams[si]->ps->name, p, name, sizeof name);
+        int x = eng_stream_index(e, name);
+        if (x >= 0) ix[n++] = x;
+    }
+    return n;
+}
+
 /* home: a cluster's choice of the node that keeps the log (cluster/coord.c);
- * an embedded engine is its own home and ignores it */
+ * an embedded engine is its own home and ignores it; partitions: see
+ * streams_add */
 static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
-                                             "delimiter", "null_string", "home", NULL};
+                                             "delimiter", "null_string", "home", "partitions", NULL};
 static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
                                             "checkpoint_interval", NULL};
 
@@ -1126,8 +1184,13 @@ static int create_stream(engine *e, const ast_stmt *st, const exec_out *out, xer
     if (o && (fmt_kind_parse(o->value, &k) || (k != FMT_CSV && k != FMT_JSON)))
         return xerr_at(err, XE_INVAL, o->line, o->col, "format '%s' is not an input format (csv or json)", o->value);
     if ((rc = check_input_options(st->with, k, err))) return rc;
-    if ((rc = stream_add(e, st, st->text ? st->text : "", err))) return rc;
-    stream_rt *s = e->streams[e->nstreams - 1];
+    const ast_option *po = ast_option_get(st->with, "partitions");
+    if (po && strcmp(po->value, "1") && ast_option_get(st->with, "source"))
+        return xerr_at(err, XE_INVAL, po->line, po->col,
+                       "a stream read from a source has one partition (its home reads the source)");
+    int first = e->nstreams;
+    if ((rc = streams_add(e, st, st->text ? st->text : "", err))) return rc;
+    stream_rt *s = e->streams[first];
     if (live && (rc = io_source_start(e, s->ps->name, s->source, err))) {
         const ast_option *so = ast_option_get(st->with, "source");
         err->line = so->line;
@@ -1138,15 +1201,16 @@ static int create_stream(engine *e, const ast_stmt *st, const exec_out *out, xer
     }
     char key[300];
     snprintf(key, sizeof key, "stream/%s", st->name);
-    if ((rc = eng_txn(e, err)) || (rc = store_log_create(e->txn, st->name, err)) ||
-        (rc = store_kv_put(e->txn, STORE_CATALOG, key, s->sql, strlen(s->sql), err)) ||
+    rc = eng_txn(e, err);
+    for (int i = first; !rc && i < e->nstreams; i++) rc = store_log_create(e->txn, e->streams[i]->ps->name, err);
+    if (rc || (rc = store_kv_put(e->txn, STORE_CATALOG, key, s->sql, strlen(s->sql), err)) ||
         (rc = engine_commit(e, err))) {
         if (live) io_source_stop(e, s->ps->name);
-        e->nstreams--;
-        stream_free(s);
+        while (e->nstreams > first) stream_free(e->streams[--e->nstreams]);
         return rc;
     }
     if (live) notice(out, "CREATE STREAM (listening on %s)", s->source);
+    else if (e->nstreams - first > 1) notice(out, "CREATE STREAM (%d partitions)", e->nstreams - first);
     else notice(out, "CREATE STREAM");
     return 0;
 }
@@ -1365,6 +1429,26 @@ static int drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     return 0;
 }
 
+/* Forget stream si: its log, its records, its place in the queries' slots. */
+static int drop_one(engine *e, int si, xerr *err)
+{
+    const char *name = e->streams[si]->ps->name;
+    char key[300];
+    snprintf(key, sizeof key, "stream/%s", name);
+    int rc;
+    if ((rc = eng_txn(e, err)) || (rc = store_log_drop(e->txn, name, err)) ||
+        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, key, err)))
+        return rc;
+    io_source_stop(e, name);
+    stream_free(e->streams[si]);
+    memmove(&e->streams[si], &e->streams[si + 1], (size_t)(e->nstreams - si - 1) * sizeof *e->streams);
+    e->nstreams--;
+    for (int i = 0; i < e->nqueries; i++)
+        for (int k = 0; k < e->queries[i]->nsrc; k++)
+            if (e->queries[i]->src_stream[k] > si) e->queries[i]->src_stream[k]--;
+    return 0;
+}
+
 static int drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     int si = eng_stream_index(e, st->name), rc;
@@ -1375,26 +1459,25 @@ static int drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr 
         }
         return xerr_at(err, XE_NOTFOUND, st->line, st->col, "stream '%s' does not exist", st->name);
     }
+    const char *hash = strchr(st->name, '#');
+    if (hash)
+        return xerr_at(err, XE_PLAN, st->line, st->col, "'%s' is a partition of stream '%.*s'; drop that stream",
+                       st->name, (int)(hash - st->name), st->name);
+    int ix[PLAN_MAX_PARTITIONS], np = stream_parts(e, si, ix);
     for (int i = 0; i < e->nqueries; i++)
         for (int k = 0; k < e->queries[i]->nsrc; k++)
-            if (e->queries[i]->src_stream[k] == si) {
-                if (e->queries[i]->transient) { e->queries[i]->finished = 1; continue; }
-                return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' reads stream '%s'; drop the query first",
-                               e->queries[i]->name, st->name);
-            }
+            for (int p = 0; p < np; p++)
+                if (e->queries[i]->src_stream[k] == ix[p]) {
+                    if (e->queries[i]->transient) { e->queries[i]->finished = 1; continue; }
+                    return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' reads stream '%s'; drop the query first",
+                                   e->queries[i]->name, st->name);
+                }
     finish_ended_push(e);
-    char key[300];
-    snprintf(key, sizeof key, "stream/%s", st->name);
-    if ((rc = eng_txn(e, err)) || (rc = store_log_drop(e->txn, st->name, err)) ||
-        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, key, err)))
-        return rc;
-    io_source_stop(e, e->streams[si]->ps->name);
-    stream_free(e->streams[si]);
-    memmove(&e->streams[si], &e->streams[si + 1], (size_t)(e->nstreams - si - 1) * sizeof *e->streams);
-    e->nstreams--;
-    for (int i = 0; i < e->nqueries; i++)
-        for (int k = 0; k < e->queries[i]->nsrc; k++)
-            if (e->queries[i]->src_stream[k] > si) e->queries[i]->src_stream[k]--;
+    /* the partitions by name: each drop moves the indexes after it */
+    char names[PLAN_MAX_PARTITIONS][300];
+    for (int p = 0; p < np; p++) snprintf(names[p], sizeof names[p], "%s", e->streams[ix[p]]->ps->name);
+    for (int p = np - 1; p >= 0; p--)
+        if ((rc = drop_one(e, eng_stream_index(e, names[p]), err))) return rc;
     if ((rc = engine_commit(e, err))) return rc;
     notice(out, "DROP STREAM");
     return 0;
@@ -1978,10 +2061,9 @@ static int keep_counts(query *q, xerr *err)
 {
     char key[32];
     snprintf(key, sizeof key, "qcount/%u", q->id);
-    uint64_t v[5] = {(uint64_t)q->rows_in, (uint64_t)q->rows_out, (uint64_t)q->late,
-                     q->offset[0] > q->counted[0] ? q->offset[0] : q->counted[0],
-                     q->offset[1] > q->counted[1] ? q->offset[1] : q->counted[1]};
-    return put_u64s(q->eng->txn, key, v, 5, err);
+    uint64_t v[3 + ENGINE_MAX_SRC] = {(uint64_t)q->rows_in, (uint64_t)q->rows_out, (uint64_t)q->late};
+    for (int k = 0; k < 2 + meta_extra(q); k++) v[3 + k] = q->offset[k] > q->counted[k] ? q->offset[k] : q->counted[k];
+    return put_u64s(q->eng->txn, key, v, 5 + meta_extra(q), err);
 }
 
 static int take_counts(query *q, xerr *err)
@@ -1989,18 +2071,17 @@ static int take_counts(query *q, xerr *err)
     if (!q->ft.prev) return 0;
     char key[32];
     snprintf(key, sizeof key, "qcount/%u", q->ft.prev);
-    uint64_t v[5];
+    uint64_t v[3 + ENGINE_MAX_SRC];
     sbuf tmp;
     sbuf_init(&tmp);
-    int rc = get_u64s(q->eng->txn, key, v, 5, &tmp, err);
+    int rc = get_u64s(q->eng->txn, key, v, 5 + meta_extra(q), &tmp, err);
     sbuf_fini(&tmp);
     if (rc == XE_NOTFOUND) return 0; /* it ran nothing here that counts, or this node is new to it */
     if (rc) return rc;
     q->rows_in = (int64_t)v[0];
     q->rows_out = (int64_t)v[1];
     q->late = (int64_t)v[2];
-    q->counted[0] = v[3];
-    q->counted[1] = v[4];
+    for (int k = 0; k < 2 + meta_extra(q); k++) q->counted[k] = v[3 + k];
     return store_kv_del(q->eng->txn, STORE_META, key, err);
 }
 
@@ -2255,22 +2336,25 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
     const char *sql = text.p ? text.p : "";
     if (c->kind == 0) {
         if ((c->rc = parse_stored(sql, n, &st, c->err))) goto out;
-        if ((c->rc = stream_add(e, st, sql, c->err))) goto out;
-        stream_rt *s = e->streams[e->nstreams - 1];
-        uint64_t m[5];
-        char mk[300];
-        snprintf(mk, sizeof mk, "stream/%s", s->ps->name);
-        sbuf tmp;
-        sbuf_init(&tmp);
-        int rc = get_u64s(e->txn, mk, m, 5, &tmp, c->err);
-        sbuf_fini(&tmp);
-        if (rc == 0) {
-            s->max_ts = (int64_t)m[0];
-            s->rows_total = m[1];
-            s->rejected = (int64_t)m[2];
-            s->src_pos = m[3];
-            s->log_bytes = m[4];
-        } else if (rc != XE_NOTFOUND) c->rc = rc;
+        int first = e->nstreams;
+        if ((c->rc = streams_add(e, st, sql, c->err))) goto out;
+        for (int i = first; i < e->nstreams && !c->rc; i++) {
+            stream_rt *s = e->streams[i];
+            uint64_t m[5];
+            char mk[300];
+            snprintf(mk, sizeof mk, "stream/%s", s->ps->name);
+            sbuf tmp;
+            sbuf_init(&tmp);
+            int rc = get_u64s(e->txn, mk, m, 5, &tmp, c->err);
+            sbuf_fini(&tmp);
+            if (rc == 0) {
+                s->max_ts = (int64_t)m[0];
+                s->rows_total = m[1];
+                s->rejected = (int64_t)m[2];
+                s->src_pos = m[3];
+                s->log_bytes = m[4];
+            } else if (rc != XE_NOTFOUND) c->rc = rc;
+        }
     } else if (c->kind == 1) {
         char *sp = strchr(sql, ' ');
         if (!sp) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is malformed", key); goto out; }
@@ -2279,16 +2363,17 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
         if (st->kind != ST_CREATE_QUERY) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is not a query", key); goto out; }
         query *q;
         if ((c->rc = query_new(e, st->select, st->with, st->name, sp + 1, id, &q, c->err))) goto out;
-        uint64_t m[6];
+        uint64_t m[6 + ENGINE_MAX_SRC];
         char mk[64];
         snprintf(mk, sizeof mk, "query/%u", id);
         sbuf tmp;
         sbuf_init(&tmp);
-        int rc = get_u64s(e->txn, mk, m, 6, &tmp, c->err);
+        int rc = get_u64s(e->txn, mk, m, 6 + meta_extra(q), &tmp, c->err);
         sbuf_fini(&tmp);
         if (rc == 0) {
             q->offset[0] = m[0];
             q->offset[1] = m[1];
+            for (int k = 2; k < q->nsrc; k++) q->offset[k] = m[4 + k];
             q->rows_in = (int64_t)m[2];
             q->rows_out = (int64_t)m[3];
             q->late = (int64_t)m[4];

@@ -184,8 +184,13 @@ int engine_log_export(engine *e, const char *stream, uint64_t from, size_t max, 
 int engine_log_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err);
 int engine_log_needed(engine *e, const char *stream, uint64_t *from, uint64_t *end, xerr *err);
 int engine_stream_source(engine *e, const char *stream, const char *uri, xerr *err);
-/* The streams a deployed query reads, per source (plan order). */
-int engine_source_streams(engine *e, uint32_t qid, const char *names[2], int *nsrc, xerr *err);
+/* A query reads at most this many source slots: one per task of each of
+ * its sources (a stream of P partitions has P source tasks, each reading
+ * one partition's log: docs/architecture.md, "Partitions"). */
+#define ENGINE_MAX_SRC 16
+
+/* The streams a deployed query reads, per source slot (plan order). */
+int engine_source_streams(engine *e, uint32_t qid, const char *names[ENGINE_MAX_SRC], int *nsrc, xerr *err);
 
 /* Run file sources (WITH (source = 'file:///...')) until each has reached
  * its end; returns the number of rows read.  Idempotent after the end. */
@@ -292,9 +297,10 @@ int engine_deployed_sink_rows(engine *e, uint32_t qid, const batch *b, xerr *err
  * local source tasks with the watermarks it had, then the input that waited
  * meanwhile.  Tasks skip records their state already includes, so every row
  * counts once.  Sources that do not run here are skipped. */
-int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err);
-/* src_task[k]: the global task index of source k (where its home runs it). */
-int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2], int *nsrc, xerr *err);
+int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int *nsrc, xerr *err);
+/* src_task[k]: the global task index of source slot k (where its home runs it). */
+int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int src_task[ENGINE_MAX_SRC], int *nsrc,
+                     xerr *err);
 /* How engine_ft_resume answers per source: the low 63 bits are the smallest
  * position a local task needs (ENGINE_FT_POS_NONE: none), and ENGINE_FT_POS_TIMED
  * is set when a windowed aggregate task that restarted empty needs the
@@ -304,17 +310,19 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2],
 #define ENGINE_FT_POS_TIMED (1ull << 63)
 #define ENGINE_FT_POS_NONE (ENGINE_FT_POS_TIMED - 1)
 int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr *err);
-int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err);
+int engine_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err);
 /* A replica: apply the state changes of task tid sent by its primary
  * (engine_remote.state), to be taken over if the primary is lost. */
-int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[2], xerr *err);
+/* pos: the task's positions per source slot (*npos of them, at least 2). */
+int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[ENGINE_MAX_SRC],
+                         int *npos, xerr *err);
 /* At a source's home: every replica of the stateful task `task` (global
  * index) of deployed query qid holds its state at positions pos (per input
  * side, as engine_replica_apply returned them).  Log records below the
  * smallest such position over all the query's stateful tasks are no longer
  * needed by any recovery, and retention may trim them; until every task has
  * been acknowledged the log is kept whole. */
-int engine_ft_acked(engine *e, uint32_t qid, int task, const uint64_t pos[2], xerr *err);
+int engine_ft_acked(engine *e, uint32_t qid, int task, const uint64_t *pos, int npos, xerr *err);
 
 /* Records of the engine's host, kept in this engine's LMDB catalog under
  * "host/<key>" (the engine itself never reads them).  The cluster

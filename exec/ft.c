@@ -33,8 +33,14 @@
 
 #include "exec/internal.h"
 
+/* A delta's header: version 2 (a query of at most 2 source slots): version,
+ * flags, inc[2], closed, u32 bytes of emitted rows (then the rows, then the
+ * changes); version 3 (more slots, partitions): version, flags, u8 n,
+ * inc[n], closed, u32 bytes of emitted rows. */
 #define DELTA_VERSION 2
-#define DELTA_HDR 30 /* version, flags, inc[2], closed, u32 bytes of emitted rows (then the rows, then the changes) */
+#define DELTA_VERSION_N 3
+#define DELTA_HDR 30
+#define DELTA_HDR_MAX (3 + 8 * ENGINE_MAX_SRC + 12)
 #define KEEP_OUT 16  /* epochs of emitted rows kept for a takeover */
 #define OUT_MS 20000 /* ... and only those of the last 20 s are emitted again (the sink remembers 30 s) */
 #define DELTA_FULL 1
@@ -67,6 +73,18 @@ static query *find_id(const engine *e, uint32_t qid)
 
 static int stateful(const opinst *o) { return o->agg || o->join; }
 
+/* Task k of o takes records of slot j (a tracked side covers it; with
+ * partitions over a forward edge, task k takes partition k alone). */
+static int covers(const opinst *o, int k, int j)
+{
+    for (int s = 0; s < o->op->ninputs && s < 2; s++) {
+        if (o->tsrc[s] < 0 || j < o->tsrc[s] || j >= o->tsrc[s] + o->nsl[s]) continue;
+        if (o->nsl[s] > 1 && o->op->in_edge[s] == EDGE_FORWARD && o->nup[s] == o->ntasks) return j - o->tsrc[s] == k;
+        return 1;
+    }
+    return 0;
+}
+
 /* Every stateful op reads its sources directly (no aggregate over a join):
  * positions then say exactly what each state includes. */
 static int trackable(const query *q)
@@ -86,17 +104,17 @@ int ft_save_inc(query *q, store_txn *t, xerr *err)
     for (int i = 0; i < q->dag->nops; i++) {
         opinst *o = &q->ops[i];
         if (!o->inc) continue;
+        size_t w = (size_t)o->incw;
         for (int k = 0; k < o->ntasks; k++) {
-            if (!task_local(q, o, k) || !memcmp(&o->inc[k * 2], &o->inc_saved[k * 2], 2 * sizeof *o->inc)) continue;
+            uint64_t *inc = &o->inc[k * w], *saved = &o->inc_saved[k * w];
+            if (!task_local(q, o, k) || !memcmp(inc, saved, w * sizeof *inc)) continue;
             char key[32];
-            unsigned char v[16];
+            unsigned char v[8 * ENGINE_MAX_SRC];
             snprintf(key, sizeof key, "inc/%u", query_task_id(q, i, k));
-            be64_put(v, o->inc[k * 2]);
-            be64_put(v + 8, o->inc[k * 2 + 1]);
-            int rc = store_kv_put(t, STORE_META, key, v, sizeof v, err);
+            for (size_t j = 0; j < w; j++) be64_put(v + 8 * j, inc[j]);
+            int rc = store_kv_put(t, STORE_META, key, v, 8 * w, err);
             if (rc) return rc;
-            o->inc_saved[k * 2] = o->inc[k * 2];
-            o->inc_saved[k * 2 + 1] = o->inc[k * 2 + 1];
+            memcpy(saved, inc, w * sizeof *inc);
         }
     }
     return 0;
@@ -122,14 +140,14 @@ int ft_load_inc(query *q, store_txn *t, xerr *err)
         opinst *o = &q->ops[i];
         for (int k = 0; o->inc && k < o->ntasks && !rc; k++) {
             if (!task_local(q, o, k)) continue;
-            rc = get_meta(t, "inc/%u", query_task_id(q, i, k), &v, 16, err);
+            rc = get_meta(t, "inc/%u", query_task_id(q, i, k), &v, 8 * (size_t)o->incw, err);
             if (rc == XE_NOTFOUND) {
                 rc = 0;
                 continue;
             }
             if (rc) break;
-            o->inc[k * 2] = o->inc_saved[k * 2] = be64_get((unsigned char *)v.p);
-            o->inc[k * 2 + 1] = o->inc_saved[k * 2 + 1] = be64_get((unsigned char *)v.p + 8);
+            for (int j = 0; j < o->incw; j++)
+                o->inc[k * o->incw + j] = o->inc_saved[k * o->incw + j] = be64_get((unsigned char *)v.p + 8 * j);
         }
     }
     sbuf_fini(&v);
@@ -153,17 +171,19 @@ static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, cons
         sbuf_fini(&v);
         if (rc && rc != XE_NOTFOUND) return rc;
     }
-    unsigned char h[12 + DELTA_HDR];
+    unsigned char h[12 + DELTA_HDR_MAX], *x = h + 14;
+    const uint64_t *inc = &o->inc[k * o->incw];
+    h[12] = o->incw > 2 ? DELTA_VERSION_N : DELTA_VERSION;
+    h[13] = (unsigned char)flags;
+    if (o->incw > 2) *x++ = (unsigned char)o->incw;
+    for (int j = 0; j < o->incw; j++, x += 8) be64_put(x, inc[j]);
+    be64_put(x, (uint64_t)closed);
+    be32_put(x + 8, (uint32_t)no);
+    size_t hl = (size_t)(x + 12 - h);
     be32_put(h, tid);
     be32_put(h + 4, (uint32_t)(o->task_base + k));
-    be32_put(h + 8, (uint32_t)(DELTA_HDR + no + n));
-    h[12] = DELTA_VERSION;
-    h[13] = (unsigned char)flags;
-    be64_put(h + 14, o->inc[k * 2]);
-    be64_put(h + 22, o->inc[k * 2 + 1]);
-    be64_put(h + 30, (uint64_t)closed);
-    be32_put(h + 38, (uint32_t)no);
-    if (sbuf_add(&q->deltas, h, sizeof h) || (no && sbuf_add(&q->deltas, out->p, no)) || sbuf_add(&q->deltas, rec, n))
+    be32_put(h + 8, (uint32_t)(hl - 12 + no + n));
+    if (sbuf_add(&q->deltas, h, hl) || (no && sbuf_add(&q->deltas, out->p, no)) || sbuf_add(&q->deltas, rec, n))
         return xerr_set(err, XE_NOMEM, "out of memory");
     return 0;
 }
@@ -205,7 +225,8 @@ int ft_collect(query *q, store_txn *t, xerr *err)
                 }
                 continue;
             }
-            if (!rec.len && !o->emitted[k].len && !memcmp(&o->inc[k * 2], &o->inc_saved[k * 2], 2 * sizeof *o->inc))
+            if (!rec.len && !o->emitted[k].len &&
+                !memcmp(&o->inc[k * o->incw], &o->inc_saved[k * o->incw], (size_t)o->incw * sizeof *o->inc))
                 continue;
             rc = queue_delta(q, o, k, t, 0, &o->emitted[k], rec.p, rec.len, err);
         }
@@ -388,30 +409,36 @@ int ft_reemit(query *q, xerr *err)
 
 /* ------------------------------------------------------------------ the replica's side */
 
-int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[2], xerr *err)
+int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[ENGINE_MAX_SRC],
+                         int *npos, xerr *err)
 {
     const unsigned char *b = p;
-    if (n < DELTA_HDR || b[0] != DELTA_VERSION)
+    int w = n >= 3 && b[0] == DELTA_VERSION_N ? b[2] : 2;
+    size_t hl = b[0] == DELTA_VERSION_N ? 3 + 8 * (size_t)w + 12 : DELTA_HDR;
+    if (n < 3 || (b[0] != DELTA_VERSION && b[0] != DELTA_VERSION_N) || w < 2 || w > ENGINE_MAX_SRC || n < hl)
         return xerr_set(err, XE_PROTO, "state change for task %u: bad header (%zu bytes, version %u)", tid, n,
                         n ? b[0] : 0);
-    size_t no = be32_get(b + 26);
-    if (no > n - DELTA_HDR) return xerr_set(err, XE_PROTO, "state change for task %u: %zu bytes of rows in %zu", tid, no, n);
+    const unsigned char *inc = b + hl - 12 - 8 * (size_t)w; /* then closed, then the rows' length */
+    size_t no = be32_get(b + hl - 4);
+    if (no > n - hl) return xerr_set(err, XE_PROTO, "state change for task %u: %zu bytes of rows in %zu", tid, no, n);
     int rc = eng_txn(e, err);
     if (rc) return rc;
-    if ((rc = store_state_apply(e->txn, STORE_REPLICA, b + DELTA_HDR + no, n - DELTA_HDR - no, err))) return rc;
+    if ((rc = store_state_apply(e->txn, STORE_REPLICA, b + hl + no, n - hl - no, err))) return rc;
     /* a whole snapshot comes with all the rows kept lately: they replace the older ones */
     if ((b[1] & DELTA_FULL) && (rc = ft_drop_out(e->txn, "rout/%u/", tid, 0, err))) return rc;
-    if (no && ((rc = put_out(e->txn, "rout/%u/", tid, epoch, b + DELTA_HDR, no, err)) ||
+    if (no && ((rc = put_out(e->txn, "rout/%u/", tid, epoch, b + hl, no, err)) ||
                (rc = ft_drop_out(e->txn, "rout/%u/", tid, KEEP_OUT, err))))
         return rc;
-    pos[0] = be64_get(b + 2);
-    pos[1] = be64_get(b + 10);
+    for (int j = 0; j < w; j++) pos[j] = be64_get(inc + 8 * j);
+    *npos = w;
+    /* "rft/<task>": inc[w], closed, the epoch */
     char key[32];
-    unsigned char v[32];
-    memcpy(v, b + 2, 24);
-    be64_put(v + 24, epoch);
+    unsigned char v[8 * ENGINE_MAX_SRC + 16];
+    size_t vl = 8 * (size_t)w + 8;
+    memcpy(v, inc, vl);
+    be64_put(v + vl, epoch);
     snprintf(key, sizeof key, "rft/%u", tid);
-    if ((rc = store_kv_put(e->txn, STORE_META, key, v, sizeof v, err))) return rc;
+    if ((rc = store_kv_put(e->txn, STORE_META, key, v, vl + 8, err))) return rc;
     return eng_maybe_commit(e, err);
 }
 
@@ -472,11 +499,12 @@ static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int 
     uint32_t tid = query_task_id(q, o->op->id, k);
     sbuf v;
     sbuf_init(&v);
-    int rc = get_meta(t, "inc/%u", old, &v, 16, err);
+    size_t iw = 8 * (size_t)o->incw;
+    int rc = get_meta(t, "inc/%u", old, &v, iw, err);
     if (!rc) {
         /* a survivor: its own state, as of its last commit */
         if (!(rc = store_state_copy(t, STORE_STATE, old, STORE_STATE, tid, err)) &&
-            !(rc = put_meta(t, "inc/%u", tid, v.p, 16, err)) && o->agg) {
+            !(rc = put_meta(t, "inc/%u", tid, v.p, iw, err)) && o->agg) {
             rc = get_meta(t, "closed/%u", old, &v, 8, err);
             if (!rc) rc = put_meta(t, "closed/%u", tid, v.p, 8, err);
             else if (rc == XE_NOTFOUND) rc = 0;
@@ -484,13 +512,13 @@ static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int 
         if (!rc) rc = collect_out(q, o, k, t, "out/%u/", old, err);
         if (!rc) (*own)++;
     } else if (rc == XE_NOTFOUND && (q->ft.ft == ENGINE_FT_REPLICA || q->ft.ft == ENGINE_FT_CHECKPOINT)) {
-        rc = get_meta(t, "rft/%u", old, &v, 32, err);
+        rc = get_meta(t, "rft/%u", old, &v, iw + 16, err);
         if (!rc) {
             /* a promotion: the replica held here becomes the state */
             const unsigned char *r = (const unsigned char *)v.p;
             if (!(rc = store_state_copy(t, STORE_REPLICA, old, STORE_STATE, tid, err)) &&
-                !(rc = put_meta(t, "inc/%u", tid, r, 16, err)) && o->agg && (int64_t)be64_get(r + 16) != WM_MIN)
-                rc = put_meta(t, "closed/%u", tid, r + 16, 8, err);
+                !(rc = put_meta(t, "inc/%u", tid, r, iw, err)) && o->agg && (int64_t)be64_get(r + iw) != WM_MIN)
+                rc = put_meta(t, "closed/%u", tid, r + iw, 8, err);
             if (!rc) rc = collect_out(q, o, k, t, "rout/%u/", old, err);
             if (!rc) (*promoted)++;
         }
@@ -554,16 +582,16 @@ int ft_restore(query *q, store_txn *t, xerr *err)
     return rc;
 }
 
-int engine_ft_acked(engine *e, uint32_t qid, int task, const uint64_t pos[2], xerr *err)
+int engine_ft_acked(engine *e, uint32_t qid, int task, const uint64_t *pos, int npos, xerr *err)
 {
     query *q = find_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
     for (int i = 0; i < q->dag->nops; i++) {
         opinst *o = &q->ops[i];
         if (!o->acked || task < o->task_base || task >= o->task_base + o->ntasks) continue;
-        int k = task - o->task_base;
-        for (int s = 0; s < 2; s++)
-            if (pos[s] > o->acked[k * 2 + s]) o->acked[k * 2 + s] = pos[s];
+        uint64_t *a = &o->acked[(task - o->task_base) * o->incw];
+        for (int j = 0; j < o->incw && j < npos; j++)
+            if (pos[j] > a[j]) a[j] = pos[j];
         return 0;
     }
     return xerr_set(err, XE_INVAL, "query %u has no stateful task %d", qid, task);
@@ -575,46 +603,44 @@ uint64_t ft_keep_from(const query *q, int src)
     uint64_t keep = UINT64_MAX;
     for (int i = 0; i < q->dag->nops; i++) {
         const opinst *o = &q->ops[i];
-        for (int s = 0; o->acked && s < o->op->ninputs; s++) {
-            if (o->tsrc[s] != src) continue;
-            for (int k = 0; k < o->ntasks; k++)
-                if (o->acked[k * 2 + s] < keep) keep = o->acked[k * 2 + s];
-        }
+        for (int k = 0; o->acked && k < o->ntasks; k++)
+            if (covers(o, k, src) && o->acked[k * o->incw + src] < keep) keep = o->acked[k * o->incw + src];
     }
     return keep == UINT64_MAX ? 0 : keep;
 }
 
-int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[2], int *nsrc, xerr *err)
+int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int *nsrc, xerr *err)
 {
     query *q = find_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
-    for (int k = 0; k < 2; k++) from[k] = k < q->nsrc ? q->offset[k] : 0;
+    for (int k = 0; k < ENGINE_MAX_SRC; k++) from[k] = k < q->nsrc ? q->offset[k] : 0;
     *nsrc = q->nsrc;
     return 0;
 }
 
-int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[2], int src_task[2], int *nsrc, xerr *err)
+int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int src_task[ENGINE_MAX_SRC], int *nsrc,
+                     xerr *err)
 {
     query *q = find_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
-    from[0] = from[1] = ENGINE_FT_POS_NONE;
+    uint64_t timed[ENGINE_MAX_SRC] = {0};
+    for (int k = 0; k < ENGINE_MAX_SRC; k++) {
+        from[k] = ENGINE_FT_POS_NONE;
+        src_task[k] = k < q->nsrc ? q->ops[q->src_op[k]].task_base + q->src_task[k] : 0;
+    }
     *nsrc = q->nsrc;
-    for (int k = 0; k < 2; k++) src_task[k] = k < q->nsrc ? q->ops[q->src_op[k]].task_base : 0;
     if (q->ft.ft == ENGINE_FT_NONE) return 0;
-    uint64_t timed[2] = {0, 0};
     for (int i = 0; i < q->dag->nops; i++) {
         const opinst *o = &q->ops[i];
-        for (int s = 0; o->inc && s < 2; s++) {
-            if (o->tsrc[s] < 0) continue;
+        for (int j = 0; o->inc && j < q->nsrc; j++)
             for (int k = 0; k < o->ntasks; k++) {
-                if (!task_local(q, o, k)) continue;
-                if (o->timed && o->timed[k] && !o->inc[k * 2 + s]) timed[o->tsrc[s]] = ENGINE_FT_POS_TIMED;
-                else if (o->inc[k * 2 + s] < from[o->tsrc[s]]) from[o->tsrc[s]] = o->inc[k * 2 + s];
+                if (!task_local(q, o, k) || !covers(o, k, j)) continue;
+                uint64_t at = o->inc[k * o->incw + j];
+                if (o->timed && o->timed[k] && !at) timed[j] = ENGINE_FT_POS_TIMED;
+                else if (at < from[j]) from[j] = at;
             }
-        }
     }
-    from[0] |= timed[0];
-    from[1] |= timed[1];
+    for (int k = 0; k < q->nsrc; k++) from[k] |= timed[k];
     return 0;
 }
 
@@ -657,7 +683,7 @@ int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr 
     return rc;
 }
 
-int engine_replay(engine *e, uint32_t qid, const uint64_t from[2], int nsrc, int64_t *rows, xerr *err)
+int engine_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err)
 {
     query *q = find_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);

@@ -75,15 +75,23 @@ struct opinst {
     int task_base;          /* global index of this op's task 0 */
     /* Fault tolerance (ft.c): a stateful op whose input side s comes straight
      * from source tsrc[s] (through stateless ops only) knows, per task and
-     * side, inc = the log offset after the last record of that source its
+     * source slot, inc = the log offset after the last record of that source its
      * state includes (0: none yet).  Replayed records at or below it are
-     * skipped, so a restored state counts each row once. */
-    int tsrc[2];            /* source index feeding each side, -1 = not tracked */
-    int csrc;               /* a stateless op on the chain from source csrc (-1: not) */
+     * skipped, so a restored state counts each row once.
+     * With partitions, a source has a task per partition, each its own
+     * slot (query.src_*): inc is then kept per task and slot, and a side
+     * covers the slots tsrc[s] .. tsrc[s] + nsl[s] - 1.  A stateless op
+     * between has as many tasks as its source: its task a carries slot
+     * csrc + a (csrc alone when the source has one task). */
+    int tsrc[2];            /* first source slot feeding each side, -1 = not tracked */
+    int nsl[2];             /* how many slots (the source's tasks) */
+    int csrc;               /* a stateless op on the chain from source slot csrc (-1: not) */
+    int cnsl;               /* ... whose source has this many tasks */
     uint64_t *uptag[2];     /* per upstream task of a tracked side: the tag of its last watermark */
-    uint64_t *inc;          /* ntasks x 2 */
+    int incw;               /* inc's entries per task: the query's slots, at least 2 */
+    uint64_t *inc;          /* ntasks x incw, by slot */
     uint64_t *inc_saved;    /* inc as last written to LMDB */
-    uint64_t *acked;        /* at a source's home: ntasks x 2, the positions all replicas hold (0: unknown) */
+    uint64_t *acked;        /* at a source's home: ntasks x incw, the positions all replicas hold (0: unknown) */
     sbuf *emitted;          /* deployed: per task, the rows it emitted this epoch ([u32 len][batch]...) */
     unsigned char *timed;   /* per task: restarted empty, recomputes from the resume watermark */
     /* What each task costs (engine_task_stats; docs/nirvana.md, "The
@@ -131,10 +139,14 @@ struct query {
     int deployed;           /* placed by a coordinator; not in this engine's catalog */
     plan_dag *dag;
     opinst *ops;            /* dag->nops */
+    /* Source slots: one per task of each SOURCE op (a partitioned stream's
+     * source has a task per partition), in plan order. */
     int nsrc;
-    int src_op[2];          /* op ids of the sources */
-    int src_stream[2];      /* engine stream index of each source */
-    uint64_t offset[2];     /* next log offset to consume, per source */
+    int src_op[ENGINE_MAX_SRC];     /* op id of each slot's source */
+    int src_task[ENGINE_MAX_SRC];   /* its task (the partition) */
+    int src_stream[ENGINE_MAX_SRC]; /* engine stream index of the partition it reads */
+    uint64_t offset[ENGINE_MAX_SRC]; /* next log offset to consume, per slot */
+    int cur_slot;           /* the slot whose record is being pushed (set by every push) */
     exec_out out;           /* push query output */
     int began;
     int finished;
@@ -163,10 +175,10 @@ struct query {
     /* a redeployment goes on with the counts of the one before (kept by its
      * undeploy here): rows_in counts the records of source k whose tag is
      * above counted[k], so that the replay does not count rows twice */
-    uint64_t counted[2];
+    uint64_t counted[ENGINE_MAX_SRC];
     batch scratch;
     /* fault tolerance in a cluster (ft.c) */
-    uint64_t tag[2];        /* per source: log offset + 1 of the record being pushed (0: none) */
+    uint64_t tag[ENGINE_MAX_SRC]; /* per slot: log offset + 1 of the record being pushed (0: none) */
     engine_deploy_opts ft;
     int hold;               /* sources wait for engine_replay */
     int full_next;          /* the next replication is a whole snapshot */
@@ -269,6 +281,9 @@ int io_outlet_rows(io_outlet *o, const batch *b);
 const char *io_outlet_state(const io_outlet *o, size_t *backlog);
 void io_outlet_close(engine *e, io_outlet *o);
 int eng_stream_index(const engine *e, const char *name);
+/* The engine stream that holds partition p of stream `name`: the stream
+ * itself for p = 0, "name#p" for the others (engine.c). */
+void eng_partition_name(const char *name, int p, char *out, size_t cap);
 /* A decoder's options for input to s as its WITH options say (format kind in
  * s->kind): delimiter, null string, the event time a row and a header must
  * have, what a line of the other format is told.  Borrowed from s. */
@@ -288,6 +303,13 @@ int query_push(query *q, int src, const batch *b, uint64_t tag, xerr *err); /* o
 int query_watermark(query *q, int src, int64_t wm, xerr *err);
 int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const void *p, size_t n, xerr *err);
 int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, uint64_t tag, xerr *err);
+/* A tag sent to another node (BATCH, WATERMARK) carries its slot's
+ * partition in the top byte: 0 for a source of one task, so that those are
+ * the plain offset + 1.  Log offsets stay far below 2^56. */
+#define TAG_PART_SHIFT 56
+#define TAG_OFF_MASK ((1ull << TAG_PART_SHIFT) - 1)
+static inline uint64_t tag_wire(int part, uint64_t tag) { return tag ? (uint64_t)part << TAG_PART_SHIFT | tag : 0; }
+
 static inline int task_local(const query *q, const opinst *o, int t) { return !q->own || q->own[o->task_base + t]; }
 int query_flush_state(query *q, store_txn *t, xerr *err); /* epoch: dirty state to LMDB */
 int task_flush(opinst *o, int task, store_txn *t, xerr *err); /* one local stateful task */

@@ -283,13 +283,13 @@ int engine_stream_source(engine *e, const char *stream, const char *uri, xerr *e
     return 0;
 }
 
-int engine_source_streams(engine *e, uint32_t qid, const char *names[2], int *nsrc, xerr *err)
+int engine_source_streams(engine *e, uint32_t qid, const char *names[ENGINE_MAX_SRC], int *nsrc, xerr *err)
 {
     for (int i = 0; i < e->nqueries; i++) {
         const query *q = e->queries[i];
         if (!q->deployed || q->id != qid) continue;
         *nsrc = q->nsrc;
-        for (int k = 0; k < q->nsrc && k < 2; k++) names[k] = e->streams[q->src_stream[k]]->ps->name;
+        for (int k = 0; k < q->nsrc; k++) names[k] = e->streams[q->src_stream[k]]->ps->name;
         return 0;
     }
     return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);

@@ -168,12 +168,19 @@ int query_start(engine *e, query *q, xerr *err)
             }
         }
         if (op->kind == PO_SOURCE) {
-            if (q->nsrc >= 2) return xerr_set(err, XE_PLAN, "too many sources");
-            int si = eng_stream_index(e, op->stream);
-            if (si < 0) return xerr_set(err, XE_NAME, "stream '%s' no longer exists", op->stream);
-            q->src_op[q->nsrc] = i;
-            q->src_stream[q->nsrc] = si;
-            q->nsrc++;
+            /* a slot per task: task p reads partition p */
+            if (q->nsrc + q->ops[i].ntasks > ENGINE_MAX_SRC)
+                return xerr_set(err, XE_PLAN, "the query reads more than %d partitions", ENGINE_MAX_SRC);
+            for (int p = 0; p < q->ops[i].ntasks; p++) {
+                char name[300];
+                eng_partition_name(op->stream, p, name, sizeof name);
+                int si = eng_stream_index(e, name);
+                if (si < 0) return xerr_set(err, XE_NAME, "stream '%s' no longer exists", name);
+                q->src_op[q->nsrc] = i;
+                q->src_task[q->nsrc] = p;
+                q->src_stream[q->nsrc] = si;
+                q->nsrc++;
+            }
         }
     }
     /* the tasks' cost counters: per task, and per (task, downstream task) */
@@ -190,25 +197,30 @@ int query_start(engine *e, query *q, xerr *err)
     for (int i = 0; i < d->nops; i++) {
         opinst *o = &q->ops[i];
         o->csrc = -1;
-        for (int j = 0; j < q->nsrc; j++)
-            if (q->src_op[j] == i) o->csrc = j;
-        if (o->csrc < 0 && stateless_one_input(d->ops[i].kind))
-            o->csrc = q->ops[d->ops[i].inputs[0]].csrc;
+        for (int j = q->nsrc - 1; j >= 0; j--)
+            if (q->src_op[j] == i) o->csrc = j, o->cnsl = q->ops[i].ntasks;
+        if (o->csrc < 0 && stateless_one_input(d->ops[i].kind)) {
+            const opinst *u = &q->ops[d->ops[i].inputs[0]];
+            /* a chain keeps its source's tasks apart only task for task */
+            if (u->csrc >= 0 && (u->cnsl == 1 || (o->ntasks == u->ntasks && d->ops[i].in_edge[0] == EDGE_FORWARD)))
+                o->csrc = u->csrc, o->cnsl = u->cnsl;
+        }
     }
     for (int i = 0; i < d->nops; i++) {
         opinst *o = &q->ops[i];
         o->tsrc[0] = o->tsrc[1] = -1;
         if (!o->agg && !o->join) continue;
         for (int k = 0; k < d->ops[i].ninputs; k++) {
-            int u = d->ops[i].inputs[k];
-            while (stateless_one_input(d->ops[u].kind))
-                u = d->ops[u].inputs[0];
-            for (int j = 0; j < q->nsrc; j++)
-                if (d->ops[u].kind == PO_SOURCE && q->src_op[j] == u) o->tsrc[k] = j;
+            const opinst *u = &q->ops[d->ops[i].inputs[k]];
+            if (u->csrc >= 0) { /* a source, or a chain of stateless ops from one */
+                o->tsrc[k] = u->csrc;
+                o->nsl[k] = u->cnsl;
+            }
         }
-        if (!(o->inc = calloc((size_t)o->ntasks * 2, sizeof *o->inc)) ||
-            !(o->inc_saved = calloc((size_t)o->ntasks * 2, sizeof *o->inc_saved)) ||
-            !(o->acked = calloc((size_t)o->ntasks * 2, sizeof *o->acked)))
+        o->incw = q->nsrc > 2 ? q->nsrc : 2;
+        size_t w = (size_t)o->ntasks * (size_t)o->incw;
+        if (!(o->inc = calloc(w, sizeof *o->inc)) || !(o->inc_saved = calloc(w, sizeof *o->inc_saved)) ||
+            !(o->acked = calloc(w, sizeof *o->acked)))
             return xerr_set(err, XE_NOMEM, "out of memory");
         for (int k = 0; k < d->ops[i].ninputs; k++)
             if (!(o->uptag[k] = calloc((size_t)o->nup[k], sizeof *o->uptag[k]))) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -332,18 +344,29 @@ int engine_task_stats_each(engine *e, void (*fn)(void *ctx, const engine_task_st
 
 static int op_push(opinst *o, int task, int side, const batch *in, xerr *err);
 
-/* The position rows and watermarks leaving o carry: the current record of
- * o's source when o sits between a source and the first stateful op. */
-static uint64_t op_tag(const opinst *o)
+/* The slot task a of o carries (o on a chain from a source, csrc >= 0). */
+static int task_slot(const opinst *o, int a) { return o->csrc + (o->cnsl > 1 ? a : 0); }
+
+/* The position rows and watermarks leaving task a of o carry, as sent to
+ * another node: the current record of its slot when o sits between a source
+ * and the first stateful op. */
+static uint64_t op_tag(const opinst *o, int a)
 {
-    return o->csrc >= 0 ? o->q->tag[o->csrc] : 0;
+    if (o->csrc < 0) return 0;
+    int k = task_slot(o, a);
+    return tag_wire(o->q->src_task[k], o->q->tag[k]);
 }
 
-/* Rows or a watermark for input `side` of o came from elsewhere with tag. */
+/* Rows or a watermark for input `side` of o came from elsewhere with tag:
+ * the record of the slot its top byte names. */
 static void set_tag(opinst *o, int side, uint64_t tag)
 {
     int k = o->agg || o->join ? o->tsrc[side] : o->csrc;
-    if (k >= 0) o->q->tag[k] = tag;
+    int n = o->agg || o->join ? o->nsl[side] : o->cnsl;
+    int part = (int)(tag >> TAG_PART_SHIFT);
+    if (k < 0 || part >= n) return;
+    o->q->cur_slot = k + part;
+    o->q->tag[k + part] = tag & TAG_OFF_MASK;
 }
 
 /* Deliver task from's rows to task t of the downstream op: here, or
@@ -368,7 +391,7 @@ static int deliver(opinst *o, int from, int t, const batch *b, xerr *err)
     if (batch_encode(b, buf)) return xerr_set(err, XE_NOMEM, "out of memory");
     o->dest_bytes[at] += buf->len;
     o->meas[from].bytes_out += buf->len;
-    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, op_tag(o), buf->p, buf->len))
+    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, op_tag(o, from), buf->p, buf->len))
         return xerr_set(err, XE_IO, "query %u: cannot send rows to task %d of operator %d", q->id, t, d->op->id);
     return 0;
 }
@@ -532,8 +555,9 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
         return unnest_push(o, task, in, err);
     case PO_AGGREGATE:
     case PO_JOIN:
-        if (o->tsrc[side] >= 0 && o->q->tag[o->tsrc[side]]) {
-            uint64_t tag = o->q->tag[o->tsrc[side]], *inc = &o->inc[task * 2 + side];
+        int k = o->q->cur_slot;
+        if (o->tsrc[side] >= 0 && k >= o->tsrc[side] && k < o->tsrc[side] + o->nsl[side] && o->q->tag[k]) {
+            uint64_t tag = o->q->tag[k], *inc = &o->inc[task * o->incw + k];
             if (tag <= *inc) { /* a replayed record the restored state has */
                 o->q->skipped += in->nrows;
                 return 0;
@@ -559,16 +583,18 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
 int query_push(query *q, int src, const batch *b, uint64_t tag, xerr *err)
 {
     if (q->finished) return 0;
-    if (!task_local(q, &q->ops[q->src_op[src]], 0)) return 0;
+    if (!task_local(q, &q->ops[q->src_op[src]], q->src_task[src])) return 0;
     q->tag[src] = tag;
+    q->cur_slot = src;
     if (tag > q->counted[src]) q->rows_in += b->nrows;
-    return op_push(&q->ops[q->src_op[src]], 0, 0, b, err);
+    return op_push(&q->ops[q->src_op[src]], q->src_task[src], 0, b, err);
 }
 
 /* Tell the downstream op that this op's local tasks reached wm. */
 static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *err);
 
-static int pass_down(opinst *o, int64_t pass, xerr *err)
+/* Task a of o (local) tells the downstream op, here and elsewhere, that it reached pass. */
+static int pass_one(opinst *o, int a, int64_t pass, xerr *err)
 {
     query *q = o->q;
     opinst *d = o->down;
@@ -576,12 +602,17 @@ static int pass_down(opinst *o, int64_t pass, xerr *err)
     int remote = 0;
     for (int t = 0; t < d->ntasks && !remote; t++)
         if (!task_local(q, d, t)) remote = 1;
+    if (remote && q->remote.watermark &&
+        q->remote.watermark(q->remote.ctx, q->id, d->op->id, o->down_side, a, pass, op_tag(o, a)))
+        return xerr_set(err, XE_IO, "query %u: cannot send a watermark", q->id);
+    return op_watermark_from(d, o->down_side, a, pass, err);
+}
+
+static int pass_down(opinst *o, int64_t pass, xerr *err)
+{
     for (int a = 0; a < o->ntasks; a++) {
-        if (!task_local(q, o, a)) continue;
-        if (remote && q->remote.watermark &&
-            q->remote.watermark(q->remote.ctx, q->id, d->op->id, o->down_side, a, pass, op_tag(o)))
-            return xerr_set(err, XE_IO, "query %u: cannot send a watermark", q->id);
-        int rc = op_watermark_from(d, o->down_side, a, pass, err);
+        if (!task_local(o->q, o, a)) continue;
+        int rc = pass_one(o, a, pass, err);
         if (rc) return rc;
     }
     return 0;
@@ -594,16 +625,21 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
     if (from >= 0 && from < o->nup[side] && o->tsrc[side] >= 0 && o->uptag[side]) {
         /* Every record before the tag has reached the tasks that upstream
          * task feeds (links are FIFO): a task's state includes them once
-         * each upstream task that can send to it has said so. */
-        uint64_t tag = o->q->tag[o->tsrc[side]];
+         * each upstream task that can send to it has said so.  With
+         * partitions, upstream task `from` alone carries its slot. */
+        int part = o->nsl[side] > 1, k = o->tsrc[side] + (part ? from : 0);
+        int fwd = o->op->in_edge[side] == EDGE_FORWARD && o->nup[side] == o->ntasks;
+        uint64_t tag = o->q->tag[k];
         if (tag > o->uptag[side][from]) {
             o->uptag[side][from] = tag;
             uint64_t all = UINT64_MAX;
             for (int a = 0; a < o->nup[side]; a++)
                 if (o->uptag[side][a] < all) all = o->uptag[side][a];
             for (int t = 0; t < o->ntasks; t++) {
-                uint64_t c = o->op->in_edge[side] == EDGE_FORWARD && o->nup[side] == o->ntasks ? o->uptag[side][t] : all;
-                if (task_local(o->q, o, t) && o->inc[t * 2 + side] < c) o->inc[t * 2 + side] = c;
+                if (part && fwd && t != from) continue;
+                uint64_t c = part ? tag : fwd ? o->uptag[side][t] : all;
+                uint64_t *inc = &o->inc[t * o->incw + k];
+                if (task_local(o->q, o, t) && *inc < c) *inc = c;
             }
         }
     }
@@ -666,9 +702,14 @@ int query_watermark(query *q, int src, int64_t wm, xerr *err)
 {
     if (q->finished) return 0;
     opinst *o = &q->ops[q->src_op[src]];
-    if (!task_local(q, o, 0)) return 0;
+    int a = q->src_task[src];
+    if (!task_local(q, o, a)) return 0;
     q->tag[src] = q->offset[src]; /* the records before it have all been pushed */
-    return op_watermark_from(o, 0, -1, wm, err);
+    q->cur_slot = src;
+    if (o->ntasks == 1) return op_watermark_from(o, 0, -1, wm, err);
+    /* a partition's task passes its partition's watermark on; the
+     * downstream op takes the minimum over them */
+    return pass_one(o, a, wm, err);
 }
 
 int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, uint64_t tag, xerr *err)

@@ -161,6 +161,22 @@ int plan_stream_from_ast(const ast_stmt *st, plan_stream **out, xerr *err)
             return rc;
         }
     }
+    s->partitions = 1;
+    if ((o = ast_option_get(st->with, "partitions"))) {
+        char *end;
+        long v = strtol(o->value, &end, 10);
+        if (*end || end == o->value || v < 1 || v > PLAN_MAX_PARTITIONS) {
+            plan_stream_free(s);
+            return xerr_at(err, XE_INVAL, o->line, o->col, "partitions must be an integer from 1 to %d, not '%s'",
+                           PLAN_MAX_PARTITIONS, o->value);
+        }
+        s->partitions = (int)v;
+    }
+    if (strchr(s->name, '#')) {
+        plan_stream_free(s);
+        return xerr_at(err, XE_NAME, st->line, st->col,
+                       "a stream's name cannot hold '#', which names a stream's partitions (\"%s#1\")", st->name);
+    }
     *out = s;
     return 0;
 nomem:
@@ -866,7 +882,7 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
             last[s] = c->sub_op[s];
             goto side_filter;
         }
-        if (!(op = dag_add(d, PO_SOURCE, -1, EDGE_FORWARD, 1))) goto nomem;
+        if (!(op = dag_add(d, PO_SOURCE, -1, EDGE_FORWARD, st->partitions > 1 ? st->partitions : 1))) goto nomem;
         if (!(op->stream = strdup(st->name))) goto nomem;
         op->watermark_ms = st->watermark_ms;
         op->src_cols = malloc((size_t)st->schema.ncols * sizeof(int) + 1);
@@ -985,7 +1001,18 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
         int keyed = c->groups.n > 0;
         int ap = keyed ? p : 1;
         int win_ts = d->ops[cur].ts_col;
-        if (!(op = dag_add(d, PO_WINDOW, cur, keyed ? EDGE_HASH : EDGE_GATHER, ap))) goto nomem;
+        /* Over a partitioned stream the window assignment stays with each
+         * partition's chain (a task per partition, forward) and the exchange
+         * comes after it: every task up to the exchange then carries one
+         * partition's positions, as fault tolerance needs (exec/ops.c). */
+        int pw = 0;
+        for (int u = cur;; u = d->ops[u].inputs[0]) {
+            if (d->ops[u].kind == PO_SOURCE) { pw = d->ops[u].parallelism > 1 ? d->ops[u].parallelism : 0; break; }
+            if (d->ops[u].kind != PO_FILTER && d->ops[u].kind != PO_UNNEST && d->ops[u].kind != PO_PROJECT) break;
+        }
+        if (!(op = pw ? dag_add(d, PO_WINDOW, cur, EDGE_FORWARD, pw)
+                      : dag_add(d, PO_WINDOW, cur, keyed ? EDGE_HASH : EDGE_GATHER, ap)))
+            goto nomem;
         op->window = c->sel->window;
         op->win_ts_col = win_ts;
         if (plan_schema_copy(&op->out, in_schema)) goto nomem;
@@ -998,7 +1025,7 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
                 if (!(op->keys[i] = pe_dup(c->groups.v[i]))) goto nomem;
         }
         int wid = op->id;
-        if (!(op = dag_add(d, PO_AGGREGATE, wid, EDGE_FORWARD, ap))) goto nomem;
+        if (!(op = dag_add(d, PO_AGGREGATE, wid, pw ? (keyed ? EDGE_HASH : EDGE_GATHER) : EDGE_FORWARD, ap))) goto nomem;
         op->window = c->sel->window;
         op->win_ts_col = win_ts;
         op->emit = c->emit;

@@ -41,6 +41,9 @@ typedef struct plan_stream {
     plan_schema schema;
     int ts_col;           /* index of the event-time column, -1 when none */
     int64_t watermark_ms; /* watermark delay */
+    /* WITH (partitions = P): the stream is P logs (partition p > 0 is the
+     * engine stream "name#p"), and a query reads it with P source tasks */
+    int partitions;
 } plan_stream;
 
 /* The planner sees the catalog through this interface. */
@@ -51,9 +54,12 @@ typedef struct plan_catalog {
     void (*each)(void *ctx, void (*fn)(void *arg, const plan_stream *s), void *arg);
 } plan_catalog;
 
+/* The most partitions a stream can have. */
+#define PLAN_MAX_PARTITIONS 16
+
 /* Build a plan_stream from a CREATE STREAM statement (checks the WITH
  * options: timestamp column exists and is TIMESTAMP or BIGINT, watermark is an
- * interval).  Caller frees with plan_stream_free. */
+ * interval, partitions an integer from 1 to PLAN_MAX_PARTITIONS).  Caller frees with plan_stream_free. */
 int plan_stream_from_ast(const ast_stmt *st, plan_stream **out, xerr *err);
 void plan_stream_free(plan_stream *s);
 int plan_schema_copy(plan_schema *dst, const plan_schema *src);

@@ -1416,10 +1416,11 @@ static int f_state(void *ctx, uint32_t qid, int task, uint32_t tid, uint64_t epo
     if (*(int *)ctx == 2) return 0; /* no replica of its own */
     xerr err;
     f_deltas++;
-    uint64_t pos[2];
-    int rc = engine_replica_apply(FE[2], tid, epoch, p, n, pos, &err);
+    uint64_t pos[ENGINE_MAX_SRC];
+    int npos = 0;
+    int rc = engine_replica_apply(FE[2], tid, epoch, p, n, pos, &npos, &err);
     /* the source's home hears it (a lost deployment's late ones: not found) */
-    if (!rc && engine_ft_acked(FE[0], qid, task, pos, &err) && err.code != XE_NOTFOUND)
+    if (!rc && engine_ft_acked(FE[0], qid, task, pos, npos, &err) && err.code != XE_NOTFOUND)
         fail_msg("ack of query %u task %d: %s", qid, task, err.msg);
     if (rc) fprintf(stderr, "replica: %s\n", err.msg);
     return rc;
@@ -1517,8 +1518,8 @@ static void test_replica_promotion(void **state)
     /* the sink's engine first: the promoted task emits its last results again at once */
     if (engine_deploy(FE[0], 8, q, own[0], n, &r[0], &out, &fo, &err)) fail_msg("redeploy 0: %s", err.msg);
     if (engine_deploy(FE[2], 8, q, own[2], n, &r[2], NULL, &fo, &err)) fail_msg("redeploy 2: %s", err.msg);
-    uint64_t from[2], f2[2];
-    int st[2], ns;
+    uint64_t from[ENGINE_MAX_SRC], f2[ENGINE_MAX_SRC];
+    int st[ENGINE_MAX_SRC], ns;
     assert_int_equal(engine_ft_resume(FE[0], 8, from, st, &ns, &err), 0);
     assert_int_equal(engine_ft_resume(FE[2], 8, f2, st, &ns, &err), 0);
     assert_int_equal(ns, 1);
