@@ -163,7 +163,11 @@ struct pend {
  * other nodes run `lite`, the same statement without the source, so that
  * only the home node reads the source. */
 typedef struct cstream {
+    /* Partition p > 0 of a stream (WITH (partitions = P)) is a cstream of
+     * its own, "name#p", with its own home and shadow; sql is "" (the
+     * stream's CREATE makes every partition at every node). */
     char *name, *home, *sql, *lite;
+    int part;
     /* A stream fed through this coordinator (no source of its own) has a
      * shadow home in another domain: it gets the same input, in the same
      * order, with the same TICKs, so its log holds the same records at the
@@ -693,6 +697,7 @@ static void handle_join(node *n, cs *s, const wire_msg *m)
         cs_send_msg(s, &q);
     }
     for (int i = 0; i < co->nstreams; i++) {
+        if (co->streams[i].part) continue; /* the stream's CREATE makes its partitions */
         wire_msg q = {.type = WIRE_QUERY};
         q.u.query.sql = wire_str_of(stream_sql_for(&co->streams[i], hello));
         cs_send_msg(s, &q);
@@ -1088,22 +1093,26 @@ static int node_index(const place_node *pl, int nn, const char *name)
     return -1;
 }
 
-/* Per op of d, the node all its tasks must run on, or -1: sources at their
- * stream's home, the sink here (node 0).  strict: XE_FULL when a home is
- * not among the nodes (else that op is left free). */
+/* Per task of d, the node it must run on, or -1: a source task at the home
+ * of the partition it reads (task p reads partition p), the sink here (node
+ * 0).  strict: XE_FULL when a home is not among the nodes (else that task
+ * is left free). */
 static int op_homes(node *n, const plan_dag *d, const place_node *pl, int nn, int *home, int strict, xerr *err)
 {
-    for (int o = 0; o < d->nops; o++) {
-        home[o] = -1;
-        if (d->ops[o].kind == PO_SINK) home[o] = 0;
-        if (d->ops[o].kind != PO_SOURCE) continue;
-        cstream *cst = stream_find(n->co, d->ops[o].stream);
-        const char *h = cst ? cst->home : n->cfg.name;
-        int i = node_index(pl, nn, h);
-        if (i >= 0 && pl[i].alive) home[o] = i;
-        else if (strict)
-            return xerr_set(err, XE_FULL, "stream '%s' lives on node %s, which is not alive", d->ops[o].stream, h);
-    }
+    for (int o = 0, t = 0; o < d->nops; o++)
+        for (int k = 0; k < d->ops[o].parallelism; k++, t++) {
+            home[t] = -1;
+            if (d->ops[o].kind == PO_SINK) home[t] = 0;
+            if (d->ops[o].kind != PO_SOURCE) continue;
+            char name[300];
+            engine_partition_name(d->ops[o].stream, k, name, sizeof name);
+            cstream *cst = stream_find(n->co, name);
+            const char *h = cst ? cst->home : n->cfg.name;
+            int i = node_index(pl, nn, h);
+            if (i >= 0 && pl[i].alive) home[t] = i;
+            else if (strict)
+                return xerr_set(err, XE_FULL, "stream '%s' lives on node %s, which is not alive", name, h);
+        }
     return 0;
 }
 
@@ -1120,7 +1129,7 @@ static void pq_fini(place_query *pq)
 static int pq_of(node *n, cquery *q, const place_node *pl, int nn, int R, int fixed, place_query *pq, xerr *err)
 {
     memset(pq, 0, sizeof *pq);
-    int *home = calloc((size_t)q->dag->nops + 1, sizeof *home);
+    int *home = calloc((size_t)q->ntasks + 1, sizeof *home);
     pq->node = calloc((size_t)q->ntasks + 1, sizeof *pq->node);
     pq->rnode = calloc((size_t)q->ntasks * (size_t)R + 1, sizeof *pq->rnode);
     pq->home = home;
@@ -1277,7 +1286,7 @@ static int create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pu
         if (!x->ended && x->dag && (rc = pq_of(n, x, pl, nn, R, 1, &pqs[k++], err))) goto out;
     place_query *me = &pqs[k];
     int nt = plan_task_count(d);
-    int *home = calloc((size_t)d->nops + 1, sizeof *home);
+    int *home = calloc((size_t)nt + 1, sizeof *home);
     me->home = home;
     me->node = malloc(((size_t)nt + 1) * sizeof *me->node);
     me->rnode = malloc(((size_t)nt * (size_t)R + 1) * sizeof *me->rnode);
@@ -1629,7 +1638,11 @@ static void streams_table(node *n, cs *s, uint64_t req)
             r[7] = val_int(TY_BIGINT, c->log_bytes);
         } else
             r[4] = r[5] = r[6] = r[7] = val_null();
-        batch_put_text(&b, &r[8], c->sql, strlen(c->sql));
+        char what[400];
+        const char *hash = c->part ? strrchr(c->name, '#') : NULL;
+        if (hash) snprintf(what, sizeof what, "(partition %d of %.*s)", c->part, (int)(hash - c->name), c->name);
+        const char *sqlt = hash ? what : c->sql;
+        batch_put_text(&b, &r[8], sqlt, strlen(sqlt));
     }
     send_table(s, req, 9, names, types, &b);
     batch_fini(&b);
@@ -1712,7 +1725,7 @@ static const char *player_note(const cquery *q, const place_query *pq, int t, in
                : q->ft == ENGINE_FT_CHECKPOINT ? (replica == 0 ? "replica: gets the checkpoints" : "replica: unused with checkpoints")
                                                : "replica: unused (ft = upstream or none)";
     if (q->lost[t]) return "displaced: its node died; re-placed here, redeployed at the failure event";
-    if (pq->home[q->top[t]] >= 0) return q->dag->ops[q->top[t]].kind == PO_SINK ? "pinned: the sink runs here" : "pinned: its stream's home";
+    if (pq->home[t] >= 0) return q->dag->ops[q->top[t]].kind == PO_SINK ? "pinned: the sink runs here" : "pinned: its stream's home";
     return "";
 }
 
@@ -2036,13 +2049,23 @@ static void insert_to_shadow(node *n, cstream *c, const ast_stmt *st)
     if (x && alive(x)) cs_send_msg(x->link, &m);
 }
 
-/* CREATE STREAM ... WITH (home = 'NODE'): the coordinator itself or a live
+/* CREATE STREAM ... WITH (home = 'NODE[,NODE...]'): partition p's home is
+ * the list's (p mod its length)-th node, the coordinator itself or a live
  * member that runs tasks; anything else is refused, naming the candidates. */
-static int named_home(node *n, const ast_option *ho, const char **home, xerr *err)
+static int named_home(node *n, const ast_option *ho, int p, const char **home, xerr *err)
 {
-    if (!strcmp(ho->value, n->cfg.name)) return 0;
+    int len = 1;
+    for (const char *c = ho->value; *c; c++) len += *c == ',';
+    const char *w = ho->value;
+    for (int k = p % len; k > 0; k--) w = strchr(w, ',') + 1;
+    while (*w == ' ') w++;
+    size_t wl = strcspn(w, ", ");
+    if (strlen(n->cfg.name) == wl && !strncmp(n->cfg.name, w, wl)) {
+        *home = n->cfg.name;
+        return 0;
+    }
     for (int i = 0; i < n->npeers; i++)
-        if (worker(n->peers[i]) && !strcmp(n->peers[i]->name, ho->value)) {
+        if (worker(n->peers[i]) && strlen(n->peers[i]->name) == wl && !strncmp(n->peers[i]->name, w, wl)) {
             *home = n->peers[i]->name;
             return 0;
         }
@@ -2051,10 +2074,40 @@ static int named_home(node *n, const ast_option *ho, const char **home, xerr *er
     sbuf_printf(&names, "%s", n->cfg.name);
     for (int i = 0; i < n->npeers; i++)
         if (worker(n->peers[i])) sbuf_printf(&names, ", %s", n->peers[i]->name);
-    int rc = xerr_at(err, XE_INVAL, ho->line, ho->col, "home '%s' is not a live node that runs tasks (those are: %.*s)",
-                     ho->value, (int)names.len, names.p ? names.p : "");
+    int rc = xerr_at(err, XE_INVAL, ho->line, ho->col, "home '%.*s' is not a live node that runs tasks (those are: %.*s)",
+                     (int)wl, w, (int)names.len, names.p ? names.p : "");
     sbuf_fini(&names);
     return rc;
+}
+
+/* The cstreams of partitions 1 .. np-1 of stream `name`, at their homes,
+ * each with a shadow in another domain, in the catalog.  The stream's own
+ * CREATE makes them at every node. */
+static int add_partitions(node *n, const char *name, const char *const *home, int np, xerr *err)
+{
+    coord *co = n->co;
+    for (int p = 1; p < np; p++) {
+        cstream *v = realloc(co->streams, (size_t)(co->nstreams + 1) * sizeof *v);
+        if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+        co->streams = v;
+        cstream *c = &co->streams[co->nstreams];
+        memset(c, 0, sizeof *c);
+        char pn[300];
+        engine_partition_name(name, p, pn, sizeof pn);
+        c->name = strdup(pn);
+        c->home = strdup(home[p]);
+        c->sql = strdup("");
+        c->part = p;
+        if (!c->name || !c->home || !c->sql) return xerr_set(err, XE_NOMEM, "out of memory");
+        co->nstreams++;
+        const char *sh = pick_shadow(n, home[p], co->rr_home);
+        if (sh && !(*(co->shadow_log ? &c->lshadow : &c->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
+        int rc = persist_stream(n, c, err);
+        if (rc) return rc;
+        node_log(n, NET_LOG_INFO, "stream %s: home node %s%s%s", pn, home[p], sh ? (co->shadow_log ? ", its log copied to " : ", shadow ") : "",
+                 sh ? sh : "");
+    }
+    return 0;
 }
 
 /* Returns 0 (done), 1 (waiting for nodes) or an error. */
@@ -2073,18 +2126,24 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
                            "stream's home); to load a file, ares-sql --connect ... --ingest %s --end < FILE",
                            src->value, st->name);
         /* the home: WITH (home = 'NODE'), else round-robin over the live
-         * nodes, this one included */
-        const char *home = n->cfg.name;
-        const ast_option *ho = ast_option_get(st->with, "home");
-        if (ho) {
-            if ((rc = named_home(n, ho, &home, err))) return rc;
-        } else {
+         * nodes, this one included; each partition's likewise */
+        const char *home = n->cfg.name, *phome[PLAN_MAX_PARTITIONS];
+        const ast_option *ho = ast_option_get(st->with, "home"), *po = ast_option_get(st->with, "partitions");
+        int np = po ? atoi(po->value) : 1;
+        if (np < 1 || np > PLAN_MAX_PARTITIONS) np = 1; /* the engine refuses it below */
+        for (int p = 0; p < np; p++) {
+            phome[p] = n->cfg.name;
+            if (ho) {
+                if ((rc = named_home(n, ho, p, &phome[p], err))) return rc;
+                continue;
+            }
             int nn = 1;
             for (int i = 0; i < n->npeers; i++) nn += worker(n->peers[i]);
             int pick = co->rr_home++ % nn;
             for (int i = 0, k = 1; i < n->npeers && pick; i++)
-                if (worker(n->peers[i]) && k++ == pick) home = n->peers[i]->name;
+                if (worker(n->peers[i]) && k++ == pick) phome[p] = n->peers[i]->name;
         }
+        home = phome[0];
         char *lite = strip_source(st->text);
         if (lite && strcmp(home, n->cfg.name)) {
             ast_stmt *ls = NULL;
@@ -2110,6 +2169,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         cst->lite = lite;
         cst->shadow = cst->lshadow = NULL;
         cst->dirty = 0;
+        cst->part = 0;
         if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
         const char *sh = pick_shadow(n, home, co->rr_home);
@@ -2120,24 +2180,40 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         node_log(n, NET_LOG_INFO, "stream %s: home node %s%s%s%s", st->name, home,
                  lite ? " (it alone reads the stream's source)" : "", sh ? (by_log ? ", its log copied to " : ", shadow ") : "",
                  sh ? sh : "");
+        if ((rc = add_partitions(n, st->name, phome, np, err))) return rc;
+        cst = stream_find(co, st->name); /* add_partitions moved the array */
         rc = job_broadcast_stream(n, s, req, cst, err);
         if (rc >= 0 && sh) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */
+        for (int p = 1; rc >= 0 && p < np; p++) {
+            char pn[300];
+            engine_partition_name(st->name, p, pn, sizeof pn);
+            cstream *pc = stream_find(co, pn);
+            if (pc && pc->lshadow) send_logshadow(n, pc, NULL);
+        }
         return rc;
     }
     case ST_DROP_STREAM: {
         if ((rc = exec_local(n, s, req, st, err))) return rc;
-        cstream *cst = stream_find(co, st->name);
-        if (!cst) return 0;
-        char key[600];
-        snprintf(key, sizeof key, "stream/%s", cst->name);
-        cat_del(n, key, err);
-        free(cst->name);
-        free(cst->home);
-        free(cst->sql);
-        free(cst->lite);
-        free(cst->shadow);
-        free(cst->lshadow);
-        *cst = co->streams[--co->nstreams];
+        /* the stream, then its partitions */
+        for (int p = 0; p < PLAN_MAX_PARTITIONS; p++) {
+            char pn[300];
+            engine_partition_name(st->name, p, pn, sizeof pn);
+            cstream *cst = stream_find(co, pn);
+            if (!cst) {
+                if (p) break;
+                return 0;
+            }
+            char key[600];
+            snprintf(key, sizeof key, "stream/%s", cst->name);
+            cat_del(n, key, err);
+            free(cst->name);
+            free(cst->home);
+            free(cst->sql);
+            free(cst->lite);
+            free(cst->shadow);
+            free(cst->lshadow);
+            *cst = co->streams[--co->nstreams];
+        }
         return job_broadcast(n, s, req, st->text, err);
     }
     case ST_SET: {
@@ -2383,6 +2459,38 @@ static void fwd_send(node *n, cs *s, pend *p, const wire_frame *f)
     free(copy);
 }
 
+/* --end on a partitioned stream ends every partition: an empty last chunk
+ * that ends the stream goes to each partition's home and shadow (a
+ * partition also ends alone: ares-sql --ingest 'NAME#P' --end). */
+static void end_partitions(node *n, const char *name)
+{
+    for (int p = 1; p < PLAN_MAX_PARTITIONS; p++) {
+        char pn[300];
+        engine_partition_name(name, p, pn, sizeof pn);
+        cstream *c = stream_find(n->co, pn);
+        if (!c) break;
+        if (c->shadow) tick_stream(n, c);
+        const char *who[2] = {c->home, c->shadow};
+        for (int i = 0; i < 2; i++) {
+            if (!who[i]) continue;
+            xerr err;
+            if (!strcmp(who[i], n->cfg.name)) {
+                if (engine_end_stream(n->eng, pn, &err)) node_log(n, NET_LOG_WARN, "end of %s: %s", pn, err.msg);
+                continue;
+            }
+            peer *x = node_peer(n, who[i], strlen(who[i]));
+            pend *fp = x && alive(x) ? fwd_open(n, NULL, 0, x, 1) : NULL;
+            if (!fp) continue;
+            wire_msg m = {.type = WIRE_INGEST, .flags = WIRE_F_LAST};
+            m.u.ingest.req_id = fp->id;
+            m.u.ingest.stream = wire_str_of(pn);
+            m.u.ingest.format = WIRE_FMT_STREAM;
+            m.u.ingest.end = 1;
+            cs_send_msg(x->link, &m);
+        }
+    }
+}
+
 /* A client's INGEST chunk: to the stream's home (which answers) and to its
  * shadow (which does not), each here or forwarded under our request id. */
 static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_frame *f)
@@ -2426,6 +2534,7 @@ static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fra
         }
     }
     if (cst && cst->shadow) cst->dirty = 1;
+    if (cst && last && m->u.ingest.end && !cst->part) end_partitions(n, cst->name);
     /* here: as the home, or quietly as the shadow */
     csess *ss = m->u.ingest.session ? s->sess : NULL;
     if (ss && ss->ing_req != req) {
@@ -3795,7 +3904,9 @@ static int load_stream(void *ctx, const char *key, const void *v, size_t len)
     c->lshadow = tab2 && nl > tab2 + 1 ? xstrndup(tab2 + 1, (size_t)(nl - tab2 - 1)) : NULL;
     c->dirty = 0;
     c->sql = xstrndup(nl + 1, len - (size_t)(nl + 1 - (const char *)v));
-    c->lite = c->sql ? strip_source(c->sql) : NULL;
+    const char *hash = c->name ? strrchr(c->name, '#') : NULL;
+    c->part = hash ? atoi(hash + 1) : 0;
+    c->lite = c->sql && !c->part ? strip_source(c->sql) : NULL;
     return 0;
 }
 

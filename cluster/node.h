@@ -371,7 +371,7 @@ typedef struct place_meas {
 typedef struct place_query {
     const plan_dag *d;
     const char *name;
-    const int *home;  /* per op: the node all its tasks must run on (sources, sink), or -1 */
+    const int *home;  /* per task: the node it must run on (a source at its partition's home, the sink), or -1 */
     int *node;
     int *rnode;       /* may be NULL when R = 0 */
     int fixed;        /* 1: its players are pinned where node[]/rnode[] say */

@@ -7,8 +7,9 @@
  *
  * Pinning.  The library's nirvana_pin holds a player on a node under every
  * strategy.  We pin:
- *   - every task of an operator with a home (sources at their stream's home
- *     node, the sink at the coordinator, which delivers the results);
+ *   - every task with a home (a source task at the home node of the
+ *     partition it reads, the sink at the coordinator, which delivers the
+ *     results);
  *   - every task and replica of a `fixed` query where it runs now: a query
  *     that is already deployed does not move when another one arrives.
  * So placing a new query plays the new query's free tasks and replicas
@@ -141,8 +142,7 @@ int place_build(place_game *g, const place_node *nodes, int nn, const place_quer
         /* tasks pinned by the query's shape come on top of the slots */
         int extra = 0;
         for (int q = 0; q < nq; q++)
-            for (int o = 0; qs[q].home && o < qs[q].d->nops; o++)
-                if (qs[q].home[o] == i) extra += qs[q].d->ops[o].parallelism;
+            for (int t = 0, nt = plan_task_count(qs[q].d); qs[q].home && t < nt; t++) extra += qs[q].home[t] == i;
         if ((rc = nirvana_add_node(g->p, nodes[i].name, dom, nodes[i].slots + extra, speed)) < 0) {
             rc = xerr_set(err, rc, "node %s: bad slots or speed", nodes[i].name);
             goto fail;
@@ -166,7 +166,7 @@ int place_build(place_game *g, const place_node *nodes, int nn, const place_quer
         for (int o = 0; o < pq->d->nops; o++)
             for (int k = 0; k < pq->d->ops[o].parallelism; k++, t++) {
                 int at = pq->fixed && pq->node ? pq->node[t - g->first[q]] : -1;
-                if (at < 0 && pq->home) at = pq->home[o];
+                if (at < 0 && pq->home) at = pq->home[t - g->first[q]];
                 if (at >= 0 && (rc = nirvana_pin(g->p, t, -1, at)) < 0) goto pin_fail;
                 if (!pq->fixed || !pq->rnode) continue;
                 for (int r = 0; r < replicas; r++) {

@@ -162,7 +162,7 @@ static int put_query_meta(engine *e, query *q, xerr *err)
     return put_u64s(e->txn, key, v, 6 + meta_extra(q), err);
 }
 
-void eng_partition_name(const char *name, int p, char *out, size_t cap)
+void engine_partition_name(const char *name, int p, char *out, size_t cap)
 {
     if (p) snprintf(out, cap, "%s#%d", name, p);
     else snprintf(out, cap, "%s", name);
@@ -1091,7 +1091,7 @@ static int streams_add(engine *e, const ast_stmt *st, const char *sql, xerr *err
         if ((rc = stream_add(e, st, sql, err))) break;
         plan_stream *ps = e->streams[e->nstreams - 1]->ps;
         char name[300];
-        eng_partition_name(st->name, p, name, sizeof name);
+        engine_partition_name(st->name, p, name, sizeof name);
         char *nm = strdup(name);
         if (!nm) {
             rc = xerr_set(err, XE_NOMEM, "out of memory");
@@ -1113,7 +1113,7 @@ static int stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS])
     ix[n++] = si;
     for (int p = 1; p < np; p++) {
         char name[300];
-        eng_partition_name(e->streams[si]->ps->name, p, name, sizeof name);
+        engine_partition_name(e->streams[si]->ps->name, p, name, sizeof name);
         int x = eng_stream_index(e, name);
         if (x >= 0) ix[n++] = x;
     }

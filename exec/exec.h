@@ -189,6 +189,10 @@ int engine_stream_source(engine *e, const char *stream, const char *uri, xerr *e
  * one partition's log: docs/architecture.md, "Partitions"). */
 #define ENGINE_MAX_SRC 16
 
+/* The engine stream that holds partition p of stream `name`
+ * (CREATE STREAM ... WITH (partitions = P)): the stream itself for p = 0,
+ * "name#p" for the others, each a stream with its own log. */
+void engine_partition_name(const char *name, int p, char *out, size_t cap);
 /* The streams a deployed query reads, per source slot (plan order). */
 int engine_source_streams(engine *e, uint32_t qid, const char *names[ENGINE_MAX_SRC], int *nsrc, xerr *err);
 

@@ -281,9 +281,7 @@ int io_outlet_rows(io_outlet *o, const batch *b);
 const char *io_outlet_state(const io_outlet *o, size_t *backlog);
 void io_outlet_close(engine *e, io_outlet *o);
 int eng_stream_index(const engine *e, const char *name);
-/* The engine stream that holds partition p of stream `name`: the stream
- * itself for p = 0, "name#p" for the others (engine.c). */
-void eng_partition_name(const char *name, int p, char *out, size_t cap);
+
 /* A decoder's options for input to s as its WITH options say (format kind in
  * s->kind): delimiter, null string, the event time a row and a header must
  * have, what a line of the other format is told.  Borrowed from s. */

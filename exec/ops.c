@@ -173,7 +173,7 @@ int query_start(engine *e, query *q, xerr *err)
                 return xerr_set(err, XE_PLAN, "the query reads more than %d partitions", ENGINE_MAX_SRC);
             for (int p = 0; p < q->ops[i].ntasks; p++) {
                 char name[300];
-                eng_partition_name(op->stream, p, name, sizeof name);
+                engine_partition_name(op->stream, p, name, sizeof name);
                 int si = eng_stream_index(e, name);
                 if (si < 0) return xerr_set(err, XE_NAME, "stream '%s' no longer exists", name);
                 q->src_op[q->nsrc] = i;
