@@ -1068,6 +1068,37 @@ static void test_global_and_where(void **state)
     cap_fini(&c);
 }
 
+/* A stream of 3 partitions, embedded: a source task per partition, each
+ * partition with its own watermark (a window closes when every partition
+ * has passed it), the stream's end ending every partition, and a
+ * partition's own end ending it alone. */
+static void test_partitions(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out,
+        "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp='ts', partitions = 3);"
+        "SELECT k, COUNT(*) AS n, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k;");
+    ingest(e, "s#1", "100,1\n1500,1\n2500,2\n", 0);
+    ingest(e, "s#2", "200,1\n2600,1\n", 0);
+    /* partition 0 has said nothing yet: no window can close */
+    assert_true(!c.text.p || !strstr(c.text.p, "00Z"));
+    ingest(e, "s", "300,2\n1200,1\n", 0);
+    /* every partition has passed 1 s now: the first window closes */
+    char *got = sorted(c.text.p);
+    assert_string_equal(got, "1,2,1970-01-01T00:00:00.000Z\n2,1,1970-01-01T00:00:00.000Z\n");
+    free(got);
+    ingest(e, "s", "", 1); /* the stream's end ends the partitions too */
+    got = sorted(c.text.p);
+    assert_string_equal(got, "1,1,1970-01-01T00:00:02.000Z\n1,2,1970-01-01T00:00:00.000Z\n1,2,1970-01-01T00:00:01.000Z\n"
+                             "2,1,1970-01-01T00:00:00.000Z\n2,1,1970-01-01T00:00:02.000Z\n");
+    free(got);
+    engine_close(e);
+    cap_fini(&c);
+}
+
 static void test_join_within(void **state)
 {
     (void)state;
@@ -1577,6 +1608,7 @@ int main(void)
         cmocka_unit_test(test_idle_cut_and_rereads),
         cmocka_unit_test(test_global_and_where),
         cmocka_unit_test(test_join_within),
+        cmocka_unit_test(test_partitions),
         cmocka_unit_test(test_unnest_flat_map),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
