@@ -890,6 +890,46 @@ static void test_rebalance_leaves_a_slowed_node(void **state)
     nirvana_problem_free(p);
 }
 
+/* A speck: a player whose cost is tiny beside the others' does not move to
+ * save part of it, however large that part is of its own cost (and the heavy
+ * task beside it gains too little of its own); without the threshold one of
+ * them leaves for the empty node. */
+static void test_rebalance_ignores_specks(void **state)
+{
+    (void)state;
+    nirvana_problem *p = nirvana_problem_new();
+    p->replicas = 0;
+    for (int n = 0; n < 3; n++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", n);
+        assert_true(nirvana_add_node(p, name, n, 4, 1.0) >= 0);
+    }
+    const double load[] = {0.5, 1e-4, 0.5};
+    for (int t = 0; t < 3; t++) {
+        nirvana_task tk = {0};
+        snprintf(tk.name, sizeof tk.name, "t%d", t);
+        tk.op = t;
+        tk.parallelism = 1;
+        tk.load = load[t];
+        assert_true(nirvana_add_task(p, &tk) >= 0);
+    }
+    nirvana_config c;
+    nirvana_config_init(&c);
+    int as[3] = {0, 0, 1}; /* the speck shares n0 with a heavy task; n2 is empty */
+    unsigned char mode[3] = {NIRVANA_RB_FREE, NIRVANA_RB_FREE, NIRVANA_RB_FREE};
+    nirvana_rb_move mv[8];
+    int nm = -1;
+    xerr e;
+    assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.2, 8, mv, &nm, &e), 0);
+    assert_int_equal(nm, 0);
+    assert_int_equal(as[1], 0);
+    assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.0, 8, mv, &nm, &e), 0);
+    assert_true(nm >= 1); /* someone leaves n0 for the empty node */
+    assert_true(as[0] != as[1]);
+    assert_true(mv[0].cost_after < mv[0].cost_before);
+    nirvana_problem_free(p);
+}
+
 /* No flapping.  Over random instances, from a settled placement, costs are
  * measured again and again with noise (speeds and loads within 3 %): with
  * unilateral moves only nothing ever moves (a gain of 20 % cannot come from
@@ -1147,6 +1187,7 @@ int main(void)
         cmocka_unit_test(test_recovery_term_moves_players),
         cmocka_unit_test(test_rebalance_leaves_a_slowed_node),
         cmocka_unit_test(test_rebalance_does_not_flap),
+        cmocka_unit_test(test_rebalance_ignores_specks),
         cmocka_unit_test(test_pins),
     };
     return cmocka_run_group_tests_name("placement", tests, NULL, NULL);
