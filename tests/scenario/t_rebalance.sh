@@ -86,7 +86,7 @@ MOVE_MS=$(date -u -d "$MOVE_MS" +%s%3N)
 echo "figure: rebalance_first_move_after_cut_ms $((MOVE_MS - CUT_MS))"
 # within a few rebalance intervals (each move is followed by a quiet time while the new
 # deployment is measured), none of them is left on the victim
-tasks_on() { sqlc -e "EXPLAIN PLACEMENT q;" >"$2" && heavy_on "$1" "$2"; }
+tasks_on() { if sqlc -e "EXPLAIN PLACEMENT q;" >"$2"; then heavy_on "$1" "$2"; else echo 99; fi; }
 i=0
 while [ "$(tasks_on "$victim" place1.csv)" -gt 0 ] && [ $i -lt 40 ]; do sleep 0.25; i=$((i + 1)); done
 OFF_MS=$(now_ms)
