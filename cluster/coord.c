@@ -1789,6 +1789,30 @@ static void inputs_summary(sbuf *t, const meas_store *ms, const place_game *g, c
                 rm ? "measured: the replicas' state applied over the time it took" : "assumed: no replica has applied 1 MiB yet");
 }
 
+/* The same as JSON: {"used", "nodes": [{name, capacity, reported, util}],
+ * "distances_measured", "restore_bytes_per_s", "restore_measured"}. */
+static json_t *inputs_summary_json(const meas_store *ms, const place_game *g, const place_query *pq,
+                                   const place_node *pl, int nn)
+{
+    json_t *o = json_object(), *nodes = json_array();
+    if (!o || !nodes) {
+        json_decref(o);
+        json_decref(nodes);
+        return json_null();
+    }
+    for (int i = 0; i < nn; i++)
+        json_array_append_new(nodes, json_pack("{s:s, s:f, s:b, s:f}", "name", pl[i].name, "capacity", pl[i].speed,
+                                               "reported", pl[i].measured, "util", pl[i].util));
+    int rm;
+    double bps = meas_store_restore_bps(ms, &rm);
+    json_object_set_new(o, "used", json_string(pq->meas ? "measured" : "seed"));
+    json_object_set_new(o, "nodes", nodes);
+    json_object_set_new(o, "distances_measured", json_boolean(g->dist_measured));
+    json_object_set_new(o, "restore_bytes_per_s", json_real(bps));
+    json_object_set_new(o, "restore_measured", json_boolean(rm));
+    return o;
+}
+
 static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
 {
     place_node *pl = calloc((size_t)n->npeers + 1, sizeof *pl);
@@ -1897,6 +1921,7 @@ static int explain_placement(node *n, cs *s, uint64_t req, cquery *q, int json)
                          cert.is_equilibrium ? 0.0 : cert.gain, "rebalance", "moves", q->rb_moves, "redeployments",
                          q->rb_count, "last", q->rb_last, "last_catchup_ms", q->rb_last_ms);
         players = NULL;
+        if (root) json_object_set_new(root, "inputs", inputs_summary_json(n->meas, &g, pq, pl, nn));
         char *js = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         batch jb;
         static const char *jn[] = {"QUERY PLACEMENT"};

@@ -75,5 +75,6 @@ head -n 1 nodes.csv | grep -q ",capacity$" || { cat nodes.csv; fail "SHOW NODES:
 sqlc -e "EXPLAIN PLACEMENT (FORMAT JSON) qm;" >place.json || fail "EXPLAIN PLACEMENT (FORMAT JSON)"
 grep -q '"\?used"\?"*: "*measured' place.json || { cat place.json; fail "JSON: no measured inputs"; }
 grep -q 'cpu_ms' place.json || { cat place.json; fail "JSON: no cpu_ms"; }
+grep -q '"\?distances_measured"\?"*: true' place.json || { cat place.json; fail "JSON: distances not measured"; }
 
 echo "cluster measured costs: ok"
