@@ -37,7 +37,7 @@ typedef struct mtask {
     int64_t at_ms;                       /* the node's clock at the last report */
     int64_t seen_ms;                     /* ours */
     uint64_t cpu_ns, rows_in, rows_out, bytes_out; /* the last counters */
-    double cpu_s, in_s, out_s, bytes_s, state_b;   /* smoothed: per second, and bytes now */
+    double cpu_s, in_s, out_s, state_b;  /* smoothed: per second, and bytes now */
     uint32_t ndest;
     uint64_t *dest_rows, *dest_bytes;    /* the last counters, per downstream task */
     double *dest_rows_s;                 /* smoothed */
@@ -115,9 +115,7 @@ double meas_ewma(double avg, double sample, double dt_s, int first)
     return avg + a * (sample - avg);
 }
 
-/* A counter's growth since the last report; a counter that went down was
- * started again (a restarted process), so all of it is new. */
-static uint64_t grown(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
+uint64_t meas_grown(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
 
 static mnode *node_of(meas_store *ms, const char *name, int add)
 {
@@ -188,16 +186,16 @@ static int take_task(mtask *t, const wire_stats_task *w, int64_t at_ms, int64_t 
     double dt = (double)(at_ms - t->at_ms) / 1000.0;
     int rate = dt > 0, first = t->samples == 0;
     if (rate) {
-        t->cpu_s = meas_ewma(t->cpu_s, (double)grown(w->cpu_ns, t->cpu_ns) * 1e-9 / dt, dt, first);
-        t->in_s = meas_ewma(t->in_s, (double)grown(w->rows_in, t->rows_in) / dt, dt, first);
-        t->out_s = meas_ewma(t->out_s, (double)grown(w->rows_out, t->rows_out) / dt, dt, first);
-        t->bytes_s = meas_ewma(t->bytes_s, (double)grown(w->bytes_out, t->bytes_out) / dt, dt, first);
+        t->cpu_s = meas_ewma(t->cpu_s, (double)meas_grown(w->cpu_ns, t->cpu_ns) * 1e-9 / dt, dt, first);
+        t->in_s = meas_ewma(t->in_s, (double)meas_grown(w->rows_in, t->rows_in) / dt, dt, first);
+        t->out_s = meas_ewma(t->out_s, (double)meas_grown(w->rows_out, t->rows_out) / dt, dt, first);
         t->state_b = meas_ewma(t->state_b, (double)w->state_bytes, dt, first);
     }
     for (uint32_t i = 0; i < w->ndest; i++) {
         uint64_t rows, bytes;
         wire_stats_dest(w, i, &rows, &bytes);
-        if (rate) t->dest_rows_s[i] = meas_ewma(t->dest_rows_s[i], (double)grown(rows, t->dest_rows[i]) / dt, dt, first);
+        if (rate)
+            t->dest_rows_s[i] = meas_ewma(t->dest_rows_s[i], (double)meas_grown(rows, t->dest_rows[i]) / dt, dt, first);
         t->dest_rows[i] = rows;
         t->dest_bytes[i] = bytes;
     }

@@ -398,8 +398,14 @@ typedef struct place_game {
 
 /* Build the problem: every node (dead ones marked so), every query's tasks
  * and edges (plan_placement_tasks), R replicas per stateful task, and the
- * pins (homes; fixed queries where they are).  XE_FULL when no node is
- * alive.  The game is finished with place_game_fini even on failure. */
+ * pins (homes; fixed queries where they are).  The measured inputs replace
+ * the seeds where the arguments carry them: a query's meas (its tasks'
+ * loads, state, recovery and edge traffic), the nodes' speed (their
+ * reported capacity) and rtt_ms (the distances); coord.c's cluster_nodes
+ * and pq_of fill them from the store (meas_nodes, meas_query), so a
+ * re-placement that builds its problem through them plays on the measured
+ * costs.  XE_FULL when no node is alive.  The game is finished with
+ * place_game_fini even on failure. */
 int place_build(place_game *g, const place_node *nodes, int nn, const place_query *qs, int nq, int replicas,
                 nirvana_strategy s, xerr *err);
 /* Place the free players with g->c.strategy; the queries that are not
@@ -454,6 +460,9 @@ void meas_store_free(meas_store *ms); /* NULL ok */
  * with time constant MEAS_TAU_S over a sample dt_s seconds after the last;
  * the first sample (first = 1) is taken as it is. */
 double meas_ewma(double avg, double sample, double dt_s, int first);
+/* A counter's growth since the last report; a counter that went down was
+ * started again (a restarted process), so all of it is new. */
+uint64_t meas_grown(uint64_t now, uint64_t before);
 /* A STATS from node `from`, received at now_ms (wall clock). */
 int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t now_ms);
 /* Fill pl[i].measured, speed (the reported capacity), speed_join, util and

@@ -17,9 +17,6 @@
 
 #include "cluster/node.h"
 
-/* A counter's growth (one that went down was started again). */
-static uint64_t grown(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
-
 typedef struct rep {
     wire_wr w;
     uint32_t n;
@@ -29,9 +26,10 @@ static void put_task(void *ctx, const engine_task_stats *s)
 {
     rep *r = ctx;
     if (!s->deployed || s->ndest > WIRE_STATS_MAX_DEST) return;
-    wire_stats_task t = {.qid = s->qid, .task = (uint32_t)s->task, .since_ms = s->since_ms, .cpu_ns = s->cpu_ns, .rows_in = s->rows_in,
-                         .rows_out = s->rows_out, .bytes_out = s->bytes_out, .state_bytes = s->state_bytes,
-                         .ndest = (uint32_t)s->ndest, .dest_rows = s->dest_rows, .dest_bytes = s->dest_bytes};
+    wire_stats_task t = {.qid = s->qid, .task = (uint32_t)s->task, .since_ms = s->since_ms, .cpu_ns = s->cpu_ns,
+                         .rows_in = s->rows_in, .rows_out = s->rows_out, .bytes_out = s->bytes_out,
+                         .state_bytes = s->state_bytes, .ndest = (uint32_t)s->ndest, .dest_rows = s->dest_rows,
+                         .dest_bytes = s->dest_bytes};
     wire_put_stats_task(&r->w, &t);
     r->n++;
 }
@@ -53,7 +51,7 @@ void meas_report(node *n)
     }
     double util = 0;
     if (n->ms_wall_ns && wall > n->ms_wall_ns)
-        util = (double)grown(cpu, n->ms_cpu_ns) / (double)(wall - n->ms_wall_ns) / cap;
+        util = (double)meas_grown(cpu, n->ms_cpu_ns) / (double)(wall - n->ms_wall_ns) / cap;
     n->ms_cpu_ns = cpu;
     n->ms_wall_ns = wall;
     sbuf peers, tasks;
