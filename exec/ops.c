@@ -307,8 +307,9 @@ void eng_span_end_sources(engine *e, int si, eng_span *s)
             query *q = e->queries[i];
             for (int k = 0; q->ops && k < q->nsrc; k++) {
                 opinst *o = &q->ops[q->src_op[k]];
-                if (q->src_stream[k] != si || !task_local(q, o, 0)) continue;
-                if (pass) o->meas[0].cpu_ns += own / (uint64_t)n;
+                int t = q->src_task[k]; /* the slot's task: a partitioned source has one per partition */
+                if (q->src_stream[k] != si || !task_local(q, o, t) || t >= o->ntasks) continue;
+                if (pass) o->meas[t].cpu_ns += own / (uint64_t)n;
                 else n++;
             }
         }
