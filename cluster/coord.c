@@ -1648,14 +1648,16 @@ static void streams_table(node *n, cs *s, uint64_t req)
     batch_fini(&b);
 }
 
+static double sig4(double v);
+
 static int show_nodes(node *n, cs *s, uint64_t req)
 {
-    static const char *names[] = {"name",  "domain",         "address", "state",   "slots",
-                                  "load",  "last_heartbeat", "role",    "capacity"};
-    static const sql_type types[] = {TY_TEXT,   TY_TEXT, TY_TEXT, TY_TEXT,  TY_BIGINT,
-                                     TY_BIGINT, TY_TEXT, TY_TEXT, TY_DOUBLE};
+    static const char *names[] = {"name",  "domain",         "address", "state",    "slots",
+                                  "load",  "last_heartbeat", "role",    "capacity", "utilisation"};
+    static const sql_type types[] = {TY_TEXT,   TY_TEXT, TY_TEXT, TY_TEXT,   TY_BIGINT,
+                                     TY_BIGINT, TY_TEXT, TY_TEXT, TY_DOUBLE, TY_DOUBLE};
     batch b;
-    if (batch_init(&b, 9, 8)) return XE_NOMEM;
+    if (batch_init(&b, 10, 8)) return XE_NOMEM;
     char ts[FMT_TS_BUF];
     for (int i = -1; i < n->npeers; i++) {
         peer *x = i >= 0 ? n->peers[i] : NULL;
@@ -1678,10 +1680,12 @@ static int show_nodes(node *n, cs *s, uint64_t req)
         /* CPUs the node reported last (its quota read again, or --speed),
          * else what it advertised when it joined */
         double cap = x ? x->speed_milli / 1000.0 : n->cfg.speed, util;
-        meas_store_node(n->meas, name, &cap, &util);
+        int rep = meas_store_node(n->meas, name, &cap, &util);
         r[8] = val_double(cap);
+        /* its process CPU over wall time, over its capacity, smoothed (measure.c) */
+        r[9] = rep ? val_double(sig4(util)) : val_null();
     }
-    send_table(s, req, 9, names, types, &b);
+    send_table(s, req, 10, names, types, &b);
     batch_fini(&b);
     return 0;
 }

@@ -30,7 +30,7 @@ wait_alive 6
 
 # ---- 1. membership
 sqlc -e "SHOW NODES;" >nodes.csv || fail "SHOW NODES"
-[ "$(head -n 1 nodes.csv)" = "name,domain,address,state,slots,load,last_heartbeat,role,capacity" ] || fail "SHOW NODES header: $(head -n 1 nodes.csv)"
+[ "$(head -n 1 nodes.csv)" = "name,domain,address,state,slots,load,last_heartbeat,role,capacity,utilisation" ] || fail "SHOW NODES header: $(head -n 1 nodes.csv)"
 grep -q '^n3,rack-b,127.0.0.1:[0-9]*,ALIVE,16,0,' nodes.csv || { cat nodes.csv; fail "n3 is not listed right"; }
 [ "$(cut -d, -f2 nodes.csv | tail -n +2 | sort -u | wc -l)" -eq 3 ] || fail "3 domains expected"
 

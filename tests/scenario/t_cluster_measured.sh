@@ -70,7 +70,9 @@ grep -q '^"\?distances: domain defaults, raised by measured round trips' place.c
     { cat place.csv; fail "the distances do not come from the measured round trips"; }
 grep -q '^"\?restore rate: ' place.csv || { cat place.csv; fail "no restore rate"; }
 sqlc -e "SHOW NODES;" >nodes.csv || fail "SHOW NODES"
-head -n 1 nodes.csv | grep -q ",capacity$" || { cat nodes.csv; fail "SHOW NODES: no capacity"; }
+head -n 1 nodes.csv | grep -q ",capacity,utilisation$" || { cat nodes.csv; fail "SHOW NODES: no capacity and utilisation"; }
+awk -F, 'NR > 1 && ($9 == "" || $10 == "") { bad = 1 } END { exit bad || NR != 5 }' nodes.csv ||
+    { cat nodes.csv; fail "SHOW NODES: a node without its reported capacity or utilisation"; }
 # 4. the JSON form
 sqlc -e "EXPLAIN PLACEMENT (FORMAT JSON) qm;" >place.json || fail "EXPLAIN PLACEMENT (FORMAT JSON)"
 grep -q '"\?used"\?"*: "*measured' place.json || { cat place.json; fail "JSON: no measured inputs"; }
