@@ -358,6 +358,10 @@ static cstream *stream_find(coord *co, const char *name)
 {
     for (int i = 0; i < co->nstreams; i++)
         if (!strcasecmp(co->streams[i].name, name)) return &co->streams[i];
+    /* "s#0" is partition 0 of s: the stream itself */
+    size_t l = strlen(name);
+    for (int i = 0; l > 2 && !strcmp(name + l - 2, "#0") && i < co->nstreams; i++)
+        if (strlen(co->streams[i].name) == l - 2 && !strncasecmp(co->streams[i].name, name, l - 2)) return &co->streams[i];
     return NULL;
 }
 
@@ -2563,7 +2567,7 @@ static void ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fra
         }
     }
     if (cst && cst->shadow) cst->dirty = 1;
-    if (cst && last && m->u.ingest.end && !cst->part) end_partitions(n, cst->name);
+    if (cst && last && m->u.ingest.end && !strcasecmp(cst->name, name)) end_partitions(n, cst->name);
     /* here: as the home, or quietly as the shadow */
     csess *ss = m->u.ingest.session ? s->sess : NULL;
     if (ss && ss->ing_req != req) {

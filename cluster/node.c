@@ -1368,10 +1368,13 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         o.on_notice = ing_notice;
         o.ctx = g;
         g->stream = strdup(stream);
+        /* "s#0" (partition 0 alone: its end ends no other) is stream s */
+        size_t sl = g->stream ? strlen(g->stream) : 0;
+        if (sl > 2 && !strcmp(g->stream + sl - 2, "#0")) g->stream[sl - 2] = 0;
         if ((rc = exec_ingest_open(n->eng, stream, &o, &g->in, &err))) {
             g->failed = 1;
             if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
-        } else if (in->session && (rc = shadow_session(n, stream, in->session, g->in, &g->seq, &err)) != 0) {
+        } else if (in->session && (rc = shadow_session(n, g->stream ? g->stream : stream, in->session, g->in, &g->seq, &err)) != 0) {
             /* the home we copied was lost: its session goes on here */
             if (rc < 0) {
                 g->failed = 1;

@@ -588,14 +588,22 @@ static void finish_ended_push(engine *e)
 
 static int stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS]);
 
+static int end_one(engine *e, int si, xerr *err);
+
+/* The end of stream si; a partitioned stream's end ends every partition
+ * (each also ends alone: an ingest into "s#p", or "s#0" for the first). */
 static int end_stream(engine *e, int si, xerr *err)
+{
+    int ix[PLAN_MAX_PARTITIONS], np = stream_parts(e, si, ix), rc;
+    for (int p = 1; p < np; p++)
+        if ((rc = end_one(e, ix[p], err))) return rc;
+    return end_one(e, si, err);
+}
+
+static int end_one(engine *e, int si, xerr *err)
 {
     int rc;
     if ((rc = eng_txn(e, err))) return rc;
-    /* a partitioned stream's end ends every partition (each ends alone too) */
-    int ix[PLAN_MAX_PARTITIONS], np = stream_parts(e, si, ix);
-    for (int p = 1; p < np; p++)
-        if ((rc = end_stream(e, ix[p], err))) return rc;
     if (e->streams[si]->guard) {
         e->streams[si]->end_pending = 1; /* the queries see the end with the last record */
         return 0;
@@ -629,6 +637,7 @@ void engine_cancel_push(engine *e)
 struct exec_ingest {
     engine *e;
     int si;
+    int alone; /* opened as "s#0": partition 0 alone, whose end ends no other */
     fmt_kind kind;
     fmt_dec_opts d;  /* the decoder's options (a file source's header probe takes them too) */
     fmt_decoder *dec;
@@ -690,12 +699,20 @@ void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d)
 int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts, exec_ingest **out, xerr *err)
 {
     *out = NULL;
-    int si = eng_stream_index(e, stream);
+    int si = eng_stream_index(e, stream), alone = 0;
+    size_t sl = strlen(stream);
+    if (si < 0 && sl > 2 && !strcmp(stream + sl - 2, "#0") && sl < 300) {
+        /* "s#0": partition 0 alone (its end does not end the others) */
+        char base[300];
+        snprintf(base, sizeof base, "%.*s", (int)(sl - 2), stream);
+        if ((si = eng_stream_index(e, base)) >= 0) alone = 1;
+    }
     if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
     exec_ingest *in = calloc(1, sizeof *in);
     if (!in) return xerr_set(err, XE_NOMEM, "out of memory");
     in->e = e;
     in->si = si;
+    in->alone = alone;
     if (opts) in->o = *opts;
     stream_rt *s = e->streams[si];
     in->kind = in->o.format_set ? in->o.format : s->kind;
@@ -790,7 +807,7 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
         st->rejected = ds.rejected;
     }
     if (!rc) rc = end_partial_slice(in->e, in->si, err);
-    if (!rc && end_of_stream) rc = end_stream(in->e, in->si, err);
+    if (!rc && end_of_stream) rc = in->alone ? end_one(in->e, in->si, err) : end_stream(in->e, in->si, err);
     if (!rc) rc = engine_commit(in->e, err);
     if (st) st->late = ingest_late(in, &st->late_partial);
     fmt_decoder_free(in->dec);

@@ -6,10 +6,11 @@
 # partition's home.  Checks:
 #   1. SHOW STREAMS lists the partitions at their homes, each with a shadow;
 #      EXPLAIN PLACEMENT pins SOURCE#p to partition p's home;
-#   2. three producers, one per partition (ares-sql --ingest 's#P'), at
-#      once, then `--ingest s --end`, which ends every partition: a push
+#   2. three producers at once, one per partition (ares-sql --ingest 's#P'
+#      --end, 's#0' for partition 0), each ending its own partition: a push
 #      query's rows equal the embedded engine's over the same rows in one
 #      stream, and each partition's home holds its partition's rows only;
+#      (part 3 ends a stream's every partition with `--ingest r --end`)
 #   3. a standing query with ft = replica and a subscriber, fed paced into
 #      every partition; the domain of partition 1's home (rack-b: n2, n3)
 #      is SIGKILLed mid-stream; its shadow takes over, the replicas are
@@ -58,13 +59,17 @@ sqlc -e "$Q;" >push.csv 2>push.err &
 QP=$!
 PIDS="$PIDS $QP"
 sleep 1
-sqlc --ingest 's#1' <parts/p1.csv 2>i1.err &
+# each producer ends its own partition ('s#0' is partition 0 alone); the
+# push query ends when all three have
+sqlc --ingest 's#1' --end <parts/p1.csv 2>i1.err &
 I1=$!
-sqlc --ingest 's#2' <parts/p2.csv 2>i2.err &
+sqlc --ingest 's#2' --end <parts/p2.csv 2>i2.err &
 I2=$!
+sqlc --ingest 's#0' --end <parts/p0.csv 2>i0.err &
+I0=$!
 wait $I1 || { cat i1.err; fail "ingest into s#1"; }
 wait $I2 || { cat i2.err; fail "ingest into s#2"; }
-sqlc --ingest s --end <parts/p0.csv 2>i0.err || { cat i0.err; fail "ingest into s with --end"; }
+wait $I0 || { cat i0.err; fail "ingest into s#0"; }
 wait $QP || { cat push.err; fail "the push query over the partitions"; }
 same_rows push.csv ref.csv
 sqlc -e "SHOW STREAMS;" >streams2.csv || fail "SHOW STREAMS"
