@@ -2033,18 +2033,26 @@ static int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr 
  * one included), taken round-robin from `start`; NULL when there is none. */
 static const char *pick_shadow(node *n, const char *home, int start)
 {
-    const char *hd = n->cfg.domain;
+    const char *hd = n->cfg.domain, *best = NULL;
+    double best_cap = -1;
     peer *hp = strcmp(home, n->cfg.name) ? node_peer(n, home, strlen(home)) : NULL;
     if (hp) hd = hp->domain;
     int nc = n->npeers + 1;
+    /* the shadow decodes and logs all of the stream's input, as its home
+     * does: of the candidates, the one with the most capacity (the first
+     * from `start` among equals, so that streams spread) */
     for (int k = 0; k < nc; k++) {
         int i = (start + k) % nc;
         const char *name = i == n->npeers ? n->cfg.name : n->peers[i]->name;
         const char *dom = i == n->npeers ? n->cfg.domain : n->peers[i]->domain;
         if (i < n->npeers && !worker(n->peers[i])) continue;
-        if (strcmp(dom, hd) && strcmp(name, home)) return name;
+        double cap = i == n->npeers ? n->cfg.speed : n->peers[i]->speed_milli / 1000.0;
+        if (strcmp(dom, hd) && strcmp(name, home) && cap > best_cap * 1.05) {
+            best = name;
+            best_cap = cap;
+        }
     }
-    return NULL;
+    return best;
 }
 
 /* "stream/<name>" = home [TAB shadow [TAB lshadow]] LF CREATE STREAM text */

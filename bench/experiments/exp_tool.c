@@ -20,6 +20,10 @@
  *       at start + i / E s, so a row's event time is its write time minus
  *       (start - base); --start-file writes that start (wall-clock ms) to F
  *       before the first row.
+ *   Both take --part I/P: of the rows above, write only those whose index
+ *   is I modulo P (the rows, their values and their times are the same as
+ *   without it), so P generators with the same options write a round-robin
+ *   split of one input into P partitions, each in time order.
  *   exp_tool stamp
  *       copies stdin to stdout, each line led by the wall-clock time in ms
  *       (CLOCK_REALTIME) at which the read() that delivered it returned:
@@ -62,6 +66,7 @@ static int gen(int argc, char **argv)
     long long nrows = -1, base = -1;
     long keys = 1000;
     int pace = 0;
+    long part = 0, nparts = 1;
     const char *start_file = NULL;
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -78,7 +83,9 @@ static int gen(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed")) rng ^= (uint64_t)atoll(v) * 0x9E3779B97F4A7C15ULL;
         else if (!strcmp(argv[i], "--base")) base = atoll(v);
         else if (!strcmp(argv[i], "--start-file")) start_file = v;
-        else goto usage;
+        else if (!strcmp(argv[i], "--part")) {
+            if (sscanf(v, "%ld/%ld", &part, &nparts) != 2 || nparts < 1 || part < 0 || part >= nparts) goto usage;
+        } else goto usage;
         i++;
     }
     if (keys < 1 || seconds <= 0 || rate < 0) goto usage;
@@ -103,10 +110,12 @@ static int gen(int argc, char **argv)
                 due = (long long)((double)(now_ns(CLOCK_MONOTONIC) - t0) * erate / 1e9) + 1;
                 if (due > nrows) due = nrows;
             }
-            for (; rows < due; rows++)
-                if (printf("%lld,%ld,%ld\n", base + (long long)((double)rows * 1000.0 / erate),
-                           (long)(xrand() % (uint64_t)keys), (long)(xrand() % 1000)) < 0)
+            for (; rows < due; rows++) {
+                long k = (long)(xrand() % (uint64_t)keys), val = (long)(xrand() % 1000);
+                if (rows % nparts == part &&
+                    printf("%lld,%ld,%ld\n", base + (long long)((double)rows * 1000.0 / erate), k, val) < 0)
                     goto out;
+            }
             if (pace) {
                 if (fflush(stdout) != 0) goto out;
                 struct timespec d = {0, 1000000};
@@ -121,7 +130,8 @@ static int gen(int argc, char **argv)
         long long due = rate > 0 ? (long long)((double)(t - t0) * rate / 1e9) + 1 : rows + 256;
         long long ts = now_ns(CLOCK_REALTIME) / 1000000;
         while (rows < due) {
-            if (printf("%lld,%ld,%ld\n", ts, (long)(xrand() % (uint64_t)keys), (long)(xrand() % 1000)) < 0) goto out;
+            long k = (long)(xrand() % (uint64_t)keys), val = (long)(xrand() % 1000);
+            if (rows % nparts == part && printf("%lld,%ld,%ld\n", ts, k, val) < 0) goto out;
             rows++;
         }
         if (rate > 0) {
@@ -132,11 +142,13 @@ static int gen(int argc, char **argv)
     }
 out:
     fflush(stdout);
-    fprintf(stderr, "exp_tool gen: %lld rows in %.3f s\n", rows, (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
+    fprintf(stderr, "exp_tool gen: %lld rows in %.3f s\n", rows / nparts + (rows % nparts > part),
+            (double)(now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
     return 0;
 usage:
-    fprintf(stderr, "usage: exp_tool gen --seconds S [--rate R] [--keys K] [--seed N]\n"
-                    "       exp_tool gen --rows N --event-rate E [--keys K] [--seed N] [--base MS] [--pace] [--start-file F]\n");
+    fprintf(stderr, "usage: exp_tool gen --seconds S [--rate R] [--keys K] [--seed N] [--part I/P]\n"
+                    "       exp_tool gen --rows N --event-rate E [--keys K] [--seed N] [--base MS] [--pace] [--start-file F] "
+                    "[--part I/P]\n");
     return 2;
 }
 

@@ -248,7 +248,8 @@ log_ms() {
 # the recovery, times in ms from the kill: sets R_DEAD (the coordinator marks
 # the first victim DEAD), R_EVENT (the failure event), R_REDEPLOY, R_CAUGHT
 # (the sink caught up with its output before the failure), R_ROWS and R_MS
-# (the replay on the stream's home node HOME: rows, duration), R_DONE (the
+# (the replay at the homes of the stream's partitions: rows, the longest
+# duration; HOME is no longer read), R_DONE (the
 # replay's end after the redeployment), R_KEPT and R_PROMOTED (stateful tasks
 # that took over their state: survivors, promoted replicas), R_STALL (the
 # longest a node's event loop went without polling its sockets, ms, as the
@@ -264,8 +265,14 @@ recovery_log() {
         eval "R_${_v%%:*}=${_t:+$((_t - $1))}"
         eval "R_${_v%%:*}=\${R_${_v%%:*}:-?}"
     done
+    # the first redeployment's replays, at every home that replayed (a
+    # partitioned stream has one per partition): rows summed, the longest
+    # replay, the last end
     # shellcheck disable=SC2046
-    set -- $(sed -n 's/.*replayed \([0-9]*\) logged rows from offset [-0-9]* (query start [0-9]*) in \([0-9.]*\) ms, \([0-9.]*\) ms after the redeployment.*/\1 \2 \3/p' "$CD/$2.log" | head -n 1) "?" "?" "?"
+    set -- $(cat "$CD"/*.log | sed -n 's/.* query \([0-9]*\) (first deployed as [0-9]*): replayed \([0-9]*\) logged rows from offset [-0-9]* (query start [0-9]*) in \([0-9.]*\) ms, \([0-9.]*\) ms after the redeployment.*/\1 \2 \3 \4/p' |
+        awk '{ q[NR] = $1; r[NR] = $2; m[NR] = $3; d[NR] = $4; if (!lo || $1 < lo) lo = $1 }
+             END { for (i = 1; i <= NR; i++) if (q[i] == lo) { t += r[i]; if (m[i] > mm) mm = m[i]; if (d[i] > dd) dd = d[i] }
+                   if (NR) printf "%d %.1f %.1f\n", t, mm, dd }') "?" "?" "?"
     R_ROWS=$1 R_MS=$2 R_DONE=$3
     # shellcheck disable=SC2046
     set -- $(cat "$CD"/*.log | grep -o "took over the state of [0-9]* tasks here ([0-9]* kept, [0-9]* promoted replicas)" |

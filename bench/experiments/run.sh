@@ -8,10 +8,13 @@
 # (default 50, the paper's lambda).  No node sleeps: each tells placement
 # the capacity its quota gives it.  Every node holds its frames to another
 # domain (--link-delay-ms), and each domain is in a network namespace of
-# its own where the machine allows (EXP_NETNS).  The coordinator c0 runs the
-# sink and forwards the ingest; n1 (EXP_HOME, the same domain) is the
-# stream's home: its log and the query's source.  The generator, the ingest
-# client and the subscriber run outside the quotas.  One standing query, placed by the strategy under
+# its own where the machine allows (EXP_NETNS).  The stream has
+# EXP_PARTITIONS (3) partitions, homed at n1, n4 and n7 (EXP_HOME), one in
+# each domain: each keeps its partition's log and runs the query's source
+# task for it.  The coordinator c0 runs the sink and forwards each
+# producer's input to its partition's home and shadow.  The generators, the
+# producers (a generator and an `ares-sql --ingest 's#P' --end` per
+# partition) and the subscriber run outside the quotas.  One standing query, placed by the strategy under
 # test:
 #
 #   SELECT k, COUNT(*) AS n, MAX(ts) AS last_ts, CAST(window_end AS BIGINT) AS we
@@ -19,7 +22,8 @@
 #
 # Input: bench/experiments/exp_tool gen, rows ts,k,v where ts is the
 # wall-clock time (ms) at which the generator wrote the row (event time =
-# ingest time), piped into `ares-sql --connect --ingest s`.  A subscriber
+# ingest time); with --part P/N each of the N generators writes every N-th
+# row of the same sequence, piped into `ares-sql --connect --ingest 's#P'`.  A subscriber
 # (`ares-sql --connect -e 'SUBSCRIBE q;'`) feeds `exp_tool stamp`, which
 # prefixes each result row with its arrival wall-clock time.
 #
@@ -103,7 +107,8 @@
 #   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
 #   EXP_SLOTS=6 EXP_DEAD_MS=10000
 #   EXP_NETNS=1 (each domain in a network namespace where root can make one; 0: loopback)
-#   EXP_HOME=n1 (the stream's home: its log, ingest and the query's source)
+#   EXP_PARTITIONS=3 (the stream's partitions, a generator and a producer each)
+#   EXP_HOME=n1,n4,n7 (the partitions' homes: their logs and the query's source tasks)
 #   FT_MODES="replica checkpoint upstream" EXP_REC_SECONDS=15 EXP_FAIL_AT=8 EXP_FAIL_DOMAIN=auto
 #   EXP_REC_WAIT_S=15 (how long the output may take to be complete after the input ends)
 #   EXP_KILL_LEAD_MS=100 EXP_REC_LATE_MS=250
@@ -133,7 +138,8 @@ EXP_JOIN=${EXP_JOIN:-1}
 EXP_DEAD_MS=${EXP_DEAD_MS:-10000}
 EXP_SLOTS=${EXP_SLOTS:-6}
 EXP_NETNS=${EXP_NETNS:-1}
-EXP_HOME=${EXP_HOME:-n1}
+EXP_PARTITIONS=${EXP_PARTITIONS:-3}
+EXP_HOME=${EXP_HOME:-n1,n4,n7}
 FT_MODES=${FT_MODES-replica checkpoint upstream}
 EXP_REC_SECONDS=${EXP_REC_SECONDS:-15}
 EXP_FAIL_AT=${EXP_FAIL_AT:-8}
@@ -182,7 +188,7 @@ paper9() {
 setup() {
     ftset=""
     [ -n "${2:-}" ] && ftset="SET ft = '$2'; SET replicas = 1;"
-    sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', home = '$EXP_HOME');
+    sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = $EXP_PARTITIONS, home = '$EXP_HOME');
              SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset" || die "setup ($1)"
     sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT ($1)"
@@ -199,24 +205,55 @@ drain() {
         sleep 0.5
         _i=$((_i + 1))
     done
-    kill "$SUBP" "$INGP" 2>/dev/null
-    wait "$SUBP" "$INGP" 2>/dev/null
+    kill "$SUBP" $INGP 2>/dev/null
+    wait "$SUBP" $INGP 2>/dev/null
     wait "$STAMPP" 2>/dev/null
 }
 
-# ingest SECONDS RATE [COPY]: the generator into the cluster (and into the
-# file COPY); sets GEN_START GEN_END (ms), GEN_ROWS
+# feed GEN-OPTIONS...: the input into the cluster, a generator and a
+# producer per partition (exp_tool gen --part P/N, ares-sql --ingest 's#P'
+# --end: each ends its own partition), all at once; with FEED_COPY set,
+# partition P's rows are kept in $FEED_COPY.P too.  Sets INGP (the
+# producers).
+feed() {
+    INGP=""
+    rm -f "$CD"/gen.err.*
+    _fp=0
+    while [ $_fp -lt "$EXP_PARTITIONS" ]; do
+        _copy=/dev/null
+        [ -n "${FEED_COPY:-}" ] && _copy="$FEED_COPY.$_fp"
+        "$TOOL" gen "$@" --part "$_fp/$EXP_PARTITIONS" 2>"$CD/gen.err.$_fp" | tee "$_copy" |
+            "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest "s#$_fp" --end \
+                2>"$CD/ingest.err.$_fp" &
+        INGP="$INGP $!"
+        _fp=$((_fp + 1))
+    done
+    PIDS="$PIDS $INGP"
+}
+
+# fed: every generator has finished (or its producer has gone)
+fed() {
+    _fp=0
+    while [ $_fp -lt "$EXP_PARTITIONS" ]; do
+        [ -s "$CD/gen.err.$_fp" ] || { for _x in $INGP; do kill -0 "$_x" 2>/dev/null && return 1; done; }
+        _fp=$((_fp + 1))
+    done
+    return 0
+}
+
+# ingest SECONDS RATE [COPY]: the generators into the cluster, RATE rows/s
+# in all (and, merged in time order, into the file COPY); sets GEN_START
+# GEN_END (ms), GEN_ROWS
 ingest() {
     GEN_START=$(date +%s%3N)
-    "$TOOL" gen --seconds "$1" --rate "$2" --keys "$EXP_KEYS" 2>"$CD/gen.err" | tee "${3:-/dev/null}" |
-        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s --end 2>"$CD/ingest.err" &
-    INGP=$!
-    PIDS="$PIDS $INGP"
-    # the generator stops after SECONDS; ares-sql may wait longer (for the
+    FEED_COPY=${3:-} feed --seconds "$1" --rate "$2" --keys "$EXP_KEYS"
+    # the generators stop after SECONDS; ares-sql may wait longer (for the
     # stream's end to be processed): drain stops it
-    while [ ! -s "$CD/gen.err" ] && kill -0 "$INGP" 2>/dev/null; do sleep 0.1; done
+    while ! fed; do sleep 0.1; done
     GEN_END=$(date +%s%3N)
-    GEN_ROWS=$(sed -n 's/exp_tool gen: \([0-9]*\) rows.*/\1/p' "$CD/gen.err")
+    GEN_ROWS=$(cat "$CD"/gen.err.* | sed -n 's/exp_tool gen: \([0-9]*\) rows.*/\1/p' | awk '{ t += $1 } END { print t + 0 }')
+    [ -n "${3:-}" ] && sort -t, -k1,1n -m "$3".* >"$3"
+    return 0
 }
 
 # slow_tasks: tasks of q (sources, sinks aside) on the slowed nodes / all of them
@@ -271,10 +308,7 @@ tp_run() {
     say "$1 (run $2): throughput run, $EXP_TUPLES rows ($EXP_EVENT_RATE per second of event time), at most ${EXP_SECONDS} s"
     c0cpu=$(node_cpu)
     GEN_START=$(date +%s%3N)
-    "$TOOL" gen --rows "$EXP_TUPLES" --event-rate "$EXP_EVENT_RATE" --keys "$EXP_KEYS" 2>"$CD/gen.err" |
-        "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest s --end 2>"$CD/ingest.err" &
-    INGP=$!
-    PIDS="$PIDS $INGP"
+    feed --rows "$EXP_TUPLES" --event-rate "$EXP_EVENT_RATE" --keys "$EXP_KEYS"
     # until every row is in a result, or EXP_SECONDS
     while :; do
         sleep 0.5
@@ -284,8 +318,8 @@ tp_run() {
         [ "$got" -ge "$EXP_TUPLES" ] && { TP_END=done; break; }
     done
     cpu_report "$1 (run $2) throughput" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
-    kill "$INGP" 2>/dev/null
-    wait "$INGP" 2>/dev/null
+    kill $INGP 2>/dev/null
+    wait $INGP 2>/dev/null
     kill "$SUBP" 2>/dev/null
     wait "$SUBP" 2>/dev/null
     wait "$STAMPP" 2>/dev/null
@@ -394,7 +428,7 @@ recovery_run() {
     "$B/ares-sql" --memory -q -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts'); $Q;" \
         --ingest s <"$CD/in.csv" >"$CD/ref.csv" || die "embedded run ($1, ft $2)"
     tail -n +2 "$CD/ref.csv" | sort >"$CD/ref.csv.sorted"
-    wait "$INGP"
+    wait $INGP
     wait_output "$CD/ref.csv" $((EXP_REC_WAIT_S * 10))
     # throughput around the failure: rows in the results that arrived in
     # each second counted from the kill (an empty second as 0)
