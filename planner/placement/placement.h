@@ -280,6 +280,7 @@ typedef struct nirvana_rb_move {
  * laid out as in results; rewritten in place) with hysteresis: a player moves
  * only when its cost falls below (1 - threshold) times its cost now, by more
  * than threshold times the median player's cost, *and* the potential falls.  Pinned players and those whose mode[] is FIXED stay.
+ * No player goes back to a node it left during the call.
  * Rounds in play order until one moves nothing or max_moves moves are made;
  * moves[] (max_moves entries, may be NULL) gets them in order, *nmoves their
  * count.  Pure.  XE_INVAL on a bad threshold (0 <= threshold < 1).

@@ -18,7 +18,8 @@
  *     and then the potential is what tells a real gain from a shuffle.
  * Every accepted move lowers the potential strictly, and the potential is a
  * function of the assignment alone: on fixed inputs no assignment comes back,
- * so the placement cannot flap (tests/unit/test_placement.c checks it, also
+ * so the placement cannot flap; and within one call no player goes back to
+ * a node it left (each move redeploys: a round trip would be two for nothing) (tests/unit/test_placement.c checks it, also
  * under noisy inputs).
  *
  * Which moves a player may make is the caller's (mode[]): a stateless task
@@ -98,7 +99,9 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
     if (rc < 0) goto out;
     int *order = nv_play_order(p, &g);
     int *orig = NV_ALLOC(p, g.P, int), *cand = NV_ALLOC(p, g.P, int), *best = NV_ALLOC(p, g.P, int);
-    if (!order || !orig || !cand || !best) {
+    /* left[i * N + n]: player i left node n in this call; it does not go back */
+    unsigned char *left = NV_ZALLOC(p, (size_t)g.P * (size_t)p->nnodes, unsigned char);
+    if (!order || !orig || !cand || !best || !left) {
         rc = xerr_set(e, XE_NOMEM, "placement: out of memory");
         goto out;
     }
@@ -123,7 +126,7 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
             int best_to = -1, best_other = -1, best_other_to = -1;
             int swap_only = mode[i] == NIRVANA_RB_WITH_STATE && !nv_is_replica(&g, i);
             for (int n = 0; n < p->nnodes; n++) {
-                if (n == from || !p->nodes[n].alive) continue;
+                if (n == from || !p->nodes[n].alive || left[(size_t)i * p->nnodes + n]) continue;
                 /* a primary that keeps its state goes onto a replica that
                  * holds it; that replica then goes anywhere legal (from
                  * included) and starts there from a snapshot */
@@ -134,7 +137,7 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
                 }
                 if (swap_only && other < 0) continue;
                 for (int x = 0; x < (other >= 0 ? p->nnodes : 1); x++) {
-                    if (other >= 0 && (x == n || !p->nodes[x].alive)) continue;
+                    if (other >= 0 && (x == n || !p->nodes[x].alive || left[(size_t)other * p->nnodes + x])) continue;
                     memcpy(cand, assign, (size_t)g.P * sizeof *cand);
                     cand[i] = n;
                     if (other >= 0) cand[other] = x;
@@ -152,6 +155,8 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
                 }
             }
             if (best_to < 0) continue;
+            left[(size_t)i * p->nnodes + from] = 1;
+            if (best_other >= 0) left[(size_t)best_other * p->nnodes + best_to] = 1;
             memcpy(assign, best, (size_t)g.P * sizeof *assign);
             if (moves)
                 moves[*nmoves] = (nirvana_rb_move){.player = i, .from = from, .to = best_to, .replica = best_other, .replica_to = best_other_to,

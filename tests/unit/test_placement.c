@@ -857,6 +857,12 @@ static void test_rebalance_leaves_a_slowed_node(void **state)
         phi = mv[k].potential_after;
     }
     assert_true(fabs(potential_of(p, &c, as) - phi) < 1e-9);
+    /* within the call, no player goes back to a node it left */
+    for (int k = 0; k < nm; k++)
+        for (int j = 0; j < k; j++) {
+            assert_false(mv[j].player == mv[k].player && mv[j].from == mv[k].to);
+            assert_false(mv[j].replica >= 0 && mv[j].replica == mv[k].player && mv[j].to == mv[k].to);
+        }
     int after = 0;
     for (int i = 0; i < P; i++) after += as[i] == slow && i < p->ntasks;
     printf("rebalance: %d moves; primaries on the slowed node %d -> %d; potential %.4f -> %.4f\n", nm, before, after,
