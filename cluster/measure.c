@@ -14,8 +14,9 @@
  *
  * The store (meas_store_*, pure: no I/O, no clock of its own) keeps, per
  * task, the last counters and exponentially weighted moving averages of
- * their rates, with time constant MEAS_TAU_S over the real time between
- * reports (alpha = 1 - exp(-dt / tau)); per node, its capacity as last
+ * their rates over the real time between reports (alpha = 1 - exp(-dt /
+ * tau)), two of each, with time constants MEAS_TAU_S and MEAS_TAU_FALL_S:
+ * the larger is used, so a rate rises fast and falls slowly; per node, its capacity as last
  * reported, its smoothed utilisation and round trips.  It converts them
  * into the game's units on demand: load in CPUs, traffic in 1 Gbit/s
  * links, recovery in seconds, distance from round trips.  A query's tasks
@@ -32,15 +33,30 @@
 
 #include "cluster/node.h"
 
+/* A rate, smoothed two ways: the one the game uses is the larger, so a
+ * rate rises within MEAS_TAU_S and falls over MEAS_TAU_FALL_S. */
+typedef struct mrate {
+    double fast, slow;
+} mrate;
+
+static void rate_take(mrate *r, double sample, double dt_s, int first)
+{
+    r->fast = meas_ewma(r->fast, sample, dt_s, first);
+    r->slow = meas_ewma_tau(r->slow, sample, dt_s, MEAS_TAU_FALL_S, first);
+}
+
+static double rate_of(const mrate *r) { return r->fast > r->slow ? r->fast : r->slow; }
+
 typedef struct mtask {
     int samples;
     int64_t at_ms;                       /* the node's clock at the last report */
     int64_t seen_ms;                     /* ours */
     uint64_t cpu_ns, rows_in, rows_out, bytes_out; /* the last counters */
-    double cpu_s, in_s, out_s, state_b;  /* smoothed: per second, and bytes now */
+    mrate cpu_s, in_s, out_s;            /* smoothed, per second */
+    double state_b;                      /* smoothed bytes now */
     uint32_t ndest;
     uint64_t *dest_rows, *dest_bytes;    /* the last counters, per downstream task */
-    double *dest_rows_s;                 /* smoothed */
+    mrate *dest_rows_s;                  /* smoothed */
 } mtask;
 
 typedef struct mquery {
@@ -108,11 +124,16 @@ void meas_store_free(meas_store *ms)
     free(ms);
 }
 
-double meas_ewma(double avg, double sample, double dt_s, int first)
+double meas_ewma_tau(double avg, double sample, double dt_s, double tau_s, int first)
 {
     if (first || !(dt_s > 0)) return first ? sample : avg;
-    double a = 1.0 - exp(-dt_s / MEAS_TAU_S);
+    double a = 1.0 - exp(-dt_s / tau_s);
     return avg + a * (sample - avg);
+}
+
+double meas_ewma(double avg, double sample, double dt_s, int first)
+{
+    return meas_ewma_tau(avg, sample, dt_s, MEAS_TAU_S, first);
 }
 
 uint64_t meas_grown(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
@@ -186,16 +207,15 @@ static int take_task(mtask *t, const wire_stats_task *w, int64_t at_ms, int64_t 
     double dt = (double)(at_ms - t->at_ms) / 1000.0;
     int rate = dt > 0, first = t->samples == 0;
     if (rate) {
-        t->cpu_s = meas_ewma(t->cpu_s, (double)meas_grown(w->cpu_ns, t->cpu_ns) * 1e-9 / dt, dt, first);
-        t->in_s = meas_ewma(t->in_s, (double)meas_grown(w->rows_in, t->rows_in) / dt, dt, first);
-        t->out_s = meas_ewma(t->out_s, (double)meas_grown(w->rows_out, t->rows_out) / dt, dt, first);
+        rate_take(&t->cpu_s, (double)meas_grown(w->cpu_ns, t->cpu_ns) * 1e-9 / dt, dt, first);
+        rate_take(&t->in_s, (double)meas_grown(w->rows_in, t->rows_in) / dt, dt, first);
+        rate_take(&t->out_s, (double)meas_grown(w->rows_out, t->rows_out) / dt, dt, first);
         t->state_b = meas_ewma(t->state_b, (double)w->state_bytes, dt, first);
     }
     for (uint32_t i = 0; i < w->ndest; i++) {
         uint64_t rows, bytes;
         wire_stats_dest(w, i, &rows, &bytes);
-        if (rate)
-            t->dest_rows_s[i] = meas_ewma(t->dest_rows_s[i], (double)meas_grown(rows, t->dest_rows[i]) / dt, dt, first);
+        if (rate) rate_take(&t->dest_rows_s[i], (double)meas_grown(rows, t->dest_rows[i]) / dt, dt, first);
         t->dest_rows[i] = rows;
         t->dest_bytes[i] = bytes;
     }
@@ -384,9 +404,10 @@ static const place_meas *convert(mquery *q, const plan_dag *d, double restore_bp
             place_meas *pm = &q->pm[t];
             double bpr = row_bytes(q, t, t + 1);
             if (!(bpr > 0)) bpr = op_bpr > 0 ? op_bpr : MEAS_ROW_BYTES;
-            pm->load = x->cpu_s > 1e-6 ? x->cpu_s : 1e-6; /* never 0: congestion stays defined */
-            pm->rows_in_s = x->in_s;
-            pm->rows_out_s = x->out_s;
+            double cpu = rate_of(&x->cpu_s), out = rate_of(&x->out_s);
+            pm->load = cpu > 1e-6 ? cpu : 1e-6; /* never 0: congestion stays defined */
+            pm->rows_in_s = x->in_s.fast;       /* EXPLAIN: what it does now */
+            pm->rows_out_s = x->out_s.fast;
             pm->rows_in = x->rows_in;
             pm->cpu_ns = x->cpu_ns;
             if (stateful) {
@@ -395,11 +416,11 @@ static const place_meas *convert(mquery *q, const plan_dag *d, double restore_bp
                 /* a replica applies the deltas: a tenth of the primary's work,
                  * as the seed model has it; the deltas are about its output */
                 pm->replica_load = 0.1 * pm->load + 0.004;
-                pm->repl_traffic = x->out_s * bpr / MEAS_LINK_BPS;
+                pm->repl_traffic = out * bpr / MEAS_LINK_BPS;
             }
             pm->ndest = dn >= 0 && (int)x->ndest == d->ops[dn].parallelism ? (int)x->ndest : 0;
             pm->traffic = &q->traffic[at];
-            for (int i = 0; i < pm->ndest; i++) q->traffic[at + i] = x->dest_rows_s[i] * bpr / MEAS_LINK_BPS;
+            for (int i = 0; i < pm->ndest; i++) q->traffic[at + i] = rate_of(&x->dest_rows_s[i]) * bpr / MEAS_LINK_BPS;
             at += (int)x->ndest;
         }
     }

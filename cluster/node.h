@@ -445,7 +445,8 @@ void place_player_inputs(const place_game *g, const place_query *qs, int q, int 
  * coordinator's store keeps moving averages and turns them into placement
  * inputs.  The store is pure (no I/O), for tests. */
 #define MEAS_REPORT_MS 1000
-#define MEAS_TAU_S 5.0        /* time constant of the moving averages */
+#define MEAS_TAU_S 5.0        /* time constant of the moving averages (a rate rising) */
+#define MEAS_TAU_FALL_S 60.0  /* ... and of a task's rates falling (the larger of the two averages counts) */
 #define MEAS_RESTORE_BPS 100e6 /* restore rate until measured: state bytes per second a recovery brings back */
 #define MEAS_RESTORE_MIN_BYTES (1u << 20) /* replica state applied before the cluster's rate counts as measured */
 #define MEAS_RESTORE_FIXED_S 0.5 /* ... plus this, whatever the state */
@@ -460,6 +461,7 @@ void meas_store_free(meas_store *ms); /* NULL ok */
  * with time constant MEAS_TAU_S over a sample dt_s seconds after the last;
  * the first sample (first = 1) is taken as it is. */
 double meas_ewma(double avg, double sample, double dt_s, int first);
+double meas_ewma_tau(double avg, double sample, double dt_s, double tau_s, int first);
 /* A counter's growth since the last report; a counter that went down was
  * started again (a restarted process), so all of it is new. */
 uint64_t meas_grown(uint64_t now, uint64_t before);

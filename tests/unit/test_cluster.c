@@ -631,12 +631,22 @@ static void test_meas_to_model(void **state)
     stats_msg(&m, &b, 3000, 2, 10000, 7, 0);
     assert_int_equal(meas_store_take(ms, "a", &m, 3000), 0);
     pm = meas_store_query(ms, 7, 0, &d);
-    double a = 1.0 - exp(-1.0 / MEAS_TAU_S);
-    assert_true(fabs(pm[0].load - 0.5 * (1 - a)) < 1e-9);
+    /* ... slowly: the load is the slower average's (tau MEAS_TAU_FALL_S),
+     * EXPLAIN's rows per second the faster one's (MEAS_TAU_S) */
+    assert_true(fabs(pm[0].load - 0.5 * exp(-1.0 / MEAS_TAU_FALL_S)) < 1e-9);
+    assert_true(fabs(pm[1].rows_in_s - 900 * exp(-1.0 / MEAS_TAU_S)) < 1e-9);
+    /* a step up a second later: the larger of the two averages counts */
+    stats_msg(&m, &b, 4000, 3, 10000, 7, 0);
+    assert_int_equal(meas_store_take(ms, "a", &m, 4000), 0);
+    pm = meas_store_query(ms, 7, 0, &d);
+    double fast = 0.5 * exp(-2.0 / MEAS_TAU_S) + 0.5 * (1 - exp(-1.0 / MEAS_TAU_S));
+    double slow = 0.5 * exp(-2.0 / MEAS_TAU_FALL_S) + 0.5 * (1 - exp(-1.0 / MEAS_TAU_FALL_S));
+    assert_true(fast < slow); /* the fast one has not caught up with the slow one yet */
+    assert_true(fabs(pm[0].load - slow) < 1e-9);
     /* forgotten once nobody reports it */
     memset(&m.u.stats, 0, sizeof m.u.stats);
     m.u.stats.capacity_milli = 250;
-    assert_int_equal(meas_store_take(ms, "a", &m, 3000 + MEAS_FORGET_MS + 1), 0);
+    assert_int_equal(meas_store_take(ms, "a", &m, 4000 + MEAS_FORGET_MS + 1), 0);
     assert_null(meas_store_query(ms, 7, 0, &d));
     sbuf_fini(&b);
     meas_store_free(ms);
