@@ -399,6 +399,11 @@ static const help_topic topics[] = {
      "  Rows flow through every query of the stream.\n"},
     {"DROP STREAM", "DROP STREAM [IF EXISTS] name\n"},
     {"DROP QUERY", "DROP QUERY [IF EXISTS] name\n"},
+    {"ALTER QUERY",
+     "ALTER QUERY name REBALANCE\n"
+     "  On a cluster: re-play placement for the query now and move the tasks that\n"
+     "  gain more than rebalance_threshold (each with its state; the output stays\n"
+     "  exact).  Embedded, every task runs here: nothing to move.\n"},
     {"SHOW",
      "SHOW STREAMS | QUERIES | NODES | SETTINGS\n"
      "SHOW setting_name\n"
