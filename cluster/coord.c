@@ -51,6 +51,7 @@
 #define FT_SETTLE_CLOSED_MS 50
 #define RB_MAX_MOVES 64  /* moves one rebalance makes at most */
 #define RB_SOON_MS 1000  /* a join, a loss or a new capacity: rebalance this much later */
+#define RB_MEMORY_MS 10000 /* a player does not go back to a node it left for 5 rebalance intervals, or this if longer */
 #define RB_QUIET_MS 2500 /* a query that moved is left alone this long (its new deployment gets measured), or
                             rebalance_interval if longer */
 
@@ -125,6 +126,9 @@ typedef struct cquery {
     int64_t rb_last_at;
     uint64_t rb_t0;
     int64_t rb_quiet_until;  /* mono ms: no automatic move before (its new deployment is measured first) */
+    /* the nodes its players left in recent rebalances: none goes back before `until` (mono ms) */
+    struct rbleft { int t, r; char node[WIRE_NAME_MAX + 1]; int64_t until; } *rb_left;
+    int rb_nleft;
     double rb_last_ms, rb_ms_total;
     struct cquery *next;
 } cquery;
@@ -728,6 +732,7 @@ static void cq_free(cquery *q)
     for (int i = 0; q->rnode && i < q->ntasks * q->nrep; i++) free(q->rnode[i]);
     free(q->rnode);
     free(q->lost);
+    free(q->rb_left);
     plan_free(q->dag);
     free(q->tkind);
     free(q->top);
@@ -3694,6 +3699,39 @@ static const char *rb_blocked(const coord *co, const cquery *q, int asked)
     return NULL;
 }
 
+/* Player (t, r) of q (r = -1: the task itself) left node `from`: it stays
+ * off it for 5 rebalance intervals (RB_MEMORY_MS at least). */
+static void rb_remember(const coord *co, cquery *q, int t, int r, const char *from)
+{
+    int64_t now = (int64_t)(clock_mono_ns() / 1000000), keep = 5 * co->rb_ms > RB_MEMORY_MS ? 5 * co->rb_ms : RB_MEMORY_MS;
+    int k = 0;
+    for (int i = 0; i < q->rb_nleft; i++) /* drop the expired, and the old entry of this player */
+        if (q->rb_left[i].until > now && !(q->rb_left[i].t == t && q->rb_left[i].r == r)) q->rb_left[k++] = q->rb_left[i];
+    q->rb_nleft = k;
+    struct rbleft *v = realloc(q->rb_left, (size_t)(k + 1) * sizeof *v);
+    if (!v) return;
+    q->rb_left = v;
+    v[k] = (struct rbleft){.t = t, .r = r, .until = now + keep};
+    snprintf(v[k].node, sizeof v[k].node, "%s", from);
+    q->rb_nleft++;
+}
+
+/* q's place_query avoid[]: per task, (1 + R) node indexes of pl its
+ * players left lately (-1: none).  NULL when out of memory. */
+static int *rb_avoid(const cquery *q, const place_node *pl, int nn, int R)
+{
+    int *a = malloc(((size_t)q->ntasks * (size_t)(1 + R) + 1) * sizeof *a);
+    if (!a) return NULL;
+    for (int i = 0; i < q->ntasks * (1 + R); i++) a[i] = -1;
+    int64_t now = (int64_t)(clock_mono_ns() / 1000000);
+    for (int i = 0; i < q->rb_nleft; i++) {
+        const struct rbleft *l = &q->rb_left[i];
+        if (l->until <= now || l->t >= q->ntasks || l->r >= R) continue;
+        a[l->t * (1 + R) + l->r + 1] = node_index(pl, nn, l->node);
+    }
+    return a;
+}
+
 /* Re-place (every running query, or `only`), carry out the moves and say
  * what happened in say (may be NULL).  Returns the moves made, or < 0. */
 static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
@@ -3709,10 +3747,11 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
     place_query *pqs = calloc((size_t)nq, sizeof *pqs);
     cquery **qs = calloc((size_t)nq, sizeof *qs);
     nirvana_rb_move *mv = calloc(RB_MAX_MOVES, sizeof *mv);
+    int **avoid = calloc((size_t)nq + 1, sizeof *avoid);
     place_game g = {0};
     xerr err;
     xerr_clear(&err);
-    if (!pl || !pqs || !qs || !mv) {
+    if (!pl || !pqs || !qs || !mv || !avoid) {
         rc = xerr_set(&err, XE_NOMEM, "out of memory");
         goto out;
     }
@@ -3725,6 +3764,8 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
         for (int t = 0; !rc && on && t < x->ntasks; t++)
             if (pqs[k].node[t] < 0) on = 0, pqs[k].fixed = 1; /* a task off the live nodes: recovery's business */
         pqs[k].keep_state = x->ft == ENGINE_FT_REPLICA || x->ft == ENGINE_FT_CHECKPOINT;
+        if (!rc && on && !(avoid[k] = rb_avoid(x, pl, nn, R))) rc = xerr_set(&err, XE_NOMEM, "out of memory");
+        pqs[k].avoid = avoid[k];
         eligible += on;
         k++;
     }
@@ -3769,6 +3810,8 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
         if (say)
             sbuf_printf(say, "%s%s %s -> %s (cost %.4g -> %.4g)", i ? ", " : "", who, pl[mv[i].from].name,
                         pl[mv[i].to].name, mv[i].cost_before, mv[i].cost_after);
+        rb_remember(co, x, t, p->replica, pl[mv[i].from].name);
+        if (mv[i].replica >= 0) rb_remember(co, x, t, g.r->players[mv[i].replica].replica, pl[mv[i].to].name);
         snprintf(x->rb_last, sizeof x->rb_last, "%s %s -> %s (cost %.4g -> %.4g, %s)", who, pl[mv[i].from].name,
                  pl[mv[i].to].name, mv[i].cost_before, mv[i].cost_after, why);
         x->rb_moves++;
@@ -3814,6 +3857,8 @@ out:
         if (say) sbuf_printf(say, "rebalance failed: %s", err.msg);
     }
     for (int i = 0; pqs && i < nq; i++) pq_fini(&pqs[i]);
+    for (int i = 0; avoid && i < nq; i++) free(avoid[i]);
+    free(avoid);
     free(pqs);
     free(qs);
     free(mv);

@@ -273,9 +273,9 @@ int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, ni
                     int *nmoves, xerr *err)
 {
     int P = nirvana_player_count(g->p), R = g->p->replicas, rc;
-    int *as = assignment_of(g, qs, nq);
-    unsigned char *mode = calloc((size_t)P + 1, 1);
-    if (!as || !mode) {
+    int *as = assignment_of(g, qs, nq), N = g->p->nnodes;
+    unsigned char *mode = calloc((size_t)P + 1, 1), *avoid = calloc((size_t)P * (size_t)N + 1, 1);
+    if (!as || !mode || !avoid) {
         rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto out;
     }
@@ -289,15 +289,21 @@ int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, ni
                 int pl = nirvana_replica_player(g->p, pt, r);
                 if (pl >= 0) mode[pl] = NIRVANA_RB_FREE;
             }
+            for (int r = -1; qs[q].avoid && r < R; r++) {
+                int pl = r < 0 ? pt : nirvana_replica_player(g->p, pt, r), at = qs[q].avoid[t * (1 + R) + r + 1];
+                if (pl >= 0 && at >= 0 && at < N) avoid[(size_t)pl * (size_t)N + (size_t)at] = 1;
+            }
         }
     }
-    if ((rc = nirvana_rebalance(g->p, &g->c, as, mode, threshold, max, moves, nmoves, err)) < 0) goto out;
+    if ((rc = nirvana_rebalance_avoiding(g->p, &g->c, as, mode, avoid, threshold, max, moves, nmoves, err)) < 0)
+        goto out;
     nirvana_result_free(g->r);
     g->r = NULL;
     if ((rc = nirvana_result_from_assignment(g->p, &g->c, as, &g->r, err)) < 0) goto out;
     write_back(g, qs, nq, 1);
     rc = 0;
 out:
+    free(avoid);
     free(mode);
     free(as);
     return rc;

@@ -287,6 +287,13 @@ typedef struct nirvana_rb_move {
  */
 int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *assign, const unsigned char *mode,
                       double threshold, int max_moves, nirvana_rb_move *moves, int *nmoves, xerr *e);
+/* The same, where avoid[i * nnodes + n] = 1 (avoid may be NULL) also keeps
+ * player i off node n: the coordinator's memory of the nodes players left in
+ * recent rebalances, so that nothing moves back and forth across calls as
+ * the measured inputs follow the placement. */
+int nirvana_rebalance_avoiding(const nirvana_problem *p, const nirvana_config *c, int *assign,
+                               const unsigned char *mode, const unsigned char *avoid, double threshold, int max_moves,
+                               nirvana_rb_move *moves, int *nmoves, xerr *e);
 
 /* ---------------------------------------------------------------- evaluation */
 

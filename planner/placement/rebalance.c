@@ -91,6 +91,13 @@ static int median_cost(const nirvana_problem *p, const nirvana_config *c, const 
 int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *assign, const unsigned char *mode,
                       double threshold, int max_moves, nirvana_rb_move *moves, int *nmoves, xerr *e)
 {
+    return nirvana_rebalance_avoiding(p, c, assign, mode, NULL, threshold, max_moves, moves, nmoves, e);
+}
+
+int nirvana_rebalance_avoiding(const nirvana_problem *p, const nirvana_config *c, int *assign,
+                               const unsigned char *mode, const unsigned char *avoid, double threshold, int max_moves,
+                               nirvana_rb_move *moves, int *nmoves, xerr *e)
+{
     *nmoves = 0;
     if (!(threshold >= 0 && threshold < 1)) return xerr_set(e, XE_INVAL, "rebalance: threshold %g not in [0, 1)", threshold);
     nv_mark m0 = nv_mark_get(p);
@@ -105,6 +112,7 @@ int nirvana_rebalance(const nirvana_problem *p, const nirvana_config *c, int *as
         rc = xerr_set(e, XE_NOMEM, "placement: out of memory");
         goto out;
     }
+    if (avoid) memcpy(left, avoid, (size_t)g.P * (size_t)p->nnodes);
     memcpy(orig, assign, (size_t)g.P * sizeof *orig);
     double median = 0;
     if ((rc = median_cost(p, c, &g, assign, &median, e)) < 0) goto out;
