@@ -2612,5 +2612,6 @@ void engine_close(engine *e)
     batch_fini(&e->rbatch);
     sbuf_fini(&e->tmp);
     sbuf_fini(&e->tmp2);
+    eng_meas_fini(e);
     free(e);
 }

@@ -254,7 +254,14 @@ struct engine {
     int epoch_pending;      /* deployed queries changed state since the last commit */
     uint64_t rate_ns;       /* when the queries' rates were last sampled */
     int broken;             /* an epoch failed to commit: nothing more is written (eng_txn) */
-    uint64_t meas_child;    /* CPU spent by the task calls below the one running (ops.c, span_end) */
+    /* what tasks cost (ops.c, "what tasks cost"): the open spans */
+    struct eng_meas {
+        uint64_t child;     /* wall ns of the spans below the one running */
+        int depth;          /* spans open */
+        uint64_t cpu0, wall0; /* the outermost span's thread CPU and wall clock at its start */
+        struct span_part { uint64_t *cpu, wall; } *parts; /* own wall ns of each span closed inside it */
+        int nparts, cap;
+    } meas;
     char broken_msg[512];
 };
 
@@ -361,6 +368,7 @@ typedef struct eng_span {
 } eng_span;
 void eng_span_begin(engine *e, eng_span *s);
 void eng_span_end_sources(engine *e, int si, eng_span *s);
+void eng_meas_fini(engine *e); /* engine_close */
 
 /* ops.c: hand a batch to the next operator (through an exchange if needed). */
 int op_emit(opinst *o, int task, const batch *b, xerr *err);
