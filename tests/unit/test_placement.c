@@ -906,7 +906,7 @@ static void test_rebalance_ignores_specks(void **state)
     nirvana_problem *p = nirvana_problem_new();
     p->replicas = 0;
     for (int n = 0; n < 3; n++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "n%d", n);
         assert_true(nirvana_add_node(p, name, n, 4, 1.0) >= 0);
     }
