@@ -1781,6 +1781,19 @@ static json_t *inputs_json(const place_inputs *x)
 }
 
 /* Which inputs the game used: the query's, the nodes' capacities, the distances. */
+/* The measured load of the players on node i (tasks of every query with
+ * measured inputs, and their replicas). */
+static double measured_load_on(const place_game *g, int i)
+{
+    double l = 0;
+    for (int k = 0; g->r && k < g->r->nplayers; k++) {
+        const nirvana_player *p = &g->r->players[k];
+        if (p->node != i || !g->measured[p->task]) continue;
+        l += p->replica < 0 ? g->p->tasks[p->task].load : g->p->tasks[p->task].replica_load;
+    }
+    return l;
+}
+
 static void inputs_summary(sbuf *t, const meas_store *ms, const place_game *g, const place_query *pq,
                            const place_node *pl, int nn)
 {
@@ -1791,7 +1804,11 @@ static void inputs_summary(sbuf *t, const meas_store *ms, const place_game *g, c
     for (int i = 0; i < nn; i++) {
         sbuf_printf(t, "%s %s %.3g CPUs (%s", i ? "," : "", pl[i].name, pl[i].speed,
                     pl[i].measured ? "reported" : "as joined");
-        if (pl[i].measured) sbuf_printf(t, ", %.0f%% busy", 100 * pl[i].util);
+        /* how busy it is, and how much of that its measured players explain
+         * (the rest: epochs, the network, the coordinator's own work) */
+        if (pl[i].measured)
+            sbuf_printf(t, ", %.0f%% busy, %.0f%% in measured players", 100 * pl[i].util,
+                        100 * measured_load_on(g, i) / pl[i].speed);
         sbuf_printf(t, ")");
     }
     sbuf_printf(t, "\ndistances: %s\n", g->dist_measured ? "domain defaults, raised by measured round trips"
@@ -1802,7 +1819,8 @@ static void inputs_summary(sbuf *t, const meas_store *ms, const place_game *g, c
                 rm ? "measured: the replicas' state applied over the time it took" : "assumed: no replica has applied 1 MiB yet");
 }
 
-/* The same as JSON: {"used", "nodes": [{name, capacity, reported, util}],
+/* The same as JSON: {"used", "nodes": [{name, capacity, reported, util,
+ * measured_players_load}],
  * "distances_measured", "restore_bytes_per_s", "restore_measured"}. */
 static json_t *inputs_summary_json(const meas_store *ms, const place_game *g, const place_query *pq,
                                    const place_node *pl, int nn)
@@ -1814,8 +1832,9 @@ static json_t *inputs_summary_json(const meas_store *ms, const place_game *g, co
         return json_null();
     }
     for (int i = 0; i < nn; i++)
-        json_array_append_new(nodes, json_pack("{s:s, s:f, s:b, s:f}", "name", pl[i].name, "capacity", pl[i].speed,
-                                               "reported", pl[i].measured, "util", pl[i].util));
+        json_array_append_new(nodes, json_pack("{s:s, s:f, s:b, s:f, s:f}", "name", pl[i].name, "capacity",
+                                               pl[i].speed, "reported", pl[i].measured, "util", pl[i].util,
+                                               "measured_players_load", measured_load_on(g, i)));
     int rm;
     double bps = meas_store_restore_bps(ms, &rm);
     json_object_set_new(o, "used", json_string(pq->meas ? "measured" : "seed"));

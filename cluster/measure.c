@@ -78,7 +78,8 @@ typedef struct mnode {
     char name[WIRE_NAME_MAX + 1];
     int samples;
     int64_t seen_ms;
-    double capacity, util;
+    double capacity;
+    mrate util;
     uint64_t applied_bytes, applied_ns;
     int npeers;
     mpeer *peers;
@@ -249,7 +250,7 @@ int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t
     x->capacity = m->u.stats.capacity_milli / 1000.0;
     x->applied_bytes = m->u.stats.applied_bytes;
     x->applied_ns = m->u.stats.applied_ns;
-    x->util = meas_ewma(x->util, m->u.stats.util_milli / 1000.0, dt, x->samples == 0);
+    rate_take(&x->util, m->u.stats.util_milli / 1000.0, dt, x->samples == 0); /* as the tasks' loads */
     x->seen_ms = now_ms;
     x->samples++;
     /* round trips: the node smoothed them already */
@@ -295,7 +296,7 @@ int meas_store_node(const meas_store *ms, const char *name, double *capacity, do
     for (int i = 0; ms && i < ms->nnodes; i++)
         if (!strcmp(ms->nodes[i].name, name) && ms->nodes[i].samples && ms->nodes[i].capacity > 0) {
             *capacity = ms->nodes[i].capacity;
-            *util = ms->nodes[i].util;
+            *util = rate_of(&ms->nodes[i].util);
             return 1;
         }
     return 0;
@@ -324,7 +325,7 @@ void meas_store_nodes(meas_store *ms, place_node *pl, int nn)
         if (x && x->samples && x->capacity > 0) {
             pl[i].measured = 1;
             pl[i].speed = x->capacity;
-            pl[i].util = x->util;
+            pl[i].util = rate_of(&x->util);
         }
     }
     /* a round trip as either end measured it (their mean when both did) */
