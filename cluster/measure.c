@@ -250,7 +250,8 @@ int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t
     x->capacity = m->u.stats.capacity_milli / 1000.0;
     x->applied_bytes = m->u.stats.applied_bytes;
     x->applied_ns = m->u.stats.applied_ns;
-    rate_take(&x->util, m->u.stats.util_milli / 1000.0, dt, x->samples == 0); /* as the tasks' loads */
+    /* as the tasks' loads; a node's first report has no interval behind it */
+    if (x->samples) rate_take(&x->util, m->u.stats.util_milli / 1000.0, dt, x->samples == 1);
     x->seen_ms = now_ms;
     x->samples++;
     /* round trips: the node smoothed them already */
