@@ -90,8 +90,8 @@ wait_alive 10
 "$A" --connect "$IP_rack_a:$(port_of c0)" --secret-file "$SECRET" -q -e "SHOW STREAMS;" >old.out 2>old.err &&
     fail "the old coordinator served a client after the cut healed"
 sqlc -e "SHOW NODES;" >nodes.csv || fail "no coordinator serves after the cut healed"
-grep -q "^sb,rack-b,.*,coordinator,[0-9.]*$" nodes.csv || { cat nodes.csv; fail "sb is not the coordinator"; }
-grep -q "^c0,rack-a,.*,ALIVE,.*,standby,[0-9.]*$" nodes.csv || { cat nodes.csv; fail "c0 is not sb's standby"; }
+grep -q "^sb,rack-b,.*,coordinator,[0-9.]*,[0-9.]*$" nodes.csv || { cat nodes.csv; fail "sb is not the coordinator"; }
+grep -q "^c0,rack-a,.*,ALIVE,.*,standby,[0-9.]*,[0-9.]*$" nodes.csv || { cat nodes.csv; fail "c0 is not sb's standby"; }
 echo "ok: after the cut healed, the old coordinator is the new one's standby and n1, n2 joined again"
 
 # a second failure, while the input still flows: rack-c killed
