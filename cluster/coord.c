@@ -1657,8 +1657,6 @@ static void streams_table(node *n, cs *s, uint64_t req)
     batch_fini(&b);
 }
 
-static double sig4(double v);
-
 static int show_nodes(node *n, cs *s, uint64_t req)
 {
     static const char *names[] = {"name",  "domain",         "address", "state",    "slots",
@@ -1692,7 +1690,7 @@ static int show_nodes(node *n, cs *s, uint64_t req)
         int rep = meas_store_node(n->meas, name, &cap, &util);
         r[8] = val_double(cap);
         /* its process CPU over wall time, over its capacity, smoothed (measure.c) */
-        r[9] = rep ? val_double(sig4(util)) : val_null();
+        r[9] = rep ? val_double(round(util * 1000) / 1000) : val_null(); /* 0.001 steps: never 1e-05 */
     }
     send_table(s, req, 10, names, types, &b);
     batch_fini(&b);
