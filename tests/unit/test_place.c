@@ -1,0 +1,109 @@
+/*
+ * Unit tests for cluster/place.c's use of measured inputs: place_build
+ * replaces a query's seed loads, recovery and edge traffic by what its
+ * place_meas says (each edge to the right downstream task), keeps the
+ * seeds for EXPLAIN (place_player_inputs), leaves a query without
+ * measurements on its seeds, and raises distances where the nodes'
+ * measured round trips say more than their domains.  Pure: a hand-built
+ * DAG, no nodes, no sockets.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "cluster/node.h"
+
+/* SOURCE (1 task) -> AGGREGATE (2, hash) -> SINK (1): tasks 0, 1-2, 3. */
+static void dag_of(plan_dag *d, plan_op ops[3])
+{
+    memset(ops, 0, 3 * sizeof *ops);
+    ops[0] = (plan_op){.id = 0, .kind = PO_SOURCE, .parallelism = 1};
+    ops[1] = (plan_op){.id = 1, .kind = PO_AGGREGATE, .parallelism = 2, .ninputs = 1, .inputs = {0},
+                       .in_edge = {EDGE_HASH}};
+    ops[2] = (plan_op){.id = 2, .kind = PO_SINK, .parallelism = 1, .ninputs = 1, .inputs = {1},
+                       .in_edge = {EDGE_HASH}};
+    *d = (plan_dag){.nops = 3, .ops = ops, .sink = 2, .stateful = 1};
+}
+
+/* The traffic of the edge from -> to in p (-1 when there is none). */
+static double edge(const nirvana_problem *p, int from, int to)
+{
+    for (int e = 0; e < p->nedges; e++)
+        if (p->edges[e].from == from && p->edges[e].to == to) return p->edges[e].traffic;
+    return -1;
+}
+
+static void test_measured_inputs_replace_the_seeds(void **state)
+{
+    (void)state;
+    plan_op ops[3];
+    plan_dag d;
+    dag_of(&d, ops);
+    double rtt0[3] = {0, 0.1, 20}, rtt2[3] = {20, 0, 0};
+    place_node pl[3] = {{.name = "a", .domain = "x", .slots = 8, .speed = 1, .alive = 1, .rtt_ms = rtt0},
+                        {.name = "b", .domain = "x", .slots = 8, .speed = 1, .alive = 1},
+                        {.name = "c", .domain = "y", .slots = 8, .speed = 0.5, .alive = 1, .rtt_ms = rtt2}};
+    static const double src_traffic[2] = {3e-4, 1e-5}, agg_traffic[1] = {2e-6};
+    place_meas m[4] = {
+        {.load = 0.5, .rows_in = 1000, .rows_in_s = 100, .cpu_ns = 7000000, .ndest = 2, .traffic = src_traffic},
+        {.load = 0.2, .state_mb = 2, .recovery_s = 0.52, .replica_load = 0.024, .repl_traffic = 1e-6, .ndest = 1,
+         .traffic = agg_traffic},
+        {.load = 0.01, .recovery_s = 0.5, .replica_load = 0.005, .ndest = 1, .traffic = agg_traffic},
+        {.load = 0.001},
+    };
+    int home[3] = {0, -1, 0}, at[4] = {0, 1, 2, 0}, rat[4] = {-1, 2, 0, -1};
+    place_query qs[2] = {{.d = &d, .name = "q", .home = home, .node = at, .rnode = rat, .fixed = 1, .meas = m},
+                         {.d = &d, .name = "r", .home = home, .node = at, .rnode = rat, .fixed = 1}};
+    place_game g;
+    xerr err;
+    assert_int_equal(place_build(&g, pl, 3, qs, 2, 1, NIRVANA_FULL, &err), 0);
+    const nirvana_problem *p = g.p;
+    int a = g.first[0], b = g.first[1];
+    /* q: measured */
+    assert_true(p->tasks[a].load == 0.5 && p->tasks[a + 1].load == 0.2 && p->tasks[a + 3].load == 0.001);
+    assert_true(p->tasks[a + 1].recovery_s == 0.52 && p->tasks[a + 1].replica_load == 0.024);
+    assert_true(edge(p, a, a + 1) == 3e-4 && edge(p, a, a + 2) == 1e-5); /* each to its own task */
+    assert_true(edge(p, a + 1, a + 3) == 2e-6 && edge(p, a + 2, a + 3) == 2e-6);
+    assert_true(g.measured[a] && g.measured[a + 3]);
+    /* r: its seeds, the same as q's */
+    assert_false(g.measured[b]);
+    assert_true(p->tasks[b].load == g.seed[a].load && p->tasks[b].load != 0.5);
+    assert_true(edge(p, b, b + 1) == g.seed_out[b] / 2);
+    /* EXPLAIN's view */
+    place_inputs in;
+    place_player_inputs(&g, qs, 0, 0, -1, &in);
+    assert_true(in.measured && in.load_meas == 0.5 && in.load_seed == g.seed[a].load);
+    assert_true(fabs(in.traffic_meas - (3e-4 + 1e-5)) < 1e-15 && in.rows_in == 1000 && in.cpu_ms == 7);
+    place_player_inputs(&g, qs, 0, 1, 0, &in); /* the replica of AGGREGATE#0 */
+    assert_true(in.load_meas == 0.024 && in.traffic_meas == 1e-6 && in.rec_meas == 0.52);
+    place_player_inputs(&g, qs, 1, 1, -1, &in);
+    assert_true(!in.measured && isnan(in.load_meas) && isnan(in.rows_in));
+    /* distances: a's 20 ms to c (and c's to a) raise a-c to 4; a-b's
+     * 0.1 ms stays at the domain's 0.2 */
+    assert_non_null(p->dist);
+    assert_true(p->dist[0 * 3 + 2] == 20 / MEAS_RTT_REF_MS && p->dist[2 * 3 + 0] == 20 / MEAS_RTT_REF_MS);
+    assert_true(p->dist[0 * 3 + 1] == p->d_intra && p->dist[1 * 3 + 2] == p->d_inter);
+    assert_int_equal(g.dist_measured, 1);
+    place_game_fini(&g);
+
+    /* no round trips: the library's defaults, no matrix */
+    for (int i = 0; i < 3; i++) pl[i].rtt_ms = NULL;
+    assert_int_equal(place_build(&g, pl, 3, qs, 1, 1, NIRVANA_FULL, &err), 0);
+    assert_null(g.p->dist);
+    assert_int_equal(g.dist_measured, 0);
+    place_game_fini(&g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_measured_inputs_replace_the_seeds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
