@@ -3780,7 +3780,7 @@ static int rebalance(node *n, const char *why, cquery *only, sbuf *say)
         rc = pq_of(n, x, pl, nn, R, !on, &pqs[k], &err);
         for (int t = 0; !rc && on && t < x->ntasks; t++)
             if (pqs[k].node[t] < 0) on = 0, pqs[k].fixed = 1; /* a task off the live nodes: recovery's business */
-        pqs[k].keep_state = x->ft == ENGINE_FT_REPLICA || x->ft == ENGINE_FT_CHECKPOINT;
+        pqs[k].keep_state = x->ft == ENGINE_FT_REPLICA ? 1 : x->ft == ENGINE_FT_CHECKPOINT ? 2 : 0;
         if (!rc && on && !(avoid[k] = rb_avoid(x, pl, nn, R))) rc = xerr_set(&err, XE_NOMEM, "out of memory");
         pqs[k].avoid = avoid[k];
         eligible += on;

@@ -289,6 +289,11 @@ int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, ni
                 int pl = nirvana_replica_player(g->p, pt, r);
                 if (pl >= 0) mode[pl] = NIRVANA_RB_FREE;
             }
+            /* with checkpoints only the first replica holds the state */
+            for (int r = 1; qs[q].keep_state == 2 && r < R; r++) {
+                int pl = nirvana_replica_player(g->p, pt, r);
+                if (pl >= 0 && as[pl] >= 0) avoid[(size_t)pt * (size_t)N + (size_t)as[pl]] = 1;
+            }
             for (int r = -1; qs[q].avoid && r < R; r++) {
                 int pl = r < 0 ? pt : nirvana_replica_player(g->p, pt, r), at = qs[q].avoid[t * (1 + R) + r + 1];
                 if (pl >= 0 && at >= 0 && at < N) avoid[(size_t)pl * (size_t)N + (size_t)at] = 1;

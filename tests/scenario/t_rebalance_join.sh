@@ -10,6 +10,7 @@
 # the embedded engine's over the same rows, none lost or repeated.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
+FT=${FT:-replica} # the fault tolerance mode: replica, checkpoint or upstream
 . "$(dirname "$0")/t_cluster_lib.inc"
 
 start_node c0 rack-a --coordinator --slots 2 --speed 0.05
@@ -25,7 +26,7 @@ awk '{ print > ("p" ((NR - 1) % 2) ".csv") }' data.csv
 Q="SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k"
 embedded "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');" "$Q;" s <data.csv >ref.csv ||
     fail "embedded run"
-sqlc -e "SET parallelism = 3; SET replicas = 1; SET ft = 'replica'; SET rebalance_interval = '1 second';
+sqlc -e "SET parallelism = 3; SET replicas = 1; SET ft = '$FT'; SET checkpoint_interval = '500 milliseconds'; SET rebalance_interval = '1 second';
          CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = 2, home = 'n1,n2');
          CREATE QUERY q AS $Q;" || fail "CREATE QUERY"
 sqlc -e "SUBSCRIBE q;" >sub.csv 2>sub.err &
