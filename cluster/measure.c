@@ -59,10 +59,22 @@ typedef struct mtask {
     mrate *dest_rows_s;                  /* smoothed */
 } mtask;
 
+/* A replica of one task on one node: what applying its state changes costs. */
+typedef struct mrep {
+    uint32_t task;
+    char node[WIRE_NAME_MAX + 1];
+    int samples;
+    int64_t at_ms;
+    uint64_t cpu_ns, bytes;   /* the last counters */
+    mrate cpu_s, bytes_s;     /* smoothed, per second */
+} mrep;
+
 typedef struct mquery {
     uint32_t qid;
     int ntasks;
     mtask *t;
+    mrep *reps;
+    int nreps, capreps;
     int64_t seen_ms;
     place_meas *pm;                      /* meas_store_query's answer */
     double *traffic;
@@ -107,6 +119,7 @@ static void mquery_free(mquery *q)
 {
     for (int i = 0; i < q->ntasks; i++) mtask_fini(&q->t[i]);
     free(q->t);
+    free(q->reps);
     free(q->pm);
     free(q->traffic);
     free(q);
@@ -241,6 +254,41 @@ static int take_task(mtask *t, const wire_stats_task *w, int64_t at_ms, int64_t 
     return 0;
 }
 
+/* A replica's report: its rates since the last one (the first is a
+ * baseline: when the replica started is not known). */
+static int take_replica(mquery *q, const char *from, const wire_stats_replica *w, int64_t at_ms)
+{
+    mrep *x = NULL;
+    for (int i = 0; i < q->nreps && !x; i++)
+        if (q->reps[i].task == w->task && !strcmp(q->reps[i].node, from)) x = &q->reps[i];
+    if (!x) {
+        if (q->nreps == q->capreps) {
+            int cap = q->capreps ? q->capreps * 2 : 8;
+            mrep *v = realloc(q->reps, (size_t)cap * sizeof *v);
+            if (!v) return XE_NOMEM;
+            q->reps = v;
+            q->capreps = cap;
+        }
+        x = &q->reps[q->nreps++];
+        memset(x, 0, sizeof *x);
+        x->task = w->task;
+        snprintf(x->node, sizeof x->node, "%s", from);
+        x->at_ms = at_ms;
+        x->cpu_ns = w->cpu_ns;
+        x->bytes = w->bytes;
+        return 0;
+    }
+    double dt = (double)(at_ms - x->at_ms) / 1000.0;
+    if (!(dt > 0)) return 0;
+    rate_take(&x->cpu_s, (double)meas_grown(w->cpu_ns, x->cpu_ns) * 1e-9 / dt, dt, x->samples == 0);
+    rate_take(&x->bytes_s, (double)meas_grown(w->bytes, x->bytes) / dt, dt, x->samples == 0);
+    x->samples++;
+    x->at_ms = at_ms;
+    x->cpu_ns = w->cpu_ns;
+    x->bytes = w->bytes;
+    return 0;
+}
+
 int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t now_ms)
 {
     if (!ms || m->type != WIRE_STATS) return XE_INVAL;
@@ -279,6 +327,15 @@ int meas_store_take(meas_store *ms, const char *from, const wire_msg *m, int64_t
         if (!t) return XE_NOMEM;
         q->seen_ms = now_ms;
         rc = take_task(t, &st, m->u.stats.wall_ms, now_ms);
+    }
+    wire_rd_init(&r, m->u.stats.replicas.p, m->u.stats.replicas.n);
+    for (uint32_t i = 0; i < m->u.stats.nreplicas && !rc; i++) {
+        wire_stats_replica sr;
+        if (wire_get_stats_replica(&r, &sr) < 0) break;
+        mquery *q = query_of(ms, sr.qid, 1);
+        if (!q) return XE_NOMEM;
+        q->seen_ms = now_ms;
+        rc = take_replica(q, from, &sr, m->u.stats.wall_ms);
     }
     /* queries no node reports any more (dropped, or redeployed long ago) */
     for (mquery **pp = &ms->qs; *pp;) {
@@ -415,10 +472,21 @@ static const place_meas *convert(mquery *q, const plan_dag *d, double restore_bp
             if (stateful) {
                 pm->state_mb = x->state_b / 1e6;
                 pm->recovery_s = MEAS_RESTORE_FIXED_S + x->state_b / restore_bps;
-                /* a replica applies the deltas: a tenth of the primary's work,
-                 * as the seed model has it; the deltas are about its output */
-                pm->replica_load = 0.1 * pm->load + 0.004;
-                pm->repl_traffic = out * bpr / MEAS_LINK_BPS;
+                /* its replicas: what applying the deltas cost them (the mean
+                 * over the replicas reported); until one is, derived: a tenth of
+                 * the primary's work, as the seed model has it, and deltas about
+                 * its output */
+                double rl = 0, rb = 0;
+                int nr = 0;
+                for (int i = 0; i < q->nreps; i++)
+                    if ((int)q->reps[i].task == t && q->reps[i].samples) {
+                        rl += rate_of(&q->reps[i].cpu_s);
+                        rb += rate_of(&q->reps[i].bytes_s);
+                        nr++;
+                    }
+                pm->replica_measured = nr > 0;
+                pm->replica_load = nr ? (rl / nr > 1e-6 ? rl / nr : 1e-6) : 0.1 * pm->load + 0.004;
+                pm->repl_traffic = nr ? rb / nr / MEAS_LINK_BPS : out * bpr / MEAS_LINK_BPS;
             }
             pm->ndest = dn >= 0 && (int)x->ndest == d->ops[dn].parallelism ? (int)x->ndest : 0;
             pm->traffic = &q->traffic[at];

@@ -695,6 +695,7 @@ static void dep_free(dep *d)
     free(d->assign);
     free(d->rassign);
     free(d->racked);
+    free(d->rapply);
     free(d->rs_seen);
     free(d->nodes);
     free(d);
@@ -1149,10 +1150,11 @@ static int data_frame(node *n, cs *s, const wire_msg *m)
         uint64_t pos[ENGINE_MAX_SRC];
         int npos = 0;
         n->in_state_bytes += m->u.state.data.n;
-        uint64_t a0 = clock_mono_ns(); /* the restore rate (report.c) */
+        uint64_t a0 = clock_mono_ns(), c0 = clock_thread_ns(); /* the restore rate, the replica's load (report.c) */
         rc = engine_replica_apply(n->eng, m->u.state.task_id, m->u.state.epoch, m->u.state.data.p, m->u.state.data.n,
                                   pos, &npos, &err);
         n->applied_ns += clock_mono_ns() - a0;
+        meas_replica_applied(d, (int)m->u.state.chunk, clock_thread_ns() - c0, m->u.state.data.n);
         if (!rc) replica_ack(n, d, (int)m->u.state.chunk, pos, npos);
     } else if (m->type == WIRE_REPLICA_ACK) {
         int ni = -1;

@@ -148,6 +148,8 @@ struct dep {
     int *rassign;        /* ntasks x R: index into nodes, -1 = none */
     int nsrc, src_task[ENGINE_MAX_SRC]; /* the query's source slots: their global task indexes */
     uint64_t *racked;    /* at a source's home: ntasks x R x ENGINE_MAX_SRC, what each replica acknowledged */
+    uint64_t *rapply;    /* replicas held here: per task (global index), the thread CPU ns and the
+                            bytes of the state changes applied (report.c); NULL until the first */
     /* a redeployment, at a source's home: the RESUMEs heard so far */
     int rs_on, rs_expect, rs_got;
     unsigned char *rs_seen; /* per node index */
@@ -359,6 +361,7 @@ typedef struct place_node {
 typedef struct place_meas {
     double load;         /* CPUs (CPU seconds per second) */
     double state_mb, recovery_s, replica_load, repl_traffic;
+    int replica_measured; /* replica_load and repl_traffic are its replicas' (else derived from the primary) */
     double rows_in_s, rows_out_s; /* smoothed rates, for EXPLAIN */
     uint64_t rows_in, cpu_ns;     /* cumulative, for EXPLAIN */
     int ndest;
@@ -495,6 +498,9 @@ double meas_distance(double dflt, double rtt_ms);
  * node, from its tick).  The coordinator's side: its store in n->meas
  * (created on first use), which cluster_nodes and pq_of (coord.c) read. */
 void meas_report(node *n);
+/* A replica of task `task` of d applied len bytes of state changes here in
+ * cpu_ns of the thread's CPU (node.c, at each STATE_DELTA). */
+void meas_replica_applied(dep *d, int task, uint64_t cpu_ns, size_t len);
 void meas_take(node *n, const char *from, const wire_msg *m);
 void meas_nodes(node *n, place_node *pl, int nn);
 const place_meas *meas_query(node *n, uint32_t qid, uint32_t prev, const plan_dag *d);

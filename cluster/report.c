@@ -4,7 +4,8 @@
  * whole picture).  meas_report runs from the node's tick: at most once per
  * MEAS_REPORT_MS it reads the node's capacity (its cgroup quota, unless
  * --speed fixed it), its process CPU clock, the round trip of each peer's
- * connection and the counters of every local task of every deployed query,
+ * connection, the counters of every local task of every deployed query and
+ * what applying the state changes of the replicas held here cost,
  * and sends them to the coordinator as one STATS (the coordinator's own
  * node hands its report straight to its store).  The coordinator's side
  * keeps the store in node->meas, made on first use.
@@ -34,6 +35,14 @@ static void put_task(void *ctx, const engine_task_stats *s)
     r->n++;
 }
 
+void meas_replica_applied(dep *d, int task, uint64_t cpu_ns, size_t len)
+{
+    if (task < 0 || task >= d->ntasks) return;
+    if (!d->rapply && !(d->rapply = calloc((size_t)d->ntasks * 2, sizeof *d->rapply))) return;
+    d->rapply[task * 2] += cpu_ns;
+    d->rapply[task * 2 + 1] += len;
+}
+
 void meas_report(node *n)
 {
     int64_t now = clock_wall_ms();
@@ -54,10 +63,11 @@ void meas_report(node *n)
         util = (double)meas_grown(cpu, n->ms_cpu_ns) / (double)(wall - n->ms_wall_ns) / cap;
     n->ms_cpu_ns = cpu;
     n->ms_wall_ns = wall;
-    sbuf peers, tasks;
+    sbuf peers, tasks, reps;
     sbuf_init(&peers);
     sbuf_init(&tasks);
-    rep pr, tr = {.n = 0};
+    sbuf_init(&reps);
+    rep pr, tr = {.n = 0}, rr = {.n = 0};
     wire_wr_init(&pr.w, &peers);
     pr.n = 0;
     for (int i = 0; i < n->npeers; i++) {
@@ -71,7 +81,16 @@ void meas_report(node *n)
     }
     wire_wr_init(&tr.w, &tasks);
     engine_task_stats_each(n->eng, put_task, &tr);
-    if (wire_wr_end(&pr.w, NULL) || wire_wr_end(&tr.w, NULL)) goto out;
+    wire_wr_init(&rr.w, &reps);
+    for (dep *d = n->deps; d; d = d->next)
+        for (int t = 0; d->rapply && t < d->ntasks; t++) {
+            if (!d->rapply[t * 2 + 1]) continue;
+            wire_stats_replica x = {.qid = d->qid, .task = (uint32_t)t, .cpu_ns = d->rapply[t * 2],
+                                    .bytes = d->rapply[t * 2 + 1]};
+            wire_put_stats_replica(&rr.w, &x);
+            rr.n++;
+        }
+    if (wire_wr_end(&pr.w, NULL) || wire_wr_end(&tr.w, NULL) || wire_wr_end(&rr.w, NULL)) goto out;
     wire_msg m = {.type = WIRE_STATS};
     m.u.stats.wall_ms = now;
     m.u.stats.capacity_milli = (uint32_t)(cap * 1000.0 + 0.5);
@@ -83,11 +102,14 @@ void meas_report(node *n)
     m.u.stats.peers = (wire_str){peers.p, (uint32_t)peers.len};
     m.u.stats.ntasks = tr.n;
     m.u.stats.tasks = (wire_str){tasks.p, (uint32_t)tasks.len};
+    m.u.stats.nreplicas = rr.n;
+    m.u.stats.replicas = (wire_str){reps.p, (uint32_t)reps.len};
     if (n->co) meas_take(n, n->cfg.name, &m);
     else if (n->coord_link && n->coord_link->ready) cs_send_msg(n->coord_link, &m);
 out:
     sbuf_fini(&peers);
     sbuf_fini(&tasks);
+    sbuf_fini(&reps);
 }
 
 void meas_take(node *n, const char *from, const wire_msg *m)

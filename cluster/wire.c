@@ -515,6 +515,22 @@ int wire_get_member(wire_rd *r, wire_member *m)
 
 #define PUT_S(w, s) wire_put_str((w), (s).p, (s).n)
 
+void wire_put_stats_replica(wire_wr *w, const wire_stats_replica *r)
+{
+    wire_put_u32(w, r->qid);
+    wire_put_u32(w, r->task);
+    wire_put_u64(w, r->cpu_ns);
+    wire_put_u64(w, r->bytes);
+}
+
+int wire_get_stats_replica(wire_rd *r, wire_stats_replica *x)
+{
+    wire_get_u32(r, &x->qid);
+    wire_get_u32(r, &x->task);
+    wire_get_u64(r, &x->cpu_ns);
+    return wire_get_u64(r, &x->bytes);
+}
+
 void wire_put_stats_peer(wire_wr *w, const wire_stats_peer *p)
 {
     PUT_S(w, p->name);
@@ -755,6 +771,8 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         wire_put_blob(w, m->u.stats.peers.p, m->u.stats.peers.n);
         wire_put_u32(w, m->u.stats.ntasks);
         wire_put_blob(w, m->u.stats.tasks.p, m->u.stats.tasks.n);
+        wire_put_u32(w, m->u.stats.nreplicas);
+        wire_put_blob(w, m->u.stats.replicas.p, m->u.stats.replicas.n);
         break;
     default:
         if (!w->err) w->err = XE_INVAL;
@@ -970,7 +988,12 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
         wire_get_blob(&r, &m->u.stats.peers);
         wire_get_u32(&r, &m->u.stats.ntasks);
         wire_get_blob(&r, &m->u.stats.tasks);
+        wire_get_u32(&r, &m->u.stats.nreplicas);
+        wire_get_blob(&r, &m->u.stats.replicas);
         if (r.err) break;
+        if ((uint64_t)m->u.stats.nreplicas * 24 != m->u.stats.replicas.n)
+            return xerr_set(e, XE_PROTO, "STATS: %u replicas in %u bytes (24 each)", m->u.stats.nreplicas,
+                            m->u.stats.replicas.n);
         /* walk the entries now, so that a receiver may iterate without checks */
         wire_rd er;
         wire_stats_peer sp;

@@ -368,7 +368,9 @@ typedef struct wire_msg {
          * started; applied_bytes, applied_ns: the replica state it applied
          * since it started and the wall time that took (its restore rate);
          * peers: npeers x wire_stats_peer; tasks: ntasks x
-         * wire_stats_task (walk with wire_get_stats_peer/_task) */
+         * wire_stats_task (walk with wire_get_stats_peer/_task);
+         * replicas: the replicas held here, what applying their state
+         * changes cost (wire_get_stats_replica) */
         struct {
             int64_t wall_ms;
             uint32_t capacity_milli, util_milli;
@@ -377,6 +379,8 @@ typedef struct wire_msg {
             wire_str peers;
             uint32_t ntasks;
             wire_str tasks;
+            uint32_t nreplicas;
+            wire_str replicas; /* nreplicas x wire_stats_replica (24 bytes each) */
         } stats;
     } u;
 } wire_msg;
@@ -411,6 +415,14 @@ typedef struct wire_stats_task {
     wire_str dest;  /* get: ndest x 16 bytes, read with wire_stats_dest */
     const uint64_t *dest_rows, *dest_bytes; /* put: ndest each */
 } wire_stats_task;
+/* A replica held here: its query id and task (global index), the thread
+ * CPU ns and the bytes of the state changes it applied, cumulative. */
+typedef struct wire_stats_replica {
+    uint32_t qid, task;
+    uint64_t cpu_ns, bytes;
+} wire_stats_replica;
+void wire_put_stats_replica(wire_wr *w, const wire_stats_replica *r);
+int wire_get_stats_replica(wire_rd *r, wire_stats_replica *x);
 void wire_put_stats_peer(wire_wr *w, const wire_stats_peer *p);
 int wire_get_stats_peer(wire_rd *r, wire_stats_peer *p);
 void wire_put_stats_task(wire_wr *w, const wire_stats_task *t);

@@ -194,8 +194,13 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.stats.applied_ns = 44;
         m->u.stats.npeers = 2;
         m->u.stats.peers = (wire_str){scratch->p, (uint32_t)at};
+        size_t at2 = scratch->len;
+        wire_stats_replica sr = {.qid = 5, .task = 1, .cpu_ns = 777, .bytes = 888};
+        wire_put_stats_replica(&w, &sr);
         m->u.stats.ntasks = 2;
-        m->u.stats.tasks = (wire_str){scratch->p + at, (uint32_t)(scratch->len - at)};
+        m->u.stats.tasks = (wire_str){scratch->p + at, (uint32_t)(at2 - at)};
+        m->u.stats.nreplicas = 1;
+        m->u.stats.replicas = (wire_str){scratch->p + at2, (uint32_t)(scratch->len - at2)};
         break;
     }
     }
@@ -458,6 +463,16 @@ static void test_stats_and_heartbeat_echo(void **state)
     assert_int_equal(st.cpu_ns, 2000000);
     assert_int_equal(st.ndest, 0);
     assert_int_equal(wire_rd_end(&r, 1, &e), 0);
+    wire_stats_replica sr;
+    assert_int_equal(out.u.stats.nreplicas, 1);
+    wire_rd_init(&r, out.u.stats.replicas.p, out.u.stats.replicas.n);
+    assert_int_equal(wire_get_stats_replica(&r, &sr), 0);
+    assert_true(sr.qid == 5 && sr.task == 1 && sr.cpu_ns == 777 && sr.bytes == 888);
+    /* a replica count that does not fit its bytes */
+    be32_put((unsigned char *)frame.p + frame.len - 24 - 4 - 4, 2);
+    assert_int_equal(wire_msg_get(&f, &out, &e), XE_PROTO);
+    be32_put((unsigned char *)frame.p + frame.len - 24 - 4 - 4, 1);
+    assert_int_equal(wire_msg_get(&f, &out, &e), 0);
     /* one task more than there is */
     size_t tcount = 16 + 8 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + out.u.stats.peers.n;
     be32_put((unsigned char *)frame.p + tcount, 3);
@@ -604,6 +619,31 @@ static void test_meas_to_model(void **state)
     assert_true(meas_distance(1.0, 10.0) == 10.0 / MEAS_RTT_REF_MS);
     assert_true(meas_distance(0.2, 0.05) == 0.2); /* a round trip only raises the domain's distance */
     assert_true(meas_distance(0.2, 0) == 0.2);
+    /* derived replica costs until a replica reports: then its own (c holds
+     * the replica of task 1: 20 ms of CPU and 4 kB a second) */
+    assert_false(pm[1].replica_measured);
+    assert_true(fabs(pm[1].replica_load - (0.1 * 0.2 + 0.004)) < 1e-12);
+    for (int k = 0; k < 2; k++) {
+        sbuf rb;
+        sbuf_init(&rb);
+        wire_wr rw;
+        wire_wr_init(&rw, &rb);
+        wire_stats_replica sr = {.qid = 7, .task = 1, .cpu_ns = 20000000u * (uint64_t)(k + 1),
+                                 .bytes = 4000u * (uint64_t)(k + 1)};
+        wire_put_stats_replica(&rw, &sr);
+        wire_msg mr = {.type = WIRE_STATS};
+        mr.u.stats.wall_ms = 1000 + 1000 * k;
+        mr.u.stats.capacity_milli = 1000;
+        mr.u.stats.nreplicas = 1;
+        mr.u.stats.replicas = (wire_str){rb.p, (uint32_t)rb.len};
+        assert_int_equal(meas_store_take(ms, "c", &mr, 1000 + 1000 * k), 0);
+        sbuf_fini(&rb);
+    }
+    pm = meas_store_query(ms, 7, 0, &d);
+    assert_true(pm[1].replica_measured);
+    assert_true(fabs(pm[1].replica_load - 0.02) < 1e-12);
+    assert_true(fabs(pm[1].repl_traffic - 4000 / MEAS_LINK_BPS) < 1e-18);
+    assert_false(pm[2].replica_measured);
     double cap, util;
     assert_int_equal(meas_store_node(ms, "a", &cap, &util), 1);
     assert_true(cap == 0.25 && fabs(util - 0.6) < 1e-12);
