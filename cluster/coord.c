@@ -1751,7 +1751,7 @@ static val opt_double(double v) { return isnan(v) ? val_null() : val_double(sig4
 
 static void inputs_row(batch *b, val *row, const place_inputs *x)
 {
-    const char *used = x->measured ? "measured" : "seed";
+    const char *used = !x->measured ? "seed" : x->derived ? "derived" : "measured";
     batch_put_text(b, &row[0], used, strlen(used));
     const double v[] = {x->load_seed, x->load_meas, x->traffic_seed, x->traffic_meas, x->rec_seed, x->rec_meas,
                         x->rows_in, x->rows_in_s, x->cpu_ms};
@@ -1765,7 +1765,7 @@ static json_t *inputs_json(const place_inputs *x)
 {
     json_t *o = json_object();
     if (!o) return json_null();
-    json_object_set_new(o, "used", json_string(x->measured ? "measured" : "seed"));
+    json_object_set_new(o, "used", json_string(!x->measured ? "seed" : x->derived ? "derived" : "measured"));
     json_object_set_new(o, "load_seed", json_real(x->load_seed));
     json_object_set_new(o, "load_measured", opt_json(x->load_meas));
     json_object_set_new(o, "traffic_seed", json_real(x->traffic_seed));

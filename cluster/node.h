@@ -437,6 +437,7 @@ void place_game_fini(place_game *g); /* NULL ok */
  * stream. */
 typedef struct place_inputs {
     int measured;               /* the game used the measured inputs */
+    int derived;                /* ... a replica's, derived from its primary's (none of its own yet) */
     double load_seed, load_meas, traffic_seed, traffic_meas, rec_seed, rec_meas;
     double rows_in, rows_in_s, cpu_ms; /* the task's (NAN: not measured) */
 } place_inputs;

@@ -335,6 +335,7 @@ void place_player_inputs(const place_game *g, const place_query *qs, int q, int 
         out->traffic_seed = seed->repl_traffic;
         out->rec_seed = seed->recovery_s;
         if (m) {
+            out->derived = !m->replica_measured;
             out->load_meas = used->replica_load;
             out->traffic_meas = used->repl_traffic;
             out->rec_meas = used->recovery_s;
