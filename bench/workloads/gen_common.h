@@ -100,6 +100,21 @@ static inline int gen_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *
     return 0;
 }
 
+/* --part I/N: "I/N" with 0 <= I < N <= 1024 */
+static inline int gen_parse_part(const char *s, int64_t *part, int64_t *nparts)
+{
+    char *end;
+    errno = 0;
+    long long i = s ? strtoll(s, &end, 10) : -1;
+    if (!s || errno || end == s || *end != '/') return -1;
+    const char *t = end + 1;
+    long long n = strtoll(t, &end, 10);
+    if (errno || end == t || *end || n < 1 || n > 1024 || i < 0 || i >= n) return -1;
+    *part = i;
+    *nparts = n;
+    return 0;
+}
+
 static inline int gen_parse_double(const char *s, double lo, double hi, double *out)
 {
     char *end;

@@ -4,7 +4,7 @@
  * paper's second workload), in the spirit of TPC-H's dbgen.
  *
  *   tpch_gen [--rows N] [--seed S] [--rate R] [--event-rate E] [--max-delay-ms D]
- *            [--skew Z] [--table orders|lineitem | --out-dir DIR] [--no-header]
+ *            [--skew Z] [--table orders|lineitem | --out-dir DIR] [--part I/P] [--no-header]
  *
  * N orders; order i (0-based) has:
  *   orderkey    dbgen's sparse keys: 8 of every 32 are used, (i / 8) * 32 + i % 8 + 1;
@@ -33,6 +33,12 @@
  * wall-clock time (0, the default: as fast as possible); event times do not
  * depend on it.  Determinism: order i draws from its own PRNG seeded by
  * (seed, i), so both tables of one seed agree whichever is written.
+ * --part I/P writes, of each table, only the rows whose index in that
+ * table's output (0-based, in the order above) is I modulo P, each with its
+ * header line: P generators with the same options write a round-robin split
+ * of each table into P partitions, each in event-time order, and together
+ * exactly the rows of one (every generator still draws every order, so a
+ * lineitem and its order may go to different partitions).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +126,7 @@ static void usage(FILE *f)
           "  --skew Z          Zipf exponent of custkey and partkey, 0 = uniform (default 0)\n"
           "  --table T         write table T (orders or lineitem) to stdout\n"
           "  --out-dir DIR     write DIR/orders.csv and DIR/lineitem.csv\n"
+          "  --part I/P        of each table only the rows whose index is I modulo P (default 0/1: all)\n"
           "  --no-header       no CSV header lines\n",
           f);
 }
@@ -127,6 +134,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     int64_t rows = 100000, seed = 1, rate = 0, event_rate = 1000, max_delay = 4000;
+    int64_t part = 0, nsplit = 1, nline = 0; /* nline: lineitems put out so far, of every part */
     double skew = 0;
     const char *table = NULL, *dir = NULL;
     int header = 1;
@@ -147,6 +155,9 @@ int main(int argc, char **argv)
             dir = v;
             i++;
             bad = !v;
+        } else if (!strcmp(a, "--part")) {
+            bad = gen_parse_part(v, &part, &nsplit);
+            i++;
         } else if (!strcmp(a, "--no-header")) header = 0;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
@@ -219,7 +230,7 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-        if (fo) {
+        if (fo && i % nsplit == part) {
             fprintf(fo, "%lld,%lld,", (long long)okey, (long long)cust);
             put_cents(fo, (total + 50) / 100);
             fprintf(fo, ",%lld,%s\n", (long long)ts, prio);
@@ -228,7 +239,7 @@ int main(int argc, char **argv)
         int64_t next = EPOCH_MS + (i + 1) * 1000 / event_rate;
         while (fl && h.n && (h.v[0].ts < next || i + 1 == rows)) {
             line l = heap_pop(&h);
-            put_line(fl, &l);
+            if (nline++ % nsplit == part) put_line(fl, &l);
         }
     }
     int rc = 0;

@@ -3,7 +3,8 @@
  * word count (bench/workloads/wordcount.sql), the paper's first workload.
  *
  *   words_gen [--rows N] [--seed S] [--rate R] [--event-rate E]
- *             [--vocab V] [--zipf Z] [--min-words A] [--max-words B] [--no-header]
+ *             [--vocab V] [--zipf Z] [--min-words A] [--max-words B] [--part I/P]
+ *             [--no-header]
  *
  * Output: CSV `ts,line` on stdout.  Line n has A..B words (uniform), each
  * drawn from a fixed vocabulary of V words by a Zipf law of exponent Z
@@ -19,6 +20,11 @@
  * default: as fast as possible); the event times do not depend on it.
  *
  * Determinism: every line draws from its own PRNG seeded by (seed, n).
+ * --part I/P writes only the lines n with n mod P = I (each with its header
+ * line), the same lines as without it: P generators with the same options
+ * write a round-robin split of one input into P partitions, each in
+ * event-time order, and together exactly the input of one.  --rate is then
+ * the rate of all P together (line n is still due at n / R s).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +64,7 @@ static void usage(FILE *f)
           "  --zipf Z          Zipf exponent of the word draw, 0 = uniform (default 1.0)\n"
           "  --min-words A     words per line at least (default 3)\n"
           "  --max-words B     words per line at most (default 12)\n"
+          "  --part I/P        only the lines n with n mod P = I (default 0/1: all)\n"
           "  --no-header       no CSV header line\n",
           f);
 }
@@ -65,6 +72,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     int64_t rows = 100000, seed = 1, rate = 0, event_rate = 1000, vocab = 1000, wmin = 3, wmax = 12;
+    int64_t part = 0, nparts = 1;
     double zipf = 1.0;
     int header = 1;
     for (int i = 1; i < argc; i++) {
@@ -78,6 +86,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--zipf")) bad = gen_parse_double(v, 0, 10, &zipf), i++;
         else if (!strcmp(a, "--min-words")) bad = gen_parse_i64(v, 1, 1000, &wmin), i++;
         else if (!strcmp(a, "--max-words")) bad = gen_parse_i64(v, 1, 1000, &wmax), i++;
+        else if (!strcmp(a, "--part")) bad = gen_parse_part(v, &part, &nparts), i++;
         else if (!strcmp(a, "--no-header")) header = 0;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
@@ -115,8 +124,8 @@ int main(int argc, char **argv)
     FILE *outs[1] = {stdout};
     uint64_t start = clock_mono_ns();
     char line[1000 * 7 + 32];
-    for (int64_t n = 0; n < rows; n++) {
-        if (rate > 0 && (n & 63) == 0) gen_pace(rate, start, n, outs, 1);
+    for (int64_t n = part; n < rows; n += nparts) {
+        if (rate > 0 && ((n / nparts) & 63) == 0) gen_pace(rate, start, n, outs, 1);
         gen_rng r = gen_for_row((uint64_t)seed, 0, n);
         int64_t nw = wmin + gen_below(&r, wmax - wmin + 1);
         size_t len = 0;
