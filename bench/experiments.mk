@@ -3,12 +3,13 @@
 # on this machine, each in a CPU cgroup of its own with a hard quota, one
 # per domain at 1/EXP_SLOW_FACTOR of the others' (default 50), cross-domain
 # --link-delay-ms; it calibrates the quotas (bench/testbed/calibrate.sh),
-# then, EXP_RUNS times (3), runs the same workload under each placement
-# (nirvana, nirvana-no-recovery, round-robin, resource-aware, random) and
-# kills a whole domain under each fault-tolerance mode (replica, checkpoint,
-# upstream); prints `figure:` lines, the medians of the runs' ratios
+# then, EXP_RUNS times (3), runs the same windowed aggregation under each
+# placement (nirvana, nirvana-no-recovery, round-robin, resource-aware,
+# random), the paper's word count and TPC-H-like join (bench/workloads/,
+# EXP_WORKLOADS) under each, and kills a whole domain under each
+# fault-tolerance mode (replica, checkpoint, upstream); prints `figure:` lines, the medians of the runs' ratios
 # (nirvana_vs_rr_*, nirvana_vs_ra_*) next to the paper's claims, and draws
-# SVG plots into docs/plots/.  Needs root (cgroups).  About 13 minutes a run
+# SVG plots into docs/plots/.  Needs root (cgroups).  About 13 minutes a run (the workloads add about 2 with 3 strategies)
 # on 2 cores with every strategy.
 # bench/experiments/run.sh --help says what is measured and how; docs/benchmarks.md
 # ("The paper's experiments") has the results.
@@ -19,6 +20,7 @@
 #   EXP_SECONDS     the longest a throughput run measures, s (default 15)
 #   EXP_LAT_SECONDS seconds of input per latency run (default 10)
 #   EXP_RATE        the latency runs' steady input rate, rows/s (default 20000)
+#   EXP_WORKLOADS   the paper's workloads measured (default "wordcount tpch"; empty: none)
 #   FT_MODES        fault-tolerance modes of the recovery phase (default
 #                   "replica checkpoint upstream"; empty: no recovery phase)
 #   more settings (EXP_STRATEGIES, EXP_TOTAL_CPUS, EXP_LINK_DELAY_MS, ...) through
@@ -33,6 +35,7 @@ EXP_TUPLES ?= 15000000
 EXP_SECONDS ?= 15
 EXP_LAT_SECONDS ?= 10
 EXP_RATE ?= 20000
+EXP_WORKLOADS ?= wordcount tpch
 FT_MODES ?= replica checkpoint upstream
 
 $(BUILD)/bench/exp_tool: $(BUILD)/bench/experiments/exp_tool.o
@@ -40,9 +43,9 @@ $(BUILD)/bench/exp_tool: $(BUILD)/bench/experiments/exp_tool.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 experiments: deps
-	@$(MAKE) --no-print-directory build $(BUILD)/bench/exp_tool
+	@$(MAKE) --no-print-directory build $(BUILD)/bench/exp_tool $(BUILD)/bench/words_gen $(BUILD)/bench/tpch_gen
 	./bench/testbed/calibrate.sh --build $(BUILD)
 	EXP_RUNS=$(EXP_RUNS) EXP_SLOW_FACTOR=$(EXP_SLOW_FACTOR) EXP_TUPLES=$(EXP_TUPLES) EXP_SECONDS=$(EXP_SECONDS) \
 	    EXP_LAT_SECONDS=$(EXP_LAT_SECONDS) EXP_RATE=$(EXP_RATE) FT_MODES="$(FT_MODES)" \
-	    ./bench/experiments/run.sh --build $(BUILD)
+	    EXP_WORKLOADS="$(EXP_WORKLOADS)" ./bench/experiments/run.sh --build $(BUILD)
 scenario: $(BUILD)/bench/exp_tool

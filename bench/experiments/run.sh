@@ -79,6 +79,51 @@
 #               around the failure (1 s samples counted from the kill).
 #               Skipped when the cluster refuses no ft mode (a build without
 #               fault tolerance) unless EXP_FORCE_RECOVERY=1.
+#   workloads   (issue 17, section 4; EXP_WORKLOADS, default "wordcount
+#               tpch", empty skips them) the paper's workloads of
+#               bench/workloads/, their DDL and standing queries as the files
+#               have them, each stream in EXP_PARTITIONS partitions at
+#               EXP_HOME, on a fresh cluster per strategy and run, with
+#               the aggregation's slots and parallelism:
+#                 wordcount  wordcount.sql: lines split into words (CROSS JOIN
+#                            UNNEST(split(line, ' '))), COUNT(*) per word in
+#                            10 s tumbling windows; EXP_WC_LINES (800 k) lines
+#                            of words_gen, 3-12 words each from EXP_WC_VOCAB
+#                            (1000) words by a Zipf law of exponent EXP_WC_ZIPF
+#                            (1.0: the commonest word is 13 % of all),
+#                            EXP_WC_EVENT_RATE (3000) lines per second of event
+#                            time (30 k lines a window)
+#                 tpch       tpch_join.sql: lineitem JOIN orders on orderkey
+#                            WITHIN 3 SECONDS, then per customer and 10 s window:
+#                            EXP_TPCH_ORDERS (100 k) orders of tpch_gen, about
+#                            4 lineitems each (500 k rows in all), custkey and
+#                            partkey Zipf with exponent EXP_TPCH_SKEW (0:
+#                            uniform, as dbgen), EXP_TPCH_EVENT_RATE (1000)
+#                            orders per second of event time (50 k rows a window)
+#               The input is made once (seeded: every strategy and run gets the
+#               same rows) and so is the reference, the embedded engine's
+#               output on it.  Each run feeds it unpaced, a generator
+#               (--part P/N) and an `ares-sql --ingest 'STREAM#P' --end` per
+#               partition of each stream, and subscribes to the query.
+#               Throughput, measured at the output: a window is complete when
+#               the subscriber has every reference row of it, and once it and
+#               every earlier window are complete, every input row (of every
+#               stream) with an event time before its end has been processed.
+#               Sustained throughput = the input rows so accounted for between
+#               the first such moment at least 1 s after the input started (the
+#               start-up second left out) and the last one before the run ends
+#               (all output in, or EXP_WL_SECONDS = 12 s), over the time between
+#               them (input lines/s for the word count, orders + lineitems/s for
+#               the join), when they are at least 2 s apart; else the rows
+#               over the time from the input's start; with no moment, 0 (and, for a ratio against it, a
+#               bound: below the first window's rows over the time waited, so
+#               the ratio is given as >x).  SHOW QUERIES' rows_in (the sources'
+#               reads of the logs) is printed beside it, not used: a source
+#               reads ahead of the windows as far as the credits let it.
+#               The output must be the reference's, row for row; cut off, it
+#               must be part of it (no row wrong, none twice): else the run is
+#               FAILED (logs kept, no figure, exit 1).  EXP_ONLY_WORKLOADS=1
+#               runs these alone.
 #
 # Every node has EXP_SLOTS slots (6): 54 for q's 18 tasks and 6 replicas, 18
 # in a domain, so that no strategy can put the whole query in the
@@ -97,8 +142,10 @@
 # whatever --dead-ms says.
 #
 # Prints `figure: NAME = VALUE UNIT` lines and the ratios next to the paper's
-# claims; writes SVG plots (gnuplot) and the figures to EXP_PLOTS
-# (default docs/plots).
+# claims (the workloads': throughput_WL_STRATEGY_runK and the medians
+# nirvana_vs_rr_WL_throughput, nirvana_vs_ra_WL_throughput, WL = wordcount,
+# tpch); writes SVG plots (gnuplot; progress-WL.svg: the rows accounted for
+# over time) and the figures to EXP_PLOTS (default docs/plots).
 #
 # Usage: run.sh [--build DIR]   (settings through the environment:)
 #   EXP_RUNS=3 EXP_SECONDS=15 EXP_TUPLES=15000000 EXP_EVENT_RATE=100000 EXP_LAT_SECONDS=10 EXP_RATE=20000
@@ -114,6 +161,9 @@
 #   EXP_KILL_LEAD_MS=100 EXP_REC_LATE_MS=250
 #   EXP_FORCE_RECOVERY=1 (run the recovery phase even when ft looks unsupported)
 #   EXP_ONLY_RECOVERY=1 (only the recovery phase)
+#   EXP_WORKLOADS="wordcount tpch" EXP_WL_SECONDS=12 EXP_ONLY_WORKLOADS=1 (only the workloads)
+#   EXP_WC_LINES=800000 EXP_WC_EVENT_RATE=3000 EXP_WC_VOCAB=1000 EXP_WC_ZIPF=1.0
+#   EXP_TPCH_ORDERS=100000 EXP_TPCH_EVENT_RATE=1000 EXP_TPCH_SKEW=0
 #   EXP_PLOTS=docs/plots  KEEP_SCRATCH=1 (keep the logs and raw data)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -147,6 +197,15 @@ EXP_FAIL_DOMAIN=${EXP_FAIL_DOMAIN:-auto}
 EXP_KILL_LEAD_MS=${EXP_KILL_LEAD_MS:-100}
 EXP_REC_LATE_MS=${EXP_REC_LATE_MS:-250}
 EXP_REC_WAIT_S=${EXP_REC_WAIT_S:-15}
+EXP_WORKLOADS=${EXP_WORKLOADS-wordcount tpch}
+EXP_WL_SECONDS=${EXP_WL_SECONDS:-12}
+EXP_WC_LINES=${EXP_WC_LINES:-800000}
+EXP_WC_EVENT_RATE=${EXP_WC_EVENT_RATE:-3000}
+EXP_WC_VOCAB=${EXP_WC_VOCAB:-1000}
+EXP_WC_ZIPF=${EXP_WC_ZIPF:-1.0}
+EXP_TPCH_ORDERS=${EXP_TPCH_ORDERS:-100000}
+EXP_TPCH_EVENT_RATE=${EXP_TPCH_EVENT_RATE:-1000}
+EXP_TPCH_SKEW=${EXP_TPCH_SKEW:-0}
 EXP_PLOTS=${EXP_PLOTS:-$ROOT/docs/plots}
 mkdir -p "$EXP_PLOTS"
 EXP_PLOTS=$(cd "$EXP_PLOTS" && pwd)
@@ -156,6 +215,7 @@ FIG="$W/figures.txt"
 say() { echo "experiments: $*" >&2; }
 figure() { echo "figure: $1 = $2${3:+ $3}" | tee -a "$FIG"; }
 tag() { echo "$1" | tr -d -; }
+val() { eval "echo \${$1:-}"; }
 
 Q="SELECT k, COUNT(*) AS n, MAX(ts) AS last_ts, CAST(window_end AS BIGINT) AS we FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k"
 # the windowed join: an interval self-join, 10 % of the rows against 10 %
@@ -184,11 +244,12 @@ paper9() {
     start9 "$1" "--slots $EXP_SLOTS --link-delay-ms $EXP_LINK_DELAY_MS --dead-ms $EXP_DEAD_MS"
 }
 
-# setup STRATEGY [FTMODE [QUERY]]: the stream and the query q on the current cluster
+# setup STRATEGY [FTMODE [QUERY]]: the stream and the query q on the current
+# cluster (SETUP_DDL: other streams than s)
 setup() {
     ftset=""
     [ -n "${2:-}" ] && ftset="SET ft = '$2'; SET replicas = 1;"
-    sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = $EXP_PARTITIONS, home = '$EXP_HOME');
+    sqlc -e "${SETUP_DDL:-CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = $EXP_PARTITIONS, home = '$EXP_HOME');}
              SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset" || die "setup ($1)"
     sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT ($1)"
@@ -211,20 +272,29 @@ drain() {
 }
 
 # feed GEN-OPTIONS...: the input into the cluster, a generator and a
-# producer per partition (exp_tool gen --part P/N, ares-sql --ingest 's#P'
-# --end: each ends its own partition), all at once; with FEED_COPY set,
-# partition P's rows are kept in $FEED_COPY.P too.  Sets INGP (the
-# producers).
+# producer per partition of s (exp_tool gen --part P/N, see feed_stream),
+# all at once; with FEED_COPY set, partition P's rows are kept in
+# $FEED_COPY.P too.  Sets INGP (the producers).
 feed() {
     INGP=""
     rm -f "$CD"/gen.err.*
+    feed_stream s "$TOOL" gen "$@"
+}
+
+# feed_stream STREAM COMMAND...: a generator (COMMAND --part P/N) and a
+# producer (ares-sql --ingest 'STREAM#P' --end: each ends its own
+# partition) per partition of STREAM, in the background; the generator's
+# stderr in $CD/gen.err.STREAM.P.  Adds the producers to INGP.
+feed_stream() {
+    _fs=$1
+    shift
     _fp=0
     while [ $_fp -lt "$EXP_PARTITIONS" ]; do
         _copy=/dev/null
         [ -n "${FEED_COPY:-}" ] && _copy="$FEED_COPY.$_fp"
-        "$TOOL" gen "$@" --part "$_fp/$EXP_PARTITIONS" 2>"$CD/gen.err.$_fp" | tee "$_copy" |
-            "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest "s#$_fp" --end \
-                2>"$CD/ingest.err.$_fp" &
+        "$@" --part "$_fp/$EXP_PARTITIONS" 2>"$CD/gen.err.$_fs.$_fp" | tee "$_copy" |
+            "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest "$_fs#$_fp" --end \
+                2>"$CD/ingest.err.$_fs.$_fp" &
         INGP="$INGP $!"
         _fp=$((_fp + 1))
     done
@@ -235,7 +305,7 @@ feed() {
 fed() {
     _fp=0
     while [ $_fp -lt "$EXP_PARTITIONS" ]; do
-        [ -s "$CD/gen.err.$_fp" ] || { for _x in $INGP; do kill -0 "$_x" 2>/dev/null && return 1; done; }
+        [ -s "$CD/gen.err.s.$_fp" ] || { for _x in $INGP; do kill -0 "$_x" 2>/dev/null && return 1; done; }
         _fp=$((_fp + 1))
     done
     return 0
@@ -251,7 +321,7 @@ ingest() {
     # stream's end to be processed): drain stops it
     while ! fed; do sleep 0.1; done
     GEN_END=$(date +%s%3N)
-    GEN_ROWS=$(cat "$CD"/gen.err.* | sed -n 's/exp_tool gen: \([0-9]*\) rows.*/\1/p' | awk '{ t += $1 } END { print t + 0 }')
+    GEN_ROWS=$(cat "$CD"/gen.err.s.* | sed -n 's/exp_tool gen: \([0-9]*\) rows.*/\1/p' | awk '{ t += $1 } END { print t + 0 }')
     [ -n "${3:-}" ] && sort -t, -k1,1n -m "$3".* >"$3"
     return 0
 }
@@ -390,6 +460,154 @@ join_run() {
     eval "JP50_${st}_$2=$p50 JP99_${st}_$2=$p99"
 }
 
+# ---------------------------------------------------------------- the paper's workloads (issue 17, section 4)
+# bench/workloads/: the windowed word count and the TPC-H-like windowed
+# join, their DDL and standing queries as the files have them, the streams
+# given EXP_PARTITIONS partitions at EXP_HOME.  Their input is made once
+# (the generators are seeded: every strategy and run gets the same rows),
+# and so is the reference: the embedded engine on that input.
+WG="$B/bench/words_gen" TG="$B/bench/tpch_gen"
+[ -z "$EXP_WORKLOADS" ] || { [ -x "$WG" ] && [ -x "$TG" ]; } || die "build the generators first: make workloads (or EXP_WORKLOADS=)"
+WL_DIR="$ROOT/bench/workloads"
+WL_WINDOW_MS=10000 # both queries' tumbling windows (checked below)
+# wl_file WL: the workload's SQL file
+wl_file() { case $1 in wordcount) echo "$WL_DIR/wordcount.sql" ;; *) echo "$WL_DIR/tpch_join.sql" ;; esac; }
+# wl_ddl WL [WITH-EXTRA]: its CREATE STREAMs, each with WITH-EXTRA added
+wl_ddl() { sed -n '/^CREATE QUERY/q; /^--/d; p' "$(wl_file "$1")" | sed "s|WITH (timestamp = 'ts')|WITH (timestamp = 'ts'${2:+, $2})|"; }
+# wl_query WL: its standing query's SELECT
+wl_query() { sed -n '/^CREATE QUERY/,$p' "$(wl_file "$1")" | sed '1s/^CREATE QUERY [a-z_]* AS//'; }
+# wl_gen WL [OPTIONS...]: run the workload's generator(s) with the run's sizes
+wl_words() { "$WG" --rows "$EXP_WC_LINES" --seed 1 --event-rate "$EXP_WC_EVENT_RATE" --vocab "$EXP_WC_VOCAB" --zipf "$EXP_WC_ZIPF" "$@"; }
+wl_tpch() { "$TG" --rows "$EXP_TPCH_ORDERS" --seed 1 --event-rate "$EXP_TPCH_EVENT_RATE" --skew "$EXP_TPCH_SKEW" "$@"; }
+
+# wl_prepare WL: the input ($W/wl/), the reference ($W/ref_WL.csv and
+# .sorted) and per window ($W/wl_WL.windows: window_start,rows,covered):
+# the reference's rows of that window and the input rows (of every stream)
+# with an event time before the window's end
+wl_prepare() {
+    mkdir -p "$W/wl"
+    grep -q "SIZE 10 SECONDS" "$(wl_file "$1")" || die "$(wl_file "$1"): the window is no longer 10 s (WL_WINDOW_MS)"
+    case $1 in
+    wordcount)
+        wl_words >"$W/wl/lines.csv" || die "words_gen"
+        "$B/ares-sql" --memory -q --format csv -e "$(wl_ddl wordcount) $(wl_query wordcount)" --ingest lines \
+            <"$W/wl/lines.csv" >"$W/ref_$1.csv" || die "embedded word count"
+        awk -F, 'FNR > 1 { print $1 }' "$W/wl/lines.csv" >"$W/wl/ts" ;;
+    tpch)
+        wl_tpch --out-dir "$W/wl" || die "tpch_gen"
+        "$B/ares-sql" --memory -q --format csv -e "$(wl_ddl tpch "source = 'file://$W/wl/@.csv', format = 'csv'" |
+            awk '/CREATE STREAM orders/ { o = 1 } /CREATE STREAM lineitem/ { o = 0 } { sub("@", o ? "orders" : "lineitem"); print }')
+            $(wl_query tpch)" </dev/null >"$W/ref_$1.csv" || die "embedded TPC-H join"
+        { awk -F, 'FNR > 1 { print $4 }' "$W/wl/orders.csv"; awk -F, 'FNR > 1 { print $7 }' "$W/wl/lineitem.csv"; } >"$W/wl/ts" ;;
+    esac
+    tail -n +2 "$W/ref_$1.csv" | sort >"$W/ref_$1.csv.sorted"
+    [ "$(wc -l <"$W/ref_$1.csv.sorted")" -gt 10 ] || die "the embedded $1 gave almost no rows: the check would test nothing"
+    # window_start is ISO 8601 UTC (2024-01-01T00:00:10.000Z): to epoch ms
+    awk -F, -v size="$WL_WINDOW_MS" '
+        function iso_ms(t,   y, m, d, era, yoe, doy) {
+            y = substr(t, 1, 4) + 0; m = substr(t, 6, 2) + 0; d = substr(t, 9, 2) + 0
+            y -= (m <= 2); era = int((y >= 0 ? y : y - 399) / 400); yoe = y - era * 400
+            doy = int((153 * (m > 2 ? m - 3 : m + 9) + 2) / 5) + d - 1
+            return ((((era * 146097 + yoe * 365 + int(yoe / 4) - int(yoe / 100) + doy - 719468) * 24 + substr(t, 12, 2)) * 60 \
+                    + substr(t, 15, 2)) * 60 + substr(t, 18, 2)) * 1000 + substr(t, 21, 3) }
+        FNR == NR { h[int($1 / size)]++; next }
+        FNR > 1 { n[$NF]++ }
+        END { for (w in n) { e = int((iso_ms(w) + size) / size); c = 0; for (b in h) if (b + 0 < e) c += h[b]; printf "%s,%d,%d\n", w, n[w], c } }' \
+        "$W/wl/ts" "$W/ref_$1.csv" | sort >"$W/wl_$1.windows"
+    WL_ROWS=$(wc -l <"$W/wl/ts")
+    eval "WL_ROWS_$1=$WL_ROWS"
+    say "$1: $WL_ROWS input rows, $(wc -l <"$W/ref_$1.csv.sorted") result rows in $(wc -l <"$W/wl_$1.windows") windows (the embedded engine's)"
+    rm -f "$W/wl/ts"
+}
+
+# wl_run WL STRATEGY RUN: the workload's throughput, its input unpaced (a
+# generator and a producer per partition of each stream), measured at the
+# output: a window is complete when the subscriber has all the reference's
+# rows of it, and once it and every window before it are, every input row
+# before its end has been processed.  Sustained throughput = the input rows
+# so accounted for between the first such moment after the start-up second
+# and the last one (at most EXP_WL_SECONDS after the input started), over
+# the time between them.  Sets WL_<wl>_<strategy>_<run>; the output must be
+# the reference's (all of it, or at the cutoff a part of it: no row wrong,
+# none twice), else the run is FAILED.
+wl_run() {
+    st=$(tag "$2")
+    paper9 "${1}_${st}_$3"
+    SETUP_DDL=$(wl_ddl "$1" "partitions = $EXP_PARTITIONS, home = '$EXP_HOME'") setup "$2" "" "$(wl_query "$1")"
+    say "$2 (run $3): $1 throughput run, $(val "WL_ROWS_$1") rows, at most ${EXP_WL_SECONDS} s;" \
+        "tasks on the slowed nodes $(slow_tasks), domains used $(domains_used)"
+    subscribe
+    before=$(node_cpu)
+    INGP=""
+    rm -f "$CD"/gen.err.*
+    GEN_START=$(date +%s%3N)
+    case $1 in
+    wordcount) feed_stream lines wl_words ;;
+    tpch) feed_stream orders wl_tpch --table orders; feed_stream lineitem wl_tpch --table lineitem ;;
+    esac
+    want=$(wc -l <"$W/ref_$1.csv")
+    while :; do
+        sleep 0.5
+        [ $(($(date +%s%3N) - GEN_START)) -ge $((EXP_WL_SECONDS * 1000)) ] && { WL_END=cutoff; break; }
+        [ "$(wc -l <"$CD/sub.csv")" -ge "$want" ] && { WL_END=done; break; }
+    done
+    el=$(($(date +%s%3N) - GEN_START))
+    cpu_report "$2 (run $3) $1" "$before" "$(node_cpu)" "$el"
+    # the sources' own count, for comparison (rows read from the partitions' logs)
+    rin=$(timeout 5 "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q -e "SHOW QUERIES;" 2>/dev/null | awk -F, '$1 == "q" { print $4 }')
+    kill $INGP "$SUBP" 2>/dev/null
+    wait $INGP "$SUBP" 2>/dev/null
+    wait "$STAMPP" 2>/dev/null
+    # the moments at which window after window was complete, in window order
+    # (a window complete before an earlier one counts from when that one is)
+    awk -F, -v s="$GEN_START" 'FNR == NR { want[$1] = $2; cov[$1] = $3; next }
+        FNR > 1 { n[$NF]++; if ($1 > a[$NF]) a[$NF] = $1 }
+        END { for (w in want) printf "%s,%d,%.0f,%d\n", w, (n[w] == want[w]), a[w], cov[w] }' \
+        "$W/wl_$1.windows" "$CD/sub.csv" | sort |
+        awk -F, -v s="$GEN_START" '!$2 { exit } { if ($3 > t) t = $3; printf "%.3f %d\n", (t - s) / 1000, $4 }' >"$W/wlp_${1}_$st.dat"
+    # shellcheck disable=SC2046
+    set -- "$1" "$2" "$3" $(awk '{ p[NR] = $1; c[NR] = $2 }
+        END { f = 0; for (i = 1; i <= NR; i++) if (p[i] >= 1) { f = i; break }
+              if (!NR) { print "0 0 none"; exit }
+              if (f && p[NR] - p[f] >= 2) printf "%.0f %d sustained\n", (c[NR] - c[f]) / (p[NR] - p[f]), c[NR]
+              else if (p[NR] > 0) printf "%.0f %d start-up\n", c[NR] / p[NR], c[NR]
+              else print "0 " c[NR] " none" }' "$W/wlp_${1}_$st.dat")
+    tp=$4
+    case $6 in
+    none)
+        # below the first window's rows over the time waited: the bound a ratio against it gets
+        eval "WLB_${1}_${st}_$3=$(awk -F, -v el="$el" 'NR == 1 { printf "%.0f", $3 * 1000 / el }' "$W/wl_$1.windows")"
+        say "$2 (run $3): $1: no window complete within ${EXP_WL_SECONDS} s: throughput 0 (below $(val "WLB_${1}_${st}_$3") rows/s)" ;;
+    start-up) say "$2 (run $3): $1: complete windows over less than 2 s after the start-up second: the figure is the rate from the input's start" ;;
+    esac
+    say "$2 (run $3): $1: $5 of $(val "WL_ROWS_$1") input rows accounted for in complete windows ($WL_END after $el ms);" \
+        "the sources read ${rin:-?} rows (SHOW QUERIES rows_in)"
+    # the output against the reference: all of it, or at the cutoff a part with no row wrong and none twice
+    if same_output "$W/ref_$1.csv"; then
+        [ "$WL_END" = done ] || say "$2 (run $3): $1: complete only at the cutoff"
+    elif [ "$WL_END" = cutoff ] && [ "$(head -n 1 "$CD/out.csv")" = "$(head -n 1 "$W/ref_$1.csv")" ] &&
+        [ -z "$(uniq -d "$CD/out.sorted")" ] && [ -z "$(comm -23 "$CD/out.sorted" "$W/ref_$1.csv.sorted")" ]; then
+        say "$2 (run $3): $1: cut off with $(wc -l <"$CD/out.sorted") of $(wc -l <"$W/ref_$1.csv.sorted") result rows, every one right"
+    else
+        tail -n +2 "$CD/out.csv" | sort >"$CD/out.sorted"
+        wl_failed "${1}_${st}_run$3" "$2 (run $3): the $1 output differs from the embedded engine's" \
+            "($(($(wc -l <"$CD/out.csv") - 1)) rows, $(comm -23 "$CD/out.sorted" "$W/ref_$1.csv.sorted" | wc -l) not in it," \
+            "$(uniq -d "$CD/out.sorted" | wc -l) repeated; want $(wc -l <"$W/ref_$1.csv.sorted"))"
+        return
+    fi
+    figure "throughput_${1}_${st}_run$3" "$tp" "rows/s"
+    eval "WL_${1}_${st}_$3=$tp"
+}
+# wl_failed WHICH MESSAGE...: a workload run whose output was wrong gives no figure
+wl_failed() {
+    _which=$1
+    shift
+    say "FAILED: $*; logs kept in $CD"
+    figure "throughput_$_which" "FAILED" "($*)"
+    REC_FAILED="$REC_FAILED${REC_FAILED:+; }$*"
+    KEEP_SCRATCH=1
+}
+
 # ---------------------------------------------------------------- recovery (issues 7, 17)
 # The phase runs when the cluster interprets SET ft (an unknown mode is
 # refused); EXP_FORCE_RECOVERY=1 runs it on a build that does not.
@@ -483,6 +701,11 @@ say "testbed: cgroup v$TB_VERSION; c0 n1 n3 n4 n6 n7 at $EXP_NODE_CPUS CPUs each
 figure testbed_node_cpus "$EXP_NODE_CPUS" "CPUs"
 figure testbed_slow_node_cpus "$EXP_SLOW_CPUS" "CPUs"
 REC_RAN="" REC_FAILED=""
+if [ -z "${EXP_ONLY_RECOVERY:-}" ]; then
+    for wl in $EXP_WORKLOADS; do
+        case $wl in wordcount | tpch) wl_prepare "$wl" ;; *) die "EXP_WORKLOADS: no workload '$wl' (wordcount, tpch)" ;; esac
+    done
+fi
 FT_OK=1
 if [ -n "$FT_MODES" ] && ! ft_supported && [ -z "${EXP_FORCE_RECOVERY:-}" ]; then
     say "recovery phase SKIPPED: this cluster has no fault tolerance: $FT_WHY"
@@ -493,11 +716,14 @@ r=1
 while [ $r -le "$EXP_RUNS" ]; do
     for s in $EXP_STRATEGIES; do
         [ -n "${EXP_ONLY_RECOVERY:-}" ] && break
-        tp_run "$s" $r
-        lat_run "$s" $r
-        [ "$EXP_JOIN" = 1 ] && join_run "$s" $r
+        if [ -z "${EXP_ONLY_WORKLOADS:-}" ]; then
+            tp_run "$s" $r
+            lat_run "$s" $r
+            [ "$EXP_JOIN" = 1 ] && join_run "$s" $r
+        fi
+        for wl in $EXP_WORKLOADS; do wl_run "$wl" "$s" $r; done
     done
-    if [ -n "$FT_OK" ]; then
+    if [ -n "$FT_OK" ] && [ -z "${EXP_ONLY_WORKLOADS:-}" ]; then
         for m in $FT_MODES; do
             for s in $EXP_STRATEGIES; do
                 recovery_run "$s" "$m" $r
@@ -514,7 +740,6 @@ stop_cluster
 # no latency ("-") has no ratio in that run.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-" && a != "") printf "%.2f", a / b; else print "n/a" }'; }
 change() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-" && a != "" && a != "slow") printf "%+.1f", 100 * (a - b) / b; else print "n/a" }'; }
-val() { eval "echo \${$1:-}"; }
 median() { tr ' ' '\n' | grep -v '^n/a$' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 case " $EXP_STRATEGIES " in *" nirvana "*) HAVE_NV=1 ;; *) HAVE_NV="" ;; esac
 echo "experiments: Nirvana against the baselines, run by run, then the medians (paper: 3.6x, -50.2 %, -52.5 %):" | tee -a "$FIG"
@@ -523,6 +748,7 @@ for b in roundrobin:rr resourceaware:ra nirvananorecovery:nr random:rnd; do
     [ -n "$HAVE_NV" ] || continue
     case " $(echo "$EXP_STRATEGIES" | tr -d -) " in *" $bs "*) ;; *) continue ;; esac
     tps="" p50s="" p99s="" jps="" recs=""
+    for wl in $EXP_WORKLOADS; do eval "wls_$wl=''"; done
     for m in $FT_MODES; do eval "recs_$m=''"; done
     r=1
     while [ $r -le "$EXP_RUNS" ]; do
@@ -530,6 +756,14 @@ for b in roundrobin:rr resourceaware:ra nirvananorecovery:nr random:rnd; do
         p50s="$p50s $(change "$(val "P50_nirvana_$r")" "$(val "P50_${bs}_$r")")"
         p99s="$p99s $(change "$(val "P99_nirvana_$r")" "$(val "P99_${bs}_$r")")"
         jps="$jps $(change "$(val "JP50_nirvana_$r")" "$(val "JP50_${bs}_$r")")"
+        for wl in $EXP_WORKLOADS; do
+            c=$(ratio "$(val "WL_${wl}_nirvana_$r")" "$(val "WL_${wl}_${bs}_$r")")
+            # the baseline completed no window and nirvana did: at least nirvana / the baseline's bound
+            nv=$(val "WL_${wl}_nirvana_$r") bb=$(val "WLB_${wl}_${bs}_$r")
+            [ "$(val "WL_${wl}_${bs}_$r")" = 0 ] && [ -n "$bb" ] && [ "${nv:-0}" -gt 0 ] &&
+                c=$(awk -v a="$nv" -v b="$bb" 'BEGIN { printf ">%.2f", a / b }')
+            eval "wls_$wl=\"\$wls_$wl $c\""
+        done
         for m in $FT_MODES; do
             nv=$(val "REC_${m}_nirvana_$r") bv=$(val "REC_${m}_${bs}_$r")
             c=$(change "$nv" "$bv")
@@ -542,6 +776,11 @@ for b in roundrobin:rr resourceaware:ra nirvananorecovery:nr random:rnd; do
     done
     echo "experiments: against $bs, per run: throughput x$tps; latency p50 %$p50s; p99 %$p99s; join p50 %$jps" | tee -a "$FIG"
     for m in $FT_MODES; do echo "experiments:   recovery (ft $m) %$(val "recs_$m")" | tee -a "$FIG"; done
+    for wl in $EXP_WORKLOADS; do
+        echo "experiments:   $wl throughput x$(val "wls_$wl")" | tee -a "$FIG"
+        # a bound (>x) counts at x in the median
+        eval "MED_WL_${wl}_$short=\$(echo \"\$wls_$wl\" | tr -d '>' | median)"
+    done
     MED_TP=$(echo "$tps" | median) MED_P50=$(echo "$p50s" | median) MED_P99=$(echo "$p99s" | median)
     MED_JP=$(echo "$jps" | median)
     eval "MED_TP_$short=\$MED_TP MED_P50_$short=\$MED_P50 MED_P99_$short=\$MED_P99 MED_JP_$short=\$MED_JP"
@@ -556,6 +795,9 @@ for short in rr ra nr rnd; do
     figure "nirvana_vs_${short}_latency_p50_pct" "$(val "MED_P50_$short")" "% (median of $EXP_RUNS runs)"
     figure "nirvana_vs_${short}_latency_p99_pct" "$(val "MED_P99_$short")" "% (median of $EXP_RUNS runs)"
     [ "$EXP_JOIN" = 1 ] && figure "nirvana_vs_${short}_join_latency_p50_pct" "$(val "MED_JP_$short")" "% (median of $EXP_RUNS runs)"
+    for wl in $EXP_WORKLOADS; do
+        figure "nirvana_vs_${short}_${wl}_throughput" "$(val "MED_WL_${wl}_$short")" "x (median of $EXP_RUNS runs)"
+    done
     for m in $FT_MODES; do
         figure "nirvana_vs_${short}_recovery_${m}_pct" "$(val "MED_REC_${m}_$short")" "% (median of $EXP_RUNS runs)"
     done
@@ -591,6 +833,10 @@ EOF
     }
     plot_lines "$EXP_PLOTS/throughput.svg" "Throughput over time, unpaced input (9 capped nodes, 3 at 1/${EXP_SLOW_FACTOR}, ${EXP_LINK_DELAY_MS} ms cross-domain)" \
         "seconds since the input started" "input tuples/s in results (1 s samples)" tp_ "set yrange [0:*]; set format y '%.1s%c'"
+    for wl in $EXP_WORKLOADS; do
+        plot_lines "$EXP_PLOTS/progress-$wl.svg" "$wl: input rows accounted for by complete windows, unpaced input" \
+            "seconds since the input started" "input rows (of every stream)" "wlp_${wl}_" "set yrange [0:*]; set format y '%.1s%c'"
+    done
     plot_lines "$EXP_PLOTS/latency-cdf.svg" "Aggregation latency CDF at $EXP_RATE tuples/s (result arrival - window close)" \
         "latency (ms, log scale)" "fraction of result rows" cdf_ "set logscale x; set yrange [0:1]"
     [ "$EXP_JOIN" = 1 ] && plot_lines "$EXP_PLOTS/join-latency-cdf.svg" \
