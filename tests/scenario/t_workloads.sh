@@ -1,7 +1,8 @@
 #!/bin/sh
 # t_workloads.sh: the paper's workloads (bench/workloads, issue 17 section 4)
 # against sqlite3, embedded and on a cluster of 3 nodes in 3 domains.
-#   1. words_gen and tpch_gen write seeded input (the same bytes twice over);
+#   1. words_gen and tpch_gen write seeded input (the same bytes twice over;
+#      with --part I/3, three generators write the rows of one);
 #   2. sqlite3 runs wordcount.oracle.sql and tpch_join.oracle.sql on it;
 #   3. ares-sql --memory runs the SELECT of wordcount.sql (CROSS JOIN UNNEST)
 #      as a push query over --ingest, and tpch_join.sql's over two file
@@ -40,6 +41,19 @@ done
 cmp -s lineitem.csv li2.csv || fail "tpch_gen --table lineitem differs from --out-dir's lineitem.csv"
 [ "$("$words_gen" --rows 12000 --seed 7 --event-rate 300 --vocab 400 --zipf 1.1 | cksum)" = "$(cksum <words.csv)" ] ||
     fail "words_gen is not deterministic"
+# --part I/3: three generators write the rows of one, each in time order
+for p in 0 1 2; do
+    "$words_gen" --rows 12000 --seed 7 --event-rate 300 --vocab 400 --zipf 1.1 --part $p/3 >"words.$p" || fail "words_gen --part"
+    "$tpch_gen" --rows 4000 --seed 9 --event-rate 200 --skew 0.8 --table lineitem --part $p/3 >"li.$p" || fail "tpch_gen --part"
+    for f in words:1 li:7; do # the file and its ts column
+        awk -F, -v c="${f#*:}" 'NR > 2 && $c + 0 < last { exit 1 } { last = $c + 0 }' "${f%:*}.$p" ||
+            fail "${f%:*}.$p is not in time order"
+    done
+done
+[ "$(tail -q -n +2 words.0 words.1 words.2 | sort | cksum)" = "$(tail -n +2 words.csv | sort | cksum)" ] ||
+    fail "words_gen --part 0/3, 1/3, 2/3 do not make the input of one"
+[ "$(tail -q -n +2 li.0 li.1 li.2 | sort | cksum)" = "$(tail -n +2 lineitem.csv | sort | cksum)" ] ||
+    fail "tpch_gen --part 0/3, 1/3, 2/3 do not make the lineitems of one"
 "$tpch_gen" --rows 10 --table nothing 2>gen.err && fail "tpch_gen took --table nothing"
 grep -q "bad value for --table" gen.err || fail "tpch_gen --table nothing: $(cat gen.err)"
 echo "input: $(($(wc -l <words.csv) - 1)) sentences, $(($(wc -l <orders.csv) - 1)) orders," \
