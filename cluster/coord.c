@@ -1150,6 +1150,7 @@ static int pq_of(node *n, cquery *q, const place_node *pl, int nn, int R, int fi
     pq->d = q->dag;
     pq->name = q->name ? q->name : "push";
     pq->fixed = fixed;
+    pq->running = 1;
     pq->meas = meas_query(n, q->qid, q->prev, q->dag); /* NULL until it has been measured */
     for (int t = 0; t < q->ntasks; t++) {
         pq->node[t] = node_index(pl, nn, q->tnode ? q->tnode[t] : NULL);

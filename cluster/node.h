@@ -378,6 +378,7 @@ typedef struct place_query {
     int *node;
     int *rnode;       /* may be NULL when R = 0 */
     int fixed;        /* 1: its players are pinned where node[]/rnode[] say */
+    int running;      /* node[]/rnode[] say where it runs now (its loads are in its nodes' utilisation) */
     int keep_state;   /* place_rebalance: its stateful tasks move only onto a replica's node (a promotion);
                          2: only onto its first replica's (ft = checkpoint: the others hold nothing) */
     const int *avoid; /* place_rebalance: per task, (1 + R) node indexes its primary and its replicas stay off

@@ -51,6 +51,32 @@ void place_game_fini(place_game *g)
     memset(g, 0, sizeof *g);
 }
 
+/* Each measured node's busy CPU that no running player accounts for: its
+ * utilisation times its capacity, less the loads of the players that run
+ * there now.  That is the work outside the tasks (a stream's decoding and
+ * log at a shadow home, the coordinator's forwarding and sinks'
+ * bookkeeping, epoch commits), which the game would otherwise not see on
+ * the node that does it (docs/nirvana.md, "Background load"). */
+static void base_loads(place_game *g, const place_node *nodes, int nn, const place_query *qs, int nq)
+{
+    nirvana_problem *p = g->p;
+    int R = p->replicas;
+    for (int i = 0; i < nn && i < p->nnodes; i++) {
+        if (!nodes[i].measured || !(nodes[i].util > 0)) continue;
+        double busy = nodes[i].util * p->nodes[i].speed, mine = 0;
+        for (int q = 0; q < nq; q++) {
+            if (!qs[q].running || !qs[q].node) continue;
+            for (int t = 0, nt = plan_task_count(qs[q].d); t < nt; t++) {
+                const nirvana_task *x = &p->tasks[g->first[q] + t];
+                if (qs[q].node[t] == i) mine += x->load;
+                for (int r = 0; qs[q].rnode && x->stateful && r < R; r++)
+                    if (qs[q].rnode[t * R + r] == i) mine += x->replica_load;
+            }
+        }
+        p->nodes[i].base_load = busy > mine ? busy - mine : 0;
+    }
+}
+
 /* Keep the seeds; replace them by the measured inputs where a query has
  * them. */
 static int use_measured(place_game *g, const place_query *qs, int nq)
@@ -160,6 +186,7 @@ int place_build(place_game *g, const place_node *nodes, int nn, const place_quer
         rc = xerr_set(err, rc, "out of memory");
         goto fail;
     }
+    base_loads(g, nodes, nn, qs, nq);
     for (int q = 0; q < nq; q++) {
         const place_query *pq = &qs[q];
         int t = g->first[q];

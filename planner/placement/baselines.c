@@ -204,6 +204,7 @@ int nv_baseline_assign(const nirvana_problem *p, const nv_graph *g, nirvana_stra
     bstate b = {p, g, assign, NV_ZALLOC(p, p->nnodes, int), NV_ZALLOC(p, p->nnodes, double),
                 allow_unplaced, e};
     if (!b.count || !b.L) return xerr_set(e, XE_NOMEM, "placement: out of memory");
+    for (int n = 0; n < p->nnodes; n++) b.L[n] = p->nodes[n].base_load;
     for (int i = 0; i < g->P; i++)
         if (assign[i] >= 0) {
             b.count[assign[i]]++;

@@ -42,6 +42,7 @@ static int ectx_init(ectx *x, const nirvana_problem *p, const nirvana_config *c,
     int *fill = NV_ZALLOC(p, N, int);
     if (!x->L || !x->count || !x->noff || !x->nlist || !fill)
         return xerr_set(e, XE_NOMEM, "placement: out of memory");
+    for (int n = 0; n < N; n++) x->L[n] = p->nodes[n].base_load;
     for (int i = 0; i < g->P; i++) {
         int n = as[i];
         if (n < -1 || n >= N)

@@ -112,6 +112,7 @@ static int engine_init(engine *e, const nirvana_problem *p, const nv_graph *g,
     e->slots = NV_ALLOC(p, N, int);
     e->alive = NV_ALLOC(p, N, char);
     e->L = NV_ZALLOC(p, N, double);
+    for (int n = 0; e->L && n < N; n++) e->L[n] = p->nodes[n].base_load; /* congestion starts from it */
     e->invv = NV_ALLOC(p, N, double);
     e->doff = NV_ZALLOC(p, D + 1, int);
     e->dnodes = NV_ALLOC(p, N, int);

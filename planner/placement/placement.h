@@ -64,6 +64,11 @@ typedef struct nirvana_node {
     int slots;     /* players it may host */
     double speed;  /* relative processing rate: 1.0 normal, 0.05 a slowed node */
     int alive;
+    /* CPU the node is busy with outside every player (a stream's decoding
+     * and log at its home or shadow, the coordinator's forwarding, epoch
+     * commits), in the tasks' load units: the node's congestion starts from
+     * it, for every strategy that weighs load.  0 unless measured. */
+    double base_load;
 } nirvana_node;
 
 typedef struct nirvana_task {

@@ -760,6 +760,50 @@ static nirvana_problem *recovery_instance(void)
     return p;
 }
 
+/* A node's background load (busy CPU no player accounts for) counts in its
+ * congestion for Nirvana and for resource-aware: two equal nodes of one
+ * domain, the first busy with 0.9 of its CPU outside the players, four
+ * free tasks of 0.2: they go to the second, and the potential certificate
+ * still holds. */
+static void test_background_load(void **state)
+{
+    (void)state;
+    nirvana_strategy ss[] = {NIRVANA_FULL, NIRVANA_RESOURCE_AWARE};
+    for (int k = 0; k < 2; k++) {
+        nirvana_problem *p = nirvana_problem_new();
+        assert_non_null(p);
+        p->replicas = 0;
+        assert_int_equal(nirvana_add_node(p, "busy", 0, 8, 1.0), 0);
+        assert_int_equal(nirvana_add_node(p, "idle", 0, 8, 1.0), 1);
+        p->nodes[0].base_load = 0.9;
+        for (int i = 0; i < 4; i++) {
+            nirvana_task t = {0};
+            snprintf(t.name, sizeof t.name, "t#%d", i);
+            t.parallelism = 4;
+            t.load = 0.2;
+            assert_true(nirvana_add_task(p, &t) >= 0);
+        }
+        nirvana_config c;
+        nirvana_config_init(&c);
+        c.strategy = ss[k];
+        nirvana_result *r = NULL;
+        xerr e;
+        assert_int_equal(nirvana_place(p, &c, &r, &e), 0);
+        int on_busy = 0;
+        for (int i = 0; i < r->nplayers; i++) on_busy += r->players[i].node == 0;
+        assert_int_equal(on_busy, 0);
+        if (ss[k] == NIRVANA_FULL) {
+            sbuf out;
+            sbuf_init(&out);
+            assert_int_equal(nirvana_explain(p, &c, r, &out, &e), 0);
+            assert_non_null(strstr(out.p, "equilibrium: yes"));
+            sbuf_fini(&out);
+        }
+        nirvana_result_free(r);
+        nirvana_problem_free(p);
+    }
+}
+
 static void test_recovery_term_moves_players(void **state)
 {
     (void)state;
@@ -1196,6 +1240,7 @@ int main(void)
         cmocka_unit_test(test_replace_adds_a_query),
         cmocka_unit_test(test_brute_force_ratio),
         cmocka_unit_test(test_recovery_term_moves_players),
+        cmocka_unit_test(test_background_load),
         cmocka_unit_test(test_rebalance_leaves_a_slowed_node),
         cmocka_unit_test(test_rebalance_does_not_flap),
         cmocka_unit_test(test_rebalance_ignores_specks),
