@@ -3025,12 +3025,19 @@ static void ft_recover(node *n)
         if (co->rb_moving)
             node_log(n, NET_LOG_WARN, "query %u (%s) redeployed as query %u (ft = %s): %d tasks moved or their replicas did",
                      old, q->name ? q->name : "push", q->qid, engine_ft_name(q->ft), nlost);
-        else
-        node_log(n, NET_LOG_WARN,
-                 "query %u (%s) recovered as query %u (ft = %s): %d displaced tasks redeployed; redeployed %.1f ms "
-                 "after the failure was detected",
-                 old, q->name ? q->name : "push", q->qid, engine_ft_name(q->ft), nlost,
-                 (double)(clock_mono_ns() - co->death_ns) / 1e6);
+        else {
+            node_log(n, NET_LOG_WARN,
+                     "query %u (%s) recovered as query %u (ft = %s): %d displaced tasks redeployed; redeployed %.1f ms "
+                     "after the failure was detected",
+                     old, q->name ? q->name : "push", q->qid, engine_ft_name(q->ft), nlost,
+                     (double)(clock_mono_ns() - co->death_ns) / 1e6);
+            /* the failure event re-placed the displaced players by the
+             * game already: moving the others a moment later would cost a
+             * second redeployment and replay while this one settles, so
+             * the automatic rebalance leaves the query alone for an
+             * interval (ALTER QUERY ... REBALANCE still moves it) */
+            q->rb_quiet_until = (int64_t)(clock_mono_ns() / 1000000) + (co->rb_ms > RB_QUIET_MS ? co->rb_ms : RB_QUIET_MS);
+        }
     }
 out:
     free(assign);
