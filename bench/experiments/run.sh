@@ -153,6 +153,7 @@
 #   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.5 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
 #   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
 #   EXP_SLOTS=6 EXP_DEAD_MS=10000
+#   EXP_REBALANCE='5 seconds' (rebalance_interval: live re-placement on the measured costs, game strategies only)
 #   EXP_NETNS=1 (each domain in a network namespace where root can make one; 0: loopback)
 #   EXP_PARTITIONS=3 (the stream's partitions, a generator and a producer each)
 #   EXP_HOME=n1,n4,n7 (the partitions' homes: their logs and the query's source tasks)
@@ -187,6 +188,7 @@ EXP_STRATEGIES=${EXP_STRATEGIES:-nirvana nirvana-no-recovery round-robin resourc
 EXP_JOIN=${EXP_JOIN:-1}
 EXP_DEAD_MS=${EXP_DEAD_MS:-10000}
 EXP_SLOTS=${EXP_SLOTS:-6}
+EXP_REBALANCE=${EXP_REBALANCE:-5 seconds}
 EXP_NETNS=${EXP_NETNS:-1}
 EXP_PARTITIONS=${EXP_PARTITIONS:-3}
 EXP_HOME=${EXP_HOME:-n1,n4,n7}
@@ -250,7 +252,8 @@ setup() {
     ftset=""
     [ -n "${2:-}" ] && ftset="SET ft = '$2'; SET replicas = 1;"
     sqlc -e "${SETUP_DDL:-CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = $EXP_PARTITIONS, home = '$EXP_HOME');}
-             SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset" || die "setup ($1)"
+             SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset
+             SET rebalance_interval = '$EXP_REBALANCE';" || die "setup ($1)"
     sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT ($1)"
     grep -q "placement: $1;" "$CD/placement.csv" || { cat "$CD/placement.csv" >&2; die "q not placed by $1"; }
@@ -329,7 +332,7 @@ ingest() {
 # slow_tasks: tasks of q (sources, sinks aside) on the slowed nodes / all of them
 slow_tasks() {
     awk -F, '$3 == "task" && $2 !~ /SOURCE|SINK/ { all++; if ($4 == "n2" || $4 == "n5" || $4 == "n8") s++ }
-             END { printf "%d/%d", s, all }' "$CD/placement.csv"
+             END { printf "%d/%d", s, all }' "${1:-$CD/placement.csv}"
 }
 domains_used() {
     awk -F, '$3 == "task" { d[$5] = 1 } END { n = 0; for (k in d) n++; print n }' "$CD/placement.csv"
@@ -388,6 +391,13 @@ tp_run() {
         [ "$got" -ge "$EXP_TUPLES" ] && { TP_END=done; break; }
     done
     cpu_report "$1 (run $2) throughput" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
+    # live re-placement during the run (the game's strategies only)
+    sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement_end.csv" 2>/dev/null
+    mv=$(sed -n 's/.*rebalanced: \([0-9]*\) moves in \([0-9]*\) redeployments.*/\1 \2/p' "$CD/placement_end.csv")
+    mvn=${mv%% *}
+    figure "rebalance_moves_${st}_run$2" "${mvn:-0}" "moves"
+    [ -n "$mv" ] && say "$1 (run $2): rebalanced ${mv%% *} players in ${mv##* } redeployments during the run;" \
+        "tasks on the slowed nodes at its end: $(slow_tasks "$CD/placement_end.csv")"
     kill $INGP 2>/dev/null
     wait $INGP 2>/dev/null
     kill "$SUBP" 2>/dev/null
