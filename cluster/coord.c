@@ -2959,8 +2959,12 @@ static void ft_recover(node *n)
         free(assign);
         if (!(assign = calloc((size_t)q->ntasks, sizeof *assign))) goto out;
         for (int t = 0; t < q->ntasks && bad < 0; t++) {
-            /* a source moves only with its stream (to the shadow, which has the same log) */
-            const cstream *sc = !strcmp(q->tkind[t], "SOURCE") ? stream_find(co, q->dag->ops[q->top[t]].stream) : NULL;
+            /* a source moves only with its stream's partition (to its
+             * shadow, which has the same log): task p reads partition p */
+            char part[300] = "";
+            if (!strcmp(q->tkind[t], "SOURCE"))
+                engine_partition_name(q->dag->ops[q->top[t]].stream, q->tidx[t], part, sizeof part);
+            const cstream *sc = part[0] ? stream_find(co, part) : NULL;
             if ((assign[t] = q->tnode[t] ? node_index(pl, nn, q->tnode[t]) : -1) < 0 ||
                 (q->lost[t] && sc && strcmp(sc->home, q->tnode[t])))
                 bad = t;

@@ -53,28 +53,64 @@ void place_game_fini(place_game *g)
 
 /* Each measured node's busy CPU that no running player accounts for: its
  * utilisation times its capacity, less the loads of the players that run
- * there now.  That is the work outside the tasks (a stream's decoding and
- * log at a shadow home, the coordinator's forwarding and sinks'
- * bookkeeping, epoch commits), which the game would otherwise not see on
- * the node that does it (docs/nirvana.md, "Background load"). */
+ * there now.  Tasks clock their operators' CPU; the rest (the syscalls that
+ * send and receive their batches, their share of each epoch's commit, a
+ * shadow home's decoding, the coordinator's forwarding) the game would
+ * otherwise not see.  It is split in two (docs/nirvana.md, "Background
+ * load"):
+ *   - a fixed part every node pays whatever it hosts (heartbeats, ticks,
+ *     reports), taken as the least unattributed CPU of any measured node,
+ *     stays with the node as its background load;
+ *   - the rest goes with the node's measured players, in proportion to the
+ *     rows each takes in and gives out, into their loads: it moves when they
+ *     move.  With no measured rows there, it stays with the node. */
+/* The rows a task takes in and gives out a second (0 when unknown). */
+static double row_rate(const place_meas *m)
+{
+    double r = m->rows_in_s + m->rows_out_s;
+    return isfinite(r) && r > 0 ? r : 0;
+}
+
 static void base_loads(place_game *g, const place_node *nodes, int nn, const place_query *qs, int nq)
 {
     nirvana_problem *p = g->p;
-    int R = p->replicas;
-    for (int i = 0; i < nn && i < p->nnodes; i++) {
+    int R = p->replicas, N = nn < p->nnodes ? nn : p->nnodes;
+    double *extra = calloc((size_t)N + 1, sizeof *extra), *rows = calloc((size_t)N + 1, sizeof *rows), fixed = -1;
+    if (!extra || !rows) goto out;
+    for (int i = 0; i < N; i++) {
+        extra[i] = -1;
         if (!nodes[i].measured || !(nodes[i].util > 0)) continue;
         double busy = nodes[i].util * p->nodes[i].speed, mine = 0;
         for (int q = 0; q < nq; q++) {
             if (!qs[q].running || !qs[q].node) continue;
             for (int t = 0, nt = plan_task_count(qs[q].d); t < nt; t++) {
                 const nirvana_task *x = &p->tasks[g->first[q] + t];
-                if (qs[q].node[t] == i) mine += x->load;
+                if (qs[q].node[t] == i) {
+                    mine += x->load;
+                    if (qs[q].meas) rows[i] += row_rate(&qs[q].meas[t]);
+                }
                 for (int r = 0; qs[q].rnode && x->stateful && r < R; r++)
                     if (qs[q].rnode[t * R + r] == i) mine += x->replica_load;
             }
         }
-        p->nodes[i].base_load = busy > mine ? busy - mine : 0;
+        extra[i] = busy > mine ? busy - mine : 0;
+        if (fixed < 0 || extra[i] < fixed) fixed = extra[i];
     }
+    for (int i = 0; i < N; i++) {
+        if (extra[i] < 0) continue;
+        double var = extra[i] - fixed;
+        p->nodes[i].base_load = fixed + (rows[i] > 0 ? 0 : var);
+        if (!(rows[i] > 0) || !(var > 0)) continue;
+        for (int q = 0; q < nq; q++) {
+            if (!qs[q].running || !qs[q].node || !qs[q].meas) continue;
+            for (int t = 0, nt = plan_task_count(qs[q].d); t < nt; t++)
+                if (qs[q].node[t] == i)
+                    p->tasks[g->first[q] + t].load += var * row_rate(&qs[q].meas[t]) / rows[i];
+        }
+    }
+out:
+    free(extra);
+    free(rows);
 }
 
 /* Keep the seeds; replace them by the measured inputs where a query has

@@ -12,8 +12,10 @@
 #      stream, and each partition's home holds its partition's rows only;
 #      (part 3 ends a stream's every partition with `--ingest r --end`)
 #   3. a standing query with ft = replica and a subscriber, fed paced into
-#      every partition; the domain of partition 1's home (rack-b: n2, n3)
-#      is SIGKILLed mid-stream; its shadow takes over, the replicas are
+#      every partition of a stream homed at c0, n3 and n5; the domain of
+#      partition 1's home (rack-b: n2, n3) is SIGKILLed mid-stream (its
+#      source task must follow its own partition to its shadow, not the
+#      stream's first partition); its shadow takes over, the replicas are
 #      promoted and the partitions replayed from where each task's state
 #      was: the subscriber's rows equal the embedded engine's, none lost or
 #      repeated;
@@ -78,7 +80,7 @@ for p in "s,n1" "s#1,n3" "s#2,n5"; do
 done
 
 # ---- 3. a standing query, one partition's domain SIGKILLed
-sqlc -e "CREATE STREAM r (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = 3, home = 'n1,n3,n5');
+sqlc -e "CREATE STREAM r (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = 3, home = 'c0,n3,n5');
          SET ft = 'replica'; SET replicas = 1;
          CREATE QUERY qr AS SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM r WINDOW TUMBLING (SIZE 200 MILLISECONDS) GROUP BY k;" ||
     fail "the standing query"
@@ -101,6 +103,7 @@ pace rparts/p0.csv | sqlc --ingest r 2>r0.err &
 R0=$!
 PIDS="$PIDS $R0 $R1 $R2"
 sleep 1.8
+grep -q "stream r#1: home node n3, shadow n1" c0.log || { grep "stream r" c0.log; fail "r#1's shadow is not n1"; }
 echo "$(date -u +%T.%3N) killing rack-b (n2, n3: the home of r#1)"
 signal_nodes KILL n2 n3
 wait $R1 || { cat r1.err; fail "ingest into r#1 across its home's death"; }

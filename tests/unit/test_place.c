@@ -100,10 +100,53 @@ static void test_measured_inputs_replace_the_seeds(void **state)
     place_game_fini(&g);
 }
 
+/* The CPU a node is busy with outside its players' clocked operators: the
+ * least of it, over the measured nodes, stays with every node as its
+ * background load; the rest of a node's goes into its measured players'
+ * loads in proportion to their rows, and so moves with them. */
+static void test_unattributed_cpu(void **state)
+{
+    (void)state;
+    plan_op ops[3];
+    plan_dag d;
+    dag_of(&d, ops);
+    place_node pl[2] = {{.name = "a", .domain = "x", .slots = 8, .speed = 1, .alive = 1, .measured = 1, .util = 0.8},
+                        {.name = "b", .domain = "x", .slots = 8, .speed = 1, .alive = 1, .measured = 1, .util = 0.15}};
+    static const double tr2[2] = {1e-5, 1e-5}, tr1[1] = {1e-6};
+    /* source and sink on a (the source 3000 rows/s in and out, the sink 40), one aggregate on each */
+    place_meas m[4] = {
+        {.load = 0.1, .rows_in_s = 1500, .rows_out_s = 1500, .ndest = 2, .traffic = tr2},
+        {.load = 0.05, .rows_in_s = 750, .rows_out_s = 20, .ndest = 1, .traffic = tr1},
+        {.load = 0.1, .rows_in_s = 750, .rows_out_s = 20, .ndest = 1, .traffic = tr1},
+        {.load = 0.05, .rows_in_s = 40},
+    };
+    int home[4] = {0, -1, -1, 0}, at[4] = {0, 0, 1, 0};
+    place_query q = {.d = &d, .name = "q", .home = home, .node = at, .fixed = 1, .running = 1, .meas = m};
+    place_game g;
+    xerr err;
+    assert_int_equal(place_build(&g, pl, 2, &q, 1, 0, NIRVANA_FULL, &err), 0);
+    const nirvana_problem *p = g.p;
+    int f = g.first[0];
+    /* unattributed: a 0.8 - 0.2 = 0.6, b 0.15 - 0.1 = 0.05, the fixed part */
+    assert_true(fabs(p->nodes[0].base_load - 0.05) < 1e-9 && fabs(p->nodes[1].base_load - 0.05) < 1e-9);
+    /* a's other 0.55 by rows: source 3000, aggregate 770, sink 40 of 3810 */
+    assert_true(fabs(p->tasks[f].load - (0.1 + 0.55 * 3000 / 3810)) < 1e-9);
+    assert_true(fabs(p->tasks[f + 1].load - (0.05 + 0.55 * 770 / 3810)) < 1e-9);
+    assert_true(fabs(p->tasks[f + 3].load - (0.05 + 0.55 * 40 / 3810)) < 1e-9);
+    assert_true(fabs(p->tasks[f + 2].load - 0.1) < 1e-9); /* b had nothing beyond the fixed part */
+    place_game_fini(&g);
+    /* a query that is not running yet takes nothing: its nodes are only told it */
+    q.running = 0;
+    assert_int_equal(place_build(&g, pl, 2, &q, 1, 0, NIRVANA_FULL, &err), 0);
+    assert_true(fabs(g.p->tasks[g.first[0]].load - 0.1) < 1e-9);
+    place_game_fini(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_measured_inputs_replace_the_seeds),
+        cmocka_unit_test(test_unattributed_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
