@@ -153,7 +153,10 @@
 #   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.5 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
 #   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
 #   EXP_SLOTS=6 EXP_DEAD_MS=10000
-#   EXP_REBALANCE='5 seconds' (rebalance_interval: live re-placement on the measured costs, game strategies only)
+#   EXP_WARMUP_S=6 EXP_SETTLE_S=2 (before each measurement, the query runs on paced input for
+#     EXP_WARMUP_S s, then ALTER QUERY q REBALANCE re-places it on what was measured (the game's
+#     strategies; the baselines' placement is not the game and stays), then EXP_SETTLE_S s; 0: none)
+#   EXP_REBALANCE=0 (rebalance_interval during the measurements; 0: only the warm-up's rebalance)
 #   EXP_NETNS=1 (each domain in a network namespace where root can make one; 0: loopback)
 #   EXP_PARTITIONS=3 (the stream's partitions, a generator and a producer each)
 #   EXP_HOME=n1,n4,n7 (the partitions' homes: their logs and the query's source tasks)
@@ -188,7 +191,9 @@ EXP_STRATEGIES=${EXP_STRATEGIES:-nirvana nirvana-no-recovery round-robin resourc
 EXP_JOIN=${EXP_JOIN:-1}
 EXP_DEAD_MS=${EXP_DEAD_MS:-10000}
 EXP_SLOTS=${EXP_SLOTS:-6}
-EXP_REBALANCE=${EXP_REBALANCE:-5 seconds}
+EXP_REBALANCE=${EXP_REBALANCE:-0}
+EXP_WARMUP_S=${EXP_WARMUP_S:-6}
+EXP_SETTLE_S=${EXP_SETTLE_S:-2}
 EXP_NETNS=${EXP_NETNS:-1}
 EXP_PARTITIONS=${EXP_PARTITIONS:-3}
 EXP_HOME=${EXP_HOME:-n1,n4,n7}
@@ -296,12 +301,32 @@ feed_stream() {
         _copy=/dev/null
         [ -n "${FEED_COPY:-}" ] && _copy="$FEED_COPY.$_fp"
         "$@" --part "$_fp/$EXP_PARTITIONS" 2>"$CD/gen.err.$_fs.$_fp" | tee "$_copy" |
-            "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest "$_fs#$_fp" --end \
+            "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q --ingest "$_fs#$_fp" ${FEED_OPEN:---end} \
                 2>"$CD/ingest.err.$_fs.$_fp" &
         INGP="$INGP $!"
         _fp=$((_fp + 1))
     done
     PIDS="$PIDS $INGP"
+}
+
+# warm_up [COPY]: the same for every strategy before a measurement: the
+# query runs on the measurement's kind of input (WARM_RATE rows/s over the
+# partitions, which stay open: EXP_RATE before a paced run, 0 = as fast as
+# it goes before the throughput run) for EXP_WARMUP_S s, so that every task and node reports what it
+# costs; then ALTER QUERY q REBALANCE, on which the game's strategies
+# re-place on the measured costs (a baseline answers that its placement is
+# not the game, and stays); then EXP_SETTLE_S s for a move to settle.  Sets
+# WARM_END (ms; 0 without a warm-up).  COPY: the warm-up's rows, merged in
+# time order, into COPY.
+warm_up() {
+    WARM_END=0
+    [ "$EXP_WARMUP_S" -gt 0 ] 2>/dev/null || return 0
+    FEED_OPEN=-q FEED_COPY=${1:-} feed --seconds "$EXP_WARMUP_S" --rate "${WARM_RATE:-$EXP_RATE}" --keys "$EXP_KEYS"
+    wait $INGP
+    [ -n "${1:-}" ] && sort -t, -k1,1n -m "$1".* >"$1"
+    "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -e "ALTER QUERY q REBALANCE;" >"$CD/warmup_rebalance.txt" 2>&1
+    sleep "$EXP_SETTLE_S"
+    WARM_END=$(date +%s%3N)
 }
 
 # fed: every generator has finished (or its producer has gone)
@@ -377,6 +402,7 @@ tp_run() {
     figure "tasks_on_slow_nodes_${st}_run$2" "$(slow_tasks)" "tasks"
     figure "domains_used_${st}_run$2" "$(domains_used)" "domains"
     cp "$CD/placement.csv" "$W/placement_$st.csv"
+    WARM_RATE=0 warm_up
     subscribe
     say "$1 (run $2): throughput run, $EXP_TUPLES rows ($EXP_EVENT_RATE per second of event time), at most ${EXP_SECONDS} s"
     c0cpu=$(node_cpu)
@@ -387,7 +413,7 @@ tp_run() {
         sleep 0.5
         el=$(($(date +%s%3N) - GEN_START))
         [ "$el" -ge $((EXP_SECONDS * 1000)) ] && { TP_END=cutoff; break; }
-        got=$(awk -F, 'NR > 1 && $3 ~ /^[0-9]+$/ { t += $3 } END { print t + 0 }' "$CD/sub.csv")
+        got=$(awk -F, -v w="$WARM_END" 'NR > 1 && $3 ~ /^[0-9]+$/ && $5 > w { t += $3 } END { print t + 0 }' "$CD/sub.csv")
         [ "$got" -ge "$EXP_TUPLES" ] && { TP_END=done; break; }
     done
     cpu_report "$1 (run $2) throughput" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
@@ -407,13 +433,13 @@ tp_run() {
     # subscriber in that second (a result row's n counts its input rows),
     # up to the second in which 98 % of the rows seen had arrived (after it
     # the last windows wait for the stream's end: a tail, not a rate)
-    awk -F, -v s="$GEN_START" 'NR > 1 && $3 ~ /^[0-9]+$/ { a[int(($1 - s) / 1000)] += $3; t += $3; if ($1 > m) m = $1 }
+    awk -F, -v s="$GEN_START" -v w="$WARM_END" 'NR > 1 && $3 ~ /^[0-9]+$/ && $5 > w { a[int(($1 - s) / 1000)] += $3; t += $3; if ($1 > m) m = $1 }
         END { last = int((m - s) / 1000); c = 0
               for (k = 0; k <= last; k++) { printf "%d %d\n", k, a[k] + 0; c += a[k]; if (c >= 0.98 * t) break } }' \
         "$CD/sub.csv" >"$W/tp_$st.dat"
     # the last 10 of those one-second samples (the first, a start-up second, left out)
     tp=$(awk 'NR > 1' "$W/tp_$st.dat" | tail -n 10 | awk '{ t += $2; n++ } END { if (n) printf "%.0f", t / n; else print 0 }')
-    tot=$(awk -F, 'NR > 1 && $3 ~ /^[0-9]+$/ { t += $3; if ($1 > m) m = $1 } END { printf "%d %.0f\n", t, m }' "$CD/sub.csv")
+    tot=$(awk -F, -v w="$WARM_END" 'NR > 1 && $3 ~ /^[0-9]+$/ && $5 > w { t += $3; if ($1 > m) m = $1 } END { printf "%d %.0f\n", t, m }' "$CD/sub.csv")
     avg=$(echo "$tot" | awk -v s="$GEN_START" '{ if ($2 > s) printf "%.0f", $1 / (($2 - s) / 1000); else print 0 }')
     say "$1 (run $2): ${tot% *} rows in results ($TP_END), whole-run average $avg rows/s"
     figure "throughput_${st}_run$2" "$tp" "tuples/s"
@@ -429,6 +455,7 @@ lat_run() {
     st=$(tag "$1")
     paper9 "lat_${st}_$2"
     setup "$1"
+    warm_up
     subscribe
     say "$1 (run $2): latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
     c0cpu=$(node_cpu)
@@ -437,13 +464,13 @@ lat_run() {
     cpu_report "$1 (run $2) latency" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
     # histogram in 1 ms buckets: every result row of a window that closed
     # while input flowed (the windows the end of the input closes are left out)
-    awk -F, -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e { l = $1 - $5; if (l < 0) l = 0; h[l]++ }
+    awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s { l = $1 - $5; if (l < 0) l = 0; h[l]++ }
         END { for (k in h) print k, h[k] }' "$CD/sub.csv" | sort -n >"$W/hist_$st.dat"
     percentiles "$W/hist_$st.dat" "$W/cdf_$st.dat"
     lrate=$(awk -F, -v s="$GEN_START" -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s + 1000 { t += $3; w[$5] = 1 }
         END { n = 0; for (k in w) n++; if (n) printf "%.0f", t / n; else print 0 }' "$CD/sub.csv")
     # the rows of the windows that closed while input flowed, against what went in
-    seen=$(awk -F, -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e { t += $3 } END { print t + 0 }' "$CD/sub.csv")
+    seen=$(awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s { t += $3 } END { print t + 0 }' "$CD/sub.csv")
     figure "latency_p50_${st}_run$2" "$p50" "ms"
     figure "latency_p99_${st}_run$2" "$p99" "ms"
     figure "latency_run_throughput_${st}_run$2" "$lrate" "tuples/s"
@@ -456,12 +483,13 @@ join_run() {
     st=$(tag "$1")
     paper9 "join_${st}_$2"
     setup "$1" "" "$QJ"
+    warm_up
     subscribe
     say "$1 (run $2): join latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
     ingest "$EXP_LAT_SECONDS" "$EXP_RATE"
     drain
     # a pair can exist once its later row has entered: latency = arrival - max(ats, bts)
-    awk -F, -v e="$GEN_END" 'NR > 1 && $3 ~ /^[0-9]+$/ { m = $3 > $4 ? $3 : $4; l = $1 - m; if (l < 0) l = 0; h[l]++ }
+    awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $3 ~ /^[0-9]+$/ && $3 >= s && $4 >= s { m = $3 > $4 ? $3 : $4; l = $1 - m; if (l < 0) l = 0; h[l]++ }
         END { for (k in h) print k, h[k] }' "$CD/sub.csv" | sort -n >"$W/jhist_$st.dat"
     percentiles "$W/jhist_$st.dat" "$W/jcdf_$st.dat"
     figure "join_latency_p50_${st}_run$2" "$p50" "ms"
@@ -637,6 +665,12 @@ recovery_run() {
     st=$(tag "$1")
     paper9 "rec_${2}_${st}_$3"
     setup "$1" "$2"
+    # the subscriber from the start, the warm-up's rows kept: the reference is
+    # the embedded engine on all of the input
+    subscribe
+    warm_up "$CD/warm.csv"
+    # where q runs after the warm-up's rebalance
+    sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" 2>/dev/null || die "EXPLAIN PLACEMENT after the warm-up ($1)"
     fdom=$EXP_FAIL_DOMAIN
     # auto: d1 or d2, whichever runs more of q's aggregates, then of its tasks
     [ "$fdom" = auto ] && fdom=$(awk -F, '$3 == "task" && ($5 == "d1" || $5 == "d2") { c[$5] += ($1 ~ /AGGREGATE/) ? 100 : 1 }
@@ -644,13 +678,13 @@ recovery_run() {
     lost=$(awk -F, -v d="$fdom" '$3 == "task" && $5 == d { n++; if ($1 ~ /AGGREGATE/) a++ }
         END { printf "%d tasks (%d aggregates)", n, a }' "$CD/placement.csv")
     figure "rec_lost_tasks_${2}_${st}_run$3" "$(echo "$lost" | cut -d' ' -f1)" "tasks (in $fdom)"
-    subscribe
     # just before a window (a wall-clock second) closes
     now=$(date +%s%3N)
     kill_domain_at $(((now + EXP_FAIL_AT * 1000) / 1000 * 1000 + 1000 - EXP_KILL_LEAD_MS)) "$fdom"
     say "$1, ft $2 (run $3): recovery run, ${EXP_REC_SECONDS} s at $EXP_RATE rows/s; domain $fdom" \
         "($(domain_nodes "$fdom"): $lost of q) killed after about ${EXP_FAIL_AT} s"
     ingest "$EXP_REC_SECONDS" "$EXP_RATE" "$CD/in.csv"
+    [ -s "$CD/warm.csv" ] && { sort -t, -k1,1n -m "$CD/warm.csv" "$CD/in.csv" >"$CD/all.csv" && mv "$CD/all.csv" "$CD/in.csv"; }
     wait "$KILLP"
     kill_ms=$(cat "$CD/kill_ms")
     "$B/ares-sql" --memory -q -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts'); $Q;" \
