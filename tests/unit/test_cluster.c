@@ -606,6 +606,8 @@ static void test_meas_to_model(void **state)
     /* a query under its old id stands in for its redeployment */
     assert_non_null(meas_store_query(ms, 8, 7, &d));
     assert_null(meas_store_query(ms, 8, 0, &d));
+    pm = meas_store_query(ms, 7, 0, &d); /* each call converts again: the earlier answer is gone */
+    assert_non_null(pm);
     /* nodes: the reported capacity replaces the JOIN's; round trips, both ways */
     place_node pl[2] = {{.name = "a", .domain = "x", .speed = 1.0, .alive = 1},
                         {.name = "b", .domain = "y", .speed = 1.0, .alive = 1}};

@@ -57,7 +57,7 @@ static void test_measured_inputs_replace_the_seeds(void **state)
         {.load = 0.01, .recovery_s = 0.5, .replica_load = 0.005, .ndest = 1, .traffic = agg_traffic},
         {.load = 0.001},
     };
-    int home[3] = {0, -1, 0}, at[4] = {0, 1, 2, 0}, rat[4] = {-1, 2, 0, -1};
+    int home[4] = {0, -1, -1, 0}, at[4] = {0, 1, 2, 0}, rat[4] = {-1, 2, 0, -1};
     place_query qs[2] = {{.d = &d, .name = "q", .home = home, .node = at, .rnode = rat, .fixed = 1, .meas = m},
                          {.d = &d, .name = "r", .home = home, .node = at, .rnode = rat, .fixed = 1}};
     place_game g;
