@@ -604,7 +604,7 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
     case PO_UNNEST:
         return unnest_push(o, task, in, err);
     case PO_AGGREGATE:
-    case PO_JOIN:
+    case PO_JOIN: {
         int k = o->q->cur_slot;
         if (o->tsrc[side] >= 0 && k >= o->tsrc[side] && k < o->tsrc[side] + o->nsl[side] && o->q->tag[k]) {
             uint64_t tag = o->q->tag[k], *inc = &o->inc[task * o->incw + k];
@@ -615,6 +615,7 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
             *inc = tag;
         }
         return op->kind == PO_AGGREGATE ? agg_push(o, task, in, err) : join_push(o, task, side, in, err);
+    }
     case PO_SINK: {
         query *q = o->q;
         if (q->finished) return 0;

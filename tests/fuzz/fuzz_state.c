@@ -54,8 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint32_t no = be32_get(buf + 26);
         if (no > n - 30) be32_put(buf + 26, (uint32_t)(n - 30) / 2);
     }
-    uint64_t pos[2];
-    (void)engine_replica_apply(eng, 4097, 1, buf, n, pos, &err);
+    uint64_t pos[ENGINE_MAX_SRC];
+    int npos = 0;
+    (void)engine_replica_apply(eng, 4097, 1, buf, n, pos, &npos, &err);
     if (engine_commit(eng, &err)) abort(); /* a refused delta must not poison the epoch */
     free(buf);
     return 0;
