@@ -2164,7 +2164,8 @@ static int add_partitions(node *n, const char *name, const char *const *home, in
         c->part = p;
         if (!c->name || !c->home || !c->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
-        const char *sh = pick_shadow(n, home[p], co->rr_home);
+        /* each partition's candidates from another start: equals spread */
+        const char *sh = pick_shadow(n, home[p], co->rr_home + p);
         if (sh && !(*(co->shadow_log ? &c->lshadow : &c->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
         int rc = persist_stream(n, c, err);
         if (rc) return rc;

@@ -103,7 +103,9 @@ pace rparts/p0.csv | sqlc --ingest r 2>r0.err &
 R0=$!
 PIDS="$PIDS $R0 $R1 $R2"
 sleep 1.8
-grep -q "stream r#1: home node n3, shadow n1" c0.log || { grep "stream r" c0.log; fail "r#1's shadow is not n1"; }
+grep "stream r#1: home node n3, shadow " c0.log | grep -qv "shadow c0" || { grep "stream r" c0.log; fail "r#1's shadow is c0, the first partition's home"; }
+# the partitions' shadows spread over the candidates
+[ "$(grep -c "stream s#[12]: home node n[35], shadow n1" c0.log)" -lt 2 ] || { grep "stream s" c0.log; fail "both partitions' shadows on n1"; }
 echo "$(date -u +%T.%3N) killing rack-b (n2, n3: the home of r#1)"
 signal_nodes KILL n2 n3
 wait $R1 || { cat r1.err; fail "ingest into r#1 across its home's death"; }
