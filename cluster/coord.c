@@ -369,6 +369,14 @@ static cstream *stream_find(coord *co, const char *name)
     return NULL;
 }
 
+/* Partition p of stream `name` (p = 0: the stream itself), or NULL. */
+static cstream *partition_find(coord *co, const char *name, int p)
+{
+    char pn[300];
+    engine_partition_name(name, p, pn, sizeof pn);
+    return stream_find(co, pn);
+}
+
 static cquery *query_find(coord *co, const char *name)
 {
     for (cquery *q = co->queries; q; q = q->next)
@@ -1113,14 +1121,12 @@ static int op_homes(node *n, const plan_dag *d, const place_node *pl, int nn, in
             home[t] = -1;
             if (d->ops[o].kind == PO_SINK) home[t] = 0;
             if (d->ops[o].kind != PO_SOURCE) continue;
-            char name[300];
-            engine_partition_name(d->ops[o].stream, k, name, sizeof name);
-            cstream *cst = stream_find(n->co, name);
+            cstream *cst = partition_find(n->co, d->ops[o].stream, k);
             const char *h = cst ? cst->home : n->cfg.name;
             int i = node_index(pl, nn, h);
             if (i >= 0 && pl[i].alive) home[t] = i;
             else if (strict)
-                return xerr_set(err, XE_FULL, "stream '%s' lives on node %s, which is not alive", name, h);
+                return xerr_set(err, XE_FULL, "stream '%s' lives on node %s, which is not alive", cst ? cst->name : d->ops[o].stream, h);
         }
     return 0;
 }
@@ -2250,9 +2256,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         rc = job_broadcast_stream(n, s, req, cst, err);
         if (rc >= 0 && sh) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */
         for (int p = 1; rc >= 0 && p < np; p++) {
-            char pn[300];
-            engine_partition_name(st->name, p, pn, sizeof pn);
-            cstream *pc = stream_find(co, pn);
+            cstream *pc = partition_find(co, st->name, p);
             if (pc && pc->lshadow) send_logshadow(n, pc, NULL);
         }
         return rc;
@@ -2261,9 +2265,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         if ((rc = exec_local(n, s, req, st, err))) return rc;
         /* the stream, then its partitions */
         for (int p = 0; p < PLAN_MAX_PARTITIONS; p++) {
-            char pn[300];
-            engine_partition_name(st->name, p, pn, sizeof pn);
-            cstream *cst = stream_find(co, pn);
+            cstream *cst = partition_find(co, st->name, p);
             if (!cst) {
                 if (p) break;
                 return 0;
@@ -2530,10 +2532,9 @@ static void fwd_send(node *n, cs *s, pend *p, const wire_frame *f)
 static void end_partitions(node *n, const char *name)
 {
     for (int p = 1; p < PLAN_MAX_PARTITIONS; p++) {
-        char pn[300];
-        engine_partition_name(name, p, pn, sizeof pn);
-        cstream *c = stream_find(n->co, pn);
+        cstream *c = partition_find(n->co, name, p);
         if (!c) break;
+        const char *pn = c->name;
         if (c->shadow) tick_stream(n, c);
         const char *who[2] = {c->home, c->shadow};
         for (int i = 0; i < 2; i++) {
@@ -2962,10 +2963,8 @@ static void ft_recover(node *n)
         for (int t = 0; t < q->ntasks && bad < 0; t++) {
             /* a source moves only with its stream's partition (to its
              * shadow, which has the same log): task p reads partition p */
-            char part[300] = "";
-            if (!strcmp(q->tkind[t], "SOURCE"))
-                engine_partition_name(q->dag->ops[q->top[t]].stream, q->tidx[t], part, sizeof part);
-            const cstream *sc = part[0] ? stream_find(co, part) : NULL;
+            const cstream *sc =
+                !strcmp(q->tkind[t], "SOURCE") ? partition_find(co, q->dag->ops[q->top[t]].stream, q->tidx[t]) : NULL;
             if ((assign[t] = q->tnode[t] ? node_index(pl, nn, q->tnode[t]) : -1) < 0 ||
                 (q->lost[t] && sc && strcmp(sc->home, q->tnode[t])))
                 bad = t;
