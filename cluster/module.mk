@@ -5,5 +5,5 @@ cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c clust
                 cluster/coord.c cluster/place.c cluster/measure.c cluster/report.c cluster/client.c cluster/node_main.c
 cluster_USES := exec storage planner placement parser base
 BINS += ares-node:cluster,exec,storage,planner,placement,parser,base
-UNIT_TESTS += test_cluster:cluster,base test_channel:cluster,base test_place:cluster,planner,placement,parser,base
+UNIT_TESTS += test_cluster:cluster,base test_wire:cluster,base test_channel:cluster,base test_place:cluster,planner,placement,parser,base
 FUZZ_TARGETS += fuzz_wire:cluster,base fuzz_state:cluster,exec,storage,planner,placement,parser,base
