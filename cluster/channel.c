@@ -132,7 +132,7 @@ int chan_recv(node *n, cs *s, const wire_msg *m)
     return 0;
 }
 
-/* A frame held for its query's DEPLOY (node.c) is the last one counted on
+/* A frame held for its query's DEPLOY (node_task.c) is the last one counted on
  * its connection, and not in yet: it is not acknowledged, and if the
  * connection closes it comes again. */
 static int held_data(const cs *s)

@@ -1,7 +1,8 @@
 # cluster: wire protocol, authentication, the libuv connection layer, the
-# ares-node runtime (node.c), the coordinator (coord.c, catchup.c, place.c, measure.c, report.c) and the
+# ares-node runtime (node.c, node_conn.c, node_task.c, node_home.c, standby.c),
+# the coordinator (coord.c, catchup.c, place.c, measure.c, report.c) and the
 # client library that ares-sql --connect uses (client.c).
-cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c cluster/channel.c cluster/shadow.c cluster/catchup.c \
+cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c cluster/node_conn.c cluster/node_task.c cluster/node_home.c cluster/standby.c cluster/channel.c cluster/shadow.c cluster/catchup.c \
                 cluster/coord.c cluster/place.c cluster/measure.c cluster/report.c cluster/client.c cluster/node_main.c
 cluster_USES := exec storage planner placement parser base
 BINS += ares-node:cluster,exec,storage,planner,placement,parser,base

@@ -1,7 +1,9 @@
 /*
- * node.h (internal to cluster/): the node runtime shared by node.c (every
- * node: connections, the mesh, deployed tasks, remote batches, ingest at a
- * stream's home), coord.c (the coordinator: membership, catalog, placement,
+ * node.h (internal to cluster/): the node runtime shared by node.c,
+ * node_conn.c, node_task.c, node_home.c and standby.c (every node:
+ * connections, the mesh, deployed tasks, remote batches, ingest at a
+ * stream's home, coordinator terms; what only they share is in
+ * node_int.h), coord.c (the coordinator: membership, catalog, placement,
  * client statements), place.c, measure.c and report.c (placement and the
  * measured costs) and client.c (the RESULT parts a client decodes).
  *
@@ -46,18 +48,7 @@ enum res_part {
     RES_RESEND = 11, /* the ingest's stream has a new home: send every chunk not acknowledged again */
 };
 
-/* channel of BATCH and WATERMARK frames: operator, input side, task */
-#define CHAN(op, side, task) (((uint32_t)(op) << 16) | ((uint32_t)(side) << 15) | (uint32_t)(task))
-#define CHAN_OP(ch) ((int)((ch) >> 16))
-#define CHAN_SIDE(ch) ((int)(((ch) >> 15) & 1u))
-#define CHAN_TASK(ch) ((int)((ch) & 0x7fffu))
-
-#define NODE_DEFAULT_SLOTS 16
-#define NODE_HOLD_MS 10000  /* a frame for a query not deployed yet waits this long */
-#define NODE_RESUME_MS 3000 /* a source's home waits this long for every RESUME */
 #define NODE_TICK_MS 100
-#define NODE_RETRY_MS 1000  /* reconnect to a peer or the coordinator */
-#define NODE_ORPHAN_MS 30000 /* a client's ingest session waits this long for a new forwarder */
 /* The coordinator shows a node SUSPECT after half the dead-peer limit of silence. */
 #define NODE_SUSPECT_MS(n) ((uint64_t)net_ctx_dead_ms((n)->net) / 2)
 
@@ -196,23 +187,11 @@ struct node {
     cs *coord_link;      /* a plain node: its connection to the coordinator */
     int64_t coord_retry_at;
     char coord_addr[128]; /* the address coord_link dialled */
-    /* coordinator terms and the standby coordinator (docs/architecture.md,
-     * "The coordinator") */
-    uint64_t term;       /* the highest term heard: a coordinator of a lower one is refused */
-    char granted_to[WIRE_NAME_MAX + 1]; /* the standby we granted `term` (it may ask again) */
-    char join_hint[128]; /* a takeover named the new coordinator: dial it only, until join_hint_until */
-    int64_t join_hint_until;
     int join_i;          /* the --join address to try next */
-    int standby;         /* --coordinator --join: a standby until it takes over */
-    int sb_synced;       /* it holds a whole catalog (CATALOG dump) */
-    int64_t sb_lost_at;  /* wall ms the active was lost (0: it is up) */
-    int64_t coord_lost_at; /* wall ms coord_link last closed, and why (enum net_close_why) */
-    int coord_lost_why;
-    uint64_t sb_ask;     /* the term it asks the members for (0: none) */
-    int64_t sb_ask_at;
-    int base_alive;      /* members alive in the last MEMBERSHIP, the coordinator's entry included */
+    /* coordinator terms (docs/architecture.md, "The coordinator") */
+    uint64_t term;       /* the highest term heard: a coordinator of a lower one is refused */
     int taking_over;     /* coord_start runs for a takeover */
-    char rejoin_to[512]; /* deposed: run again as a standby of these (node_run returns NODE_RUN_REJOIN) */
+    struct standby *sb;  /* the standby's state (standby.c; node_int.h) */
     cs *cur_in;          /* the connection whose frame is being processed */
     dep *deps;
     uint32_t max_qid;    /* highest qid whose DEPLOY this node has seen */
@@ -240,13 +219,20 @@ struct node {
 /* ---------------------------------------------------------------- node.c */
 
 void node_log(node *n, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *node_state_name(int state);
+/* The next tick in MS ms (then every NODE_TICK_MS): what coord_tick waits
+ * for is due then. */
+void node_tick_in(node *n, unsigned ms);
+/* The 64-bit hash of an output row that exactly-once delivery compares
+ * (the coordinator's sink dedup and a client attaching again). */
+uint64_t row_hash(const val *row, int ncols);
+
+/* ---------------------------------------------------------------- node_conn.c */
+
 peer *node_peer(node *n, const char *name, size_t len); /* find */
 peer *node_peer_add(node *n, const char *name, const char *domain, const char *addr);
 /* The connection to send to p on, connecting when there is none. */
 cs *node_link(node *n, peer *p);
-/* The next tick in MS ms (then every NODE_TICK_MS): what coord_tick waits
- * for is due then. */
-void node_tick_in(node *n, unsigned ms);
 /* A connection to ADDR ("host:port") for a node we know no name of; NULL
  * when it cannot be started. */
 cs *node_dial(node *n, const char *addr);
@@ -256,9 +242,15 @@ int cs_send_msg(cs *d, const wire_msg *m);
 /* RESULT parts and errors to a requester. */
 int cs_result(cs *d, uint64_t req, uint16_t flags, int part, uint32_t nrows, const void *p, size_t len);
 int cs_error(cs *d, uint64_t req, int code, const char *msg);
+
+/* ---------------------------------------------------------------- node_task.c */
+
 /* Deploy / undeploy on this node (the coordinator calls these for itself). */
 int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_out *out, xerr *err);
 int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err);
+
+/* ---------------------------------------------------------------- node_home.c */
+
 /* Feed an INGEST frame at this node (the stream's home). */
 /* quiet: the coordinator's own shadow session of a stream (answers nothing
  * until its home is lost; node_ingest_loud then makes it answer). */
@@ -271,6 +263,18 @@ void node_ingest_acks(node *n, const char *stream);
 /* The chunks of the client's ingest session (s, req) that can be
  * acknowledged: all fed ones, or those the stream's log copy holds. */
 uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed);
+/* A TICK: end the stream's partial slice, in order with its input. */
+void node_tick(node *n, const char *stream, size_t len);
+/* Write a schema as a RES_BEGIN part body. */
+int res_begin_put(sbuf *b, const fmt_schema *s, int stream);
+/* A statement's output sent on as RESULT parts (BEGIN, ROWS, END, NOTICE)
+ * of request req on `to`; b is scratch, the caller's to init and fini. */
+typedef struct node_fwd {
+    cs *to;
+    uint64_t req;
+    sbuf b;
+} node_fwd;
+exec_out node_fwd_out(node_fwd *f);
 
 /* ---------------------------------------------------------------- channel.c */
 
@@ -308,16 +312,10 @@ int shadow_session(node *n, const char *stream, uint64_t session, exec_ingest *i
 void shadow_conn_closed(node *n, cs *s);
 void shadow_free(node *n);
 
-/* A TICK: end the stream's partial slice, in order with its input. */
-void node_tick(node *n, const char *stream, size_t len);
-/* Run the statements of a QUERY frame from the coordinator and answer it. */
-void node_exec_from_coord(node *n, cs *from, const wire_msg *m);
-const char *node_state_name(int state);
-
 /* ---------------------------------------------------------------- coord.c */
 
 int coord_start(node *n, xerr *err);
-/* A standby becomes the active coordinator of term (node.c decided: the
+/* A standby becomes the active coordinator of term (standby.c decided: the
  * majority of members lost the active and granted it). */
 int coord_takeover(node *n, uint64_t term, xerr *err);
 /* 1 while the coordinator accepts clients (not during a takeover, not fenced). */
@@ -501,7 +499,7 @@ double meas_distance(double dflt, double rtt_ms);
  * (created on first use), which cluster_nodes and pq_of (coord.c) read. */
 void meas_report(node *n);
 /* A replica of task `task` of d applied len bytes of state changes here in
- * cpu_ns of the thread's CPU (node.c, at each STATE_DELTA). */
+ * cpu_ns of the thread's CPU (node_task.c, at each STATE_DELTA). */
 void meas_replica_applied(dep *d, int task, uint64_t cpu_ns, size_t len);
 void meas_take(node *n, const char *from, const wire_msg *m);
 void meas_nodes(node *n, place_node *pl, int nn);
@@ -530,25 +528,6 @@ typedef struct deploy_plan {
     int64_t resume_wm;   /* the sink's watermark before the failure (INT64_MIN: none) */
 } deploy_plan;
 
-int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err);
-
-/* The 64-bit hash of an output row that exactly-once delivery compares
- * (the coordinator's sink dedup and a client attaching again). */
-uint64_t row_hash(const val *row, int ncols);
-
-/* Peek the row count of a batch_encode buffer (-1 when it is not one). */
-int64_t batch_peek_rows(const void *p, size_t n);
-
-/* Write a schema as a RES_BEGIN part body. */
-int res_begin_put(sbuf *b, const fmt_schema *s, int stream);
-
-/* A statement's output sent on as RESULT parts (BEGIN, ROWS, END, NOTICE)
- * of request req on `to`; b is scratch, the caller's to init and fini. */
-typedef struct node_fwd {
-    cs *to;
-    uint64_t req;
-    sbuf b;
-} node_fwd;
-exec_out node_fwd_out(node_fwd *f);
+int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err); /* node_task.c */
 
 #endif

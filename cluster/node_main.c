@@ -6,10 +6,11 @@
  *             [--secret-file FILE] [--heartbeat-ms N] [--dead-ms N]
  *             [--link-delay-ms N] [-v]
  *
- * Everything it does is in node.c and coord.c; this file reads options and
- * maps the outcome to an exit status: 0 after SIGINT/SIGTERM, 1 when the node
- * could not start (the reason is logged), 2 for bad usage.  Logs go to stderr,
- * one line each, with a UTC timestamp and the node's name.
+ * Everything it does is in node.c (with node_*.c and standby.c) and
+ * coord.c; this file reads options and maps the outcome to an exit status: 0
+ * after SIGINT/SIGTERM, 1 when the node could not start (the reason is
+ * logged), 2 for bad usage.  Logs go to stderr, one line each, with a UTC
+ * timestamp and the node's name.
  */
 #include <getopt.h>
 #include <stdio.h>

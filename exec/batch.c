@@ -1151,6 +1151,26 @@ int batch_decode(const void *data, size_t n, batch *b, xerr *err)
     return rc;
 }
 
+int64_t batch_peek_rows(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    size_t at = 2;
+    if (n < 3 || b[0] != ENC_MAGIC) return -1;
+    for (int k = 0; k < 2; k++) {
+        uint64_t v = 0;
+        int shift = 0;
+        for (;;) {
+            if (at >= n || shift > 63) return -1;
+            unsigned char c = b[at++];
+            v |= (uint64_t)(c & 0x7f) << shift;
+            if (!(c & 0x80)) break;
+            shift += 7;
+        }
+        if (k == 1) return (int64_t)v;
+    }
+    return -1;
+}
+
 /* ------------------------------------------------------------------ key encoding */
 
 static double double_from_key_bits(uint64_t k)

@@ -1,0 +1,98 @@
+/*
+ * node_int.h (internal to the node runtime: node.c, node_conn.c,
+ * node_task.c, node_home.c and standby.c): what the parts of the runtime
+ * call of each other, and the standby's state.  What the rest of cluster/
+ * uses is in node.h.
+ *
+ *   node.c       logging, the frame dispatch (cs_on_frame), the tick and
+ *                the run;
+ *   node_conn.c  peers, connections (send, overflow, dial, link delay),
+ *                the link to the coordinator;
+ *   node_task.c  the queries deployed here: their hooks, data frames,
+ *                RESUME and REPLICA_ACK;
+ *   node_home.c  a stream's home: ingest sessions, statements from the
+ *                coordinator and their RESULT forwarding;
+ *   standby.c    coordinator terms and the standby coordinator.
+ */
+#ifndef CLUSTER_NODE_INT_H
+#define CLUSTER_NODE_INT_H
+
+#include "cluster/node.h"
+
+/* channel of BATCH and WATERMARK frames: operator, input side, task */
+#define CHAN(op, side, task) (((uint32_t)(op) << 16) | ((uint32_t)(side) << 15) | (uint32_t)(task))
+#define CHAN_OP(ch) ((int)((ch) >> 16))
+#define CHAN_SIDE(ch) ((int)(((ch) >> 15) & 1u))
+#define CHAN_TASK(ch) ((int)((ch) & 0x7fffu))
+
+#define NODE_DEFAULT_SLOTS 16
+#define NODE_HOLD_MS 10000  /* a frame for a query not deployed yet waits this long */
+#define NODE_RESUME_MS 3000 /* a source's home waits this long for every RESUME */
+#define NODE_RETRY_MS 1000  /* reconnect to a peer or the coordinator */
+#define NODE_ORPHAN_MS 30000 /* a client's ingest session waits this long for a new forwarder */
+
+/* Coordinator terms and the standby coordinator (docs/architecture.md,
+ * "The coordinator"); the highest term heard is n->term (node.h: coord.c
+ * reads and sets it too).  It lives in node_run's frame (n->sb). */
+struct standby {
+    int standby;         /* --coordinator --join: a standby until it takes over */
+    char granted_to[WIRE_NAME_MAX + 1]; /* the standby we granted `term` (it may ask again) */
+    char join_hint[128]; /* a takeover named the new coordinator: dial it only, until join_hint_until */
+    int64_t join_hint_until;
+    int synced;          /* it holds a whole catalog (CATALOG dump) */
+    int64_t lost_at;     /* wall ms the active was lost (0: it is up) */
+    int64_t coord_lost_at; /* wall ms coord_link last closed, and why (enum net_close_why) */
+    int coord_lost_why;
+    uint64_t ask;        /* the term it asks the members for (0: none) */
+    int64_t ask_at;
+    int base_alive;      /* members alive in the last MEMBERSHIP, the coordinator's entry included */
+    char rejoin_to[512]; /* deposed: run again as a standby of these (node_run returns NODE_RUN_REJOIN) */
+};
+
+/* ---------------------------------------------------------------- node.c */
+
+/* "host:port" or "[v6]:port" into host (hn bytes) and *port. */
+int parse_hostport(const char *s, char *host, size_t hn, int *port);
+/* --throttle: sleep in proportion to the work done since t0. */
+void slow_down(node *n, uint64_t t0);
+void cs_on_frame(net_conn *c, const wire_frame *f, void *ud);
+
+/* ---------------------------------------------------------------- node_conn.c */
+
+extern const net_handlers lis_handlers; /* the listener's: accepted connections */
+/* Paused while waiting on some destination or holding a frame. */
+void cs_update_pause(cs *s);
+/* Dial the coordinator (the address a takeover named, else --join's). */
+void connect_coordinator(node *n);
+void node_membership(node *n, const wire_msg *m);
+
+/* ---------------------------------------------------------------- node_task.c */
+
+/* Hand a BATCH, WATERMARK, STATE_DELTA, RESUME or REPLICA_ACK to the
+ * engine.  Returns 1 when it must wait for its query's DEPLOY (hold). */
+int data_frame(node *n, cs *s, const wire_msg *m);
+void hold(cs *s, const wire_frame *f);
+void held_timeouts(node *n);
+/* Redeployments whose RESUMEs did not all come in time: replay now. */
+void resume_timeouts(node *n);
+void node_tasks_free(node *n); /* the deployed queries and their origins */
+
+/* ---------------------------------------------------------------- node_home.c */
+
+/* Run the statements of a QUERY frame from the coordinator and answer it. */
+void node_exec_from_coord(node *n, cs *from, const wire_msg *m);
+/* s closed: its ingest sessions end, a client's waits for a new forwarder. */
+void node_ingest_conn_closed(node *n, cs *s);
+/* Client ingest sessions no forwarder took on in NODE_ORPHAN_MS: closed. */
+void node_ingest_orphans(node *n);
+void node_ingest_free(node *n);
+
+/* ---------------------------------------------------------------- standby.c */
+
+void send_term(cs *to, uint64_t term, int kind, const char *name, const char *addr);
+void term_frame(node *n, cs *s, const wire_msg *m);
+/* A standby's copy of the active coordinator's catalog. */
+void catalog_frame(node *n, const wire_msg *m);
+void standby_tick(node *n);
+
+#endif
