@@ -3,7 +3,7 @@
  *
  *   engine.c   catalog, statements, ingest, epochs, recovery at open
  *   ops.c      the operator runtime: push batches, watermarks, exchanges
- *   agg.c      window assignment and the hash aggregate with its LMDB state
+ *   agg*.c     window assignment and the hash aggregate with its LMDB state (agg.h: its files)
  *   join.c     the windowed stream-stream join
  *   expr.c     compiled expressions
  */
