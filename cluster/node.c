@@ -98,7 +98,7 @@ uint64_t row_hash(const val *row, int ncols)
  * this node X times as fast as it would be.  A test knob only: a sleeping
  * node hands its CPU to the others, so it costs a shared machine nothing
  * (the testbed caps nodes with CPU quotas instead, bench/testbed/). */
-void slow_down(node *n, uint64_t t0)
+void node_slow_down(node *n, uint64_t t0)
 {
     if (n->cfg.throttle >= 1.0 || n->cfg.throttle <= 0) return;
     uint64_t spent = clock_mono_ns() - t0;
@@ -125,11 +125,11 @@ void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
     switch (m.type) {
     case WIRE_TERM:
         if (s->kind != CS_NODE) break;
-        term_frame(n, s, &m);
+        standby_term_frame(n, s, &m);
         return;
     case WIRE_CATALOG:
         if (!from_coord || !n->sb->standby) break;
-        catalog_frame(n, &m);
+        standby_catalog_frame(n, &m);
         return;
     case WIRE_LOGSHIP:
     case WIRE_LOGACK:
@@ -158,7 +158,7 @@ void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
     case WIRE_REPLICA_ACK:
         if (s->kind != CS_NODE) break;
         if (chan_recv(n, s, &m)) return; /* had it, or an old connection's */
-        if (data_frame(n, s, &m) == 1) hold(s, f);
+        if (node_data_frame(n, s, &m) == 1) node_hold(s, f);
         return;
     case WIRE_MEMBERSHIP:
         if (!from_coord) break;
@@ -224,11 +224,11 @@ static void on_tick(uv_timer_t *t)
 {
     node *n = t->data;
     static int ticks;
-    if (!n->co && !n->coord_link && clock_wall_ms() >= n->coord_retry_at) connect_coordinator(n);
+    if (!n->co && !n->coord_link && clock_wall_ms() >= n->coord_retry_at) node_connect_coordinator(n);
     if (n->sb->standby && !n->co) standby_tick(n);
-    held_timeouts(n);
+    node_held_timeouts(n);
     node_ingest_orphans(n);
-    resume_timeouts(n);
+    node_resume_timeouts(n);
     if (n->co) coord_tick(n);
     shadow_tick(n);
     chan_tick(n);
@@ -306,7 +306,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
     nc.log_ud = n;
     nc.log_level = n->cfg.verbose ? NET_LOG_DEBUG : NET_LOG_INFO;
     if ((rc = net_ctx_new(n->loop, &nc, &n->net, err))) goto out_engine;
-    if ((rc = net_listen(n->net, n->listen_host, n->listen_port, &lis_handlers, n, &n->lis, err))) goto out_net;
+    if ((rc = net_listen(n->net, n->listen_host, n->listen_port, &node_lis_handlers, n, &n->lis, err))) goto out_net;
     n->listen_port = net_listener_port(n->lis);
     snprintf(n->addr, sizeof n->addr, "%.63s:%d", n->listen_host, n->listen_port);
     if (n->cfg.coordinator && !n->sb->standby && (rc = coord_start(n, err))) goto out_net;
@@ -324,7 +324,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
              n->cfg.name, n->cfg.domain, n->cfg.slots, n->cfg.speed, cap_how,
              n->cfg.throttle > 0 && n->cfg.throttle < 1 ? ", throttled" : "", n->addr, engine_dir(n->eng),
              n->sb->standby ? ", standby coordinator" : n->cfg.coordinator ? ", coordinator" : "");
-    if (!n->co) connect_coordinator(n);
+    if (!n->co) node_connect_coordinator(n);
 
     uv_run(n->loop, UV_RUN_DEFAULT);
 

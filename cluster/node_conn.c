@@ -306,7 +306,7 @@ static int join_addr(const node *n, int i, char *out, size_t cap)
 /* Dial the coordinator: the address a takeover named, else the --join
  * addresses in turn (the active one answers as the coordinator; a standby
  * or a dead one does not, and the next is tried). */
-void connect_coordinator(node *n)
+void node_connect_coordinator(node *n)
 {
     char host[128];
     int port, count = join_addr(n, 0, n->coord_addr, sizeof n->coord_addr);
@@ -362,7 +362,7 @@ static void cs_on_ready(net_conn *c, void *ud)
                  n->coord_addr, n->cfg.name, n->cfg.domain, n->sb->standby ? " as its standby" : "");
         send_join(n, s);
     } else if (n->co && s->kind == CS_NODE)
-        send_term(s, n->term, WIRE_TERM_ANNOUNCE, n->cfg.name, n->addr);
+        standby_send_term(s, n->term, WIRE_TERM_ANNOUNCE, n->cfg.name, n->addr);
     apply_link_delay(n, s);
     ovf_flush(s);
 }
@@ -404,7 +404,7 @@ static void lis_on_ready(net_conn *c, void *ud)
     if (n->co) coord_ready(n, s);
 }
 
-const net_handlers lis_handlers = {lis_on_ready, NULL, NULL, NULL};
+const net_handlers node_lis_handlers = {lis_on_ready, NULL, NULL, NULL};
 
 static void cs_on_writable(net_conn *c, void *ud)
 {

@@ -200,7 +200,7 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         n->cur_in = from;
         rc = exec_ingest_feed(g->in, in->data.p, in->data.n, &err);
         n->cur_in = saved;
-        slow_down(n, t0);
+        node_slow_down(n, t0);
         if (rc) {
             g->failed = 1;
             if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);

@@ -54,27 +54,27 @@ struct standby {
 /* "host:port" or "[v6]:port" into host (hn bytes) and *port. */
 int parse_hostport(const char *s, char *host, size_t hn, int *port);
 /* --throttle: sleep in proportion to the work done since t0. */
-void slow_down(node *n, uint64_t t0);
+void node_slow_down(node *n, uint64_t t0);
 void cs_on_frame(net_conn *c, const wire_frame *f, void *ud);
 
 /* ---------------------------------------------------------------- node_conn.c */
 
-extern const net_handlers lis_handlers; /* the listener's: accepted connections */
+extern const net_handlers node_lis_handlers; /* the listener's: accepted connections */
 /* Paused while waiting on some destination or holding a frame. */
 void cs_update_pause(cs *s);
 /* Dial the coordinator (the address a takeover named, else --join's). */
-void connect_coordinator(node *n);
+void node_connect_coordinator(node *n);
 void node_membership(node *n, const wire_msg *m);
 
 /* ---------------------------------------------------------------- node_task.c */
 
 /* Hand a BATCH, WATERMARK, STATE_DELTA, RESUME or REPLICA_ACK to the
- * engine.  Returns 1 when it must wait for its query's DEPLOY (hold). */
-int data_frame(node *n, cs *s, const wire_msg *m);
-void hold(cs *s, const wire_frame *f);
-void held_timeouts(node *n);
+ * engine.  Returns 1 when it must wait for its query's DEPLOY (node_hold). */
+int node_data_frame(node *n, cs *s, const wire_msg *m);
+void node_hold(cs *s, const wire_frame *f);
+void node_held_timeouts(node *n);
 /* Redeployments whose RESUMEs did not all come in time: replay now. */
-void resume_timeouts(node *n);
+void node_resume_timeouts(node *n);
 void node_tasks_free(node *n); /* the deployed queries and their origins */
 
 /* ---------------------------------------------------------------- node_home.c */
@@ -89,10 +89,10 @@ void node_ingest_free(node *n);
 
 /* ---------------------------------------------------------------- standby.c */
 
-void send_term(cs *to, uint64_t term, int kind, const char *name, const char *addr);
-void term_frame(node *n, cs *s, const wire_msg *m);
+void standby_send_term(cs *to, uint64_t term, int kind, const char *name, const char *addr);
+void standby_term_frame(node *n, cs *s, const wire_msg *m);
 /* A standby's copy of the active coordinator's catalog. */
-void catalog_frame(node *n, const wire_msg *m);
+void standby_catalog_frame(node *n, const wire_msg *m);
 void standby_tick(node *n);
 
 #endif

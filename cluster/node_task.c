@@ -549,7 +549,7 @@ int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err)
 
 /* Hand a BATCH or WATERMARK to the engine.  Returns 1 when it must wait for
  * its query's DEPLOY. */
-int data_frame(node *n, cs *s, const wire_msg *m)
+int node_data_frame(node *n, cs *s, const wire_msg *m)
 {
     uint32_t qid = (uint32_t)(m->type == WIRE_BATCH       ? m->u.batch.query_id
                               : m->type == WIRE_WATERMARK ? m->u.watermark.query_id
@@ -604,11 +604,11 @@ int data_frame(node *n, cs *s, const wire_msg *m)
     n->cur_in = saved;
     if (rc) node_log(n, NET_LOG_ERROR, "query %u: %s from %s: %s", qid, wire_type_name(m->type),
                      s->peer ? s->peer->name : "?", err.msg[0] ? err.msg : xerr_name(rc));
-    slow_down(n, t0);
+    node_slow_down(n, t0);
     return 0;
 }
 
-void hold(cs *s, const wire_frame *f)
+void node_hold(cs *s, const wire_frame *f)
 {
     qframe *q = malloc(sizeof *q + f->length);
     if (!q) {
@@ -633,14 +633,14 @@ static void release_held(node *n)
         qframe *q = s->held;
         wire_frame f = {1, q->type, q->flags, (uint32_t)q->len, q->p};
         wire_msg m;
-        if (wire_msg_get(&f, &m, NULL) == 0 && data_frame(n, s, &m) == 1) continue;
+        if (wire_msg_get(&f, &m, NULL) == 0 && node_data_frame(n, s, &m) == 1) continue;
         s->held = NULL;
         free(q);
         cs_update_pause(s);
     }
 }
 
-void held_timeouts(node *n)
+void node_held_timeouts(node *n)
 {
     int64_t now = clock_wall_ms();
     for (cs *s = n->conns; s; s = s->next)
@@ -653,7 +653,7 @@ void held_timeouts(node *n)
         }
 }
 
-void resume_timeouts(node *n)
+void node_resume_timeouts(node *n)
 {
     for (dep *d = n->deps; d; d = d->next)
         if (d->rs_on && clock_wall_ms() >= d->rs_deadline) resume_replay(n, d);

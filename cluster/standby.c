@@ -21,7 +21,7 @@
 #include "cluster/node_int.h"
 
 
-void send_term(cs *to, uint64_t term, int kind, const char *name, const char *addr)
+void standby_send_term(cs *to, uint64_t term, int kind, const char *name, const char *addr)
 {
     wire_msg m = {.type = WIRE_TERM};
     m.u.term.term = term;
@@ -50,7 +50,7 @@ static int collect_key(void *ctx, const char *key, const void *v, size_t len)
 }
 
 /* A standby's copy of the active coordinator's catalog. */
-void catalog_frame(node *n, const wire_msg *m)
+void standby_catalog_frame(node *n, const wire_msg *m)
 {
     char key[512];
     snprintf(key, sizeof key, "%.*s", (int)m->u.catalog.key.n, m->u.catalog.key.p);
@@ -140,7 +140,7 @@ void standby_tick(node *n)
         peer *p = n->peers[i];
         if (p->is_coord || !p->slots || p->granted == n->sb->ask) continue;
         cs *l = node_link(n, p);
-        if (l) send_term(l, n->sb->ask, WIRE_TERM_ASK, n->cfg.name, n->addr);
+        if (l) standby_send_term(l, n->sb->ask, WIRE_TERM_ASK, n->cfg.name, n->addr);
     }
 }
 
@@ -164,7 +164,7 @@ static void step_down(node *n, uint64_t t, const char *addr)
     uv_stop(n->loop);
 }
 
-void term_frame(node *n, cs *s, const wire_msg *m)
+void standby_term_frame(node *n, cs *s, const wire_msg *m)
 {
     uint64_t t = m->u.term.term;
     char name[WIRE_NAME_MAX + 1], addr[128];
@@ -177,7 +177,7 @@ void term_frame(node *n, cs *s, const wire_msg *m)
             /* fencing: a coordinator of an old term acts no more */
             node_log(n, NET_LOG_WARN, "refusing coordinator %s of term %llu: term %llu is active", name,
                      (unsigned long long)t, (unsigned long long)n->term);
-            send_term(s, n->term, WIRE_TERM_REFUSE, n->cfg.name, n->addr);
+            standby_send_term(s, n->term, WIRE_TERM_REFUSE, n->cfg.name, n->addr);
             net_close(s->c, "an old coordinator term");
             return;
         }
@@ -200,7 +200,7 @@ void term_frame(node *n, cs *s, const wire_msg *m)
                      n->co ? "this is the coordinator" : hears ? "the coordinator is alive here" : "an old term");
             /* our own term: a standby that asked for a newer one keeps
              * asking for it (a refusal names a newer term only if we know one) */
-            send_term(s, n->term, WIRE_TERM_REFUSE, n->cfg.name, n->addr);
+            standby_send_term(s, n->term, WIRE_TERM_REFUSE, n->cfg.name, n->addr);
             return;
         }
         node_log(n, NET_LOG_WARN, "the coordinator is lost here too: granting term %llu to %s at %s",
@@ -218,7 +218,7 @@ void term_frame(node *n, cs *s, const wire_msg *m)
         if (n->coord_link) net_close(n->coord_link->c, "a new coordinator term");
         n->coord_link = NULL;
         n->coord_retry_at = 0;
-        send_term(s, t, WIRE_TERM_GRANT, n->cfg.name, n->addr);
+        standby_send_term(s, t, WIRE_TERM_GRANT, n->cfg.name, n->addr);
         return;
     }
     case WIRE_TERM_GRANT:
