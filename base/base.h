@@ -160,6 +160,43 @@ static inline uint16_t be16_get(const unsigned char *p)
 int64_t date_days_from_civil(int64_t y, int m, int d);
 void date_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
+/* ------------------------------------------------------------------ timestamps and intervals (time.c)
+ *
+ * A timestamp is milliseconds since the Unix epoch, UTC; an interval is
+ * milliseconds.  Their text comes in two dialects:
+ *   TIME_SQL  - TIMESTAMP '...' literals and the SQL printer: blanks are ' ';
+ *               fractions after '.', any number of digits; a zone may follow
+ *               a bare date; "+hh:" is "+hh:00"; printed as
+ *               2023-11-14 22:13:20 (.sss only when not whole seconds).
+ *   TIME_DATA - CSV and JSON values: blanks are ' ' and '\t'; also epoch
+ *               milliseconds (an integer in TIME_TS_MIN..TIME_TS_MAX);
+ *               fractions after '.' or ',', 1 to 9 digits; a zone only after
+ *               a time; printed as 2023-11-14T22:13:20.000Z.
+ * Both read YYYY-MM-DD, then optionally 'T', 't' or ' ' and hh:mm[:ss[.f]],
+ * then optionally Z, +hh:mm, -hh:mm, +hhmm or +hh (no zone means UTC).
+ * Digits past milliseconds are truncated. */
+typedef enum time_dialect { TIME_SQL, TIME_DATA } time_dialect;
+
+/* 0000-01-01T00:00:00.000Z .. 9999-12-31T23:59:59.999Z: what ISO text can say. */
+#define TIME_TS_MIN (-62167219200000LL)
+#define TIME_TS_MAX 253402300799999LL
+enum { TIME_TS_BUF = 40 };
+
+/* s[0..n) (not NUL-terminated) to epoch ms: 0, or -1 when it is not a
+ * timestamp of that dialect (*ms is then left alone). */
+int time_ts_parse(const char *s, size_t n, time_dialect dialect, int64_t *ms);
+/* The text of ms in buf, NUL-terminated; returns its length.  Years past
+ * 9999 get more digits, years before 0 a '-'. */
+size_t time_ts_print(int64_t ms, time_dialect dialect, char buf[TIME_TS_BUF]);
+/* A decimal number s[0..n) (digits, optional '.' fraction, optional
+ * exponent) times unit_ms, as whole milliseconds: 0, -1 not a number, -2 out
+ * of range (or more than 18 significant digits), -3 not a whole number of
+ * milliseconds. */
+int time_iv_parse(const char *s, size_t n, int64_t unit_ms, int64_t *ms);
+/* Appends ms in the largest unit that divides it: "0 SECONDS", "1 DAY",
+ * "90 SECONDS", "1500 MILLISECONDS". */
+int time_iv_print(int64_t ms, sbuf *b);
+
 /* A write under path failed with errnum: is it the disk being full?  Yes for
  * ENOSPC and EDQUOT, and for EIO or EFBIG when less than 1 MiB is left for
  * this process on path's file system (LMDB reports a short write, which is

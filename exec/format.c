@@ -129,87 +129,12 @@ static int parse_i64(const char *s, size_t n, int64_t *out)
 
 /* ------------------------------------------------------------------ timestamps */
 
-/* 0000-01-01T00:00:00.000Z .. 9999-12-31T23:59:59.999Z: what ISO text can say. */
-#define TS_MIN (-62167219200000LL)
-#define TS_MAX 253402300799999LL
-
-static int is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-static unsigned month_days(int64_t y, unsigned m)
-{
-    static const unsigned dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && is_leap(y) ? 29 : dm[m - 1];
-}
-
-/* Exactly k digits at s[*i]. */
-static int digits(const char *s, size_t n, size_t *i, int k, unsigned *out)
-{
-    unsigned x = 0;
-    for (int j = 0; j < k; j++, (*i)++) {
-        if (*i >= n || s[*i] < '0' || s[*i] > '9') return -1;
-        x = x * 10 + (unsigned)(s[*i] - '0');
-    }
-    *out = x;
-    return 0;
-}
-
 int fmt_parse_timestamp(const char *s, size_t n, int64_t *ms)
 {
-    trim(&s, &n);
-    if (n == 0) return XE_INPUT;
-    /* Epoch milliseconds: all digits (an ISO date has a '-' after 4 digits). */
-    size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
-    if (i == n) return parse_i64(s, n, ms) == 0 && *ms >= TS_MIN && *ms <= TS_MAX ? 0 : XE_INPUT;
-
-    unsigned y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
-    i = 0;
-    if (digits(s, n, &i, 4, &y) || i >= n || s[i++] != '-' || digits(s, n, &i, 2, &mo) || i >= n ||
-        s[i++] != '-' || digits(s, n, &i, 2, &d))
-        return XE_INPUT;
-    if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo)) return XE_INPUT;
-    int64_t off_min = 0;
-    if (i < n && (s[i] == 'T' || s[i] == 't' || s[i] == ' ')) {
-        i++;
-        if (digits(s, n, &i, 2, &h) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &mi)) return XE_INPUT;
-        if (i < n && s[i] == ':') {
-            i++;
-            if (digits(s, n, &i, 2, &sec)) return XE_INPUT;
-            if (i < n && (s[i] == '.' || s[i] == ',')) {
-                i++;
-                size_t start = i;
-                unsigned scale = 100;
-                for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-                    frac += (unsigned)(s[i] - '0') * scale;
-                    scale /= 10;
-                }
-                if (i == start || i - start > 9) return XE_INPUT;
-            }
-        }
-        if (h > 23 || mi > 59 || sec > 59) return XE_INPUT;
-        if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
-            i++;
-        } else if (i < n && (s[i] == '+' || s[i] == '-')) {
-            int neg = s[i++] == '-';
-            unsigned oh, om = 0;
-            if (digits(s, n, &i, 2, &oh)) return XE_INPUT;
-            if (i < n && s[i] == ':') i++;
-            if ((i < n || s[i - 1] == ':') && digits(s, n, &i, 2, &om)) return XE_INPUT;
-            if (oh > 23 || om > 59) return XE_INPUT;
-            off_min = (int64_t)(oh * 60 + om) * (neg ? -1 : 1);
-        }
-    }
-    if (i != n) return XE_INPUT;
-    int64_t days = date_days_from_civil(y, (int)mo, (int)d);
-    *ms = ((days * 24 + h) * 60 + mi - off_min) * 60000 + (int64_t)sec * 1000 + frac;
-    return 0;
+    return time_ts_parse(s, n, TIME_DATA, ms) ? XE_INPUT : 0;
 }
 
-/* Decimal digits of x, right-aligned in buf[0..width) with zeros. */
-static void put_digits(char *buf, unsigned x, int width)
-{
-    for (int i = width - 1; i >= 0; i--, x /= 10) buf[i] = (char)('0' + x % 10);
-}
+size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF]) { return time_ts_print(ms, TIME_DATA, buf); }
 
 /* "00" to "99": two digits a step, half the divisions of one at a time. */
 static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -274,33 +199,6 @@ static size_t put_i64(char *buf, int64_t v)
 {
     buf[0] = '-';
     return (size_t)(v < 0) + put_u64(buf + (v < 0), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-}
-
-size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF])
-{
-    int64_t days = ms / 86400000, rem = ms % 86400000;
-    if (rem < 0) {
-        rem += 86400000;
-        days--;
-    }
-    int64_t y;
-    int m, d;
-    date_civil_from_days(days, &y, &m, &d);
-    size_t o;
-    if (y >= 0 && y <= 9999) {
-        put_digits(buf, (unsigned)y, 4);
-        o = 4;
-    } else {
-        o = (size_t)snprintf(buf, FMT_TS_BUF, "%04lld", (long long)y); /* outside what ISO text says */
-    }
-    memcpy(buf + o, "-MM-DDTHH:MM:SS.sssZ", 21);
-    put_digits(buf + o + 1, m, 2);
-    put_digits(buf + o + 4, d, 2);
-    put_digits(buf + o + 7, (unsigned)(rem / 3600000), 2);
-    put_digits(buf + o + 10, (unsigned)(rem / 60000 % 60), 2);
-    put_digits(buf + o + 13, (unsigned)(rem / 1000 % 60), 2);
-    put_digits(buf + o + 16, (unsigned)(rem % 1000), 3);
-    return o + 20;
 }
 
 /* ------------------------------------------------------------------ doubles as text
@@ -1485,7 +1383,7 @@ static int json_value(const json_t *j, sql_type t, val *out, char *why, size_t c
         }
         break;
     case TY_TIMESTAMP:
-        if (json_int64(j, &i) == 0 && i >= TS_MIN && i <= TS_MAX) return *out = val_int(TY_TIMESTAMP, i), 0;
+        if (json_int64(j, &i) == 0 && i >= TIME_TS_MIN && i <= TIME_TS_MAX) return *out = val_int(TY_TIMESTAMP, i), 0;
         if (json_is_number(j)) {
             char num[FMT_DOUBLE_BUF];
             fmt_double(json_number_value(j), num);

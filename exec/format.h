@@ -91,7 +91,7 @@ const char *fmt_kind_name(fmt_kind k);
 
 /* ------------------------------------------------------------------ values as text */
 
-enum { FMT_TS_BUF = 40, FMT_DOUBLE_BUF = 40 };
+enum { FMT_TS_BUF = TIME_TS_BUF, FMT_DOUBLE_BUF = 40 };
 
 /* ISO 8601 or epoch milliseconds to epoch milliseconds (UTC):
  *   1700000000000 | -86400000
@@ -101,7 +101,7 @@ enum { FMT_TS_BUF = 40, FMT_DOUBLE_BUF = 40 };
  *   truncated.  Spaces around the text are ignored.  Both forms must lie in
  *   0000-01-01T00:00:00Z .. 9999-12-31T23:59:59.999Z (what ISO text can say,
  *   so that every accepted value prints back in a form that parses).
- * Returns 0 or XE_INPUT. */
+ * Returns 0 or XE_INPUT.  (base's time_ts_parse, dialect TIME_DATA.) */
 int fmt_parse_timestamp(const char *s, size_t n, int64_t *ms);
 
 /* Text to a value of type t (see the rules above).  TEXT values point into s

@@ -251,78 +251,10 @@ void ast_stmt_free(ast_stmt *s)
 
 /* ------------------------------------------------------------------ numbers and intervals */
 
-/* Read a decimal number (digits, optional fraction, optional exponent) as
- * mantissa * 10^exp with at most 18 significant digits.  Returns 0, -1 when
- * the text is not a number, -2 when it has too many significant digits. */
-static int decimal_parse(const char *s, size_t n, int64_t *mant, int *exp10)
-{
-    size_t i = 0;
-    int64_t m = 0;
-    int e = 0, digits = 0, any = 0, dot = 0;
-    for (; i < n; i++) {
-        char c = s[i];
-        if (c == '.' && !dot) {
-            dot = 1;
-            continue;
-        }
-        if (c < '0' || c > '9') break;
-        any = 1;
-        if (m == 0 && c == '0') {
-            if (dot) e--;
-            continue;
-        }
-        if (digits >= 18) {
-            if (c != '0') return -2;
-            if (!dot) e++; /* a trailing zero of the integer part */
-            continue;
-        }
-        m = m * 10 + (c - '0');
-        digits++;
-        if (dot) e--;
-    }
-    if (!any) return -1;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        int sign = 1;
-        if (i < n && (s[i] == '+' || s[i] == '-')) sign = s[i++] == '-' ? -1 : 1;
-        if (i >= n) return -1;
-        long x = 0;
-        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-            if (x < 100000) x = x * 10 + (s[i] - '0');
-        e += (int)(sign * x);
-    }
-    if (i != n) return -1;
-    *mant = m;
-    *exp10 = e;
-    return 0;
-}
-
-/* mant * 10^exp10 * unit as whole milliseconds: 0, -2 out of range, -3 fractional. */
-static int decimal_ms(int64_t mant, int exp10, int64_t unit, int64_t *ms)
-{
-    int64_t v;
-    if (mant == 0) {
-        *ms = 0;
-        return 0;
-    }
-    if (__builtin_mul_overflow(mant, unit, &v)) return -2;
-    for (; exp10 > 0; exp10--)
-        if (__builtin_mul_overflow(v, 10, &v)) return -2;
-    for (; exp10 < 0; exp10++) {
-        if (v % 10) return -3;
-        v /= 10;
-    }
-    *ms = v;
-    return 0;
-}
-
 static ival ival_from(pctx *P, const token *at, const char *s, size_t n, int64_t unit)
 {
     ival iv = {0, at->line, at->col};
-    int64_t m;
-    int e;
-    int rc = decimal_parse(s, n, &m, &e);
-    if (rc == 0) rc = decimal_ms(m, e, unit, &iv.ms);
+    int rc = time_iv_parse(s, n, unit, &iv.ms);
     if (rc == -1)
         pctx_error(P, at->line, at->col, "invalid interval %.*s", (int)(at->len > 40 ? 40 : at->len), at->s);
     else if (rc == -2)
@@ -1049,62 +981,7 @@ ast_stmt *ast_mk_set(pctx *P, const token *key, optval v)
 
 /* ------------------------------------------------------------------ timestamps */
 
-/* Read exactly n digits at s[*i]. */
-static int digits(const char *s, size_t len, size_t *i, int n, int *out)
-{
-    int v = 0;
-    for (int k = 0; k < n; k++, (*i)++) {
-        if (*i >= len || s[*i] < '0' || s[*i] > '9') return -1;
-        v = v * 10 + (s[*i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-int ast_parse_timestamp(const char *s, size_t n, int64_t *ms)
-{
-    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    size_t i = 0;
-    int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
-    while (i < n && s[i] == ' ') i++;
-    if (digits(s, n, &i, 4, &y) || i >= n || s[i++] != '-' || digits(s, n, &i, 2, &mo) || i >= n ||
-        s[i++] != '-' || digits(s, n, &i, 2, &d))
-        return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1]) return -1;
-    if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return -1;
-    if (i < n && (s[i] == ' ' || s[i] == 'T' || s[i] == 't') && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9') {
-        i++;
-        if (digits(s, n, &i, 2, &h) || i >= n || s[i++] != ':' || digits(s, n, &i, 2, &mi)) return -1;
-        if (i < n && s[i] == ':') {
-            i++;
-            if (digits(s, n, &i, 2, &sec)) return -1;
-            if (i < n && s[i] == '.') {
-                i++;
-                int k = 0;
-                if (i >= n || s[i] < '0' || s[i] > '9') return -1;
-                for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, k++)
-                    if (k < 3) frac = frac * 10 + (s[i] - '0');
-                for (; k < 3; k++) frac *= 10;
-            }
-        }
-        if (h > 23 || mi > 59 || sec > 59) return -1;
-    }
-    int64_t off = 0;
-    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
-        i++;
-    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
-        int sign = s[i++] == '-' ? -1 : 1, oh, om = 0;
-        if (digits(s, n, &i, 2, &oh)) return -1;
-        if (i < n && s[i] == ':') i++;
-        if (i < n && digits(s, n, &i, 2, &om)) return -1;
-        if (oh > 23 || om > 59) return -1;
-        off = sign * (oh * 3600000LL + om * 60000LL);
-    }
-    while (i < n && s[i] == ' ') i++;
-    if (i != n) return -1;
-    *ms = date_days_from_civil(y, mo, d) * 86400000LL + h * 3600000LL + mi * 60000LL + sec * 1000LL + frac - off;
-    return 0;
-}
+int ast_parse_timestamp(const char *s, size_t n, int64_t *ms) { return time_ts_parse(s, n, TIME_SQL, ms); }
 
 /* ------------------------------------------------------------------ names */
 
@@ -1437,33 +1314,11 @@ static int print_double(double d, sbuf *b)
     return rc;
 }
 
-static int print_interval(int64_t ms, sbuf *b)
-{
-    static const struct { int64_t ms; const char *one, *many; } units[] = {
-        {86400000, "DAY", "DAYS"}, {3600000, "HOUR", "HOURS"}, {60000, "MINUTE", "MINUTES"},
-        {1000, "SECOND", "SECONDS"}, {1, "MILLISECOND", "MILLISECONDS"},
-    };
-    if (ms == 0) return sbuf_adds(b, "0 SECONDS");
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (ms % units[i].ms == 0)
-            return sbuf_printf(b, "%" PRId64 " %s", ms / units[i].ms, ms == units[i].ms ? units[i].one : units[i].many);
-    return XE_INVAL; /* not reached: every ms is a multiple of 1 */
-}
-
 static int print_timestamp(int64_t ms, sbuf *b)
 {
-    int64_t days = ms / 86400000, rem = ms % 86400000;
-    if (rem < 0) {
-        rem += 86400000;
-        days--;
-    }
-    int64_t y;
-    int m, d;
-    date_civil_from_days(days, &y, &m, &d);
-    int rc = sbuf_printf(b, "TIMESTAMP '%04" PRId64 "-%02d-%02d %02d:%02d:%02d", y, m, d, (int)(rem / 3600000),
-                         (int)(rem / 60000 % 60), (int)(rem / 1000 % 60));
-    if (!rc && rem % 1000) rc = sbuf_printf(b, ".%03d", (int)(rem % 1000));
-    return rc ? rc : sbuf_addc(b, '\'');
+    char buf[TIME_TS_BUF];
+    time_ts_print(ms, TIME_SQL, buf);
+    return sbuf_printf(b, "TIMESTAMP '%s'", buf);
 }
 
 static int print_lit(const ast_lit *l, sbuf *b)
@@ -1475,7 +1330,7 @@ static int print_lit(const ast_lit *l, sbuf *b)
     case TY_BIGINT: return sbuf_printf(b, "%" PRId64, l->i);
     case TY_DOUBLE: return print_double(l->d, b);
     case TY_TEXT: return print_quoted(l->s ? l->s : "", '\'', b);
-    case TY_INTERVAL: return print_interval(l->i, b);
+    case TY_INTERVAL: return time_iv_print(l->i, b);
     case TY_TIMESTAMP: return print_timestamp(l->i, b);
     }
     return XE_INVAL;
@@ -1608,18 +1463,18 @@ static int print_window(const ast_window *w, sbuf *b)
     switch (w->kind) {
     case WIN_NONE: return 0;
     case WIN_TUMBLING:
-        if ((rc = sbuf_adds(b, " WINDOW TUMBLING (SIZE ")) || (rc = print_interval(w->size_ms, b))) return rc;
+        if ((rc = sbuf_adds(b, " WINDOW TUMBLING (SIZE ")) || (rc = time_iv_print(w->size_ms, b))) return rc;
         break;
     case WIN_HOPPING:
-        if ((rc = sbuf_adds(b, " WINDOW HOPPING (SIZE ")) || (rc = print_interval(w->size_ms, b)) ||
-            (rc = sbuf_adds(b, ", ADVANCE BY ")) || (rc = print_interval(w->advance_ms, b)))
+        if ((rc = sbuf_adds(b, " WINDOW HOPPING (SIZE ")) || (rc = time_iv_print(w->size_ms, b)) ||
+            (rc = sbuf_adds(b, ", ADVANCE BY ")) || (rc = time_iv_print(w->advance_ms, b)))
             return rc;
         break;
     case WIN_SESSION:
-        if ((rc = sbuf_adds(b, " WINDOW SESSION (GAP ")) || (rc = print_interval(w->gap_ms, b))) return rc;
+        if ((rc = sbuf_adds(b, " WINDOW SESSION (GAP ")) || (rc = time_iv_print(w->gap_ms, b))) return rc;
         break;
     }
-    if (w->has_grace && ((rc = sbuf_adds(b, ", GRACE ")) || (rc = print_interval(w->grace_ms, b)))) return rc;
+    if (w->has_grace && ((rc = sbuf_adds(b, ", GRACE ")) || (rc = time_iv_print(w->grace_ms, b)))) return rc;
     return sbuf_addc(b, ')');
 }
 
@@ -1660,7 +1515,7 @@ int ast_print_select(const ast_select *s, sbuf *b)
     if ((rc = print_window(&s->window, b))) return rc;
     if (s->join && ((rc = sbuf_adds(b, " JOIN ")) || (rc = print_source(s->join, b)) ||
                     (rc = sbuf_adds(b, " ON ")) || (rc = ast_print_expr(s->join_on, b)) ||
-                    (rc = sbuf_adds(b, " WITHIN ")) || (rc = print_interval(s->within_ms, b))))
+                    (rc = sbuf_adds(b, " WITHIN ")) || (rc = time_iv_print(s->within_ms, b))))
         return rc;
     if (s->where && ((rc = sbuf_adds(b, " WHERE ")) || (rc = ast_print_expr(s->where, b)))) return rc;
     if (s->group_by && ((rc = sbuf_adds(b, " GROUP BY ")) || (rc = print_exprs(s->group_by, b)))) return rc;

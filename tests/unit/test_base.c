@@ -1,4 +1,5 @@
-/* Unit tests for base/: error reports, sbuf, hash64, crc32c, big-endian helpers. */
+/* Unit tests for base/: error reports, sbuf, hash64, crc32c, big-endian helpers,
+ * timestamps and intervals as text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,6 +123,198 @@ static void test_disk_full(void **state)
     assert_string_equal(buf, "the disk is full (on the file system of /nonexistent/dir)");
 }
 
+/* ------------------------------------------------------------------ time.c */
+
+static int64_t ts(const char *s, time_dialect d)
+{
+    int64_t ms = 12345; /* left alone on failure */
+    int rc = time_ts_parse(s, strlen(s), d, &ms);
+    return rc ? (assert_int_equal(ms, 12345), INT64_MIN) : ms;
+}
+
+static const char *ts_text(int64_t ms, time_dialect d, char buf[TIME_TS_BUF])
+{
+    size_t n = time_ts_print(ms, d, buf);
+    assert_int_equal(n, strlen(buf));
+    return buf;
+}
+
+/* What both dialects read alike: dates, times, fractions, zones. */
+static void test_ts_parse_common(void **state)
+{
+    (void)state;
+    for (int d = TIME_SQL; d <= TIME_DATA; d++) {
+        assert_true(ts("1970-01-01", d) == 0);
+        assert_true(ts("2023-11-14T22:13:20Z", d) == 1700000000000LL);
+        assert_true(ts("2023-11-14 22:13:20", d) == 1700000000000LL);
+        assert_true(ts("2023-11-14t22:13:20z", d) == 1700000000000LL);
+        assert_true(ts(" 2023-11-14 22:13 ", d) == 1699999980000LL);
+        assert_true(ts("2023-11-14T22:13:20.5", d) == 1700000000500LL);
+        assert_true(ts("2023-11-14T22:13:20.123456", d) == 1700000000123LL); /* truncated */
+        assert_true(ts("2023-11-14T23:13:20+01:00", d) == 1700000000000LL);
+        assert_true(ts("2023-11-14T23:13:20+0100", d) == 1700000000000LL);
+        assert_true(ts("2023-11-14T23:13:20+01", d) == 1700000000000LL);
+        assert_true(ts("2023-11-14T21:43:20-00:30", d) == 1700000000000LL);
+        /* negative epochs: before 1970, and the day boundary */
+        assert_true(ts("1969-12-31 23:59:59.999", d) == -1);
+        assert_true(ts("1969-12-31", d) == -86400000LL);
+        assert_true(ts("0000-01-01", d) == TIME_TS_MIN);
+        assert_true(ts("9999-12-31T23:59:59.999", d) == TIME_TS_MAX);
+        /* leap days */
+        assert_true(ts("2024-02-29", d) == 1709164800000LL);
+        assert_true(ts("2000-02-29", d) != INT64_MIN);
+        assert_true(ts("1900-02-29", d) == INT64_MIN);
+        assert_true(ts("2023-02-29", d) == INT64_MIN);
+        /* bad input */
+        static const char *bad[] = {"", "   ", "2024-", "2024-1-01", "2024-01-1", "2024/01/01", "2024-13-01",
+                                    "2024-00-10", "2024-04-31", "2024-01-01 25:00", "2024-01-01 10:60",
+                                    "2024-01-01 10:00:60", "2024-01-01 10", "2024-01-01T", "2024-01-01 10:00:00.",
+                                    "2024-01-01 10:00 junk", "2024-01-01 10:00+24", "2024-01-01 10:00+05:60",
+                                    "2024-01-01 10:00+5", "2024-01-01  10:00", "x2024-01-01"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_true(ts(bad[i], d) == INT64_MIN);
+    }
+}
+
+/* Where the dialects differ (see base.h). */
+static void test_ts_parse_dialects(void **state)
+{
+    (void)state;
+    /* epoch milliseconds: data only, in range */
+    assert_true(ts("1700000000000", TIME_DATA) == 1700000000000LL);
+    assert_true(ts("-86400000", TIME_DATA) == -86400000LL);
+    assert_true(ts("+5", TIME_DATA) == 5);
+    assert_true(ts("-0", TIME_DATA) == 0);
+    assert_true(ts("253402300799999", TIME_DATA) == TIME_TS_MAX);
+    assert_true(ts("253402300800000", TIME_DATA) == INT64_MIN);
+    assert_true(ts("-62167219200000", TIME_DATA) == TIME_TS_MIN);
+    assert_true(ts("-62167219200001", TIME_DATA) == INT64_MIN);
+    assert_true(ts("99999999999999999999999", TIME_DATA) == INT64_MIN);
+    assert_true(ts("-", TIME_DATA) == INT64_MIN);
+    assert_true(ts("1700000000000", TIME_SQL) == INT64_MIN);
+    /* tabs are blanks in data */
+    assert_true(ts("\t2024-01-01\t", TIME_DATA) == 1704067200000LL);
+    assert_true(ts("2024-01-01\t", TIME_SQL) == INT64_MIN);
+    /* a comma before the fraction, and at most 9 digits of it, in data */
+    assert_true(ts("2024-01-01 00:00:00,25", TIME_DATA) == 1704067200250LL);
+    assert_true(ts("2024-01-01 00:00:00,25", TIME_SQL) == INT64_MIN);
+    assert_true(ts("2024-01-01 00:00:00.1234567891", TIME_DATA) == INT64_MIN);
+    assert_true(ts("2024-01-01 00:00:00.1234567891", TIME_SQL) == 1704067200123LL);
+    /* a zone after a bare date, and "+hh:" at the end: SQL only */
+    assert_true(ts("2024-01-01Z", TIME_SQL) == 1704067200000LL);
+    assert_true(ts("2024-01-01+01", TIME_SQL) == 1704063600000LL);
+    assert_true(ts("2024-01-01Z", TIME_DATA) == INT64_MIN);
+    assert_true(ts("2024-01-01 01:00+01:", TIME_SQL) == 1704067200000LL);
+    assert_true(ts("2024-01-01 01:00+01:", TIME_DATA) == INT64_MIN);
+    /* a blank after "+hh": data trims it first, SQL reads it as minutes */
+    assert_true(ts("2024-01-01 01:00+01 ", TIME_DATA) == 1704067200000LL);
+    assert_true(ts("2024-01-01 01:00+01 ", TIME_SQL) == INT64_MIN);
+}
+
+static void test_ts_print(void **state)
+{
+    (void)state;
+    char b[TIME_TS_BUF];
+    assert_string_equal(ts_text(1700000000000LL, TIME_DATA, b), "2023-11-14T22:13:20.000Z");
+    assert_string_equal(ts_text(1700000000000LL, TIME_SQL, b), "2023-11-14 22:13:20");
+    assert_string_equal(ts_text(1700000000042LL, TIME_SQL, b), "2023-11-14 22:13:20.042");
+    assert_string_equal(ts_text(-1, TIME_DATA, b), "1969-12-31T23:59:59.999Z");
+    assert_string_equal(ts_text(-1, TIME_SQL, b), "1969-12-31 23:59:59.999");
+    assert_string_equal(ts_text(-86400000LL, TIME_SQL, b), "1969-12-31 00:00:00");
+    assert_string_equal(ts_text(951782400123LL, TIME_DATA, b), "2000-02-29T00:00:00.123Z");
+    assert_string_equal(ts_text(TIME_TS_MIN, TIME_DATA, b), "0000-01-01T00:00:00.000Z");
+    assert_string_equal(ts_text(TIME_TS_MAX, TIME_DATA, b), "9999-12-31T23:59:59.999Z");
+    assert_string_equal(ts_text(TIME_TS_MAX + 1, TIME_DATA, b), "10000-01-01T00:00:00.000Z");
+    assert_string_equal(ts_text(TIME_TS_MIN - 86400000LL, TIME_SQL, b), "-001-12-31 00:00:00");
+    /* the extremes fit the buffer */
+    assert_true(time_ts_print(INT64_MIN, TIME_DATA, b) < TIME_TS_BUF);
+    assert_true(time_ts_print(INT64_MAX, TIME_DATA, b) < TIME_TS_BUF);
+    assert_true(time_ts_print(INT64_MIN, TIME_SQL, b) < TIME_TS_BUF);
+}
+
+/* Every printed timestamp in range reads back as itself, in either dialect. */
+static void test_ts_round_trip(void **state)
+{
+    (void)state;
+    char b[TIME_TS_BUF];
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t ms = TIME_TS_MIN + (int64_t)(x % (uint64_t)(TIME_TS_MAX - TIME_TS_MIN + 1));
+        if (i % 4 == 0) ms -= ms % 1000; /* whole seconds: the SQL form without a fraction */
+        for (int d = TIME_SQL; d <= TIME_DATA; d++) {
+            time_ts_print(ms, d, b);
+            assert_true(ts(b, d) == ms);
+        }
+    }
+}
+
+static int64_t iv(const char *s, int64_t unit, int want_rc)
+{
+    int64_t ms = -7;
+    assert_int_equal(time_iv_parse(s, strlen(s), unit, &ms), want_rc);
+    if (want_rc) assert_true(ms == -7);
+    return ms;
+}
+
+static const char *iv_text(int64_t ms, sbuf *b)
+{
+    sbuf_reset(b);
+    assert_int_equal(time_iv_print(ms, b), 0);
+    return b->p;
+}
+
+static void test_intervals(void **state)
+{
+    (void)state;
+    assert_true(iv("5", 1000, 0) == 5000);
+    assert_true(iv("1.5", 1000, 0) == 1500);
+    assert_true(iv(".5", 60000, 0) == 30000);
+    assert_true(iv("0", 86400000, 0) == 0);
+    assert_true(iv("0.0000", 1, 0) == 0);
+    assert_true(iv("2e3", 1, 0) == 2000);
+    assert_true(iv("2500e-3", 1000, 0) == 2500);
+    assert_true(iv("007", 1, 0) == 7);
+    assert_true(iv("1000000000000000000000", 1, 0 - 2) == -7); /* past int64 */
+    assert_true(iv("9223372036854775807", 1, 0 - 2) == -7);  /* 19 significant digits */
+    assert_true(iv("106751991167.3", 86400000, 0 - 2) == -7); /* past int64 ms */
+    assert_true(iv("1.0005", 1000, 0 - 3) == -7);
+    assert_true(iv("0.5", 1, 0 - 3) == -7);
+    static const char *bad[] = {"", ".", "e3", "1e", "1e+", "1..2", "1 ", "-1", "+1", "x", "1x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) iv(bad[i], 1000, -1);
+
+    sbuf b;
+    sbuf_init(&b);
+    assert_string_equal(iv_text(0, &b), "0 SECONDS");
+    assert_string_equal(iv_text(86400000, &b), "1 DAY");
+    assert_string_equal(iv_text(2 * 86400000LL, &b), "2 DAYS");
+    assert_string_equal(iv_text(3600000, &b), "1 HOUR");
+    assert_string_equal(iv_text(90000, &b), "90 SECONDS");
+    assert_string_equal(iv_text(60000, &b), "1 MINUTE");
+    assert_string_equal(iv_text(1500, &b), "1500 MILLISECONDS");
+    assert_string_equal(iv_text(1, &b), "1 MILLISECOND");
+    assert_string_equal(iv_text(-1000, &b), "-1 SECONDS");
+    /* round trip through the unit printed */
+    static const struct { const char *unit; int64_t ms; } units[] = {
+        {"DAY", 86400000}, {"HOUR", 3600000}, {"MINUTE", 60000}, {"SECOND", 1000}, {"MILLISECOND", 1},
+    };
+    uint64_t x = 2463534242ULL;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t ms = (int64_t)(x % 1000000000000ULL);
+        const char *t = iv_text(ms, &b);
+        char *sp = strchr(t, ' ');
+        assert_non_null(sp);
+        int64_t unit = 0;
+        for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
+            if (!strncmp(sp + 1, units[u].unit, strlen(units[u].unit))) unit = units[u].ms;
+        assert_true(unit > 0);
+        int64_t back = -1;
+        assert_int_equal(time_iv_parse(t, (size_t)(sp - t), unit, &back), 0);
+        assert_true(back == ms);
+    }
+    sbuf_fini(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -131,6 +324,11 @@ int main(void)
         cmocka_unit_test(test_xerr),
         cmocka_unit_test(test_hash_and_be),
         cmocka_unit_test(test_disk_full),
+        cmocka_unit_test(test_ts_parse_common),
+        cmocka_unit_test(test_ts_parse_dialects),
+        cmocka_unit_test(test_ts_print),
+        cmocka_unit_test(test_ts_round_trip),
+        cmocka_unit_test(test_intervals),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }
