@@ -823,17 +823,6 @@ int clu_client_open_results(const clu_client *c)
     return k;
 }
 
-int clu_client_wait(clu_client *c, int (*stop)(void *ctx), void *ctx, xerr *err)
-{
-    while (c->results) {
-        if (stop && stop(ctx)) return 0;
-        int rc;
-        if (c->closed && (rc = failover(c, err))) return rc;
-        spin(c, 100);
-    }
-    return 0;
-}
-
 int clu_client_cancel(clu_client *c, int timeout_ms, xerr *err)
 {
     if (!c->results) return 0;

@@ -120,8 +120,5 @@ int clu_client_cancel(clu_client *c, int timeout_ms, xerr *err);
 /* The client's private loop, for a caller that sleeps on its backend fd
  * (uv_backend_fd, uv_backend_timeout) and then calls clu_client_poll(c, 0). */
 struct uv_loop_s *clu_client_loop(clu_client *c);
-/* Serve the connection until no result is open or stop(ctx) returns
- * non-zero (polled every 100 ms; NULL = never).  0, or XE_IO. */
-int clu_client_wait(clu_client *c, int (*stop)(void *ctx), void *ctx, xerr *err);
 
 #endif
