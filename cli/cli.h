@@ -5,17 +5,25 @@
  *             --follow) and exit codes
  *   client.c  --connect: the backend (below) that sends statements to a
  *             cluster's coordinator, and its non-interactive runs
+ *   shell.c   the interactive shell: libedit, history, completion
  *   remote.c  SUBSCRIBE through <data dir>/ares.sock when another process
  *             holds the data directory
+ *   script.c  the one script runner, over any backend: scripts fed line by
+ *             line (statements end with ';' at the end of a line,
+ *             meta-commands start a line with '\'), statement execution,
+ *             error reports with the parser's caret, -e texts, -f/\i files
+ *             and piped stdin
+ *   help.c    the texts of \help and HELP <statement>
+ *   run.c     the session, over a backend (an embedded engine, or a
+ *             cluster's coordinator through client.c): ingest from a file
+ *             descriptor, SIGINT/SIGTERM, and cli_wait, which runs the
+ *             engine's event loop while ares-sql waits
  *   output.c  an exec_out that prints results through a fmt_encoder to a
  *             FILE*; the cluster client reuses it for results off the wire
- *   run.c     the session, over a backend (an embedded engine, or a
- *             cluster's coordinator through client.c): scripts fed line by line (statements end with ';'
- *             at the end of a line, meta-commands start a line with '\'),
- *             statement execution, error reports with the parser's caret,
- *             ingest from a file descriptor, SIGINT/SIGTERM, and cli_wait,
- *             which runs the engine's event loop while ares-sql waits
- *   shell.c   the interactive shell: libedit, history, completion, HELP
+ *
+ * Calls go down that list only: a file calls some of those below it and
+ * none above (shell.c calls script.c, which calls help.c and run.c; run.c
+ * calls only output.c).
  *
  * The shell, the scripts, the meta-commands and the output are one code path
  * whatever runs the statements: a cli_backend is the only difference
@@ -72,18 +80,12 @@ void cli_out_free(cli_out *o);
 /* The callbacks; valid as long as o. */
 const exec_out *cli_out_exec(cli_out *o);
 int cli_out_pushed(const cli_out *o);    /* a result with stream = 1 began */
-int64_t cli_out_rows(const cli_out *o);  /* rows printed, all results */
 int cli_out_write_errno(const cli_out *o); /* errno of the first failed write, or 0 */
 /* Append o to a growable list of outputs (kept until the engine or the
  * connection is closed); XE_NOMEM. */
 int cli_outs_add(cli_out ***v, int *n, int *cap, cli_out *o);
 
 /* ------------------------------------------------------------------ run.c */
-
-/* Print a syntax error at line/col of a chunk of SQL (src, len) whose first
- * line is input line buf_line: "error: NAME: line L, column C: MSG", then
- * the source line and a caret, on stderr. */
-void cli_report_at(const char *src, size_t len, const char *name, int buf_line, int line, int col, const char *msg);
 
 typedef struct cli cli;
 typedef struct cli_ingest_opts cli_ingest_opts;
@@ -137,45 +139,11 @@ struct cli {
     void *hook_ctx;
 };
 
-/* A script fed one line at a time: -e text, a -f or \i file, piped stdin or
- * the shell's lines.  A statement runs when the lines collected so far end
- * in a complete statement (parse_is_complete). */
-typedef struct cli_script {
-    const char *name;  /* file name for messages, or NULL */
-    int relative;      /* the shell: line numbers count from each statement's start */
-    int depth;         /* \i nesting */
-    int line;          /* lines fed so far */
-    int buf_line;      /* input line of buf's first line */
-    int chunks;        /* chunks of statements run */
-    sbuf buf;          /* lines of the statement being collected */
-} cli_script;
-
 void cli_init(cli *c);
 /* Run the statements on an embedded engine (c->eng, owned by c from now on). */
 void cli_use_engine(cli *c, engine *e);
 /* Close the backend (engine_close), then free the kept outputs. */
 void cli_fini(cli *c);
-
-void cli_script_init(cli_script *s, const char *name);
-void cli_script_fini(cli_script *s);
-/* Feed one line (with or without its '\n').  CLI_OK, CLI_ESQL (reported on
- * stderr), CLI_EINPUT, CLI_QUIT, CLI_INTR. */
-int cli_script_line(cli *c, cli_script *s, const char *line, size_t n);
-/* End of the script: run what is left (a last statement without ';'). */
-int cli_script_end(cli *c, cli_script *s);
-/* 1 when the script holds part of a statement. */
-int cli_script_pending(const cli_script *s);
-/* Drop the partial statement (Ctrl-C in the shell). */
-void cli_script_clear(cli_script *s);
-
-/* A whole text as a script (-e).  Stops at the first error outside the shell. */
-int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth);
-/* A file as a script (-f, \i); an unreadable file is CLI_EUSAGE. */
-int cli_run_file(cli *c, const char *path, int depth);
-/* The scripts of the command line in order (file[i]: -f script[i], else -e
- * text), then with stdin_sql the statements on stdin.  The first error
- * stops them; so does \q, which is success (CLI_OK). */
-int cli_run_scripts(cli *c, int n, const char *const *script, const int *file, int stdin_sql);
 
 struct cli_ingest_opts {
     fmt_kind format;    /* FMT_CSV or FMT_JSON, when format_set */
@@ -201,6 +169,16 @@ int cli_ingest_fd(cli *c, const char *stream, int fd, const cli_ingest_opts *o, 
  * 0); returns CLI_ELATE for a run that was CLI_OK, unless allow_late, and rc
  * otherwise. */
 int cli_late_report(const char *stream, const exec_ingest_stats *st, int allow_late, int rc);
+/* "[label: ]... and N more rejected lines" on stderr, for the rejected lines
+ * beyond the shown ones printed in full (nothing when rejected <= shown). */
+void cli_rejects_more(const char *label, int64_t rejected, int shown);
+/* The end of --ingest (embedded and --connect): "STREAM: N rows ingested, M
+ * lines rejected" on stderr when lines were rejected. */
+void cli_ingest_counts(const char *stream, const exec_ingest_stats *st);
+/* And its exit code: a run that was CLI_OK becomes CLI_EINPUT (reported)
+ * when lines were rejected and strict, or every line was; then, for
+ * CLI_OK or CLI_EINPUT, cli_late_report.  Any other rc is returned as is. */
+int cli_ingest_verdict(const char *stream, const exec_ingest_stats *st, int strict, int allow_late, int rc);
 
 /* The shell runs one push query or SUBSCRIBE at a time: the rows of two
  * would interleave with nothing to say which is which.  A second one is
@@ -241,9 +219,57 @@ void cli_interrupt_clear(void);
 int cli_signal_fd(void);      /* readable after a signal; drain with cli_signal_drain */
 void cli_signal_drain(void);
 
-/* Meta-commands of every script; the shell adds HELP. */
+/* ------------------------------------------------------------------ script.c */
+
+/* A script fed one line at a time: -e text, a -f or \i file, piped stdin or
+ * the shell's lines.  A statement runs when the lines collected so far end
+ * in a complete statement (parse_is_complete). */
+typedef struct cli_script {
+    const char *name;  /* file name for messages, or NULL */
+    int relative;      /* the shell: line numbers count from each statement's start */
+    int depth;         /* \i nesting */
+    int line;          /* lines fed so far */
+    int buf_line;      /* input line of buf's first line */
+    int chunks;        /* chunks of statements run */
+    sbuf buf;          /* lines of the statement being collected */
+} cli_script;
+
+void cli_script_init(cli_script *s, const char *name);
+void cli_script_fini(cli_script *s);
+/* Feed one line (with or without its '\n').  CLI_OK, CLI_ESQL (reported on
+ * stderr), CLI_EINPUT, CLI_QUIT, CLI_INTR. */
+int cli_script_line(cli *c, cli_script *s, const char *line, size_t n);
+/* End of the script: run what is left (a last statement without ';'). */
+int cli_script_end(cli *c, cli_script *s);
+/* 1 when the script holds part of a statement. */
+int cli_script_pending(const cli_script *s);
+/* Drop the partial statement (Ctrl-C in the shell). */
+void cli_script_clear(cli_script *s);
+
+/* A whole text as a script (-e).  Stops at the first error outside the shell. */
+int cli_run_text(cli *c, const char *name, const char *text, size_t n, int depth);
+/* A file as a script (-f, \i); an unreadable file is CLI_EUSAGE. */
+int cli_run_file(cli *c, const char *path, int depth);
+/* The scripts of the command line in order (file[i]: -f script[i], else -e
+ * text), then with stdin_sql the statements on stdin.  The first error
+ * stops them; so does \q, which is success (CLI_OK). */
+int cli_run_scripts(cli *c, int n, const char *const *script, const int *file, int stdin_sql);
+
+/* Print a syntax error at line/col of a chunk of SQL (src, len) whose first
+ * line is input line buf_line: "error: NAME: line L, column C: MSG", then
+ * the source line and a caret, on stderr. */
+void cli_report_at(const char *src, size_t len, const char *name, int buf_line, int line, int col, const char *msg);
+
+/* Meta-commands of every script (\help, \q, \timing, \format, \i, \copy);
+ * the shell adds HELP. */
 int cli_meta(cli *c, cli_script *s, const char *line, size_t n);
+
+/* ------------------------------------------------------------------ help.c */
+
+/* \help: the meta-commands and the statements in a few lines. */
 void cli_help(FILE *f);
+/* HELP [topic]: a syntax summary per statement. */
+void cli_help_statement(FILE *f, const char *topic);
 
 /* ------------------------------------------------------------------ remote.c */
 
@@ -288,7 +314,5 @@ typedef struct cli_cands {
 } cli_cands;
 int cli_complete(cli *c, const char *buf, size_t len, size_t cursor, int pending, cli_cands *k);
 void cli_cands_free(cli_cands *k);
-/* HELP [topic]: a syntax summary per statement. */
-void cli_help_statement(FILE *f, const char *topic);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * client.c: ares-sql --connect.  The session of run.c and the shell of
- * shell.c, unchanged, over a backend that sends every statement to the
+ * client.c: ares-sql --connect.  The scripts of script.c, the session of
+ * run.c and the shell of shell.c, unchanged, over a backend that sends every statement to the
  * cluster's coordinator (cluster/cluster.h) instead of an embedded engine.
  *
  * The backend's calls:
@@ -235,48 +235,6 @@ static int stop_cb(void *ctx)
     return cli_interrupted();
 }
 
-static int ingest(rsess *s, const cli_cluster *r)
-{
-    rej k = {0};
-    clu_ingest_opts o;
-    memset(&o, 0, sizeof o);
-    o.format = r->input_format;
-    o.format_set = r->input_format_set;
-    o.header = r->header;
-    o.on_notice = on_notice;
-    o.end_of_stream = r->end;
-    o.on_reject = on_reject;
-    o.ctx = &k;
-    o.stop = stop_cb;
-    exec_ingest_stats st;
-    xerr err;
-    xerr_clear(&err);
-    int rc = clu_client_ingest(s->cl, r->ingest, STDIN_FILENO, &o, &st, &err);
-    if (rc < 0 && rc != XE_BUSY) {
-        cli_error(NULL, "%s", err.msg[0] ? err.msg : xerr_name(rc));
-        return rc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
-    }
-    if (st.rejected > k.shown) {
-        fflush(stdout);
-        fprintf(stderr, "... and %lld more rejected line%s\n", (long long)(st.rejected - k.shown),
-                st.rejected - k.shown == 1 ? "" : "s");
-    }
-    if (st.rejected > 0)
-        fprintf(stderr, "%s: %lld row%s ingested, %lld line%s rejected\n", r->ingest, (long long)st.rows,
-                st.rows == 1 ? "" : "s", (long long)st.rejected, st.rejected == 1 ? "" : "s");
-    if (rc == XE_BUSY) return CLI_INTR;
-    if (!r->end && !r->quiet && clu_client_open_results(s->cl)) {
-        fflush(stdout);
-        fprintf(stderr, "-- the input ended; stream %s stays open for other producers, so the push query goes on "
-                        "until Ctrl-C (--end ends the stream with the input)\n", r->ingest);
-    }
-    if (st.rejected > 0 && (r->strict || st.rows == 0)) {
-        cli_error(NULL, "%s", r->strict ? "input lines were rejected (--strict)" : "every input line was rejected");
-        return cli_late_report(r->ingest, &st, r->allow_late, CLI_EINPUT);
-    }
-    return cli_late_report(r->ingest, &st, r->allow_late, CLI_OK);
-}
-
 /* \copy on a cluster: the file goes through the coordinator to the
  * stream's home; the stream stays open (o->end_of_stream). */
 static int r_ingest(cli *c, const char *stream, int fd, const cli_ingest_opts *io, exec_ingest_stats *st)
@@ -302,13 +260,31 @@ static int r_ingest(cli *c, const char *stream, int fd, const cli_ingest_opts *i
         cli_error(io->label, "%s", err.msg[0] ? err.msg : xerr_name(rc));
         return rc == XE_INPUT ? CLI_EINPUT : CLI_ESQL;
     }
-    if (st->rejected > k.shown) {
-        fflush(stdout);
-        if (io->label) fprintf(stderr, "%s: ", io->label);
-        fprintf(stderr, "... and %lld more rejected line%s\n", (long long)(st->rejected - k.shown),
-                st->rejected - k.shown == 1 ? "" : "s");
-    }
+    cli_rejects_more(io->label, st->rejected, k.shown);
     return rc == XE_BUSY ? CLI_INTR : CLI_OK;
+}
+
+/* --ingest: stdin through the coordinator, as \copy's is, then the counts
+ * and the exit code of a non-interactive run. */
+static int ingest(rsess *s, const cli_cluster *r)
+{
+    cli_ingest_opts io;
+    memset(&io, 0, sizeof io);
+    io.format = r->input_format;
+    io.format_set = r->input_format_set;
+    io.header = r->header;
+    io.end_of_stream = r->end;
+    exec_ingest_stats st;
+    int rc = r_ingest(&s->c, r->ingest, STDIN_FILENO, &io, &st);
+    if (rc != CLI_OK && rc != CLI_INTR) return rc;
+    cli_ingest_counts(r->ingest, &st);
+    if (rc == CLI_INTR) return CLI_INTR;
+    if (!r->end && !r->quiet && clu_client_open_results(s->cl)) {
+        fflush(stdout);
+        fprintf(stderr, "-- the input ended; stream %s stays open for other producers, so the push query goes on "
+                        "until Ctrl-C (--end ends the stream with the input)\n", r->ingest);
+    }
+    return cli_ingest_verdict(r->ingest, &st, r->strict, r->allow_late, CLI_OK);
 }
 
 static const cli_backend remote_backend = {

@@ -2,7 +2,7 @@
  * client.h (internal to cli/): ares-sql --connect, the same command line
  * driving a cluster's coordinator instead of an embedded engine.  main.c
  * hands over the options it parsed; client.c is a cli_backend (cli.h) over
- * cluster/cluster.h, under which run.c's scripts and shell.c's shell run
+ * cluster/cluster.h, under which script.c's scripts and shell.c's shell run
  * unchanged, and prints with output.c, so results look the same as
  * embedded ones.
  */

@@ -313,14 +313,8 @@ int main(int argc, char **argv)
         io.end_of_stream = 1;
         exec_ingest_stats st;
         rc = cli_ingest_fd(&c, ingest, STDIN_FILENO, &io, &st);
-        if (st.rejected > 0 && (rc == CLI_OK || rc == CLI_INTR))
-            fprintf(stderr, "%s: %lld row%s ingested, %lld line%s rejected\n", ingest, (long long)st.rows,
-                    st.rows == 1 ? "" : "s", (long long)st.rejected, st.rejected == 1 ? "" : "s");
-        if (rc == CLI_OK && st.rejected > 0 && (strict || st.rows == 0)) {
-            cli_error(NULL, "%s", strict ? "input lines were rejected (--strict)" : "every input line was rejected");
-            rc = CLI_EINPUT;
-        }
-        if (rc == CLI_OK || rc == CLI_EINPUT) rc = cli_late_report(ingest, &st, allow_late, rc);
+        if (rc == CLI_OK || rc == CLI_INTR) cli_ingest_counts(ingest, &st);
+        rc = cli_ingest_verdict(ingest, &st, strict, allow_late, rc);
     }
 
     if (rc == CLI_OK || (rc == CLI_EINPUT && ingest)) {

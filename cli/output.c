@@ -11,7 +11,8 @@
  *
  * The engine copies the exec_out of a push query and calls it later, from
  * inside other calls (an INSERT, an ingest), so a cli_out must outlive its
- * query: run.c keeps the ones that began a push result until engine_close.
+ * query: script.c keeps the ones that began a push result (c->keep) until
+ * cli_fini has closed the engine.
  * A failed write is remembered (cli_out_write_errno) and returned as XE_IO
  * so that the engine stops feeding a closed pipe.  Rows can also arrive while
  * the shell shows its prompt (a socket source feeding a push query): the
@@ -30,7 +31,6 @@ struct cli_out {
     fmt_encoder *enc;
     sbuf buf;
     int pushed; /* a push result (stream = 1) began */
-    int64_t rows;
     int werr;
 };
 
@@ -87,7 +87,6 @@ static int out_rows(void *ctx, const batch *b)
     if (!o->enc) return XE_INVAL; /* rows without begin */
     int rc = fmt_encode(o->enc, b, &o->buf);
     if (rc < 0) return rc;
-    o->rows += b->nrows;
     return flush_buf(o);
 }
 
@@ -134,7 +133,6 @@ void cli_out_free(cli_out *o)
 
 const exec_out *cli_out_exec(cli_out *o) { return &o->eo; }
 int cli_out_pushed(const cli_out *o) { return o->pushed; }
-int64_t cli_out_rows(const cli_out *o) { return o->rows; }
 int cli_out_write_errno(const cli_out *o) { return o->werr; }
 
 int cli_outs_add(cli_out ***v, int *n, int *cap, cli_out *o)

@@ -138,16 +138,8 @@ int cli_remote_add_text(cli_remote *r, const char *name, const char *text, size_
     }
     int rc = CLI_OK;
     if (pr->nerrors > 0) {
-        sbuf b;
-        sbuf_init(&b);
         const parse_error *pe = &pr->errors[0];
-        parse_format_error(text, n, pe->line, pe->col, pe->msg, &b);
-        /* its first line says "error: ..." without the script's name: ours instead */
-        const char *rest = b.p ? memchr(b.p, '\n', b.len) : NULL;
-        fflush(stdout);
-        fprintf(stderr, "error: %s%sline %d, column %d: %s\n%s", name ? name : "", name ? ": " : "", pe->line,
-                pe->col, pe->msg, rest ? rest + 1 : "");
-        sbuf_fini(&b);
+        cli_report_at(text, n, name, 1, pe->line, pe->col, pe->msg);
         rc = CLI_ESQL;
     }
     for (int i = 0; i < pr->nstmts && rc == CLI_OK; i++) {
