@@ -1,15 +1,19 @@
 /* Unit tests for cli/: the session over a fake backend (cli_backend), which
  * is all that tells the embedded shell from ares-sql --connect: scripts cut
- * into statements, meta-commands, one push query at a time in the shell,
- * and tab completion's candidates from the backend's names. */
+ * into statements (script.c: semicolons in strings and comments, statements
+ * over lines), error positions with the caret, meta-commands, one push query
+ * at a time in the shell, tab completion's candidates from the backend's
+ * names, and output.c's tables, CSV and JSON, as the bytes they print. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -26,8 +30,15 @@ typedef struct fake {
 static int f_exec(void *ctx, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     fake *f = ctx;
-    (void)err;
     if (f->n < 16) f->texts[f->n++] = strdup(st->text);
+    if (strstr(st->text, "boom")) {
+        /* an engine error at the statement's second line, column 3 (as the
+         * engine gives it: a place in the chunk the statement came from) */
+        xerr_set(err, XE_INVAL, "no such thing as boom");
+        err->line = st->line + 1;
+        err->col = 3;
+        return XE_INVAL;
+    }
     if (st->kind == ST_SELECT) {
         static const char *const names[] = {"x"};
         static const sql_type types[] = {TY_BIGINT};
@@ -187,6 +198,300 @@ static void test_scripts_run_several_pushes(void **state)
     assert_int_equal(x->f.n, 2);
 }
 
+/* ------------------------------------------------------------ capturing stdout and stderr */
+
+typedef struct capture {
+    int fd, saved;
+    FILE *f;
+} capture;
+
+static void cap_start(capture *k, int fd)
+{
+    fflush(stdout);
+    fflush(stderr);
+    k->fd = fd;
+    k->f = tmpfile();
+    assert_non_null(k->f);
+    k->saved = dup(fd);
+    assert_true(k->saved >= 0);
+    assert_true(dup2(fileno(k->f), fd) >= 0);
+}
+
+/* What was written to the descriptor since cap_start; free it. */
+static char *cap_end(capture *k)
+{
+    fflush(stdout);
+    fflush(stderr);
+    dup2(k->saved, k->fd);
+    close(k->saved);
+    long n = ftell(k->f);
+    if (n < 0) n = lseek(fileno(k->f), 0, SEEK_CUR);
+    char *out = calloc((size_t)n + 1, 1);
+    rewind(k->f);
+    size_t got = fread(out, 1, (size_t)n, k->f);
+    out[got] = 0;
+    fclose(k->f);
+    return out;
+}
+
+/* A whole text run as a script, with what it printed on stderr. */
+static int run_err(cli *c, const char *name, const char *sql, char **err)
+{
+    capture k;
+    cap_start(&k, STDERR_FILENO);
+    int rc = cli_run_text(c, name, sql, strlen(sql), 0);
+    *err = cap_end(&k);
+    return rc;
+}
+
+/* ------------------------------------------------------------ statement splitting */
+
+static void test_semicolons_in_strings_and_comments(void **state)
+{
+    fx *x = *state;
+    static const char sql[] = "INSERT INTO a VALUES ('x;y'), ('it''s;');\n"
+                              "-- a comment; with a semicolon\n"
+                              "SHOW STREAMS; /* a block; comment */ SHOW QUERIES;\n"
+                              "SELECT \"odd;name\" FROM a;\n";
+    assert_int_equal(cli_run_text(&x->c, NULL, sql, sizeof sql - 1, 0), CLI_OK);
+    assert_int_equal(x->f.n, 4);
+    assert_string_equal(x->f.texts[0], "INSERT INTO a VALUES ('x;y'), ('it''s;')");
+    assert_string_equal(x->f.texts[1], "SHOW STREAMS");
+    assert_string_equal(x->f.texts[2], "SHOW QUERIES");
+    assert_string_equal(x->f.texts[3], "SELECT \"odd;name\" FROM a");
+}
+
+static void test_statement_ends_at_a_line_end(void **state)
+{
+    fx *x = *state;
+    cli_script s;
+    cli_script_init(&s, NULL);
+    /* a ';' in the middle of a line runs nothing while the line goes on */
+    assert_int_equal(cli_script_line(&x->c, &s, "SHOW STREAMS; SHOW", 18), CLI_OK);
+    assert_true(cli_script_pending(&s));
+    assert_int_equal(x->f.n, 0);
+    assert_int_equal(cli_script_line(&x->c, &s, "QUERIES;\n", 9), CLI_OK);
+    assert_false(cli_script_pending(&s));
+    assert_int_equal(x->f.n, 2);
+    assert_string_equal(x->f.texts[1], "SHOW\nQUERIES");
+    /* a ';' inside a trailing comment does not end the statement */
+    assert_int_equal(cli_script_line(&x->c, &s, "SHOW STREAMS -- done;", 21), CLI_OK);
+    assert_true(cli_script_pending(&s));
+    assert_int_equal(x->f.n, 2);
+    assert_int_equal(cli_script_line(&x->c, &s, ";", 1), CLI_OK);
+    assert_int_equal(x->f.n, 3);
+    assert_string_equal(x->f.texts[2], "SHOW STREAMS");
+    /* a string over lines keeps its newline; a block comment over lines is one */
+    assert_int_equal(cli_script_line(&x->c, &s, "INSERT INTO a VALUES ('one", 26), CLI_OK);
+    assert_int_equal(cli_script_line(&x->c, &s, "two;');", 7), CLI_OK);
+    assert_int_equal(x->f.n, 4);
+    assert_string_equal(x->f.texts[3], "INSERT INTO a VALUES ('one\ntwo;')");
+    assert_int_equal(cli_script_line(&x->c, &s, "/* SHOW STREAMS;", 16), CLI_OK);
+    assert_true(cli_script_pending(&s));
+    assert_int_equal(cli_script_line(&x->c, &s, "*/ SHOW QUERIES;", 16), CLI_OK);
+    assert_false(cli_script_pending(&s));
+    assert_int_equal(x->f.n, 5);
+    assert_string_equal(x->f.texts[4], "SHOW QUERIES");
+    /* blank lines between statements are nothing; the end runs a last one */
+    assert_int_equal(cli_script_line(&x->c, &s, "  \t", 3), CLI_OK);
+    assert_false(cli_script_pending(&s));
+    assert_int_equal(cli_script_line(&x->c, &s, "SHOW STREAMS", 12), CLI_OK);
+    assert_int_equal(x->f.n, 5);
+    assert_int_equal(cli_script_end(&x->c, &s), CLI_OK);
+    assert_int_equal(x->f.n, 6);
+    assert_string_equal(x->f.texts[5], "SHOW STREAMS");
+    cli_script_fini(&s);
+}
+
+/* ------------------------------------------------------------ error positions */
+
+static void test_syntax_error_position(void **state)
+{
+    fx *x = *state;
+    char *err = NULL;
+    /* the second chunk starts on line 3 of the input: its error is on line 4 */
+    static const char sql[] = "SHOW STREAMS;\n\nSELECT x\nFROM WHERE;\n";
+    assert_int_equal(run_err(&x->c, "f.sql", sql, &err), CLI_ESQL);
+    assert_int_equal(x->f.n, 1); /* the first statement ran, the bad one did not */
+    assert_true(strncmp(err, "error: f.sql: line 4, column 6: ", 32) == 0);
+    /* the source line and the caret under the column, as the parser draws them */
+    assert_non_null(strstr(err, "\n  FROM WHERE;\n       ^\n"));
+    free(err);
+}
+
+static void test_syntax_error_in_the_shell_counts_from_the_statement(void **state)
+{
+    fx *x = *state;
+    x->c.interactive = 1;
+    cli_script s;
+    cli_script_init(&s, NULL);
+    s.relative = 1;
+    assert_int_equal(cli_script_line(&x->c, &s, "SHOW STREAMS;", 13), CLI_OK);
+    capture k;
+    cap_start(&k, STDERR_FILENO);
+    int rc1 = cli_script_line(&x->c, &s, "SELECT x", 8);
+    int rc2 = cli_script_line(&x->c, &s, "FROM WHERE;", 11);
+    char *err = cap_end(&k);
+    cli_script_fini(&s);
+    assert_int_equal(rc1, CLI_OK);
+    assert_int_equal(rc2, CLI_ESQL);
+    assert_true(strncmp(err, "error: line 2, column 6: ", 25) == 0);
+    free(err);
+}
+
+static void test_engine_error_position(void **state)
+{
+    fx *x = *state;
+    char *err = NULL;
+    static const char sql[] = "SHOW STREAMS;\nDROP STREAM\n  boom;\nSHOW QUERIES;\n";
+    assert_int_equal(run_err(&x->c, "g.sql", sql, &err), CLI_ESQL);
+    assert_int_equal(x->f.n, 2); /* the first error stops the script */
+    assert_string_equal(err, "error: g.sql: line 3, column 3: no such thing as boom\n"
+                             "    boom;\n"
+                             "    ^\n");
+    free(err);
+}
+
+static void test_report_at(void **state)
+{
+    (void)state;
+    capture k;
+    static const char src[] = "SELECT 1\nFROM nowhere;\n";
+    cap_start(&k, STDERR_FILENO);
+    cli_report_at(src, sizeof src - 1, "x.sql", 10, 2, 6, "unknown stream nowhere");
+    cli_report_at(src, sizeof src - 1, NULL, 1, 0, 0, "no position");
+    char *err = cap_end(&k);
+    assert_string_equal(err, "error: x.sql: line 11, column 6: unknown stream nowhere\n"
+                             "  FROM nowhere;\n"
+                             "       ^\n"
+                             "error: no position\n");
+    free(err);
+}
+
+static void test_meta_command_errors(void **state)
+{
+    fx *x = *state;
+    char *err = NULL;
+    assert_int_equal(run_err(&x->c, "m.sql", "\\nope\n", &err), CLI_ESQL);
+    assert_string_equal(err, "error: m.sql: unknown meta-command \\nope (\\help lists them)\n");
+    free(err);
+    /* \copy's options are checked before any file is opened, with a caret */
+    assert_int_equal(run_err(&x->c, NULL, "\\copy a FROM 'x.csv' WITH (colour 'red')\n", &err), CLI_ESQL);
+    assert_string_equal(err, "error: line 1, column 28: unknown \\copy option 'colour' (known: format, delimiter, "
+                             "null_string, header)\n"
+                             "  \\copy a FROM 'x.csv' WITH (colour 'red')\n"
+                             "                             ^\n");
+    free(err);
+    assert_int_equal(x->f.n, 0);
+}
+
+/* ------------------------------------------------------------ output.c */
+
+/* Print one result (two columns, the rows given) through a cli_out of kind
+ * k; returns the bytes it wrote. */
+static char *print_result(fmt_kind k, int stream, int nrows, const int64_t *ids, const char *const *names)
+{
+    FILE *data = tmpfile(), *notices = tmpfile();
+    assert_non_null(data);
+    assert_non_null(notices);
+    cli_out_opts oo = {data, notices, k, k, NULL, NULL};
+    cli_out *o = NULL;
+    assert_int_equal(cli_out_new(&oo, &o), 0);
+    const exec_out *eo = cli_out_exec(o);
+    static const char *const cols[] = {"id", "name"};
+    static const sql_type types[] = {TY_BIGINT, TY_TEXT};
+    fmt_schema sc = {2, cols, types};
+    assert_int_equal(eo->begin(eo->ctx, &sc, stream), 0);
+    assert_int_equal(cli_out_pushed(o), stream);
+    batch b;
+    assert_int_equal(batch_init(&b, 2, 8), 0);
+    for (int r = 0; r < nrows; r++) {
+        val row[2] = {val_int(TY_BIGINT, ids[r]), names[r] ? val_text(names[r], (uint32_t)strlen(names[r])) : val_null()};
+        assert_int_equal(batch_append_row(&b, row), 0);
+    }
+    if (nrows) assert_int_equal(eo->rows(eo->ctx, &b), 0);
+    assert_int_equal(eo->end(eo->ctx), 0);
+    eo->notice(eo->ctx, "2 rows");
+    assert_int_equal(cli_out_write_errno(o), 0);
+    cli_out_free(o);
+    batch_fini(&b);
+    /* the notice went to its own file, not among the rows */
+    fflush(notices);
+    char nb[32] = {0};
+    rewind(notices);
+    assert_true(fread(nb, 1, sizeof nb - 1, notices) > 0);
+    assert_string_equal(nb, "2 rows\n");
+    fclose(notices);
+    long n = ftell(data);
+    char *out = calloc((size_t)n + 1, 1);
+    rewind(data);
+    assert_int_equal(fread(out, 1, (size_t)n, data), (size_t)n);
+    fclose(data);
+    return out;
+}
+
+static const int64_t ids[] = {1, 42};
+static const char *const names[] = {"ann", NULL};
+
+static void test_output_csv(void **state)
+{
+    (void)state;
+    char *out = print_result(FMT_CSV, 0, 2, ids, names);
+    assert_string_equal(out, "id,name\n1,ann\n42,\n");
+    free(out);
+    /* no rows: the header still comes */
+    out = print_result(FMT_CSV, 0, 0, ids, names);
+    assert_string_equal(out, "id,name\n");
+    free(out);
+}
+
+static void test_output_json(void **state)
+{
+    (void)state;
+    char *out = print_result(FMT_JSON, 1, 2, ids, names);
+    assert_string_equal(out, "{\"id\":1,\"name\":\"ann\"}\n{\"id\":42,\"name\":null}\n");
+    free(out);
+}
+
+static void test_output_table(void **state)
+{
+    (void)state;
+    char *out = print_result(FMT_TABLE, 0, 2, ids, names);
+    /* numbers to the right, text to the left, NULL spelled out, the count last */
+    assert_string_equal(out, " id | name\n"
+                             "----+------\n"
+                             "  1 | ann\n"
+                             " 42 | NULL\n"
+                             "(2 rows)\n");
+    free(out);
+}
+
+static void test_output_write_error(void **state)
+{
+    (void)state;
+    FILE *full = fopen("/dev/full", "w");
+    if (!full) skip();
+    cli_out_opts oo = {full, NULL, FMT_CSV, FMT_CSV, NULL, NULL};
+    cli_out *o = NULL;
+    assert_int_equal(cli_out_new(&oo, &o), 0);
+    const exec_out *eo = cli_out_exec(o);
+    static const char *const cols[] = {"id"};
+    static const sql_type types[] = {TY_BIGINT};
+    fmt_schema sc = {1, cols, types};
+    assert_int_equal(eo->begin(eo->ctx, &sc, 1), 0);
+    batch b;
+    assert_int_equal(batch_init(&b, 1, 4), 0);
+    val row[1] = {val_int(TY_BIGINT, 7)};
+    assert_int_equal(batch_append_row(&b, row), 0);
+    /* the engine is told (XE_IO) and the errno is kept for the message */
+    assert_int_equal(eo->rows(eo->ctx, &b), XE_IO);
+    assert_int_equal(cli_out_write_errno(o), ENOSPC);
+    assert_int_equal(eo->rows(eo->ctx, &b), XE_IO);
+    batch_fini(&b);
+    cli_out_free(o);
+    fclose(full);
+}
+
 /* ------------------------------------------------------------ completion */
 
 static void expect_cands(cli *c, const char *line, int pending, const char *const *want, size_t wlen)
@@ -236,6 +541,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_second_push_refused_in_shell, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scripts_run_several_pushes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_semicolons_in_strings_and_comments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_statement_ends_at_a_line_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_syntax_error_position, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_syntax_error_in_the_shell_counts_from_the_statement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_error_position, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_meta_command_errors, setup, teardown),
+        cmocka_unit_test(test_report_at),
+        cmocka_unit_test(test_output_csv),
+        cmocka_unit_test(test_output_json),
+        cmocka_unit_test(test_output_table),
+        cmocka_unit_test(test_output_write_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
