@@ -21,6 +21,9 @@ typedef struct bind_scope {
     const ast_items *items; /* the SELECT list, whose aliases an error names (or NULL) */
 } bind_scope;
 
+/* schema.c: append a column named name (copied) of type t; XE_NOMEM. */
+int schema_add(plan_schema *s, const char *name, sql_type t);
+
 int bind_expr(const bind_scope *sc, const ast_expr *x, plan_expr **out, xerr *err);
 /* 0 when the function x calls exists, else XE_NAME with a "did you mean". */
 int bind_func_known(const ast_expr *x, xerr *err);
