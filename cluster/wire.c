@@ -1,6 +1,7 @@
 /*
  * wire.c: frame encoding, the incremental frame decoder, payload readers and
- * writers, and the typed message codec.  See wire.h and docs/protocol.md.
+ * writers, and the typed message codec, made from wire.def (but for the few
+ * irregular layouts, written by hand here).  See wire.h and docs/protocol.md.
  *
  * Invariants of the decoder: it never buffers more than max_payload bytes;
  * it judges magic after 4 bytes and the rest of the header after 16, before
@@ -18,49 +19,6 @@
 /* Free a reassembly buffer above this size once its frame is delivered, so
  * one big frame does not pin its memory for the connection's lifetime. */
 #define WIRE_DEC_KEEP (256u * 1024)
-
-static const char *const type_names[] = {
-    [WIRE_HELLO] = "HELLO",
-    [WIRE_AUTH_CHALLENGE] = "AUTH_CHALLENGE",
-    [WIRE_AUTH_RESPONSE] = "AUTH_RESPONSE",
-    [WIRE_AUTH_OK] = "AUTH_OK",
-    [WIRE_HEARTBEAT] = "HEARTBEAT",
-    [WIRE_JOIN] = "JOIN",
-    [WIRE_MEMBERSHIP] = "MEMBERSHIP",
-    [WIRE_DEPLOY] = "DEPLOY",
-    [WIRE_UNDEPLOY] = "UNDEPLOY",
-    [WIRE_BATCH] = "BATCH",
-    [WIRE_ACK] = "ACK",
-    [WIRE_CREDIT] = "CREDIT",
-    [WIRE_STATE_DELTA] = "STATE_DELTA",
-    [WIRE_SNAPSHOT] = "SNAPSHOT",
-    [WIRE_QUERY] = "QUERY",
-    [WIRE_RESULT] = "RESULT",
-    [WIRE_ERROR] = "ERROR",
-    [WIRE_BYE] = "BYE",
-    [WIRE_WATERMARK] = "WATERMARK",
-    [WIRE_INGEST] = "INGEST",
-    [WIRE_RESUME] = "RESUME",
-    [WIRE_REPLICA_ACK] = "REPLICA_ACK",
-    [WIRE_TICK] = "TICK",
-    [WIRE_STATS] = "STATS",
-    [WIRE_CATALOG] = "CATALOG",
-    [WIRE_TERM] = "TERM",
-    [WIRE_ATTACH] = "ATTACH",
-    [WIRE_LOSS] = "LOSS",
-    [WIRE_LOGSHADOW] = "LOGSHADOW",
-    [WIRE_LOGSHIP] = "LOGSHIP",
-    [WIRE_LOGACK] = "LOGACK",
-    [WIRE_CHANNEL] = "CHANNEL",
-    [WIRE_CHACK] = "CHACK",
-    [WIRE_CANCEL] = "CANCEL",
-};
-
-const char *wire_type_name(int type)
-{
-    if (type < 1 || type > WIRE_TYPE_MAX) return "?";
-    return type_names[type];
-}
 
 const char *wire_role_name(int role)
 {
@@ -489,59 +447,135 @@ int wire_rd_end(wire_rd *r, int strict, xerr *e)
 
 /* ------------------------------------------------------------ messages */
 
-void wire_put_member(wire_wr *w, const wire_member *m)
+/* The codec comes from wire.def: each kind of field is written and read by
+ * one of these, and each body of a TABLE or CHECK type gets a msg_put_<body>
+ * and a msg_get_<body> made of its fields.  A record gets the same, public:
+ * wire_put_<body> and wire_get_<body>. */
+#define PUT_U8(w, v) wire_put_u8(w, v)
+#define PUT_U16(w, v) wire_put_u16(w, v)
+#define PUT_U32(w, v) wire_put_u32(w, v)
+#define PUT_U64(w, v) wire_put_u64(w, v)
+#define PUT_I64(w, v) wire_put_i64(w, v)
+#define PUT_I32(w, v) wire_put_u32(w, (uint32_t)(v))
+#define PUT_STR(w, v) wire_put_str(w, (v).p, (v).n)
+#define PUT_BLOB(w, v) wire_put_blob(w, (v).p, (v).n)
+#define PUT_REST(w, v) wire_put_raw(w, (v).p, (v).n)
+#define PUT_BYTES(w, v, n) wire_put_raw(w, v, n)
+#define GET_U8(r, v) wire_get_u8(r, &(v))
+#define GET_U16(r, v) wire_get_u16(r, &(v))
+#define GET_U32(r, v) wire_get_u32(r, &(v))
+#define GET_U64(r, v) wire_get_u64(r, &(v))
+#define GET_I64(r, v) wire_get_i64(r, &(v))
+#define GET_I32(r, v)                                                                              \
+    do {                                                                                           \
+        uint32_t u_;                                                                               \
+        wire_get_u32(r, &u_);                                                                      \
+        (v) = (int32_t)u_;                                                                         \
+    } while (0)
+#define GET_STR(r, v) wire_get_str(r, &(v))
+#define GET_BLOB(r, v) wire_get_blob(r, &(v))
+#define GET_REST(r, v) wire_get_rest(r, &(v))
+#define GET_BYTES(r, v, n) wire_get_raw(r, v, n)
+
+#define MSG_PUT_TABLE(body, fields)                                                                \
+    static void msg_put_##body(wire_wr *w, const wire_##body *b) { fields }
+#define MSG_PUT_CHECK MSG_PUT_TABLE
+#define MSG_PUT_HAND(body, fields)
+#define WIRE_REC(body, fields)                                                                     \
+    void wire_put_##body(wire_wr *w, const wire_##body *b) { fields }
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) MSG_PUT_##codec(body, fields)
+#define WIRE_F(kind, name, doc) PUT_##kind(w, b->name);
+#define WIRE_FA(kind, name, n, doc) PUT_##kind(w, b->name, n);
+#include "cluster/wire.def"
+
+#define MSG_GET_TABLE(body, fields)                                                                \
+    static void msg_get_##body(wire_rd *r, wire_##body *b) { fields }
+#define MSG_GET_CHECK MSG_GET_TABLE
+#define MSG_GET_HAND(body, fields)
+#define WIRE_REC(body, fields)                                                                     \
+    int wire_get_##body(wire_rd *r, wire_##body *b)                                                \
+    {                                                                                              \
+        fields return r->err;                                                                      \
+    }
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) MSG_GET_##codec(body, fields)
+#define WIRE_F(kind, name, doc) GET_##kind(r, b->name);
+#define WIRE_FA(kind, name, n, doc) GET_##kind(r, b->name, n);
+#include "cluster/wire.def"
+
+/* ---- the HAND layouts */
+
+/* HEARTBEAT: the echo only when there is one; a rest of exactly its 12
+ * bytes is the echo, any other rest is trailing garbage. */
+static void msg_put_heartbeat(wire_wr *w, const wire_heartbeat *b)
 {
-    wire_put_str(w, m->name.p, m->name.n);
-    wire_put_str(w, m->domain.p, m->domain.n);
-    wire_put_str(w, m->addr.p, m->addr.n);
-    wire_put_u8(w, m->state);
-    wire_put_u32(w, m->slots);
-    wire_put_u32(w, m->speed_milli);
-    wire_put_u32(w, m->load_milli);
-    wire_put_i64(w, m->last_heartbeat_ms);
+    wire_put_u64(w, b->seq);
+    wire_put_i64(w, b->sent_ms);
+    if (b->echo) {
+        wire_put_u64(w, b->echo_seq);
+        wire_put_u32(w, b->held_us);
+    }
 }
 
-int wire_get_member(wire_rd *r, wire_member *m)
+static int msg_get_heartbeat(wire_rd *r, wire_heartbeat *b, xerr *e)
 {
-    wire_get_str(r, &m->name);
-    wire_get_str(r, &m->domain);
-    wire_get_str(r, &m->addr);
-    wire_get_u8(r, &m->state);
-    wire_get_u32(r, &m->slots);
-    wire_get_u32(r, &m->speed_milli);
-    wire_get_u32(r, &m->load_milli);
-    return wire_get_i64(r, &m->last_heartbeat_ms);
+    wire_get_u64(r, &b->seq);
+    wire_get_i64(r, &b->sent_ms);
+    if (!r->err && wire_rd_left(r) == 12) {
+        b->echo = 1;
+        wire_get_u64(r, &b->echo_seq);
+        wire_get_u32(r, &b->held_us);
+    }
+    return 0;
 }
 
-#define PUT_S(w, s) wire_put_str((w), (s).p, (s).n)
-
-void wire_put_stats_replica(wire_wr *w, const wire_stats_replica *r)
+/* RESUME: from[0] and from[1] always, then the slots past them. */
+static void msg_put_resume(wire_wr *w, const wire_resume *b)
 {
-    wire_put_u32(w, r->qid);
-    wire_put_u32(w, r->task);
-    wire_put_u64(w, r->cpu_ns);
-    wire_put_u64(w, r->bytes);
+    wire_put_u64(w, b->query_id);
+    wire_put_u8(w, b->nsrc);
+    for (int k = 0; k < 2 || (k < b->nsrc && k < WIRE_MAX_SRC); k++) wire_put_u64(w, b->from[k]);
 }
 
-int wire_get_stats_replica(wire_rd *r, wire_stats_replica *x)
+static int msg_get_resume(wire_rd *r, wire_resume *b, xerr *e)
 {
-    wire_get_u32(r, &x->qid);
-    wire_get_u32(r, &x->task);
-    wire_get_u64(r, &x->cpu_ns);
-    return wire_get_u64(r, &x->bytes);
+    wire_get_u64(r, &b->query_id);
+    wire_get_u8(r, &b->nsrc);
+    if (!r->err && b->nsrc > WIRE_MAX_SRC) return xerr_set(e, XE_PROTO, "RESUME names %u sources", b->nsrc);
+    for (int k = 0; k < 2 || k < b->nsrc; k++) wire_get_u64(r, &b->from[k]);
+    return 0;
 }
 
-void wire_put_stats_peer(wire_wr *w, const wire_stats_peer *p)
+/* REPLICA_ACK: pos[0] and pos[1], then (past 2 slots only) u8 npos and
+ * the slots past the first two. */
+static void msg_put_replica_ack(wire_wr *w, const wire_replica_ack *b)
 {
-    PUT_S(w, p->name);
-    wire_put_u32(w, p->rtt_us);
+    wire_put_u64(w, b->query_id);
+    wire_put_u32(w, b->task);
+    wire_put_u64(w, b->pos[0]);
+    wire_put_u64(w, b->pos[1]);
+    if (b->npos > 2) {
+        wire_put_u8(w, b->npos);
+        for (int k = 2; k < b->npos && k < WIRE_MAX_SRC; k++) wire_put_u64(w, b->pos[k]);
+    }
 }
 
-int wire_get_stats_peer(wire_rd *r, wire_stats_peer *p)
+static int msg_get_replica_ack(wire_rd *r, wire_replica_ack *b, xerr *e)
 {
-    wire_get_str(r, &p->name);
-    return wire_get_u32(r, &p->rtt_us);
+    wire_get_u64(r, &b->query_id);
+    wire_get_u32(r, &b->task);
+    wire_get_u64(r, &b->pos[0]);
+    wire_get_u64(r, &b->pos[1]);
+    b->npos = 2;
+    if (!r->err && r->off < r->len) {
+        wire_get_u8(r, &b->npos);
+        if (!r->err && (b->npos <= 2 || b->npos > WIRE_MAX_SRC))
+            return xerr_set(e, XE_PROTO, "REPLICA_ACK names %u positions", b->npos);
+        for (int k = 2; k < b->npos; k++) wire_get_u64(r, &b->pos[k]);
+    }
+    return 0;
 }
+
+/* ---- STATS tasks, by hand: their destinations vary in number */
 
 void wire_put_stats_task(wire_wr *w, const wire_stats_task *t)
 {
@@ -591,425 +625,114 @@ void wire_stats_dest(const wire_stats_task *t, uint32_t i, uint64_t *rows, uint6
     *bytes = i < t->ndest ? be64_get(p + 8) : 0;
 }
 
+/* ---- the CHECKs, after a decode that read every field */
+
+/* Walk the entries now, so that a receiver may iterate without checks. */
+static int msg_check_membership(const wire_membership *b, xerr *e)
+{
+    wire_rd er;
+    wire_member mm;
+    wire_rd_init(&er, b->entries.p, b->entries.n);
+    for (uint32_t i = 0; i < b->count && !er.err; i++) wire_get_member(&er, &mm);
+    return wire_rd_end(&er, 1, e);
+}
+
+static int msg_check_catalog(const wire_catalog *b, xerr *e)
+{
+    if (b->op < WIRE_CAT_PUT || b->op > WIRE_CAT_END)
+        return xerr_set(e, XE_PROTO, "CATALOG: unknown op %u", b->op);
+    return 0;
+}
+
+static int msg_check_term(const wire_term *b, xerr *e)
+{
+    if (b->kind < WIRE_TERM_ANNOUNCE || b->kind > WIRE_TERM_REFUSE)
+        return xerr_set(e, XE_PROTO, "TERM: unknown kind %u", b->kind);
+    return 0;
+}
+
+static int msg_check_attach(const wire_attach *b, xerr *e)
+{
+    if (b->rows.n % 12)
+        return xerr_set(e, XE_PROTO, "ATTACH: row list of %u bytes is not a run of 12-byte entries",
+                        b->rows.n);
+    return 0;
+}
+
+/* The replicas' size, then every peer and task walked now, so that a
+ * receiver may iterate without checks. */
+static int msg_check_stats(const wire_stats *b, xerr *e)
+{
+    if ((uint64_t)b->nreplicas * 24 != b->replicas.n)
+        return xerr_set(e, XE_PROTO, "STATS: %u replicas in %u bytes (24 each)", b->nreplicas, b->replicas.n);
+    wire_rd er;
+    wire_stats_peer sp;
+    wire_stats_task st;
+    wire_rd_init(&er, b->peers.p, b->peers.n);
+    for (uint32_t i = 0; i < b->npeers && !er.err; i++) wire_get_stats_peer(&er, &sp);
+    int rc = wire_rd_end(&er, 1, e);
+    if (rc < 0) return rc;
+    wire_rd_init(&er, b->tasks.p, b->tasks.n);
+    for (uint32_t i = 0; i < b->ntasks && !er.err; i++) wire_get_stats_task(&er, &st);
+    return wire_rd_end(&er, 1, e);
+}
+
+/* ---- by type */
+
+static const char *const type_names[] = {
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) [num] = #name,
+#define WIRE_SAME(name, num, body, codec, dir, note) [num] = #name,
+#define WIRE_NONE(name, num, dir, note) [num] = #name,
+#include "cluster/wire.def"
+};
+
+const char *wire_type_name(int type)
+{
+    if (type < 1 || type > WIRE_TYPE_MAX) return "?";
+    return type_names[type];
+}
+
 void wire_msg_put(wire_wr *w, const wire_msg *m)
 {
     switch (m->type) {
-    case WIRE_HELLO:
-        wire_put_u8(w, m->u.hello.vmin);
-        wire_put_u8(w, m->u.hello.vmax);
-        wire_put_u8(w, m->u.hello.role);
-        wire_put_u32(w, m->u.hello.caps);
-        PUT_S(w, m->u.hello.name);
-        break;
-    case WIRE_AUTH_CHALLENGE: wire_put_raw(w, m->u.challenge.nonce, WIRE_NONCE_SIZE); break;
-    case WIRE_AUTH_RESPONSE: wire_put_raw(w, m->u.response.mac, WIRE_MAC_SIZE); break;
-    case WIRE_AUTH_OK: break;
-    case WIRE_HEARTBEAT:
-        wire_put_u64(w, m->u.heartbeat.seq);
-        wire_put_i64(w, m->u.heartbeat.sent_ms);
-        if (m->u.heartbeat.echo) {
-            wire_put_u64(w, m->u.heartbeat.echo_seq);
-            wire_put_u32(w, m->u.heartbeat.held_us);
-        }
-        break;
-    case WIRE_JOIN:
-        PUT_S(w, m->u.join.name);
-        PUT_S(w, m->u.join.domain);
-        PUT_S(w, m->u.join.addr);
-        wire_put_u32(w, m->u.join.slots);
-        wire_put_u32(w, m->u.join.speed_milli);
-        break;
-    case WIRE_MEMBERSHIP:
-        wire_put_u64(w, m->u.membership.epoch);
-        wire_put_u32(w, m->u.membership.count);
-        wire_put_raw(w, m->u.membership.entries.p, m->u.membership.entries.n);
-        break;
-    case WIRE_DEPLOY:
-        wire_put_u64(w, m->u.deploy.query_id);
-        wire_put_u32(w, m->u.deploy.task_id);
-        wire_put_u64(w, m->u.deploy.epoch);
-        wire_put_raw(w, m->u.deploy.plan.p, m->u.deploy.plan.n);
-        break;
-    case WIRE_UNDEPLOY:
-        wire_put_u64(w, m->u.undeploy.query_id);
-        wire_put_u64(w, m->u.undeploy.epoch);
-        break;
-    case WIRE_BATCH:
-        wire_put_u64(w, m->u.batch.query_id);
-        wire_put_u32(w, m->u.batch.channel);
-        wire_put_u64(w, m->u.batch.epoch);
-        wire_put_u64(w, m->u.batch.seq);
-        wire_put_u32(w, m->u.batch.nrows);
-        wire_put_raw(w, m->u.batch.rows.p, m->u.batch.rows.n);
-        break;
-    case WIRE_ACK:
-        wire_put_u64(w, m->u.ack.query_id);
-        wire_put_u32(w, m->u.ack.channel);
-        wire_put_u64(w, m->u.ack.epoch);
-        wire_put_u64(w, m->u.ack.seq);
-        break;
-    case WIRE_CREDIT:
-        wire_put_u64(w, m->u.credit.query_id);
-        wire_put_u32(w, m->u.credit.channel);
-        wire_put_u32(w, m->u.credit.batches);
-        break;
-    case WIRE_STATE_DELTA:
-    case WIRE_SNAPSHOT:
-        wire_put_u64(w, m->u.state.query_id);
-        wire_put_u32(w, m->u.state.task_id);
-        wire_put_u64(w, m->u.state.epoch);
-        wire_put_u32(w, m->u.state.chunk);
-        wire_put_raw(w, m->u.state.data.p, m->u.state.data.n);
-        break;
-    case WIRE_QUERY:
-        wire_put_u64(w, m->u.query.req_id);
-        wire_put_blob(w, m->u.query.sql.p, m->u.query.sql.n);
-        break;
-    case WIRE_RESULT:
-        wire_put_u64(w, m->u.result.req_id);
-        wire_put_u32(w, m->u.result.nrows);
-        wire_put_raw(w, m->u.result.rows.p, m->u.result.rows.n);
-        break;
-    case WIRE_ERROR:
-        wire_put_u64(w, m->u.error.req_id);
-        wire_put_u32(w, (uint32_t)m->u.error.code);
-        PUT_S(w, m->u.error.msg);
-        break;
-    case WIRE_BYE: PUT_S(w, m->u.bye.reason); break;
-    case WIRE_WATERMARK:
-        wire_put_u64(w, m->u.watermark.query_id);
-        wire_put_u32(w, m->u.watermark.channel);
-        wire_put_i64(w, m->u.watermark.wm);
-        wire_put_u64(w, m->u.watermark.tag);
-        break;
-    case WIRE_RESUME:
-        wire_put_u64(w, m->u.resume.query_id);
-        wire_put_u8(w, m->u.resume.nsrc);
-        /* from[0] and from[1] always, then the slots past them */
-        for (int k = 0; k < 2 || (k < m->u.resume.nsrc && k < WIRE_MAX_SRC); k++) wire_put_u64(w, m->u.resume.from[k]);
-        break;
-    case WIRE_REPLICA_ACK:
-        wire_put_u64(w, m->u.replica_ack.query_id);
-        wire_put_u32(w, m->u.replica_ack.task);
-        wire_put_u64(w, m->u.replica_ack.pos[0]);
-        wire_put_u64(w, m->u.replica_ack.pos[1]);
-        if (m->u.replica_ack.npos > 2) { /* then u8 npos and the slots past the first two */
-            wire_put_u8(w, m->u.replica_ack.npos);
-            for (int k = 2; k < m->u.replica_ack.npos && k < WIRE_MAX_SRC; k++) wire_put_u64(w, m->u.replica_ack.pos[k]);
-        }
-        break;
-    case WIRE_TICK: PUT_S(w, m->u.tick.stream); break;
-    case WIRE_INGEST:
-        wire_put_u64(w, m->u.ingest.req_id);
-        PUT_S(w, m->u.ingest.stream);
-        wire_put_u8(w, m->u.ingest.format);
-        wire_put_u8(w, m->u.ingest.header);
-        wire_put_u8(w, m->u.ingest.end);
-        wire_put_u64(w, m->u.ingest.session);
-        wire_put_u64(w, m->u.ingest.seq);
-        wire_put_u64(w, m->u.ingest.line0);
-        wire_put_u8(w, m->u.ingest.delim);
-        wire_put_u8(w, m->u.ingest.has_null);
-        PUT_S(w, m->u.ingest.null_string);
-        wire_put_raw(w, m->u.ingest.data.p, m->u.ingest.data.n);
-        break;
-    case WIRE_CATALOG:
-        wire_put_u64(w, m->u.catalog.term);
-        wire_put_u8(w, m->u.catalog.op);
-        PUT_S(w, m->u.catalog.key);
-        wire_put_blob(w, m->u.catalog.value.p, m->u.catalog.value.n);
-        break;
-    case WIRE_TERM:
-        wire_put_u64(w, m->u.term.term);
-        wire_put_u8(w, m->u.term.kind);
-        PUT_S(w, m->u.term.name);
-        PUT_S(w, m->u.term.addr);
-        break;
-    case WIRE_LOSS:
-        wire_put_u64(w, m->u.loss.query);
-        wire_put_u64(w, m->u.loss.batches);
-        PUT_S(w, m->u.loss.peer);
-        break;
-    case WIRE_LOGSHADOW:
-        PUT_S(w, m->u.logshadow.stream);
-        PUT_S(w, m->u.logshadow.shadow);
-        PUT_S(w, m->u.logshadow.source);
-        wire_put_u8(w, m->u.logshadow.flags);
-        break;
-    case WIRE_LOGSHIP:
-        PUT_S(w, m->u.logship.stream);
-        wire_put_u64(w, m->u.logship.ship);
-        wire_put_blob(w, m->u.logship.log.p, m->u.logship.log.n);
-        wire_put_blob(w, m->u.logship.origins.p, m->u.logship.origins.n);
-        wire_put_blob(w, m->u.logship.sessions.p, m->u.logship.sessions.n);
-        break;
-    case WIRE_LOGACK:
-        PUT_S(w, m->u.logack.stream);
-        wire_put_u64(w, m->u.logack.ship);
-        wire_put_u64(w, m->u.logack.end);
-        break;
-    case WIRE_CHANNEL:
-    case WIRE_CHACK:
-        wire_put_u64(w, m->u.channel.incarnation);
-        wire_put_u64(w, m->u.channel.start);
-        break;
-    case WIRE_ATTACH:
-        wire_put_u64(w, m->u.attach.req_id);
-        PUT_S(w, m->u.attach.query);
-        wire_put_i64(w, m->u.attach.wm);
-        wire_put_blob(w, m->u.attach.rows.p, m->u.attach.rows.n);
-        break;
-    case WIRE_CANCEL: wire_put_u64(w, m->u.cancel.req_id); break;
-    case WIRE_STATS:
-        wire_put_i64(w, m->u.stats.wall_ms);
-        wire_put_u32(w, m->u.stats.capacity_milli);
-        wire_put_u32(w, m->u.stats.util_milli);
-        wire_put_u64(w, m->u.stats.cpu_ns);
-        wire_put_u64(w, m->u.stats.applied_bytes);
-        wire_put_u64(w, m->u.stats.applied_ns);
-        wire_put_u32(w, m->u.stats.npeers);
-        wire_put_blob(w, m->u.stats.peers.p, m->u.stats.peers.n);
-        wire_put_u32(w, m->u.stats.ntasks);
-        wire_put_blob(w, m->u.stats.tasks.p, m->u.stats.tasks.n);
-        wire_put_u32(w, m->u.stats.nreplicas);
-        wire_put_blob(w, m->u.stats.replicas.p, m->u.stats.replicas.n);
-        break;
+#define WIRE_MSG(name, num, body, codec, dir, note, fields)                                       \
+    case WIRE_##name: msg_put_##body(w, &m->u.body); break;
+#define WIRE_SAME(name, num, body, codec, dir, note) WIRE_MSG(name, num, body, codec, dir, note, )
+#define WIRE_NONE(name, num, dir, note)                                                            \
+    case WIRE_##name: break;
+#include "cluster/wire.def"
     default:
         if (!w->err) w->err = XE_INVAL;
     }
 }
 
+/* How wire_msg_get decodes a body of each codec.  A HAND decoder or a
+ * CHECK returns a negative code to refuse the payload with its own message. */
+#define MSG_GET_CASE_TABLE(body) msg_get_##body(&r, &m->u.body);
+#define MSG_GET_CASE_CHECK(body)                                                                   \
+    msg_get_##body(&r, &m->u.body);                                                                \
+    if (!r.err && (rc = msg_check_##body(&m->u.body, e)) < 0) return rc;
+#define MSG_GET_CASE_HAND(body)                                                                    \
+    if ((rc = msg_get_##body(&r, &m->u.body, e)) < 0) return rc;
+
 int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
 {
     wire_rd r;
+    int rc;
     wire_rd_init(&r, f->payload, f->length);
     memset(m, 0, sizeof *m);
     m->type = f->type;
     m->flags = f->flags;
     switch (f->type) {
-    case WIRE_HELLO:
-        wire_get_u8(&r, &m->u.hello.vmin);
-        wire_get_u8(&r, &m->u.hello.vmax);
-        wire_get_u8(&r, &m->u.hello.role);
-        wire_get_u32(&r, &m->u.hello.caps);
-        wire_get_str(&r, &m->u.hello.name);
-        break;
-    case WIRE_AUTH_CHALLENGE: wire_get_raw(&r, m->u.challenge.nonce, WIRE_NONCE_SIZE); break;
-    case WIRE_AUTH_RESPONSE: wire_get_raw(&r, m->u.response.mac, WIRE_MAC_SIZE); break;
-    case WIRE_AUTH_OK: break;
-    case WIRE_HEARTBEAT:
-        wire_get_u64(&r, &m->u.heartbeat.seq);
-        wire_get_i64(&r, &m->u.heartbeat.sent_ms);
-        if (!r.err && wire_rd_left(&r) == 12) { /* the echo; any other rest is trailing garbage */
-            m->u.heartbeat.echo = 1;
-            wire_get_u64(&r, &m->u.heartbeat.echo_seq);
-            wire_get_u32(&r, &m->u.heartbeat.held_us);
-        }
-        break;
-    case WIRE_JOIN:
-        wire_get_str(&r, &m->u.join.name);
-        wire_get_str(&r, &m->u.join.domain);
-        wire_get_str(&r, &m->u.join.addr);
-        wire_get_u32(&r, &m->u.join.slots);
-        wire_get_u32(&r, &m->u.join.speed_milli);
-        break;
-    case WIRE_MEMBERSHIP: {
-        wire_get_u64(&r, &m->u.membership.epoch);
-        wire_get_u32(&r, &m->u.membership.count);
-        wire_get_rest(&r, &m->u.membership.entries);
-        if (r.err) break;
-        /* Walk the entries now so a receiver may iterate without checks. */
-        wire_rd er;
-        wire_member mm;
-        wire_rd_init(&er, m->u.membership.entries.p, m->u.membership.entries.n);
-        for (uint32_t i = 0; i < m->u.membership.count && !er.err; i++) wire_get_member(&er, &mm);
-        int rc = wire_rd_end(&er, 1, e);
-        if (rc < 0) return rc;
-        break;
-    }
-    case WIRE_DEPLOY:
-        wire_get_u64(&r, &m->u.deploy.query_id);
-        wire_get_u32(&r, &m->u.deploy.task_id);
-        wire_get_u64(&r, &m->u.deploy.epoch);
-        wire_get_rest(&r, &m->u.deploy.plan);
-        break;
-    case WIRE_UNDEPLOY:
-        wire_get_u64(&r, &m->u.undeploy.query_id);
-        wire_get_u64(&r, &m->u.undeploy.epoch);
-        break;
-    case WIRE_BATCH:
-        wire_get_u64(&r, &m->u.batch.query_id);
-        wire_get_u32(&r, &m->u.batch.channel);
-        wire_get_u64(&r, &m->u.batch.epoch);
-        wire_get_u64(&r, &m->u.batch.seq);
-        wire_get_u32(&r, &m->u.batch.nrows);
-        wire_get_rest(&r, &m->u.batch.rows);
-        break;
-    case WIRE_ACK:
-        wire_get_u64(&r, &m->u.ack.query_id);
-        wire_get_u32(&r, &m->u.ack.channel);
-        wire_get_u64(&r, &m->u.ack.epoch);
-        wire_get_u64(&r, &m->u.ack.seq);
-        break;
-    case WIRE_CREDIT:
-        wire_get_u64(&r, &m->u.credit.query_id);
-        wire_get_u32(&r, &m->u.credit.channel);
-        wire_get_u32(&r, &m->u.credit.batches);
-        break;
-    case WIRE_STATE_DELTA:
-    case WIRE_SNAPSHOT:
-        wire_get_u64(&r, &m->u.state.query_id);
-        wire_get_u32(&r, &m->u.state.task_id);
-        wire_get_u64(&r, &m->u.state.epoch);
-        wire_get_u32(&r, &m->u.state.chunk);
-        wire_get_rest(&r, &m->u.state.data);
-        break;
-    case WIRE_QUERY:
-        wire_get_u64(&r, &m->u.query.req_id);
-        wire_get_blob(&r, &m->u.query.sql);
-        break;
-    case WIRE_RESULT:
-        wire_get_u64(&r, &m->u.result.req_id);
-        wire_get_u32(&r, &m->u.result.nrows);
-        wire_get_rest(&r, &m->u.result.rows);
-        break;
-    case WIRE_ERROR: {
-        uint32_t code;
-        wire_get_u64(&r, &m->u.error.req_id);
-        wire_get_u32(&r, &code);
-        m->u.error.code = (int32_t)code;
-        wire_get_str(&r, &m->u.error.msg);
-        break;
-    }
-    case WIRE_BYE: wire_get_str(&r, &m->u.bye.reason); break;
-    case WIRE_WATERMARK:
-        wire_get_u64(&r, &m->u.watermark.query_id);
-        wire_get_u32(&r, &m->u.watermark.channel);
-        wire_get_i64(&r, &m->u.watermark.wm);
-        wire_get_u64(&r, &m->u.watermark.tag);
-        break;
-    case WIRE_RESUME:
-        wire_get_u64(&r, &m->u.resume.query_id);
-        wire_get_u8(&r, &m->u.resume.nsrc);
-        if (!r.err && m->u.resume.nsrc > WIRE_MAX_SRC)
-            return xerr_set(e, XE_PROTO, "RESUME names %u sources", m->u.resume.nsrc);
-        for (int k = 0; k < 2 || k < m->u.resume.nsrc; k++) wire_get_u64(&r, &m->u.resume.from[k]);
-        break;
-    case WIRE_REPLICA_ACK:
-        wire_get_u64(&r, &m->u.replica_ack.query_id);
-        wire_get_u32(&r, &m->u.replica_ack.task);
-        wire_get_u64(&r, &m->u.replica_ack.pos[0]);
-        wire_get_u64(&r, &m->u.replica_ack.pos[1]);
-        m->u.replica_ack.npos = 2;
-        if (!r.err && r.off < r.len) {
-            wire_get_u8(&r, &m->u.replica_ack.npos);
-            if (!r.err && (m->u.replica_ack.npos <= 2 || m->u.replica_ack.npos > WIRE_MAX_SRC))
-                return xerr_set(e, XE_PROTO, "REPLICA_ACK names %u positions", m->u.replica_ack.npos);
-            for (int k = 2; k < m->u.replica_ack.npos; k++) wire_get_u64(&r, &m->u.replica_ack.pos[k]);
-        }
-        break;
-    case WIRE_TICK: wire_get_str(&r, &m->u.tick.stream); break;
-    case WIRE_INGEST:
-        wire_get_u64(&r, &m->u.ingest.req_id);
-        wire_get_str(&r, &m->u.ingest.stream);
-        wire_get_u8(&r, &m->u.ingest.format);
-        wire_get_u8(&r, &m->u.ingest.header);
-        wire_get_u8(&r, &m->u.ingest.end);
-        wire_get_u64(&r, &m->u.ingest.session);
-        wire_get_u64(&r, &m->u.ingest.seq);
-        wire_get_u64(&r, &m->u.ingest.line0);
-        wire_get_u8(&r, &m->u.ingest.delim);
-        wire_get_u8(&r, &m->u.ingest.has_null);
-        wire_get_str(&r, &m->u.ingest.null_string);
-        wire_get_rest(&r, &m->u.ingest.data);
-        break;
-    case WIRE_CATALOG:
-        wire_get_u64(&r, &m->u.catalog.term);
-        wire_get_u8(&r, &m->u.catalog.op);
-        wire_get_str(&r, &m->u.catalog.key);
-        wire_get_blob(&r, &m->u.catalog.value);
-        if (!r.err && (m->u.catalog.op < WIRE_CAT_PUT || m->u.catalog.op > WIRE_CAT_END))
-            return xerr_set(e, XE_PROTO, "CATALOG: unknown op %u", m->u.catalog.op);
-        break;
-    case WIRE_TERM:
-        wire_get_u64(&r, &m->u.term.term);
-        wire_get_u8(&r, &m->u.term.kind);
-        wire_get_str(&r, &m->u.term.name);
-        wire_get_str(&r, &m->u.term.addr);
-        if (!r.err && (m->u.term.kind < WIRE_TERM_ANNOUNCE || m->u.term.kind > WIRE_TERM_REFUSE))
-            return xerr_set(e, XE_PROTO, "TERM: unknown kind %u", m->u.term.kind);
-        break;
-    case WIRE_LOSS:
-        wire_get_u64(&r, &m->u.loss.query);
-        wire_get_u64(&r, &m->u.loss.batches);
-        wire_get_str(&r, &m->u.loss.peer);
-        break;
-    case WIRE_LOGSHADOW:
-        wire_get_str(&r, &m->u.logshadow.stream);
-        wire_get_str(&r, &m->u.logshadow.shadow);
-        wire_get_str(&r, &m->u.logshadow.source);
-        wire_get_u8(&r, &m->u.logshadow.flags);
-        break;
-    case WIRE_LOGSHIP:
-        wire_get_str(&r, &m->u.logship.stream);
-        wire_get_u64(&r, &m->u.logship.ship);
-        wire_get_blob(&r, &m->u.logship.log);
-        wire_get_blob(&r, &m->u.logship.origins);
-        wire_get_blob(&r, &m->u.logship.sessions);
-        break;
-    case WIRE_LOGACK:
-        wire_get_str(&r, &m->u.logack.stream);
-        wire_get_u64(&r, &m->u.logack.ship);
-        wire_get_u64(&r, &m->u.logack.end);
-        break;
-    case WIRE_CHANNEL:
-    case WIRE_CHACK:
-        wire_get_u64(&r, &m->u.channel.incarnation);
-        wire_get_u64(&r, &m->u.channel.start);
-        break;
-    case WIRE_ATTACH:
-        wire_get_u64(&r, &m->u.attach.req_id);
-        wire_get_str(&r, &m->u.attach.query);
-        wire_get_i64(&r, &m->u.attach.wm);
-        wire_get_blob(&r, &m->u.attach.rows);
-        if (!r.err && m->u.attach.rows.n % 12)
-            return xerr_set(e, XE_PROTO, "ATTACH: row list of %u bytes is not a run of 12-byte entries",
-                            m->u.attach.rows.n);
-        break;
-    case WIRE_CANCEL: wire_get_u64(&r, &m->u.cancel.req_id); break;
-    case WIRE_STATS: {
-        wire_get_i64(&r, &m->u.stats.wall_ms);
-        wire_get_u32(&r, &m->u.stats.capacity_milli);
-        wire_get_u32(&r, &m->u.stats.util_milli);
-        wire_get_u64(&r, &m->u.stats.cpu_ns);
-        wire_get_u64(&r, &m->u.stats.applied_bytes);
-        wire_get_u64(&r, &m->u.stats.applied_ns);
-        wire_get_u32(&r, &m->u.stats.npeers);
-        wire_get_blob(&r, &m->u.stats.peers);
-        wire_get_u32(&r, &m->u.stats.ntasks);
-        wire_get_blob(&r, &m->u.stats.tasks);
-        wire_get_u32(&r, &m->u.stats.nreplicas);
-        wire_get_blob(&r, &m->u.stats.replicas);
-        if (r.err) break;
-        if ((uint64_t)m->u.stats.nreplicas * 24 != m->u.stats.replicas.n)
-            return xerr_set(e, XE_PROTO, "STATS: %u replicas in %u bytes (24 each)", m->u.stats.nreplicas,
-                            m->u.stats.replicas.n);
-        /* walk the entries now, so that a receiver may iterate without checks */
-        wire_rd er;
-        wire_stats_peer sp;
-        wire_stats_task st;
-        wire_rd_init(&er, m->u.stats.peers.p, m->u.stats.peers.n);
-        for (uint32_t i = 0; i < m->u.stats.npeers && !er.err; i++) wire_get_stats_peer(&er, &sp);
-        int rc = wire_rd_end(&er, 1, e);
-        if (rc < 0) return rc;
-        wire_rd_init(&er, m->u.stats.tasks.p, m->u.stats.tasks.n);
-        for (uint32_t i = 0; i < m->u.stats.ntasks && !er.err; i++) wire_get_stats_task(&er, &st);
-        if ((rc = wire_rd_end(&er, 1, e)) < 0) return rc;
-        break;
-    }
+#define WIRE_MSG(name, num, body, codec, dir, note, fields)                                       \
+    case WIRE_##name: MSG_GET_CASE_##codec(body) break;
+#define WIRE_SAME(name, num, body, codec, dir, note) WIRE_MSG(name, num, body, codec, dir, note, )
+#define WIRE_NONE(name, num, dir, note)                                                            \
+    case WIRE_##name: break;
+#include "cluster/wire.def"
     default: return xerr_set(e, XE_PROTO, "unknown message type %u", f->type);
     }
-    int rc = wire_rd_end(&r, 1, e);
+    rc = wire_rd_end(&r, 1, e);
     if (rc < 0 && e) {
         char tmp[sizeof e->msg];
         memcpy(tmp, e->msg, sizeof tmp);

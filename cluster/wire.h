@@ -13,7 +13,8 @@
  *   12   4     CRC32C   (big-endian, over bytes 0..11 then the payload)
  *
  * All integers on the wire are big-endian.  Strings are a u16 length then
- * bytes, blobs a u32 length then bytes; neither is NUL-terminated.
+ * bytes, blobs a u32 length then bytes; neither is NUL-terminated.  The
+ * message types and their payloads are written once, in wire.def.
  *
  * This file is pure: no sockets, no allocation except the decoder's frame
  * buffer and the caller's sbuf.  Views (wire_str, wire_frame.payload) borrow
@@ -68,41 +69,12 @@ enum wire_term_kind {
     WIRE_TERM_REFUSE = 4,   /* node -> standby: refused (it still hears the active, or a higher term) */
 };
 
+/* The message types, numbered as in wire.def. */
 enum wire_type {
-    WIRE_HELLO = 1,          /* version range, role, name */
-    WIRE_AUTH_CHALLENGE = 2, /* a fresh 32-byte nonce */
-    WIRE_AUTH_RESPONSE = 3,  /* HMAC-SHA256 answering the peer's nonce */
-    WIRE_AUTH_OK = 4,        /* acceptor: your response checked out */
-    WIRE_HEARTBEAT = 5,      /* liveness; consumed by the net layer */
-    WIRE_JOIN = 6,           /* node -> coordinator: I exist, my capacity */
-    WIRE_MEMBERSHIP = 7,     /* coordinator -> nodes: the member list at an epoch */
-    WIRE_DEPLOY = 8,         /* run a task (opaque plan fragment) */
-    WIRE_UNDEPLOY = 9,       /* stop a query's tasks */
-    WIRE_BATCH = 10,         /* tuple batch on a channel (opaque rows) */
-    WIRE_ACK = 11,           /* batch/epoch acknowledged */
-    WIRE_CREDIT = 12,        /* receiver grants more batches on a channel */
-    WIRE_STATE_DELTA = 13,   /* epoch delta of a task's state, to a replica */
-    WIRE_SNAPSHOT = 14,      /* full state chunk (WIRE_F_LAST on the last) */
-    WIRE_QUERY = 15,         /* client statement */
-    WIRE_RESULT = 16,        /* result rows (WIRE_F_LAST on the last) */
-    WIRE_ERROR = 17,         /* error report, optionally for a request */
-    WIRE_BYE = 18,           /* orderly goodbye */
-    WIRE_WATERMARK = 19,     /* task -> tasks: an upstream task's event-time watermark */
-    WIRE_INGEST = 20,        /* client -> coordinator -> home node: input bytes of a stream */
-    WIRE_RESUME = 21,        /* node -> a source's home: where a redeployed query's replay must start */
-    WIRE_REPLICA_ACK = 22,   /* replica -> a source's home: a task's state is held here at these positions */
-    WIRE_TICK = 23,          /* coordinator -> a stream's home and shadow: end the partial slice here */
-    WIRE_CATALOG = 24,       /* active coordinator -> standby: one catalog record written or deleted */
-    WIRE_TERM = 25,          /* coordinator terms: announce, ask for a takeover, grant or refuse it */
-    WIRE_ATTACH = 26,        /* client -> coordinator: subscribe again after a failover, with what it has */
-    WIRE_LOSS = 27,          /* node -> coordinator: rows of a query were dropped on their way to a live peer */
-    WIRE_LOGSHADOW = 28,     /* coordinator -> a stream's home: copy its log to this shadow home */
-    WIRE_LOGSHIP = 29,       /* home -> shadow: records of a stream's log, its counters, its ingest sessions */
-    WIRE_LOGACK = 30,        /* shadow -> home: the copy holds the log up to this offset */
-    WIRE_CHANNEL = 31,       /* node -> node: the data frames that follow are numbered from start */
-    WIRE_CHACK = 32,         /* node -> node: every data frame up to start arrived */
-    WIRE_CANCEL = 33,        /* client -> coordinator: stop a push query or subscription (Ctrl-C) */
-    WIRE_STATS = 34,         /* node -> coordinator: measured capacity, utilisation, round trips, task costs */
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) WIRE_##name = num,
+#define WIRE_SAME(name, num, body, codec, dir, note) WIRE_##name = num,
+#define WIRE_NONE(name, num, dir, note) WIRE_##name = num,
+#include "cluster/wire.def"
     WIRE_TYPE_MAX = WIRE_STATS
 };
 
@@ -239,149 +211,43 @@ int wire_rd_end(wire_rd *r, int strict, xerr *e);
 
 /* ------------------------------------------------------------ messages */
 
-/* Typed payloads.  Opaque fields (plan, rows, data) belong to the engine;
- * the wire only frames them.  All views borrow the frame payload. */
-typedef struct wire_hello {
-    uint8_t vmin, vmax; /* initiator: its range; acceptor: the chosen v, v */
-    uint8_t role;       /* enum wire_role */
-    uint32_t caps;      /* capability bits, 0 today; unknown bits are ignored */
-    wire_str name;
-} wire_hello;
+/* Typed payloads, one struct per body of wire.def (wire_hello, wire_join,
+ * wire_membership, ...; see there what each field means).  Opaque fields
+ * (plan, rows, data) belong to the engine; the wire only frames them.  All
+ * views borrow the frame payload. */
 
-typedef struct wire_join {
-    wire_str name, domain, addr; /* addr: the node's listen "host:port" */
-    uint32_t slots;
-    uint32_t speed_milli; /* relative speed x 1000 */
-} wire_join;
-
-/* One MEMBERSHIP entry. */
+/* One MEMBERSHIP entry's state. */
 enum wire_member_state { WIRE_MEMBER_UP = 1, WIRE_MEMBER_SUSPECT = 2, WIRE_MEMBER_DEAD = 3,
                          WIRE_MEMBER_LEFT = 4 };
-typedef struct wire_member {
-    wire_str name, domain, addr;
-    uint8_t state;
-    uint32_t slots, speed_milli, load_milli;
-    int64_t last_heartbeat_ms; /* coordinator's wall clock */
-} wire_member;
-
-typedef struct wire_membership {
-    uint64_t epoch;
-    uint32_t count;
-    wire_str entries; /* count encoded wire_members; walk with wire_get_member */
-} wire_membership;
 
 /* RESUME and REPLICA_ACK carry a position per source slot of a query (one
  * per partition of each stream it reads): at most this many. */
 #define WIRE_MAX_SRC 16
 
+/* The C type of each kind of wire.def field. */
+#define WIRE_C_U8 uint8_t
+#define WIRE_C_U16 uint16_t
+#define WIRE_C_U32 uint32_t
+#define WIRE_C_U64 uint64_t
+#define WIRE_C_I64 int64_t
+#define WIRE_C_I32 int32_t
+#define WIRE_C_STR wire_str
+#define WIRE_C_BLOB wire_str
+#define WIRE_C_REST wire_str
+#define WIRE_C_BYTES unsigned char
+#define WIRE_C_U64S uint64_t
+#define WIRE_REC(body, fields) typedef struct wire_##body { fields } wire_##body;
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) typedef struct wire_##body { fields } wire_##body;
+#define WIRE_F(kind, name, doc) WIRE_C_##kind name;
+#define WIRE_FA(kind, name, n, doc) WIRE_C_##kind name[n];
+#include "cluster/wire.def"
+
 typedef struct wire_msg {
     uint8_t type;
     uint16_t flags;
     union {
-        wire_hello hello;
-        struct { unsigned char nonce[WIRE_NONCE_SIZE]; } challenge;
-        struct { unsigned char mac[WIRE_MAC_SIZE]; } response;
-        /* AUTH_OK: no payload */
-        /* echo (optional, 12 more bytes): the last heartbeat seq received
-         * from the peer and how long it was held here before this one went
-         * out, so that the peer can time the round trip */
-        struct { uint64_t seq; int64_t sent_ms; uint8_t echo; uint64_t echo_seq; uint32_t held_us; } heartbeat;
-        wire_join join;
-        wire_membership membership;
-        struct { uint64_t query_id; uint32_t task_id; uint64_t epoch; wire_str plan; } deploy;
-        struct { uint64_t query_id; uint64_t epoch; } undeploy;
-        struct {
-            uint64_t query_id;
-            uint32_t channel;
-            uint64_t epoch, seq;
-            uint32_t nrows;
-            wire_str rows;
-        } batch;
-        struct { uint64_t query_id; uint32_t channel; uint64_t epoch, seq; } ack;
-        struct { uint64_t query_id; uint32_t channel; uint32_t batches; } credit;
-        /* STATE_DELTA and SNAPSHOT: chunk numbers a snapshot's pieces (0 for a delta) */
-        struct {
-            uint64_t query_id;
-            uint32_t task_id;
-            uint64_t epoch;
-            uint32_t chunk;
-            wire_str data;
-        } state;
-        struct { uint64_t req_id; wire_str sql; } query;
-        struct { uint64_t req_id; uint32_t nrows; wire_str rows; } result;
-        struct { uint64_t req_id; int32_t code; wire_str msg; } error; /* req_id 0: connection */
-        struct { wire_str reason; } bye;
-        /* tag: log offset + 1 of the source record the watermark follows */
-        struct { uint64_t query_id; uint32_t channel; int64_t wm; uint64_t tag; } watermark;
-        /* from[k]: the first log offset of source k the sender's tasks need
-         * (0: the query's start, UINT64_MAX: nothing) */
-        struct { uint64_t query_id; uint8_t nsrc; uint64_t from[WIRE_MAX_SRC]; } resume;
-        /* task: global task index; pos: its positions per source slot (npos, at least 2) */
-        struct { uint64_t query_id; uint32_t task; uint8_t npos; uint64_t pos[WIRE_MAX_SRC]; } replica_ack;
-        struct { wire_str stream; } tick;
-        /* format: FMT_CSV, FMT_JSON or WIRE_FMT_STREAM (the stream's own);
-         * flags: WIRE_F_LAST on the last chunk; end: 1 = the stream ends there;
-         * session: the client's ingest id (0: none), seq: this chunk's number
-         * in it (1, 2, ...), line0: input lines before the chunk; delim and
-         * null_string (when has_null) override the stream's.  A chunk of
-         * a session ends at a line end (but the last), so a resumed session
-         * can start at any chunk. */
-        struct {
-            uint64_t req_id;
-            wire_str stream;
-            uint8_t format, header, end;
-            uint64_t session, seq, line0;
-            uint8_t delim, has_null; /* CSV options of this ingest (0: the stream's) */
-            wire_str null_string;
-            wire_str data;
-        } ingest;
-        struct { uint64_t term; uint8_t op; wire_str key, value; } catalog;
-        struct { uint64_t term; uint8_t kind; wire_str name, addr; } term;
-        /* wm: the sink's watermark the client last heard (RES_WM);
-         * rows: n x (u64 row hash, u32 times delivered) of its recent rows */
-        struct { uint64_t req_id; wire_str query; int64_t wm; wire_str rows; } attach;
-        /* req_id: the request that started the push query or SUBSCRIBE to
-         * stop (0: every one of this connection) */
-        struct { uint64_t req_id; } cancel;
-        /* query: its id (0: some query with tasks on peer); batches: how many
-         * were dropped since the last report */
-        struct { uint64_t query; uint64_t batches; wire_str peer; } loss;
-        /* stream: the receiver is its home (from now on); shadow: the node
-         * to copy its log to ("" = none); source: the stream's socket
-         * source when the receiver must start reading it ("" = none);
-         * flags: WIRE_LOGSHADOW_FED = the shadow gets the input from the
-         * coordinator (send it only where the log begins, for its retention) */
-        struct { wire_str stream, shadow, source; uint8_t flags; } logshadow;
-        /* ship: the home's number for this shipment; log: engine_log_export's
-         * bytes; origins: n x (u32 query, u8 source, u64 offset) where the
-         * home's queries started reading the stream; sessions: n x (u64
-         * session, u64 seq, blob exec_ingest_save) of its ingests */
-        struct { wire_str stream; uint64_t ship; wire_str log, origins, sessions; } logship;
-        struct { wire_str stream; uint64_t ship, end; } logack;
-        /* CHANNEL and CHACK (cluster/channel.c): the sender's incarnation
-         * (a random number per process), and the first number that follows
-         * (CHANNEL) or the last one that arrived (CHACK) */
-        struct { uint64_t incarnation, start; } channel;
-        /* STATS: about once a second.  capacity: CPUs x 1000 now (its cgroup
-         * quota, or --speed); util: process CPU over wall time since the
-         * last STATS, over capacity, x 1000; cpu_ns: process CPU since it
-         * started; applied_bytes, applied_ns: the replica state it applied
-         * since it started and the wall time that took (its restore rate);
-         * peers: npeers x wire_stats_peer; tasks: ntasks x
-         * wire_stats_task (walk with wire_get_stats_peer/_task);
-         * replicas: the replicas held here, what applying their state
-         * changes cost (wire_get_stats_replica) */
-        struct {
-            int64_t wall_ms;
-            uint32_t capacity_milli, util_milli;
-            uint64_t cpu_ns, applied_bytes, applied_ns;
-            uint32_t npeers;
-            wire_str peers;
-            uint32_t ntasks;
-            wire_str tasks;
-            uint32_t nreplicas;
-            wire_str replicas; /* nreplicas x wire_stats_replica (24 bytes each) */
-        } stats;
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) wire_##body body;
+#include "cluster/wire.def"
     } u;
 } wire_msg;
 
@@ -395,15 +261,15 @@ int wire_msg_payload(sbuf *out, const wire_msg *m, xerr *e);
 /* Encode a whole frame of m into out (header with the given version). */
 int wire_msg_encode(sbuf *out, uint8_t version, const wire_msg *m, xerr *e);
 
-void wire_put_member(wire_wr *w, const wire_member *m);
-int wire_get_member(wire_rd *r, wire_member *m);
+/* The records of wire.def (MEMBERSHIP entries, STATS peers and replicas):
+ * wire_put_<body> and wire_get_<body>, which returns the reader's error. */
+#define WIRE_REC(body, fields)                                                                     \
+    void wire_put_##body(wire_wr *w, const wire_##body *b);                                        \
+    int wire_get_##body(wire_rd *r, wire_##body *b);
+#include "cluster/wire.def"
 
-/* STATS entries.  A peer: its name and the smoothed round trip to it. */
-typedef struct wire_stats_peer {
-    wire_str name;
-    uint32_t rtt_us;
-} wire_stats_peer;
-/* A task: its query id and global task index, its cumulative counters
+/* A STATS task, written by hand (its destinations vary in number): its
+ * query id and global task index, its cumulative counters
  * (engine_task_stats), and ndest x (u64 rows, u64 bytes) it sent to each
  * task of the downstream operator (at most WIRE_STATS_MAX_DEST). */
 #define WIRE_STATS_MAX_DEST 4096
@@ -415,16 +281,6 @@ typedef struct wire_stats_task {
     wire_str dest;  /* get: ndest x 16 bytes, read with wire_stats_dest */
     const uint64_t *dest_rows, *dest_bytes; /* put: ndest each */
 } wire_stats_task;
-/* A replica held here: its query id and task (global index), the thread
- * CPU ns and the bytes of the state changes it applied, cumulative. */
-typedef struct wire_stats_replica {
-    uint32_t qid, task;
-    uint64_t cpu_ns, bytes;
-} wire_stats_replica;
-void wire_put_stats_replica(wire_wr *w, const wire_stats_replica *r);
-int wire_get_stats_replica(wire_rd *r, wire_stats_replica *x);
-void wire_put_stats_peer(wire_wr *w, const wire_stats_peer *p);
-int wire_get_stats_peer(wire_rd *r, wire_stats_peer *p);
 void wire_put_stats_task(wire_wr *w, const wire_stats_task *t);
 int wire_get_stats_task(wire_rd *r, wire_stats_task *t);
 /* Destination i of a task read by wire_get_stats_task. */

@@ -472,10 +472,156 @@ static void test_golden_encoding(void **state)
     assert_int_equal(bad, 0);
 }
 
-int main(void)
+/* ------------------------------------------------------------ the doc table */
+
+/* wire.def as data: each field's kind and doc words, each record, each type. */
+typedef struct fdoc {
+    const char *kind;
+    size_t n;
+    const char *doc;
+} fdoc;
+typedef struct rdoc {
+    const char *body;
+    const fdoc *fields;
+} rdoc;
+typedef struct tdoc {
+    int num;
+    const char *name, *codec, *dir, *note;
+    const fdoc *fields;
+} tdoc;
+
+#define WIRE_F(kind, name, doc) {#kind, 0, doc},
+#define WIRE_FA(kind, name, n, doc) {#kind, n, doc},
+#define WIRE_REC(body, fields) static const fdoc rec_##body[] = {fields {NULL, 0, NULL}};
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) static const fdoc body_##body[] = {fields {NULL, 0, NULL}};
+#include "cluster/wire.def"
+
+static const rdoc recs[] = {
+#define WIRE_REC(body, fields) {#body, rec_##body},
+#include "cluster/wire.def"
+    {NULL, NULL},
+};
+
+static const tdoc types[] = {
+#define WIRE_MSG(name, num, body, codec, dir, note, fields) {num, #name, #codec, dir, note, body_##body},
+#define WIRE_SAME(name, num, body, codec, dir, note) {num, #name, #codec, dir, note, body_##body},
+#define WIRE_NONE(name, num, dir, note) {num, #name, "NONE", dir, note, NULL},
+#include "cluster/wire.def"
+};
+
+static void doc_fields(sbuf *out, const fdoc *f);
+
+/* A field's doc words, with "{record}" replaced by the record's fields. */
+static void doc_words(sbuf *out, const char *s)
 {
+    const char *open;
+    while ((open = strchr(s, '{')) != NULL) {
+        const char *close = strchr(open, '}');
+        assert_non_null(close);
+        sbuf_add(out, s, (size_t)(open - s));
+        const rdoc *r = recs;
+        while (r->body && (strlen(r->body) != (size_t)(close - open - 1) ||
+                           strncmp(r->body, open + 1, (size_t)(close - open - 1)) != 0))
+            r++;
+        if (!r->body) fail_msg("wire.def: no record %.*s", (int)(close - open - 1), open + 1);
+        doc_fields(out, r->fields);
+        s = close + 1;
+    }
+    sbuf_adds(out, s);
+}
+
+/* "kind doc" for each field, joined by ", ". */
+static void doc_fields(sbuf *out, const fdoc *f)
+{
+    static const struct {
+        const char *kind, *word;
+    } words[] = {{"U8", "u8"},     {"U16", "u16"},   {"U32", "u32"},   {"U64", "u64"},
+                 {"I64", "i64"},   {"I32", "i32"},   {"STR", "string"}, {"BLOB", "blob"},
+                 {"REST", "rest:"}, {"U64S", "u64"}};
+    for (int i = 0; f[i].kind; i++) {
+        if (i) sbuf_adds(out, ", ");
+        if (strcmp(f[i].kind, "BYTES") == 0) {
+            sbuf_printf(out, "%zu-byte", f[i].n);
+        } else {
+            size_t k = 0;
+            while (k < sizeof words / sizeof words[0] && strcmp(words[k].kind, f[i].kind) != 0) k++;
+            if (k == sizeof words / sizeof words[0]) fail_msg("wire.def: unknown kind %s", f[i].kind);
+            sbuf_adds(out, words[k].word);
+        }
+        sbuf_addc(out, ' ');
+        doc_words(out, f[i].doc);
+    }
+}
+
+/* docs/protocol.md's message table, as wire.def says it. */
+static void doc_table(sbuf *out)
+{
+    sbuf_adds(out, "| # | type | direction | payload |\n|---|---|---|---|\n");
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const tdoc *t = &types[i];
+        sbuf_printf(out, "| %d | %s | %s | ", t->num, t->name, t->dir);
+        if (strcmp(t->codec, "HAND") == 0) {
+            doc_words(out, t->note);
+        } else if (!t->fields) {
+            doc_words(out, t->note[0] ? t->note : "empty");
+        } else {
+            doc_fields(out, t->fields);
+            doc_words(out, t->note);
+        }
+        sbuf_adds(out, " |\n");
+    }
+}
+
+#define DOC_BEGIN "<!-- wire.def: the table below is made by `build/tests/test_wire --doc`; do not edit it here -->\n"
+#define DOC_END "<!-- wire.def: end -->\n"
+
+/* The message table of docs/protocol.md is the one wire.def makes, and
+ * every type from 1 to WIRE_TYPE_MAX has a name. */
+static void test_doc_table(void **state)
+{
+    (void)state;
+    for (int t = 1; t <= WIRE_TYPE_MAX; t++) {
+        assert_non_null(wire_type_name(t));
+        assert_string_not_equal(wire_type_name(t), "?");
+    }
+    assert_int_equal(sizeof types / sizeof types[0], WIRE_TYPE_MAX);
+    FILE *f = fopen("../docs/protocol.md", "r"); /* make unit runs the tests in tests/ */
+    if (!f) f = fopen("docs/protocol.md", "r");
+    assert_non_null(f);
+    sbuf doc, want;
+    sbuf_init(&doc);
+    sbuf_init(&want);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sbuf_add(&doc, buf, n);
+    fclose(f);
+    doc_table(&want);
+    const char *a = doc.len ? strstr(doc.p, DOC_BEGIN) : NULL;
+    const char *b = a ? strstr(a, DOC_END) : NULL;
+    if (!a || !b) fail_msg("docs/protocol.md: no lines %s and %s around the message table", DOC_BEGIN, DOC_END);
+    a += strlen(DOC_BEGIN);
+    if ((size_t)(b - a) != want.len || memcmp(a, want.p, want.len) != 0) {
+        fprintf(stderr, "docs/protocol.md's message table is not wire.def's; it should be:\n%s", want.p);
+        fail_msg("docs/protocol.md and cluster/wire.def differ: `build/tests/test_wire --doc` prints the table");
+    }
+    sbuf_fini(&doc);
+    sbuf_fini(&want);
+}
+
+/* `test_wire --doc` prints the table to paste into docs/protocol.md. */
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--doc") == 0) {
+        sbuf t;
+        sbuf_init(&t);
+        doc_table(&t);
+        fputs(t.p, stdout);
+        sbuf_fini(&t);
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_encoding),
+        cmocka_unit_test(test_doc_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
