@@ -10,4 +10,8 @@ cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c clust
 cluster_USES := exec storage planner placement parser base
 BINS += ares-node:cluster,exec,storage,planner,placement,parser,base
 UNIT_TESTS += test_cluster:cluster,base test_wire:cluster,base test_channel:cluster,base test_place:cluster,planner,placement,parser,base
+# the coordinator's decisions, with the I/O below it wrapped (tests/unit/test_coord.c)
+UNIT_TESTS += test_coord:cluster,exec,storage,planner,placement,parser,base
+$(BUILD)/tests/test_coord: LDFLAGS += $(foreach f,engine_host_put engine_host_del engine_host_scan cs_send cs_send_msg \
+    node_tick_in node_deploy node_undeploy engine_deployed_sink_wm engine_deployed_sink_inputs,-Wl,--wrap=$(f))
 FUZZ_TARGETS += fuzz_wire:cluster,base fuzz_state:cluster,exec,storage,planner,placement,parser,base
