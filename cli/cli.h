@@ -94,7 +94,8 @@ typedef struct cli_ingest_opts cli_ingest_opts;
  * cluster's coordinator (client.c).  ctx is the backend's own. */
 typedef struct cli_backend {
     /* Run one statement; results and notices to out, which must stay valid
-     * while a push result it began is open (run.c keeps it until close).
+     * while a push result it began is open (script.c keeps it in c->keep
+     * until close).
      * 0, or a negative code with err set (line/col relative to the statement). */
     int (*exec)(void *ctx, const ast_stmt *st, const exec_out *out, xerr *err);
     /* Push queries and subscriptions of this session whose rows may still come. */

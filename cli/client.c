@@ -1,7 +1,8 @@
 /*
  * client.c: ares-sql --connect.  The scripts of script.c, the session of
- * run.c and the shell of shell.c, unchanged, over a backend that sends every statement to the
- * cluster's coordinator (cluster/cluster.h) instead of an embedded engine.
+ * run.c and the shell of shell.c, unchanged, over a backend that sends
+ * every statement to the cluster's coordinator (cluster/cluster.h) instead
+ * of an embedded engine.
  *
  * The backend's calls:
  *   exec         the statement's own text goes in a QUERY; results come
