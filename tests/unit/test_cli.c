@@ -492,6 +492,53 @@ static void test_output_write_error(void **state)
     fclose(full);
 }
 
+/* ------------------------------------------------------------ the end of --ingest */
+
+static void test_ingest_reports(void **state)
+{
+    (void)state;
+    exec_ingest_stats st;
+    memset(&st, 0, sizeof st);
+    st.rows = 1;
+    st.rejected = 12;
+    capture k;
+    cap_start(&k, STDERR_FILENO);
+    cli_rejects_more("in.csv", st.rejected, CLI_SHOW_REJECTS);
+    cli_rejects_more(NULL, 11, CLI_SHOW_REJECTS);
+    cli_rejects_more(NULL, 10, CLI_SHOW_REJECTS); /* every one was shown: nothing */
+    cli_ingest_counts("ev", &st);
+    int strict = cli_ingest_verdict("ev", &st, 1, 0, CLI_OK);
+    int lenient = cli_ingest_verdict("ev", &st, 0, 0, CLI_OK);
+    char *err = cap_end(&k);
+    assert_string_equal(err, "in.csv: ... and 2 more rejected lines\n"
+                             "... and 1 more rejected line\n"
+                             "ev: 1 row ingested, 12 lines rejected\n"
+                             "error: input lines were rejected (--strict)\n");
+    free(err);
+    assert_int_equal(strict, CLI_EINPUT);
+    assert_int_equal(lenient, CLI_OK); /* some rows went in */
+    /* every line rejected is an input error; late rows are exit 4 unless allowed */
+    st.rows = 0;
+    st.rejected = 3;
+    cap_start(&k, STDERR_FILENO);
+    assert_int_equal(cli_ingest_verdict("ev", &st, 0, 0, CLI_OK), CLI_EINPUT);
+    err = cap_end(&k);
+    assert_string_equal(err, "error: every input line was rejected\n");
+    free(err);
+    memset(&st, 0, sizeof st);
+    st.rows = 5;
+    st.late = 2;
+    cap_start(&k, STDERR_FILENO);
+    cli_ingest_counts("ev", &st); /* nothing rejected: nothing to say */
+    assert_int_equal(cli_ingest_verdict("ev", &st, 0, 0, CLI_OK), CLI_ELATE);
+    assert_int_equal(cli_ingest_verdict("ev", &st, 0, 1, CLI_OK), CLI_OK);
+    assert_int_equal(cli_ingest_verdict("ev", &st, 0, 0, CLI_INTR), CLI_INTR);
+    err = cap_end(&k);
+    assert_non_null(strstr(err, "ares-sql: warning: 2 rows of stream ev were late and dropped"));
+    assert_null(strstr(err, "ingested"));
+    free(err);
+}
+
 /* ------------------------------------------------------------ completion */
 
 static void expect_cands(cli *c, const char *line, int pending, const char *const *want, size_t wlen)
@@ -552,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_output_json),
         cmocka_unit_test(test_output_table),
         cmocka_unit_test(test_output_write_error),
+        cmocka_unit_test(test_ingest_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
