@@ -1,5 +1,7 @@
 /*
- * batch.h (internal to exec/): run-time values and batches of tuples.
+ * batch.h: run-time values and batches of tuples.  Part of exec's public
+ * interface: exec.h includes it, and cluster/ and cli/ use batches (rows of
+ * results, rows on the wire, batch_encode and batch_decode).
  *
  * A batch is one contiguous array of values, row-major (nrows x ncols), plus
  * one string arena that TEXT values point into.  Operators append into batches

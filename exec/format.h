@@ -1,5 +1,7 @@
 /*
- * format.h (internal to exec/): outside bytes to batches and batches to text.
+ * format.h: outside bytes to batches and batches to text.  Part of exec's
+ * public interface: exec.h includes it, and cluster/ and cli/ decode and
+ * encode with it (fmt_schema, the CSV and JSON encoders, timestamps).
  *
  * Decoders turn CSV or JSON lines into rows of a known schema.  They are
  * streaming: feed chunks of any size (a line may be split anywhere) with

@@ -1,12 +1,13 @@
 /*
- * ft.c: the engine's side of fault tolerance in a cluster.
+ * ft.c: the engine's side of fault tolerance in a cluster: its API, above
+ * the operators (the per-operator state helpers it uses are in ftstate.c).
  *
  * Positions.  Every row a query reads comes from a record of a stream log,
  * and travels tagged with that record's offset + 1 (query.tag, and the tag
  * of BATCH and WATERMARK frames).  A stateful task fed by a source through
  * stateless operators keeps, per input side, inc: the tag of the last record
  * its state includes (ops.c).  inc is written with the state in the epoch's
- * transaction ("inc/<task>"), so state and position always agree.
+ * transaction ("inc/<task>", ftstate.c), so state and position always agree.
  *
  * Replicas.  With ft = replica the epoch's changes to a task's state are
  * recorded as they are written (store_txn_record) and handed to the host
@@ -25,7 +26,10 @@
  * state has, and the watermarks replay exactly as they were (each log record
  * says whether the watermark advanced after it), so the recomputed windows
  * equal the lost ones.  The sink's host drops rows it had already delivered.
- * Runs on the engine's thread.
+ *
+ * Nothing here commits: engine_replica_apply and engine_replay are
+ * epoch.c's, which commit after ft_replica_apply and ft_replay.  Runs on
+ * the engine's thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +45,6 @@
 #define DELTA_VERSION_N 3
 #define DELTA_HDR 30
 #define DELTA_HDR_MAX (3 + 8 * ENGINE_MAX_SRC + 12)
-#define KEEP_OUT 16  /* epochs of emitted rows kept for a takeover */
-#define OUT_MS 20000 /* ... and only those of the last 20 s are emitted again (the sink remembers 30 s) */
 #define DELTA_FULL 1
 /* a snapshot is sent in pieces of about this size (a frame holds 16 MiB) */
 #define DELTA_PIECE (4u << 20)
@@ -71,89 +73,6 @@ static query *find_id(const engine *e, uint32_t qid)
     return NULL;
 }
 
-static int stateful(const opinst *o) { return o->agg || o->join; }
-
-/* Task k of o takes records of slot j (a tracked side covers it; with
- * partitions over a forward edge, task k takes partition k alone). */
-static int covers(const opinst *o, int k, int j)
-{
-    for (int s = 0; s < o->op->ninputs && s < 2; s++) {
-        if (o->tsrc[s] < 0 || j < o->tsrc[s] || j >= o->tsrc[s] + o->nsl[s]) continue;
-        if (o->nsl[s] > 1 && o->op->in_edge[s] == EDGE_FORWARD && o->nup[s] == o->ntasks) return j - o->tsrc[s] == k;
-        return 1;
-    }
-    return 0;
-}
-
-/* Every stateful op reads its sources directly (no aggregate over a join):
- * positions then say exactly what each state includes. */
-static int trackable(const query *q)
-{
-    for (int i = 0; i < q->dag->nops; i++) {
-        const opinst *o = &q->ops[i];
-        for (int s = 0; stateful(o) && s < o->op->ninputs; s++)
-            if (o->tsrc[s] < 0) return 0;
-    }
-    return 1;
-}
-
-/* ------------------------------------------------------------------ positions */
-
-int ft_save_inc(query *q, store_txn *t, xerr *err)
-{
-    for (int i = 0; i < q->dag->nops; i++) {
-        opinst *o = &q->ops[i];
-        if (!o->inc) continue;
-        size_t w = (size_t)o->incw;
-        for (int k = 0; k < o->ntasks; k++) {
-            uint64_t *inc = &o->inc[k * w], *saved = &o->inc_saved[k * w];
-            if (!task_local(q, o, k) || !memcmp(inc, saved, w * sizeof *inc)) continue;
-            char key[32];
-            unsigned char v[8 * ENGINE_MAX_SRC];
-            snprintf(key, sizeof key, "inc/%u", query_task_id(q, i, k));
-            for (size_t j = 0; j < w; j++) be64_put(v + 8 * j, inc[j]);
-            int rc = store_kv_put(t, STORE_META, key, v, 8 * w, err);
-            if (rc) return rc;
-            memcpy(saved, inc, w * sizeof *inc);
-        }
-    }
-    return 0;
-}
-
-/* 0 and v filled, XE_NOTFOUND, or an error. */
-static int get_meta(store_txn *t, const char *fmt, uint32_t tid, sbuf *v, size_t want, xerr *err)
-{
-    char key[32];
-    snprintf(key, sizeof key, fmt, tid);
-    int rc = store_kv_get(t, STORE_META, key, v, err);
-    if (rc == XE_NOTFOUND) xerr_clear(err);
-    if (!rc && v->len != want) return xerr_set(err, XE_CORRUPT, "meta %s has %zu bytes, not %zu", key, v->len, want);
-    return rc;
-}
-
-int ft_load_inc(query *q, store_txn *t, xerr *err)
-{
-    sbuf v;
-    sbuf_init(&v);
-    int rc = 0;
-    for (int i = 0; i < q->dag->nops && !rc; i++) {
-        opinst *o = &q->ops[i];
-        for (int k = 0; o->inc && k < o->ntasks && !rc; k++) {
-            if (!task_local(q, o, k)) continue;
-            rc = get_meta(t, "inc/%u", query_task_id(q, i, k), &v, 8 * (size_t)o->incw, err);
-            if (rc == XE_NOTFOUND) {
-                rc = 0;
-                continue;
-            }
-            if (rc) break;
-            for (int j = 0; j < o->incw; j++)
-                o->inc[k * o->incw + j] = o->inc_saved[k * o->incw + j] = be64_get((unsigned char *)v.p + 8 * j);
-        }
-    }
-    sbuf_fini(&v);
-    return rc;
-}
-
 /* ------------------------------------------------------------------ the primary's side */
 
 /* Queue one message for task k of o: header, the rows it emitted, then the records. */
@@ -166,7 +85,7 @@ static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, cons
     if (o->agg) {
         sbuf v;
         sbuf_init(&v);
-        int rc = get_meta(t, "closed/%u", tid, &v, 8, err);
+        int rc = ft_get_meta(t, "closed/%u", tid, &v, 8, err);
         if (!rc) closed = (int64_t)be64_get((unsigned char *)v.p);
         sbuf_fini(&v);
         if (rc && rc != XE_NOTFOUND) return rc;
@@ -188,8 +107,6 @@ static int queue_delta(query *q, opinst *o, int k, store_txn *t, int flags, cons
     return 0;
 }
 
-static int recent_out(store_txn *t, uint32_t tid, sbuf *into, xerr *err);
-
 int ft_collect(query *q, store_txn *t, xerr *err)
 {
     int ckpt = q->ft.ft == ENGINE_FT_CHECKPOINT;
@@ -201,7 +118,7 @@ int ft_collect(query *q, store_txn *t, xerr *err)
     int rc = 0;
     for (int i = 0; i < q->dag->nops && !rc; i++) {
         opinst *o = &q->ops[i];
-        for (int k = 0; stateful(o) && k < o->ntasks && !rc; k++) {
+        for (int k = 0; ft_stateful(o) && k < o->ntasks && !rc; k++) {
             if (!task_local(q, o, k)) continue;
             sbuf_reset(&rec);
             if (!full && !ckpt) store_txn_record(t, &rec);
@@ -211,7 +128,7 @@ int ft_collect(query *q, store_txn *t, xerr *err)
             if (full) {
                 /* with checkpoints, the rows of the epochs since the last one go too */
                 sbuf_reset(&rows);
-                if (ckpt) rc = recent_out(t, query_task_id(q, i, k), &rows, err);
+                if (ckpt) rc = ft_recent_out(t, query_task_id(q, i, k), &rows, err);
                 if (!rc && sbuf_add(&rows, o->emitted[k].p, o->emitted[k].len)) rc = xerr_set(err, XE_NOMEM, "out of memory");
                 if (!rc) rc = store_state_snapshot(t, STORE_STATE, query_task_id(q, i, k), &rec, err);
                 /* in pieces: the first one replaces what the replica had */
@@ -240,6 +157,24 @@ int ft_collect(query *q, store_txn *t, xerr *err)
     return rc;
 }
 
+/* The epoch's dirty state of q to LMDB: with replicas through ft_collect,
+ * which records the changes for them; then the rows kept lately and the
+ * positions (ftstate.c). */
+int query_flush_state(query *q, store_txn *t, xerr *err)
+{
+    int rc;
+    if (q->deployed && q->remote.state && (q->ft.ft == ENGINE_FT_REPLICA || q->ft.ft == ENGINE_FT_CHECKPOINT))
+        rc = ft_collect(q, t, err);
+    else {
+        rc = 0;
+        for (int i = 0; i < q->dag->nops && !rc; i++)
+            for (int k = 0; k < q->ops[i].ntasks && !rc; k++)
+                if (task_local(q, &q->ops[i], k)) rc = task_flush(&q->ops[i], k, t, err);
+    }
+    if (!rc && q->deployed) rc = ft_save_out(q, t, err);
+    return rc ? rc : ft_save_inc(q, t, err);
+}
+
 void ft_send(engine *e)
 {
     for (int i = 0; i < e->nqueries; i++) {
@@ -252,128 +187,6 @@ void ft_send(engine *e)
         }
         sbuf_reset(&q->deltas);
     }
-}
-
-/* ------------------------------------------------------------------ emitted rows
-
- * A stateful task's results travel to the next tasks while its state (with
- * those windows closed) reaches LMDB and its replicas.  If a node dies with
- * results still in flight, the state says they were emitted, but nobody got
- * them.  So each task keeps the rows it emitted in its last KEEP_OUT epochs
- * ("out/<task>/<epoch>"), and its replicas keep them too ("rout/..."); a task
- * that takes over a state emits them again, and the sink drops the ones it
- * already had. */
-
-/* Key: prefix, then this node's wall-clock ms (13 digits) and the epoch: in
- * time order. */
-static int put_out(store_txn *t, const char *fmt, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err)
-{
-    char key[64];
-    int l = snprintf(key, sizeof key, fmt, tid);
-    snprintf(key + l, sizeof key - (size_t)l, "%013lld%07llu", (long long)clock_wall_ms(),
-             (unsigned long long)(epoch % 10000000u));
-    return store_kv_put(t, STORE_META, key, p, n, err);
-}
-
-typedef struct out_scan {
-    int n, cap;
-    char **keys;
-    sbuf *vals;     /* NULL: keys only */
-    int raw;        /* vals: the values as they are (else each after its u32 length) */
-    size_t plen;    /* the prefix's length */
-    int64_t min_ms; /* vals: only those kept at or after this */
-} out_scan;
-
-static int out_one(void *ctx, const char *key, const void *v, size_t n)
-{
-    out_scan *s = ctx;
-    if (s->vals && strlen(key) >= s->plen + 13) {
-        char ms[14];
-        memcpy(ms, key + s->plen, 13);
-        ms[13] = 0;
-        if (strtoll(ms, NULL, 10) < s->min_ms) return 0;
-    }
-    if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 16;
-        char **k = realloc(s->keys, (size_t)cap * sizeof *k);
-        if (!k) return XE_NOMEM;
-        s->keys = k;
-        s->cap = cap;
-    }
-    if (!(s->keys[s->n] = strdup(key))) return XE_NOMEM;
-    s->n++;
-    if (s->vals) {
-        unsigned char l[4];
-        be32_put(l, (uint32_t)n);
-        if ((!s->raw && sbuf_add(s->vals, l, 4)) || sbuf_add(s->vals, v, n)) return XE_NOMEM;
-    }
-    return 0;
-}
-
-static void out_scan_fini(out_scan *s)
-{
-    for (int i = 0; i < s->n; i++) free(s->keys[i]);
-    free(s->keys);
-}
-
-int ft_drop_out(store_txn *t, const char *fmt, uint32_t tid, int keep, xerr *err)
-{
-    char prefix[48];
-    snprintf(prefix, sizeof prefix, fmt, tid);
-    out_scan s = {0, 0, NULL, NULL, 0, 0, 0};
-    int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
-    if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
-    for (int i = 0; !rc && i < s.n - keep; i++) rc = store_kv_del(t, STORE_META, s.keys[i], err);
-    out_scan_fini(&s);
-    return rc;
-}
-
-/* Append the rows a task kept lately (each epoch's [u32 len][batch]...). */
-static int recent_out(store_txn *t, uint32_t tid, sbuf *into, xerr *err)
-{
-    char prefix[48];
-    snprintf(prefix, sizeof prefix, "out/%u/", tid);
-    out_scan s = {0, 0, NULL, into, 1, strlen(prefix), clock_wall_ms() - OUT_MS};
-    int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
-    if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
-    out_scan_fini(&s);
-    return rc;
-}
-
-int ft_save_out(query *q, store_txn *t, xerr *err)
-{
-    int rc = 0;
-    for (int i = 0; i < q->dag->nops && !rc; i++) {
-        opinst *o = &q->ops[i];
-        for (int k = 0; o->emitted && k < o->ntasks && !rc; k++) {
-            if (!o->emitted[k].len) continue;
-            uint32_t tid = query_task_id(q, i, k);
-            if (!(rc = put_out(t, "out/%u/", tid, q->eng->epoch, o->emitted[k].p, o->emitted[k].len, err)))
-                rc = ft_drop_out(t, "out/%u/", tid, KEEP_OUT, err);
-            sbuf_reset(&o->emitted[k]);
-        }
-    }
-    return rc;
-}
-
-/* The rows task (op o, index k) of the previous deployment kept: to emit again. */
-static int collect_out(query *q, opinst *o, int k, store_txn *t, const char *fmt, uint32_t old, xerr *err)
-{
-    char prefix[48];
-    snprintf(prefix, sizeof prefix, fmt, old);
-    sbuf v;
-    sbuf_init(&v);
-    out_scan s = {0, 0, NULL, &v, 0, strlen(prefix), clock_wall_ms() - OUT_MS};
-    int rc = store_kv_scan(t, STORE_META, prefix, out_one, &s, err);
-    if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
-    unsigned char h[8];
-    be32_put(h, (uint32_t)(o->task_base + k));
-    be32_put(h + 4, (uint32_t)v.len);
-    if (!rc && v.len && (sbuf_add(&q->reemit, h, 8) || sbuf_add(&q->reemit, v.p, v.len)))
-        rc = xerr_set(err, XE_NOMEM, "out of memory");
-    out_scan_fini(&s);
-    sbuf_fini(&v);
-    return rc;
 }
 
 int ft_reemit(query *q, xerr *err)
@@ -409,7 +222,7 @@ int ft_reemit(query *q, xerr *err)
 
 /* ------------------------------------------------------------------ the replica's side */
 
-int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[ENGINE_MAX_SRC],
+int ft_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[ENGINE_MAX_SRC],
                          int *npos, xerr *err)
 {
     const unsigned char *b = p;
@@ -426,7 +239,7 @@ int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p,
     if ((rc = store_state_apply(e->txn, STORE_REPLICA, b + hl + no, n - hl - no, err))) return rc;
     /* a whole snapshot comes with all the rows kept lately: they replace the older ones */
     if ((b[1] & DELTA_FULL) && (rc = ft_drop_out(e->txn, "rout/%u/", tid, 0, err))) return rc;
-    if (no && ((rc = put_out(e->txn, "rout/%u/", tid, epoch, b + hl, no, err)) ||
+    if (no && ((rc = ft_put_out(e->txn, "rout/%u/", tid, epoch, b + hl, no, err)) ||
                (rc = ft_drop_out(e->txn, "rout/%u/", tid, KEEP_OUT, err))))
         return rc;
     for (int j = 0; j < w; j++) pos[j] = be64_get(inc + 8 * j);
@@ -438,8 +251,7 @@ int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p,
     memcpy(v, inc, vl);
     be64_put(v + vl, epoch);
     snprintf(key, sizeof key, "rft/%u", tid);
-    if ((rc = store_kv_put(e->txn, STORE_META, key, v, vl + 8, err))) return rc;
-    return eng_maybe_commit(e, err);
+    return store_kv_put(e->txn, STORE_META, key, v, vl + 8, err);
 }
 
 typedef struct rft_scan {
@@ -500,26 +312,26 @@ static int restore_task(query *q, opinst *o, int k, store_txn *t, int *own, int 
     sbuf v;
     sbuf_init(&v);
     size_t iw = 8 * (size_t)o->incw;
-    int rc = get_meta(t, "inc/%u", old, &v, iw, err);
+    int rc = ft_get_meta(t, "inc/%u", old, &v, iw, err);
     if (!rc) {
         /* a survivor: its own state, as of its last commit */
         if (!(rc = store_state_copy(t, STORE_STATE, old, STORE_STATE, tid, err)) &&
             !(rc = put_meta(t, "inc/%u", tid, v.p, iw, err)) && o->agg) {
-            rc = get_meta(t, "closed/%u", old, &v, 8, err);
+            rc = ft_get_meta(t, "closed/%u", old, &v, 8, err);
             if (!rc) rc = put_meta(t, "closed/%u", tid, v.p, 8, err);
             else if (rc == XE_NOTFOUND) rc = 0;
         }
-        if (!rc) rc = collect_out(q, o, k, t, "out/%u/", old, err);
+        if (!rc) rc = ft_collect_out(q, o, k, t, "out/%u/", old, err);
         if (!rc) (*own)++;
     } else if (rc == XE_NOTFOUND && (q->ft.ft == ENGINE_FT_REPLICA || q->ft.ft == ENGINE_FT_CHECKPOINT)) {
-        rc = get_meta(t, "rft/%u", old, &v, iw + 16, err);
+        rc = ft_get_meta(t, "rft/%u", old, &v, iw + 16, err);
         if (!rc) {
             /* a promotion: the replica held here becomes the state */
             const unsigned char *r = (const unsigned char *)v.p;
             if (!(rc = store_state_copy(t, STORE_REPLICA, old, STORE_STATE, tid, err)) &&
                 !(rc = put_meta(t, "inc/%u", tid, r, iw, err)) && o->agg && (int64_t)be64_get(r + iw) != WM_MIN)
                 rc = put_meta(t, "closed/%u", tid, r + iw, 8, err);
-            if (!rc) rc = collect_out(q, o, k, t, "rout/%u/", old, err);
+            if (!rc) rc = ft_collect_out(q, o, k, t, "rout/%u/", old, err);
             if (!rc) (*promoted)++;
         }
     }
@@ -545,7 +357,7 @@ int ft_restore(query *q, store_txn *t, xerr *err)
 {
     /* a deployed query's stateful tasks keep what they emit (see above) */
     for (int i = 0; i < q->dag->nops; i++)
-        if (stateful(&q->ops[i]) && !(q->ops[i].emitted = calloc((size_t)q->ops[i].ntasks, sizeof(sbuf))))
+        if (ft_stateful(&q->ops[i]) && !(q->ops[i].emitted = calloc((size_t)q->ops[i].ntasks, sizeof(sbuf))))
             return xerr_set(err, XE_NOMEM, "out of memory");
     /* A first deployment starts empty, and so do its replicas: its first
      * changes are the whole state.  (No snapshot at once: the host may not
@@ -553,9 +365,9 @@ int ft_restore(query *q, store_txn *t, xerr *err)
     if (!q->ft.prev) return 0;
     int own = 0, promoted = 0, rc = 0;
     /* otherwise every task starts empty and the replay starts at the query's start */
-    if (q->ft.ft != ENGINE_FT_NONE && trackable(q))
+    if (q->ft.ft != ENGINE_FT_NONE && ft_trackable(q))
         for (int i = 0; i < q->dag->nops && !rc; i++)
-            for (int k = 0; stateful(&q->ops[i]) && k < q->ops[i].ntasks && !rc; k++)
+            for (int k = 0; ft_stateful(&q->ops[i]) && k < q->ops[i].ntasks && !rc; k++)
                 if (task_local(q, &q->ops[i], k)) rc = restore_task(q, &q->ops[i], k, t, &own, &promoted, err);
     /* what the previous deployment left here goes */
     for (int i = 0; i < q->dag->nops && !rc; i++)
@@ -597,18 +409,6 @@ int engine_ft_acked(engine *e, uint32_t qid, int task, const uint64_t *pos, int 
     return xerr_set(err, XE_INVAL, "query %u has no stateful task %d", qid, task);
 }
 
-uint64_t ft_keep_from(const query *q, int src)
-{
-    if ((q->ft.ft != ENGINE_FT_REPLICA && q->ft.ft != ENGINE_FT_CHECKPOINT) || !trackable(q)) return 0;
-    uint64_t keep = UINT64_MAX;
-    for (int i = 0; i < q->dag->nops; i++) {
-        const opinst *o = &q->ops[i];
-        for (int k = 0; o->acked && k < o->ntasks; k++)
-            if (covers(o, k, src) && o->acked[k * o->incw + src] < keep) keep = o->acked[k * o->incw + src];
-    }
-    return keep == UINT64_MAX ? 0 : keep;
-}
-
 int engine_source_offsets(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int *nsrc, xerr *err)
 {
     query *q = find_id(e, qid);
@@ -634,7 +434,7 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int
         const opinst *o = &q->ops[i];
         for (int j = 0; o->inc && j < q->nsrc; j++)
             for (int k = 0; k < o->ntasks; k++) {
-                if (!task_local(q, o, k) || !covers(o, k, j)) continue;
+                if (!task_local(q, o, k) || !ft_covers(o, k, j)) continue;
                 uint64_t at = o->inc[k * o->incw + j];
                 if (o->timed && o->timed[k] && !at) timed[j] = ENGINE_FT_POS_TIMED;
                 else if (at < from[j]) from[j] = at;
@@ -683,7 +483,7 @@ int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr 
     return rc;
 }
 
-int engine_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err)
+int ft_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err)
 {
     query *q = find_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
@@ -694,7 +494,6 @@ int engine_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], 
     q->hold = 0;
     int rc = eng_txn(e, err);
     if (!rc) rc = eng_catch_up(e, q, err);
-    if (!rc) rc = engine_commit(e, err);
     if (rows) *rows = q->rows_in - before;
     return rc;
 }

@@ -1,11 +1,22 @@
 /*
  * internal.h: the engine's own structures, shared by its files only.
  *
- *   engine.c   catalog, statements, ingest, epochs, recovery at open
- *   ops.c      the operator runtime: push batches, watermarks, exchanges
- *   agg*.c     window assignment and the hash aggregate with its LMDB state (agg.h: its files)
- *   join.c     the windowed stream-stream join
- *   expr.c     compiled expressions
+ * The files form layers; each calls only the layers below it (the order,
+ * with what each owns, is in docs/architecture.md, "The files of exec/"):
+ *
+ *   engine.c    open (recovery) and close, the statements' dispatch
+ *   show.c      SHOW, DESCRIBE, EXPLAIN, SET
+ *   catalog.c   CREATE and DROP, push queries, deployed queries, host records, the catalog's load
+ *   ingest.c    input: exec_ingest, file sources, INSERT, pushed rows, socket sources' callbacks
+ *   epoch.c     epochs: the one place that commits
+ *   ft.c        fault tolerance's API; logship.c: copies of a stream's log
+ *   stream.c    streams: slices into the log and the queries, watermarks, ends, retention, replays
+ *   ops.c       the operator runtime; agg*.c (agg.h: its files), join.c: the stateful operators
+ *   ftstate.c   the operators' positions and kept rows (fault tolerance below the operators)
+ *   sink.c      a query's output: file sinks, and the delivery to outlets and clients
+ *   io.c        sockets: sources, sinks, subscribers, the tick
+ *   meta.c      lookups, the epoch's transaction, meta records
+ *   expr.c      compiled expressions (with batch.c and format.c, the bottom)
  */
 #ifndef EXEC_INTERNAL_H
 #define EXEC_INTERNAL_H
@@ -104,7 +115,7 @@ struct opinst {
  * pend and hands each full batch to the sink's writer thread, which encodes
  * (CSV, JSON) and writes them in order (SINK_BUFS batches at most in
  * flight); an epoch's commit waits until every row handed over is written
- * (engine.c, sink_sync). */
+ * (sink.c, eng_sink_sync). */
 enum { SINK_BUFS = 16, SINK_ROWS = 1024 };
 typedef struct sink_file {
     int fd;
@@ -238,6 +249,8 @@ struct engine {
     sbuf tmp, tmp2;
     plan_catalog cat;
     /* io.c */
+    int (*io_rows_cb)(engine *e, int si, const batch *b, xerr *err); /* a socket source's rows (ingest.c) */
+    int (*io_tick_cb)(engine *e, xerr *err);                          /* the loop's tick (ingest.c) */
     struct uv_loop_s *loop;
     struct uv_timer_s tick, poll_timer;
     struct uv_pipe_s ctl;
@@ -270,12 +283,27 @@ struct engine {
  * counters were loaded at a restart). */
 void query_rate_sample(query *q, uint64_t now, int restart);
 
-/* engine.c */
+/* meta.c: lookups, the open epoch's transaction, meta records */
+int eng_stream_index(const engine *e, const char *name);
+query *eng_find_query(const engine *e, const char *name); /* a named query (not a push query) */
+int64_t eng_stream_wm(const stream_rt *s);   /* the watermark the stream's queries have */
+void eng_notice(const exec_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A decoder's options for input to s as its WITH options say (format kind in
+ * s->kind): delimiter, null string, the event time a row and a header must
+ * have, what a line of the other format is told.  Borrowed from s. */
+void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d);
 int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */
-int eng_maybe_commit(engine *e, xerr *err); /* commit when the epoch is due */
-int io_stream_rows(engine *e, int si, const batch *b, xerr *err); /* rows from a socket producer */
-int io_tick(engine *e, xerr *err);  /* live streams: end partial slices, commit */
-int eng_catch_up(engine *e, query *q, xerr *err); /* replay q's logs from q->offset, then its watermarks */
+int eng_put_u64s(store_txn *t, const char *key, const uint64_t *v, int n, xerr *err); /* be64 each, in meta */
+int eng_get_u64s(store_txn *t, const char *key, uint64_t *v, int n, sbuf *tmp, xerr *err);
+/* "query/<id>": the offsets of slots 0 and 1, rows in, out and late, the
+ * sink's committed length, then eng_meta_extra(q) offsets of slots 2 and up */
+int eng_meta_extra(const query *q);
+int eng_catalog_count(store_txn *t, uint64_t *n, xerr *err); /* entries in the catalog (a check at open) */
+uint32_t query_task_id(const query *q, int op, int task);
+
+/* Stream log records: the largest event time so far, then flags, then a batch. */
+#define LOG_HDR 16
+#define LOG_WM_STEP 1u
 
 /* io.c */
 int io_start(engine *e, xerr *err);
@@ -287,19 +315,30 @@ int io_outlet_rows(io_outlet *o, const batch *b);
 /* A socket sink's state for DESCRIBE: "connected" or "connecting", and the bytes waiting. */
 const char *io_outlet_state(const io_outlet *o, size_t *backlog);
 void io_outlet_close(engine *e, io_outlet *o);
-int eng_stream_index(const engine *e, const char *name);
 
-/* A decoder's options for input to s as its WITH options say (format kind in
- * s->kind): delimiter, null string, the event time a row and a header must
- * have, what a line of the other format is told.  Borrowed from s. */
-void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d);
-/* Stream log records: the largest event time so far, then flags, then a batch. */
-#define LOG_HDR 16
-#define LOG_WM_STEP 1u
-int eng_release(engine *e, int si, uint64_t upto, xerr *err); /* logship.c */
-/* The oldest record of stream si a standing query, or its recovery, may read (UINT64_MAX: none). */
-uint64_t eng_keep_from(const engine *e, int si);
-int eng_end_released(engine *e, int si, xerr *err);
+/* sink.c */
+int eng_sink_open(query *q, const char *uri, const char *format, int64_t committed, xerr *err); /* file, tcp or unix */
+int eng_sink_sync(query *q, xerr *err); /* the file sink holds every row handed over: its length may be recorded */
+int query_emit(query *q, const batch *b, xerr *err); /* the sink's delivery */
+
+/* ftstate.c: positions and kept rows, below the operators */
+int ft_stateful(const opinst *o);
+int ft_covers(const opinst *o, int k, int j); /* task k of o takes records of source slot j */
+int ft_trackable(const query *q);             /* positions say exactly what each state includes */
+int ft_load_inc(query *q, store_txn *t, xerr *err);
+int ft_save_inc(query *q, store_txn *t, xerr *err);
+/* meta record fmt % tid: 0 and v filled with want bytes, XE_NOTFOUND, or an error */
+int ft_get_meta(store_txn *t, const char *fmt, uint32_t tid, sbuf *v, size_t want, xerr *err);
+uint64_t ft_keep_from(const query *q, int src); /* the oldest record of source src a recovery may need */
+#define KEEP_OUT 16  /* epochs of emitted rows kept for a takeover */
+#define OUT_MS 20000 /* ... and only those of the last 20 s are emitted again (the sink remembers 30 s) */
+int ft_put_out(store_txn *t, const char *fmt, uint32_t tid, uint64_t epoch, const void *p, size_t n, xerr *err);
+int ft_save_out(query *q, store_txn *t, xerr *err); /* epoch: keep the rows emitted lately */
+int ft_recent_out(store_txn *t, uint32_t tid, sbuf *into, xerr *err);
+/* after a takeover: the rows task k of o kept under fmt % old, into q->reemit */
+int ft_collect_out(query *q, opinst *o, int k, store_txn *t, const char *fmt, uint32_t old, xerr *err);
+/* delete the kept rows of task tid under prefix fmt ("out/%u/" or "rout/%u/") but the newest `keep` */
+int ft_drop_out(store_txn *t, const char *fmt, uint32_t tid, int keep, xerr *err);
 
 /* ops.c */
 int query_start(engine *e, query *q, xerr *err);     /* build operator instances */
@@ -316,12 +355,9 @@ int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm
 static inline uint64_t tag_wire(int part, uint64_t tag) { return tag ? (uint64_t)part << TAG_PART_SHIFT | tag : 0; }
 
 static inline int task_local(const query *q, const opinst *o, int t) { return !q->own || q->own[o->task_base + t]; }
-int query_flush_state(query *q, store_txn *t, xerr *err); /* epoch: dirty state to LMDB */
 int task_flush(opinst *o, int task, store_txn *t, xerr *err); /* one local stateful task */
 int query_load_state(query *q, store_txn *t, xerr *err);  /* restart: LMDB to memory */
 int query_drop_state(query *q, store_txn *t, xerr *err);
-uint32_t query_task_id(const query *q, int op, int task);
-int query_emit(query *q, const batch *b, xerr *err); /* the sink's delivery */
 
 /* agg.c */
 agg_task *agg_new(opinst *o, int task);
@@ -346,18 +382,69 @@ int join_flush(opinst *o, int task, store_txn *t, xerr *err);
 int join_load(opinst *o, int task, store_txn *t, xerr *err);
 uint64_t join_state_bytes(const join_task *j); /* the buffered rows' memory, about */
 
-/* ft.c */
+/* stream.c: streams and the data path into them */
+int eng_streams_add(engine *e, const ast_stmt *st, const char *sql, xerr *err); /* and its partitions */
+void eng_stream_free(stream_rt *s);
+int eng_stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS]); /* its partitions (itself first) */
+int eng_stream_rows(engine *e, int si, const batch *b, xerr *err); /* in slices, to the log and the queries */
+int eng_end_partial_slice(engine *e, int si, xerr *err);
+int eng_end_stream(engine *e, int si, xerr *err); /* and its partitions' */
+int eng_end_one(engine *e, int si, xerr *err);
+void eng_finish_ended_push(engine *e); /* push queries whose sources all ended */
+int eng_apply_retention(engine *e, int si, xerr *err);
+/* The oldest record of stream si a standing query, or its recovery, may read (UINT64_MAX: none). */
+uint64_t eng_keep_from(const engine *e, int si);
+int eng_catch_up(engine *e, query *q, xerr *err); /* replay q's logs from q->offset, then its watermarks */
+int eng_release(engine *e, int si, uint64_t upto, xerr *err); /* logship.c */
+int eng_end_released(engine *e, int si, xerr *err);
+
+/* ft.c: the fault-tolerance API, above the operators; nothing here commits */
+int query_flush_state(query *q, store_txn *t, xerr *err); /* epoch: dirty state to LMDB */
 int ft_restore(query *q, store_txn *t, xerr *err);   /* deploy: state of the previous deployment */
 int ft_collect(query *q, store_txn *t, xerr *err);   /* epoch: changes and snapshots for the replicas */
 void ft_send(engine *e);                             /* after the commit: hand them to the host */
 int ft_drop_replicas(engine *e, uint32_t qid, xerr *err);
-int ft_load_inc(query *q, store_txn *t, xerr *err);
-int ft_save_inc(query *q, store_txn *t, xerr *err);
-uint64_t ft_keep_from(const query *q, int src); /* the oldest record of source src a recovery may need */
-int ft_save_out(query *q, store_txn *t, xerr *err); /* epoch: keep the rows emitted lately */
 int ft_reemit(query *q, xerr *err);                 /* after a takeover: emit them again */
-/* delete the kept rows of task tid under prefix fmt ("out/%u/" or "rout/%u/") but the newest `keep` */
-int ft_drop_out(store_txn *t, const char *fmt, uint32_t tid, int keep, xerr *err);
+/* engine_replica_apply and engine_replay but their commit (epoch.c) */
+int ft_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[ENGINE_MAX_SRC],
+                     int *npos, xerr *err);
+int ft_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err);
+
+/* logship.c: engine_log_guard, _release and _import but their commit (epoch.c).
+ * ship_guard returns 1 when the guard comes off: release up to *end, then
+ * ship_unguard; ship_release and ship_import return 1 when the epoch may
+ * commit (eng_maybe_commit). */
+int ship_guard(engine *e, const char *stream, int on, uint64_t *end, xerr *err);
+int ship_unguard(engine *e, const char *stream, xerr *err);
+int ship_release(engine *e, const char *stream, uint64_t upto, xerr *err);
+int ship_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err);
+
+/* epoch.c: the one place that commits */
+int eng_commit_epoch(engine *e, int background, xerr *err); /* background: its sync runs on the store's thread */
+int eng_maybe_commit(engine *e, xerr *err); /* commit when the epoch is due */
+
+/* ingest.c */
+int io_stream_rows(engine *e, int si, const batch *b, xerr *err); /* rows from a socket producer (io_rows_cb) */
+int io_tick(engine *e, xerr *err);  /* live streams: end partial slices, commit (io_tick_cb) */
+int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* INSERT */
+
+/* catalog.c */
+int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* a SELECT */
+int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+void eng_detach_query_io(engine *e, query *q); /* its socket sink, subscribers and SUBSCRIBEs */
+int eng_catalog_load(engine *e, xerr *err); /* at open, in the open transaction */
+
+/* show.c */
+int eng_show_streams(engine *e, const exec_out *out);
+int eng_show_queries(engine *e, const exec_out *out);
+int eng_show_nodes(engine *e, const exec_out *out);
+int eng_show_settings(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_describe(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_explain(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 
 /* ops.c: the CPU of an ingest call into stream si (decoding, the log
  * append), less what the queries' tasks spent inside it, charged to the

@@ -24,6 +24,10 @@
  *
  * A repeating timer (IO_TICK_MS) ends partial slices of live streams, so
  * watermarks advance when traffic is light, and commits epochs.
+ *
+ * Below the operators (their output reaches the outlets here, sink.c): a
+ * socket source's rows and the tick go up through the engine's io_rows_cb
+ * and io_tick_cb (ingest.c's, set by engine_open), never by a call.
  */
 #include "exec/internal.h"
 
@@ -152,7 +156,7 @@ static void conn_finish(io_conn *c, const char *why)
     xerr err;
     int si = eng_stream_index(e, c->src->stream);
     if (si >= 0 && fmt_decode_finish(c->dec, &c->b, &err) == 0 && c->b.nrows) {
-        if (io_stream_rows(e, si, &c->b, &err)) elog(e, "stream %s: %s", c->src->stream, err.msg);
+        if (e->io_rows_cb(e, si, &c->b, &err)) elog(e, "stream %s: %s", c->src->stream, err.msg);
     }
     batch_reset(&c->b);
     fmt_dec_stats st = fmt_decoder_stats(c->dec);
@@ -184,7 +188,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         conn_finish(c, err.msg);
         return;
     }
-    if (c->b.nrows && io_stream_rows(e, si, &c->b, &err)) elog(e, "stream %s: %s", c->src->stream, err.msg);
+    if (c->b.nrows && e->io_rows_cb(e, si, &c->b, &err)) elog(e, "stream %s: %s", c->src->stream, err.msg);
     batch_reset(&c->b);
     e->io_dirty = 1;
 }
@@ -659,7 +663,7 @@ static void on_tick(uv_timer_t *t)
     if (!e->io_dirty && !e->txn) return;
     e->io_dirty = 0;
     xerr err;
-    if (io_tick(e, &err)) elog(e, "%s", err.msg);
+    if (e->io_tick_cb(e, &err)) elog(e, "%s", err.msg);
 }
 
 int io_start(engine *e, xerr *err)

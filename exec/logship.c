@@ -16,7 +16,9 @@
  * end (an ingest's chunks that were not acknowledged, resent by the
  * client) can be decoded again without contradicting anything.
  *
- * Runs on the engine's thread, inside its epochs.
+ * Runs on the engine's thread, inside its epochs; nothing here commits:
+ * engine_log_guard, _release and _import are epoch.c's, which commit after
+ * ship_guard, ship_release and ship_import as these ask.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,10 @@ static int stream_of(engine *e, const char *stream, stream_rt **out, xerr *err)
     return si;
 }
 
-int engine_log_guard(engine *e, const char *stream, int on, xerr *err)
+/* The guard on or off.  1: it is coming off, and the caller releases the
+ * records up to the log's end *end (engine_log_release), then calls
+ * ship_unguard. */
+int ship_guard(engine *e, const char *stream, int on, uint64_t *end, xerr *err)
 {
     stream_rt *s = NULL;
     int si = stream_of(e, stream, &s, err), rc;
@@ -53,13 +58,19 @@ int engine_log_guard(engine *e, const char *stream, int on, xerr *err)
     }
     if (!on) s->ext_ticks = 0; /* the home, with no copy */
     if (!on && s->guard) {
-        uint64_t end;
-        if ((rc = eng_txn(e, err)) || (rc = store_log_end(e->txn, s->ps->name, &end, err)) ||
-            (rc = engine_log_release(e, stream, end, err)))
-            return rc;
-        s->guard = 0;
-        if (s->end_pending && (rc = eng_end_released(e, si, err))) return rc;
+        if ((rc = eng_txn(e, err)) || (rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;
+        return 1;
     }
+    return 0;
+}
+
+int ship_unguard(engine *e, const char *stream, xerr *err)
+{
+    stream_rt *s = NULL;
+    int si = stream_of(e, stream, &s, err), rc;
+    if (si < 0) return si;
+    s->guard = 0;
+    if (s->end_pending && (rc = eng_end_released(e, si, err))) return rc;
     return 0;
 }
 
@@ -78,7 +89,8 @@ static int wm_one(void *ctx, uint64_t off, const void *rec, size_t n)
     return 0;
 }
 
-int engine_log_release(engine *e, const char *stream, uint64_t upto, xerr *err)
+/* 1: released, and the epoch may commit now (the caller's eng_maybe_commit). */
+int ship_release(engine *e, const char *stream, uint64_t upto, xerr *err)
 {
     stream_rt *s = NULL;
     int si = stream_of(e, stream, &s, err), rc;
@@ -95,7 +107,7 @@ int engine_log_release(engine *e, const char *stream, uint64_t upto, xerr *err)
         s->hw = upto;
     }
     if (s->end_pending && s->hw == end && (rc = eng_end_released(e, si, err))) return rc;
-    return eng_maybe_commit(e, err);
+    return 1;
 }
 
 typedef struct export_ctx {
@@ -180,7 +192,9 @@ static int trim_to(engine *e, stream_rt *s, uint64_t before, uint64_t *end, xerr
     return 0;
 }
 
-int engine_log_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err)
+/* 1: imported, and the epoch may commit now (the caller's eng_maybe_commit);
+ * 0: only trimmed. */
+int ship_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err)
 {
     stream_rt *s = NULL;
     int si = stream_of(e, stream, &s, err), rc;
@@ -247,7 +261,7 @@ int engine_log_import(engine *e, const char *stream, const void *p, size_t n, ui
         s->open_slice = (v[6] & SHIP_OPEN_SLICE) != 0;
         if (v[6] & SHIP_ENDED) s->ended = 1;
     }
-    return eng_maybe_commit(e, err);
+    return 1;
 }
 
 int engine_log_needed(engine *e, const char *stream, uint64_t *from, uint64_t *end, xerr *err)

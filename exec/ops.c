@@ -16,11 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t query_task_id(const query *q, int op, int task)
-{
-    return q->id * 4096u + (uint32_t)op * 64u + (uint32_t)task;
-}
-
 static int compile_list(opinst *o, plan_expr **v, int n, xprog **progs, int *nprogs, xerr *err)
 {
     if (n == 0) return 0;
@@ -818,21 +813,6 @@ int task_flush(opinst *o, int k, store_txn *t, xerr *err)
     if (o->agg) return agg_flush(o, k, t, err);
     if (o->join) return join_flush(o, k, t, err);
     return 0;
-}
-
-int query_flush_state(query *q, store_txn *t, xerr *err)
-{
-    int rc;
-    if (q->deployed && q->remote.state && (q->ft.ft == ENGINE_FT_REPLICA || q->ft.ft == ENGINE_FT_CHECKPOINT))
-        rc = ft_collect(q, t, err);
-    else {
-        rc = 0;
-        for (int i = 0; i < q->dag->nops && !rc; i++)
-            for (int k = 0; k < q->ops[i].ntasks && !rc; k++)
-                if (task_local(q, &q->ops[i], k)) rc = task_flush(&q->ops[i], k, t, err);
-    }
-    if (!rc && q->deployed) rc = ft_save_out(q, t, err);
-    return rc ? rc : ft_save_inc(q, t, err);
 }
 
 int query_load_state(query *q, store_txn *t, xerr *err)

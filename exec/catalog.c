@@ -1,0 +1,701 @@
+/*
+ * catalog.c: the statements that change the catalog, and the catalog's
+ * load at open.
+ *
+ * Catalog (LMDB `catalog`):  stream/<name> -> CREATE STREAM text
+ *                            query/<name>  -> "<id> <CREATE QUERY text>"
+ *                            setting/<key> -> value
+ *                            host/<key>    -> a host's own records
+ * CREATE and DROP of streams and queries, a push query (SELECT), the
+ * queries a cluster's coordinator deploys here (engine_deploy), and the
+ * host's records.  Each change commits at once (engine_commit).  At open
+ * the catalog is replayed (eng_catalog_load): streams are re-created with
+ * their progress, standing queries re-planned and their state loaded.
+ * Runs on the engine's thread.
+ */
+#include "exec/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* home: a cluster's choice of the node that keeps the log (cluster/coord.c);
+ * an embedded engine is its own home and ignores it; partitions: see
+ * eng_streams_add (stream.c) */
+static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
+                                             "delimiter", "null_string", "home", "partitions", NULL};
+static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
+                                            "checkpoint_interval", NULL};
+
+static int check_options(const ast_options *w, const char **known, const char *what, xerr *err)
+{
+    for (int i = 0; w && i < w->n; i++) {
+        int ok = 0;
+        for (int k = 0; known[k]; k++)
+            if (!strcasecmp(known[k], w->v[i].key)) ok = 1;
+        if (!ok) {
+            char list[256] = "";
+            for (int k = 0; known[k]; k++) {
+                size_t l = strlen(list);
+                snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", known[k]);
+            }
+            return xerr_at(err, XE_INVAL, w->v[i].key_line, w->v[i].key_col, "unknown %s option '%s' (known: %s)", what,
+                           w->v[i].key, list);
+        }
+    }
+    return 0;
+}
+
+/* delimiter and null_string: their values, and that they fit the format. */
+static int check_input_options(const ast_options *w, fmt_kind k, xerr *err)
+{
+    const ast_option *d = ast_option_get(w, "delimiter"), *n = ast_option_get(w, "null_string");
+    char why[200], delim = 0;
+    if (d && fmt_parse_delim(d->value, &delim, why, sizeof why)) return xerr_at(err, XE_INVAL, d->line, d->col, "%s", why);
+    if (fmt_check_input_opts(k, d || n, delim, n ? n->value : NULL, why, sizeof why)) {
+        const ast_option *at = k != FMT_CSV ? (d ? d : n) : n;
+        return xerr_at(err, XE_INVAL, at->line, at->col, "%s", why);
+    }
+    return 0;
+}
+
+int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int rc;
+    if (eng_stream_index(e, st->name) >= 0) {
+        if (st->if_not_exists) {
+            eng_notice(out, "stream '%s' already exists, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "stream '%s' already exists", st->name);
+    }
+    if ((rc = check_options(st->with, known_stream_options, "stream", err))) return rc;
+    const ast_option *o = ast_option_get(st->with, "source");
+    int live = 0;
+    if (o) {
+        if (!strncmp(o->value, "tcp://", 6) || !strncmp(o->value, "unix://", 7)) live = 1;
+        else if (strncmp(o->value, "file://", 7))
+            return xerr_at(err, XE_INVAL, o->line, o->col, "source '%s' must be tcp://HOST:PORT, unix:///path or file:///path",
+                           o->value);
+    }
+    o = ast_option_get(st->with, "format");
+    fmt_kind k = FMT_CSV;
+    if (o && (fmt_kind_parse(o->value, &k) || (k != FMT_CSV && k != FMT_JSON)))
+        return xerr_at(err, XE_INVAL, o->line, o->col, "format '%s' is not an input format (csv or json)", o->value);
+    if ((rc = check_input_options(st->with, k, err))) return rc;
+    const ast_option *po = ast_option_get(st->with, "partitions");
+    if (po && strcmp(po->value, "1") && ast_option_get(st->with, "source"))
+        return xerr_at(err, XE_INVAL, po->line, po->col,
+                       "a stream read from a source has one partition (its home reads the source)");
+    int first = e->nstreams;
+    if ((rc = eng_streams_add(e, st, st->text ? st->text : "", err))) return rc;
+    stream_rt *s = e->streams[first];
+    if (live && (rc = io_source_start(e, s->ps->name, s->source, err))) {
+        const ast_option *so = ast_option_get(st->with, "source");
+        err->line = so->line;
+        err->col = so->col;
+        e->nstreams--;
+        eng_stream_free(s);
+        return rc;
+    }
+    char key[300];
+    snprintf(key, sizeof key, "stream/%s", st->name);
+    rc = eng_txn(e, err);
+    for (int i = first; !rc && i < e->nstreams; i++) rc = store_log_create(e->txn, e->streams[i]->ps->name, err);
+    if (rc || (rc = store_kv_put(e->txn, STORE_CATALOG, key, s->sql, strlen(s->sql), err)) ||
+        (rc = engine_commit(e, err))) {
+        if (live) io_source_stop(e, s->ps->name);
+        while (e->nstreams > first) eng_stream_free(e->streams[--e->nstreams]);
+        return rc;
+    }
+    if (live) eng_notice(out, "CREATE STREAM (listening on %s)", s->source);
+    else if (e->nstreams - first > 1) eng_notice(out, "CREATE STREAM (%d partitions)", e->nstreams - first);
+    else eng_notice(out, "CREATE STREAM");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ queries */
+
+static int get_setting_int(const ast_options *w, const char *key, int def, int lo, int hi, int *out, xerr *err)
+{
+    const ast_option *o = ast_option_get(w, key);
+    if (!o) { *out = def; return 0; }
+    char *end;
+    long v = strtol(o->value, &end, 10);
+    if (*end || v < lo || v > hi)
+        return xerr_at(err, XE_INVAL, o->line, o->col, "option %s = '%s' must be an integer from %d to %d", key, o->value,
+                       lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+/* Plan and start a query.  sel is the SELECT, w its WITH options. */
+static int query_new(engine *e, const ast_select *sel, const ast_options *w, const char *name, const char *sql,
+                     uint32_t id, query **out, xerr *err)
+{
+    *out = NULL;
+    plan_opts po = {e->parallelism};
+    int rc;
+    if ((rc = get_setting_int(w, "parallelism", e->parallelism, 1, 64, &po.parallelism, err))) return rc;
+    plan_dag *d;
+    if ((rc = plan_query(sel, &e->cat, &po, &d, err))) return rc;
+    query *q = calloc(1, sizeof *q);
+    if (!q) { plan_free(d); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    q->dag = d;
+    q->id = id;
+    q->name = name ? strdup(name) : NULL;
+    q->sql = sql ? strdup(sql) : NULL;
+    const ast_option *so = ast_option_get(w, "sink"), *fo = ast_option_get(w, "format");
+    if ((so && !(q->sink_uri = strdup(so->value))) || (so && fo && !(q->sink_format = strdup(fo->value)))) {
+        query_free(q);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    if ((rc = query_start(e, q, err))) { query_free(q); return rc; }
+    /* new queries read from the end of their streams' logs */
+    for (int k = 0; k < q->nsrc; k++) {
+        stream_rt *s = e->streams[q->src_stream[k]];
+        int own = !e->txn;
+        if (own && (rc = store_begin(e->st, 0, &e->txn, err))) { query_free(q); return rc; }
+        rc = store_log_end(e->txn, s->ps->name, &q->offset[k], err);
+        if (own) { store_abort(e->txn); e->txn = NULL; }
+        if (rc) { query_free(q); return rc; }
+    }
+    *out = q;
+    return 0;
+}
+
+static int add_query(engine *e, query *q, xerr *err)
+{
+    query **v = realloc(e->queries, (size_t)(e->nqueries + 1) * sizeof *v);
+    if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
+    e->queries = v;
+    e->queries[e->nqueries++] = q;
+    return 0;
+}
+
+int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int rc;
+    if (eng_find_query(e, st->name)) {
+        if (st->if_not_exists) {
+            eng_notice(out, "query '%s' already exists, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
+    }
+    if ((rc = check_options(st->with, known_query_options, "query", err))) return rc;
+    const ast_option *fto = ast_option_get(st->with, "ft"), *cio = ast_option_get(st->with, "checkpoint_interval");
+    engine_ft ft;
+    int64_t ms;
+    xerr e2;
+    if (fto && engine_ft_parse(fto->value, &ft))
+        return xerr_at(err, XE_INVAL, fto->line, fto->col,
+                       "ft must be 'replica', 'checkpoint', 'upstream' or 'none', not '%s'", fto->value);
+    if (cio && (plan_parse_interval(cio->value, &ms, &e2) || ms <= 0))
+        return xerr_at(err, XE_INVAL, cio->line, cio->col,
+                       "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", cio->value);
+    const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
+    fmt_kind fk;
+    if (fo && (fmt_kind_parse(fo->value, &fk) || (fk != FMT_CSV && fk != FMT_JSON)))
+        return xerr_at(err, XE_INVAL, fo->line, fo->col, "unknown sink format '%s' (csv or json)", fo->value);
+    query *q;
+    if ((rc = engine_commit(e, err))) return rc;
+    if ((rc = query_new(e, st->select, st->with, st->name, st->text ? st->text : "", e->next_query_id, &q, err)))
+        return rc;
+    if (so && (rc = eng_sink_open(q, so->value, fo ? fo->value : NULL, 0, err))) {
+        err->line = so->line;
+        err->col = so->col;
+        query_free(q);
+        return rc;
+    }
+    char key[300];
+    snprintf(key, sizeof key, "query/%s", st->name);
+    sbuf v;
+    sbuf_init(&v);
+    sbuf_printf(&v, "%u %s", q->id, q->sql);
+    uint64_t nid = e->next_query_id + 1;
+    if ((rc = add_query(e, q, err))) { sbuf_fini(&v); query_free(q); return rc; }
+    if ((rc = eng_txn(e, err)) || (rc = store_kv_put(e->txn, STORE_CATALOG, key, v.p, v.len, err)) ||
+        (rc = eng_put_u64s(e->txn, "next_query_id", &nid, 1, err)) || (rc = engine_commit(e, err))) {
+        sbuf_fini(&v);
+        e->nqueries--;
+        query_free(q);
+        return rc;
+    }
+    sbuf_fini(&v);
+    e->next_query_id++;
+    /* a query over a stream that has already ended sees the end at once */
+    for (int k = 0; k < q->nsrc; k++)
+        if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    eng_notice(out, "CREATE QUERY");
+    return 0;
+}
+
+/* A bounded stream (a file source, or an input that has ended) has in its
+ * log all it will get, or will get the rest from where its source stopped:
+ * a push query reads it from the start of the log, so that a SELECT run
+ * again answers as the first one did (the file is not read twice; the
+ * recorded watermark steps replay, so the same rows are late).  New rows
+ * of an unbounded stream are what a push query waits for, as in ksqlDB.
+ * *rewound: some source was. */
+static int rewind_bounded(engine *e, query *q, const exec_out *out, int *rewound, xerr *err)
+{
+    *rewound = 0;
+    for (int k = 0; k < q->nsrc; k++) {
+        stream_rt *s = e->streams[q->src_stream[k]];
+        int file = s->source && !strncmp(s->source, "file://", 7);
+        if (s->guard || !(file || s->ended)) continue;
+        uint64_t begin, end;
+        int rc = eng_txn(e, err);
+        if (!rc) rc = store_log_begin(e->txn, s->ps->name, &begin, err);
+        if (!rc) rc = store_log_end(e->txn, s->ps->name, &end, err);
+        if (rc) return rc;
+        if (begin > 0)
+            eng_notice(out, "stream '%s': retention has dropped the %llu oldest of its %llu log records; "
+                        "this query reads only the rows that came after them", s->ps->name,
+                   (unsigned long long)begin, (unsigned long long)end);
+        q->offset[k] = begin;
+        *rewound = 1;
+    }
+    return 0;
+}
+
+int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    query *q;
+    int rc = query_new(e, st->select, NULL, NULL, st->text, 0, &q, err);
+    if (rc) return rc;
+    q->transient = 1;
+    if (out) q->out = *out;
+    if ((rc = add_query(e, q, err))) { query_free(q); return rc; }
+    if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
+    q->began = 1;
+    int rewound;
+    if ((rc = rewind_bounded(e, q, out, &rewound, err))) return rc;
+    if (rewound && (rc = eng_catch_up(e, q, err))) return rc;
+    for (int k = 0; k < q->nsrc && !rewound; k++)
+        if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    eng_finish_ended_push(e);
+    return 0;
+}
+
+void eng_detach_query_io(engine *e, query *q)
+{
+    if (q->outlet) io_outlet_close(e, q->outlet);
+    while (q->nsubs) io_outlet_close(e, q->subs[0]);
+    free(q->subs);
+    q->subs = NULL;
+    for (int i = 0; i < e->nlsubs; i++)
+        if (e->lsubs[i].q == q) {
+            if (e->lsubs[i].out.end) e->lsubs[i].out.end(e->lsubs[i].out.ctx);
+            e->lsubs[i--] = e->lsubs[--e->nlsubs];
+        }
+}
+
+static void remove_query(engine *e, query *q)
+{
+    eng_detach_query_io(e, q);
+    for (int i = 0; i < e->nqueries; i++)
+        if (e->queries[i] == q) {
+            memmove(&e->queries[i], &e->queries[i + 1], (size_t)(e->nqueries - i - 1) * sizeof *e->queries);
+            e->nqueries--;
+            break;
+        }
+    query_free(q);
+}
+
+int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    query *q = eng_find_query(e, st->name);
+    int rc;
+    if (!q) {
+        if (st->if_exists) {
+            eng_notice(out, "query '%s' does not exist, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_NOTFOUND, st->line, st->col, "query '%s' does not exist", st->name);
+    }
+    char key[300];
+    snprintf(key, sizeof key, "query/%s", st->name);
+    char mkey[64];
+    snprintf(mkey, sizeof mkey, "query/%u", q->id);
+    if ((rc = eng_txn(e, err)) || (rc = query_drop_state(q, e->txn, err)) ||
+        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, mkey, err)))
+        return rc;
+    remove_query(e, q);
+    if ((rc = engine_commit(e, err))) return rc;
+    eng_notice(out, "DROP QUERY");
+    return 0;
+}
+
+/* Forget stream si: its log, its records, its place in the queries' slots. */
+static int drop_one(engine *e, int si, xerr *err)
+{
+    const char *name = e->streams[si]->ps->name;
+    char key[300];
+    snprintf(key, sizeof key, "stream/%s", name);
+    int rc;
+    if ((rc = eng_txn(e, err)) || (rc = store_log_drop(e->txn, name, err)) ||
+        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, key, err)))
+        return rc;
+    io_source_stop(e, name);
+    eng_stream_free(e->streams[si]);
+    memmove(&e->streams[si], &e->streams[si + 1], (size_t)(e->nstreams - si - 1) * sizeof *e->streams);
+    e->nstreams--;
+    for (int i = 0; i < e->nqueries; i++)
+        for (int k = 0; k < e->queries[i]->nsrc; k++)
+            if (e->queries[i]->src_stream[k] > si) e->queries[i]->src_stream[k]--;
+    return 0;
+}
+
+int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int si = eng_stream_index(e, st->name), rc;
+    if (si < 0) {
+        if (st->if_exists) {
+            eng_notice(out, "stream '%s' does not exist, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_NOTFOUND, st->line, st->col, "stream '%s' does not exist", st->name);
+    }
+    const char *hash = strchr(st->name, '#');
+    if (hash)
+        return xerr_at(err, XE_PLAN, st->line, st->col, "'%s' is a partition of stream '%.*s'; drop that stream",
+                       st->name, (int)(hash - st->name), st->name);
+    int ix[PLAN_MAX_PARTITIONS], np = eng_stream_parts(e, si, ix);
+    for (int i = 0; i < e->nqueries; i++)
+        for (int k = 0; k < e->queries[i]->nsrc; k++)
+            for (int p = 0; p < np; p++)
+                if (e->queries[i]->src_stream[k] == ix[p]) {
+                    if (e->queries[i]->transient) { e->queries[i]->finished = 1; continue; }
+                    return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' reads stream '%s'; drop the query first",
+                                   e->queries[i]->name, st->name);
+                }
+    eng_finish_ended_push(e);
+    /* the partitions by name: each drop moves the indexes after it */
+    char names[PLAN_MAX_PARTITIONS][300];
+    for (int p = 0; p < np; p++) snprintf(names[p], sizeof names[p], "%s", e->streams[ix[p]]->ps->name);
+    for (int p = np - 1; p >= 0; p--)
+        if ((rc = drop_one(e, eng_stream_index(e, names[p]), err))) return rc;
+    if ((rc = engine_commit(e, err))) return rc;
+    eng_notice(out, "DROP STREAM");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ deployed queries (cluster) */
+
+static query *find_query_id(const engine *e, uint32_t qid)
+{
+    for (int i = 0; i < e->nqueries; i++)
+        if (!e->queries[i]->transient && e->queries[i]->id == qid && e->queries[i]->deployed) return e->queries[i];
+    return NULL;
+}
+
+int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err)
+{
+    ast_stmt *st;
+    *out = NULL;
+    int rc = parse_one(sql, strlen(sql), &st, err);
+    if (rc) return rc;
+    if (!st->select) {
+        ast_stmt_free(st);
+        return xerr_set(err, XE_PLAN, "not a query");
+    }
+    plan_opts po = {e->parallelism};
+    /* a cluster plans here first: the options are checked as a CREATE QUERY's are */
+    if ((rc = check_options(st->with, known_query_options, "query", err)) == 0 &&
+        (rc = get_setting_int(st->with, "parallelism", e->parallelism, 1, 64, &po.parallelism, err)) == 0)
+        rc = plan_query(st->select, &e->cat, &po, out, err);
+    ast_stmt_free(st);
+    return rc;
+}
+
+/* A deployed query's counts survive its redeployment after a failure on
+ * the nodes that ran it before: undeploy (keep_state) writes them as
+ * "qcount/<qid>" (rows_in, rows_out, late, the next record of each local
+ * source), the redeployment (prev) takes them. */
+static int keep_counts(query *q, xerr *err)
+{
+    char key[32];
+    snprintf(key, sizeof key, "qcount/%u", q->id);
+    uint64_t v[3 + ENGINE_MAX_SRC] = {(uint64_t)q->rows_in, (uint64_t)q->rows_out, (uint64_t)q->late};
+    for (int k = 0; k < 2 + eng_meta_extra(q); k++) v[3 + k] = q->offset[k] > q->counted[k] ? q->offset[k] : q->counted[k];
+    return eng_put_u64s(q->eng->txn, key, v, 5 + eng_meta_extra(q), err);
+}
+
+static int take_counts(query *q, xerr *err)
+{
+    if (!q->ft.prev) return 0;
+    char key[32];
+    snprintf(key, sizeof key, "qcount/%u", q->ft.prev);
+    uint64_t v[3 + ENGINE_MAX_SRC];
+    sbuf tmp;
+    sbuf_init(&tmp);
+    int rc = eng_get_u64s(q->eng->txn, key, v, 5 + eng_meta_extra(q), &tmp, err);
+    sbuf_fini(&tmp);
+    if (rc == XE_NOTFOUND) return 0; /* it ran nothing here that counts, or this node is new to it */
+    if (rc) return rc;
+    q->rows_in = (int64_t)v[0];
+    q->rows_out = (int64_t)v[1];
+    q->late = (int64_t)v[2];
+    for (int k = 0; k < 2 + eng_meta_extra(q); k++) q->counted[k] = v[3 + k];
+    return store_kv_del(q->eng->txn, STORE_META, key, err);
+}
+
+int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigned char *own, int nown,
+                  const engine_remote *remote, const exec_out *out, const engine_deploy_opts *fo, xerr *err)
+{
+    if (find_query_id(e, qid)) return xerr_set(err, XE_EXISTS, "query %u is already deployed here", qid);
+    ast_stmt *st;
+    int rc = parse_one(create_sql, strlen(create_sql), &st, err);
+    if (rc) return rc;
+    if (st->kind != ST_CREATE_QUERY) {
+        ast_stmt_free(st);
+        return xerr_set(err, XE_PLAN, "deploy needs a CREATE QUERY statement");
+    }
+    query *q;
+    rc = query_new(e, st->select, st->with, st->name, create_sql, qid, &q, err);
+    ast_stmt_free(st);
+    if (rc) return rc;
+    q->deployed = 1;
+    if (own) {
+        if (nown != plan_task_count(q->dag)) {
+            query_free(q);
+            return xerr_set(err, XE_PLAN, "placement has %d tasks, the plan %d", nown, plan_task_count(q->dag));
+        }
+        if (!(q->own = malloc((size_t)nown))) { query_free(q); return xerr_set(err, XE_NOMEM, "out of memory"); }
+        memcpy(q->own, own, (size_t)nown);
+    }
+    if (remote) q->remote = *remote;
+    if (out) q->out = *out;
+    if (fo) q->ft = *fo;
+    q->ckpt_ns = clock_mono_ns();
+    if ((rc = eng_txn(e, err)) || (rc = ft_restore(q, e->txn, err)) || (rc = take_counts(q, err)) ||
+        (rc = query_load_state(q, e->txn, err)) || (rc = add_query(e, q, err))) {
+        query_free(q);
+        return rc;
+    }
+    /* a socket sink runs where the sink task does (the coordinator); a
+     * file sink needs an engine of its own (the coordinator refuses it) */
+    if (q->sink_uri && task_local(q, &q->ops[q->dag->sink], 0) &&
+        (!strncmp(q->sink_uri, "tcp://", 6) || !strncmp(q->sink_uri, "unix://", 7)) &&
+        (rc = io_sink_open(e, q, q->sink_uri, q->sink_format, err))) {
+        remove_query(e, q);
+        return rc;
+    }
+    /* Results the tasks it took over emitted lately go again (the sink
+     * drops what it has).  No watermark yet: the next slice brings one.  A
+     * query redeployed after a failure replays its log first
+     * (engine_replay), and a watermark sent now would make every replayed
+     * row late. */
+    if ((rc = ft_reemit(q, err))) return rc;
+    return engine_commit(e, err);
+}
+
+int engine_undeploy(engine *e, uint32_t qid, int keep_state, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    int rc = eng_txn(e, err);
+    /* kept: as of now, with its positions, for the redeployment to take over */
+    if (!rc && keep_state) rc = query_flush_state(q, e->txn, err);
+    if (!rc && keep_state) rc = keep_counts(q, err);
+    if (!rc && !keep_state) rc = query_drop_state(q, e->txn, err);
+    if (!rc && !keep_state) rc = ft_drop_replicas(e, qid, err);
+    sbuf_reset(&q->deltas);
+    if (rc) return rc;
+    remove_query(e, q);
+    return engine_commit(e, err);
+}
+
+int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n,
+                        xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    int rc = eng_txn(e, err);
+    if (!rc) rc = query_remote_batch(q, op, task, side, tag, p, n, err);
+    return rc ? rc : eng_maybe_commit(e, err);
+}
+
+int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag,
+                            xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    int rc = eng_txn(e, err);
+    if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, tag, err);
+    return rc ? rc : eng_maybe_commit(e, err);
+}
+
+int engine_deployed_sink_rows(engine *e, uint32_t qid, const batch *b, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q || !q->outlet) return 0;
+    return io_outlet_rows(q->outlet, b) ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
+}
+
+int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
+        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    *wm = q->ops[q->dag->sink].wm[0];
+    return 0;
+}
+
+int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int *n, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
+        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    *wm = q->ops[q->dag->sink].upwm[0];
+    *n = q->ops[q->dag->sink].nup[0];
+    return 0;
+}
+
+/* ------------------------------------------------------------------ host records */
+
+int engine_host_put(engine *e, const char *key, const void *v, size_t n, xerr *err)
+{
+    char k[512];
+    if (snprintf(k, sizeof k, "host/%s", key) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
+    int rc = eng_txn(e, err);
+    if (!rc) rc = store_kv_put(e->txn, STORE_CATALOG, k, v, n, err);
+    return rc ? rc : engine_commit(e, err);
+}
+
+int engine_host_del(engine *e, const char *key, xerr *err)
+{
+    char k[512];
+    if (snprintf(k, sizeof k, "host/%s", key) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
+    int rc = eng_txn(e, err);
+    if (!rc) rc = store_kv_del(e->txn, STORE_CATALOG, k, err);
+    return rc ? rc : engine_commit(e, err);
+}
+
+typedef struct host_scan {
+    int (*fn)(void *ctx, const char *key, const void *v, size_t n);
+    void *ctx;
+} host_scan;
+
+static int host_scan_one(void *ctx, const char *key, const void *v, size_t n)
+{
+    host_scan *h = ctx;
+    return h->fn(h->ctx, key + 5, v, n);
+}
+
+int engine_host_scan(engine *e, const char *prefix,
+                     int (*fn)(void *ctx, const char *key, const void *v, size_t n), void *ctx, xerr *err)
+{
+    char k[512];
+    if (snprintf(k, sizeof k, "host/%s", prefix) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
+    host_scan h = {fn, ctx};
+    int rc = eng_txn(e, err);
+    return rc ? rc : store_kv_scan(e->txn, STORE_CATALOG, k, host_scan_one, &h, err);
+}
+
+/* ------------------------------------------------------------------ open and close */
+
+typedef struct load_ctx {
+    engine *e;
+    int kind; /* 0 streams, 1 queries, 2 settings */
+    xerr *err;
+    int rc;
+} load_ctx;
+
+static int parse_stored(const char *sql, size_t n, ast_stmt **st, xerr *err)
+{
+    int rc = parse_one(sql, n, st, err);
+    if (rc) return xerr_set(err, XE_CORRUPT, "the catalog holds a statement that no longer parses: %.200s", sql);
+    return 0;
+}
+
+static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t n)
+{
+    load_ctx *c = ctx;
+    engine *e = c->e;
+    sbuf text;
+    sbuf_init(&text);
+    sbuf_add(&text, v, n);
+    ast_stmt *st = NULL;
+    const char *sql = text.p ? text.p : "";
+    if (c->kind == 0) {
+        if ((c->rc = parse_stored(sql, n, &st, c->err))) goto out;
+        int first = e->nstreams;
+        if ((c->rc = eng_streams_add(e, st, sql, c->err))) goto out;
+        for (int i = first; i < e->nstreams && !c->rc; i++) {
+            stream_rt *s = e->streams[i];
+            uint64_t m[5];
+            char mk[300];
+            snprintf(mk, sizeof mk, "stream/%s", s->ps->name);
+            sbuf tmp;
+            sbuf_init(&tmp);
+            int rc = eng_get_u64s(e->txn, mk, m, 5, &tmp, c->err);
+            sbuf_fini(&tmp);
+            if (rc == 0) {
+                s->max_ts = (int64_t)m[0];
+                s->rows_total = m[1];
+                s->rejected = (int64_t)m[2];
+                s->src_pos = m[3];
+                s->log_bytes = m[4];
+            } else if (rc != XE_NOTFOUND) c->rc = rc;
+        }
+    } else if (c->kind == 1) {
+        char *sp = strchr(sql, ' ');
+        if (!sp) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is malformed", key); goto out; }
+        uint32_t id = (uint32_t)strtoul(sql, NULL, 10);
+        if ((c->rc = parse_stored(sp + 1, strlen(sp + 1), &st, c->err))) goto out;
+        if (st->kind != ST_CREATE_QUERY) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is not a query", key); goto out; }
+        query *q;
+        if ((c->rc = query_new(e, st->select, st->with, st->name, sp + 1, id, &q, c->err))) goto out;
+        uint64_t m[6 + ENGINE_MAX_SRC];
+        char mk[64];
+        snprintf(mk, sizeof mk, "query/%u", id);
+        sbuf tmp;
+        sbuf_init(&tmp);
+        int rc = eng_get_u64s(e->txn, mk, m, 6 + eng_meta_extra(q), &tmp, c->err);
+        sbuf_fini(&tmp);
+        if (rc == 0) {
+            q->offset[0] = m[0];
+            q->offset[1] = m[1];
+            for (int k = 2; k < q->nsrc; k++) q->offset[k] = m[4 + k];
+            q->rows_in = (int64_t)m[2];
+            q->rows_out = (int64_t)m[3];
+            q->late = (int64_t)m[4];
+            query_rate_sample(q, clock_mono_ns(), 1); /* rates count from here */
+        } else if (rc != XE_NOTFOUND) { c->rc = rc; query_free(q); goto out; }
+        const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
+        if (so && (c->rc = eng_sink_open(q, so->value, fo ? fo->value : NULL, rc == 0 ? (int64_t)m[5] : 0, c->err))) {
+            query_free(q);
+            goto out;
+        }
+        if ((c->rc = query_load_state(q, e->txn, c->err)) || (c->rc = add_query(e, q, c->err))) { query_free(q); goto out; }
+        if (id >= e->next_query_id) e->next_query_id = id + 1;
+    } else {
+        const char *k = key + strlen("setting/");
+        if (!strcmp(k, "parallelism")) e->parallelism = atoi(sql) > 0 ? atoi(sql) : 1;
+        else if (!strcmp(k, "placement")) snprintf(e->placement, sizeof e->placement, "%.31s", sql);
+    }
+out:
+    ast_stmt_free(st);
+    sbuf_fini(&text);
+    return c->rc;
+}
+
+/* The catalog, in the open epoch's transaction: settings, then streams with
+ * their progress, then standing queries with their offsets and state. */
+int eng_catalog_load(engine *e, xerr *err)
+{
+    int rc;
+    load_ctx lc = {e, 2, err, 0};
+    if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "setting/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
+    lc.kind = 0;
+    if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "stream/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
+    lc.kind = 1;
+    if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "query/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
+    return 0;
+fail_lc:
+    if (!rc) rc = lc.rc;
+    return rc;
+}
