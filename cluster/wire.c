@@ -449,8 +449,11 @@ int wire_rd_end(wire_rd *r, int strict, xerr *e)
 
 /* The codec comes from wire.def: each kind of field is written and read by
  * one of these, and each body of a TABLE or CHECK type gets a msg_put_<body>
- * and a msg_get_<body> made of its fields.  A record gets the same, public:
- * wire_put_<body> and wire_get_<body>. */
+ * and a msg_get_<body> made of its fields (a CHECK's get then calls its
+ * msg_check_<body>); a HAND body's are written below.  msg_get_<body>
+ * returns a negative code to refuse the payload with its own message, and
+ * otherwise leaves the reader's error to wire_msg_get.  A record gets the
+ * same, public: wire_put_<body> and wire_get_<body>. */
 #define PUT_U8(w, v) wire_put_u8(w, v)
 #define PUT_U16(w, v) wire_put_u16(w, v)
 #define PUT_U32(w, v) wire_put_u32(w, v)
@@ -488,9 +491,68 @@ int wire_rd_end(wire_rd *r, int strict, xerr *e)
 #define WIRE_FA(kind, name, n, doc) PUT_##kind(w, b->name, n);
 #include "cluster/wire.def"
 
+/* ---- the CHECKs, after a decode that read every field */
+
+/* Walk the entries now, so that a receiver may iterate without checks. */
+static int msg_check_membership(const wire_membership *b, xerr *e)
+{
+    wire_rd er;
+    wire_member mm;
+    wire_rd_init(&er, b->entries.p, b->entries.n);
+    for (uint32_t i = 0; i < b->count && !er.err; i++) wire_get_member(&er, &mm);
+    return wire_rd_end(&er, 1, e);
+}
+
+static int msg_check_catalog(const wire_catalog *b, xerr *e)
+{
+    if (b->op < WIRE_CAT_PUT || b->op > WIRE_CAT_END)
+        return xerr_set(e, XE_PROTO, "CATALOG: unknown op %u", b->op);
+    return 0;
+}
+
+static int msg_check_term(const wire_term *b, xerr *e)
+{
+    if (b->kind < WIRE_TERM_ANNOUNCE || b->kind > WIRE_TERM_REFUSE)
+        return xerr_set(e, XE_PROTO, "TERM: unknown kind %u", b->kind);
+    return 0;
+}
+
+static int msg_check_attach(const wire_attach *b, xerr *e)
+{
+    if (b->rows.n % 12)
+        return xerr_set(e, XE_PROTO, "ATTACH: row list of %u bytes is not a run of 12-byte entries",
+                        b->rows.n);
+    return 0;
+}
+
+/* The replicas' size, then every peer and task walked now, so that a
+ * receiver may iterate without checks. */
+static int msg_check_stats(const wire_stats *b, xerr *e)
+{
+    if ((uint64_t)b->nreplicas * 24 != b->replicas.n)
+        return xerr_set(e, XE_PROTO, "STATS: %u replicas in %u bytes (24 each)", b->nreplicas, b->replicas.n);
+    wire_rd er;
+    wire_stats_peer sp;
+    wire_stats_task st;
+    wire_rd_init(&er, b->peers.p, b->peers.n);
+    for (uint32_t i = 0; i < b->npeers && !er.err; i++) wire_get_stats_peer(&er, &sp);
+    int rc = wire_rd_end(&er, 1, e);
+    if (rc < 0) return rc;
+    wire_rd_init(&er, b->tasks.p, b->tasks.n);
+    for (uint32_t i = 0; i < b->ntasks && !er.err; i++) wire_get_stats_task(&er, &st);
+    return wire_rd_end(&er, 1, e);
+}
+
 #define MSG_GET_TABLE(body, fields)                                                                \
-    static void msg_get_##body(wire_rd *r, wire_##body *b) { fields }
-#define MSG_GET_CHECK MSG_GET_TABLE
+    static int msg_get_##body(wire_rd *r, wire_##body *b, xerr *e)                                 \
+    {                                                                                              \
+        fields return 0;                                                                           \
+    }
+#define MSG_GET_CHECK(body, fields)                                                                \
+    static int msg_get_##body(wire_rd *r, wire_##body *b, xerr *e)                                 \
+    {                                                                                              \
+        fields return r->err ? 0 : msg_check_##body(b, e);                                         \
+    }
 #define MSG_GET_HAND(body, fields)
 #define WIRE_REC(body, fields)                                                                     \
     int wire_get_##body(wire_rd *r, wire_##body *b)                                                \
@@ -625,63 +687,11 @@ void wire_stats_dest(const wire_stats_task *t, uint32_t i, uint64_t *rows, uint6
     *bytes = i < t->ndest ? be64_get(p + 8) : 0;
 }
 
-/* ---- the CHECKs, after a decode that read every field */
-
-/* Walk the entries now, so that a receiver may iterate without checks. */
-static int msg_check_membership(const wire_membership *b, xerr *e)
-{
-    wire_rd er;
-    wire_member mm;
-    wire_rd_init(&er, b->entries.p, b->entries.n);
-    for (uint32_t i = 0; i < b->count && !er.err; i++) wire_get_member(&er, &mm);
-    return wire_rd_end(&er, 1, e);
-}
-
-static int msg_check_catalog(const wire_catalog *b, xerr *e)
-{
-    if (b->op < WIRE_CAT_PUT || b->op > WIRE_CAT_END)
-        return xerr_set(e, XE_PROTO, "CATALOG: unknown op %u", b->op);
-    return 0;
-}
-
-static int msg_check_term(const wire_term *b, xerr *e)
-{
-    if (b->kind < WIRE_TERM_ANNOUNCE || b->kind > WIRE_TERM_REFUSE)
-        return xerr_set(e, XE_PROTO, "TERM: unknown kind %u", b->kind);
-    return 0;
-}
-
-static int msg_check_attach(const wire_attach *b, xerr *e)
-{
-    if (b->rows.n % 12)
-        return xerr_set(e, XE_PROTO, "ATTACH: row list of %u bytes is not a run of 12-byte entries",
-                        b->rows.n);
-    return 0;
-}
-
-/* The replicas' size, then every peer and task walked now, so that a
- * receiver may iterate without checks. */
-static int msg_check_stats(const wire_stats *b, xerr *e)
-{
-    if ((uint64_t)b->nreplicas * 24 != b->replicas.n)
-        return xerr_set(e, XE_PROTO, "STATS: %u replicas in %u bytes (24 each)", b->nreplicas, b->replicas.n);
-    wire_rd er;
-    wire_stats_peer sp;
-    wire_stats_task st;
-    wire_rd_init(&er, b->peers.p, b->peers.n);
-    for (uint32_t i = 0; i < b->npeers && !er.err; i++) wire_get_stats_peer(&er, &sp);
-    int rc = wire_rd_end(&er, 1, e);
-    if (rc < 0) return rc;
-    wire_rd_init(&er, b->tasks.p, b->tasks.n);
-    for (uint32_t i = 0; i < b->ntasks && !er.err; i++) wire_get_stats_task(&er, &st);
-    return wire_rd_end(&er, 1, e);
-}
-
 /* ---- by type */
 
 static const char *const type_names[] = {
 #define WIRE_MSG(name, num, body, codec, dir, note, fields) [num] = #name,
-#define WIRE_SAME(name, num, body, codec, dir, note) [num] = #name,
+#define WIRE_SAME(name, num, body, dir, note) [num] = #name,
 #define WIRE_NONE(name, num, dir, note) [num] = #name,
 #include "cluster/wire.def"
 };
@@ -697,7 +707,7 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
     switch (m->type) {
 #define WIRE_MSG(name, num, body, codec, dir, note, fields)                                       \
     case WIRE_##name: msg_put_##body(w, &m->u.body); break;
-#define WIRE_SAME(name, num, body, codec, dir, note) WIRE_MSG(name, num, body, codec, dir, note, )
+#define WIRE_SAME(name, num, body, dir, note) WIRE_MSG(name, num, body, , dir, note, )
 #define WIRE_NONE(name, num, dir, note)                                                            \
     case WIRE_##name: break;
 #include "cluster/wire.def"
@@ -705,15 +715,6 @@ void wire_msg_put(wire_wr *w, const wire_msg *m)
         if (!w->err) w->err = XE_INVAL;
     }
 }
-
-/* How wire_msg_get decodes a body of each codec.  A HAND decoder or a
- * CHECK returns a negative code to refuse the payload with its own message. */
-#define MSG_GET_CASE_TABLE(body) msg_get_##body(&r, &m->u.body);
-#define MSG_GET_CASE_CHECK(body)                                                                   \
-    msg_get_##body(&r, &m->u.body);                                                                \
-    if (!r.err && (rc = msg_check_##body(&m->u.body, e)) < 0) return rc;
-#define MSG_GET_CASE_HAND(body)                                                                    \
-    if ((rc = msg_get_##body(&r, &m->u.body, e)) < 0) return rc;
 
 int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
 {
@@ -725,8 +726,10 @@ int wire_msg_get(const wire_frame *f, wire_msg *m, xerr *e)
     m->flags = f->flags;
     switch (f->type) {
 #define WIRE_MSG(name, num, body, codec, dir, note, fields)                                       \
-    case WIRE_##name: MSG_GET_CASE_##codec(body) break;
-#define WIRE_SAME(name, num, body, codec, dir, note) WIRE_MSG(name, num, body, codec, dir, note, )
+    case WIRE_##name:                                                                              \
+        if ((rc = msg_get_##body(&r, &m->u.body, e)) < 0) return rc;                               \
+        break;
+#define WIRE_SAME(name, num, body, dir, note) WIRE_MSG(name, num, body, , dir, note, )
 #define WIRE_NONE(name, num, dir, note)                                                            \
     case WIRE_##name: break;
 #include "cluster/wire.def"

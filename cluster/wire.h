@@ -72,7 +72,7 @@ enum wire_term_kind {
 /* The message types, numbered as in wire.def. */
 enum wire_type {
 #define WIRE_MSG(name, num, body, codec, dir, note, fields) WIRE_##name = num,
-#define WIRE_SAME(name, num, body, codec, dir, note) WIRE_##name = num,
+#define WIRE_SAME(name, num, body, dir, note) WIRE_##name = num,
 #define WIRE_NONE(name, num, dir, note) WIRE_##name = num,
 #include "cluster/wire.def"
     WIRE_TYPE_MAX = WIRE_STATS

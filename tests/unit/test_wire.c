@@ -504,7 +504,7 @@ static const rdoc recs[] = {
 
 static const tdoc types[] = {
 #define WIRE_MSG(name, num, body, codec, dir, note, fields) {num, #name, #codec, dir, note, body_##body},
-#define WIRE_SAME(name, num, body, codec, dir, note) {num, #name, #codec, dir, note, body_##body},
+#define WIRE_SAME(name, num, body, dir, note) {num, #name, NULL, dir, note, body_##body},
 #define WIRE_NONE(name, num, dir, note) {num, #name, "NONE", dir, note, NULL},
 #include "cluster/wire.def"
 };
@@ -559,8 +559,12 @@ static void doc_table(sbuf *out)
     sbuf_adds(out, "| # | type | direction | payload |\n|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const tdoc *t = &types[i];
+        const char *codec = t->codec;
+        for (size_t k = 0; !codec && k < i; k++) /* WIRE_SAME: its body's codec */
+            if (types[k].fields == t->fields) codec = types[k].codec;
+        assert_non_null(codec);
         sbuf_printf(out, "| %d | %s | %s | ", t->num, t->name, t->dir);
-        if (strcmp(t->codec, "HAND") == 0) {
+        if (strcmp(codec, "HAND") == 0) {
             doc_words(out, t->note);
         } else if (!t->fields) {
             doc_words(out, t->note[0] ? t->note : "empty");
