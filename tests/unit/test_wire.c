@@ -50,16 +50,10 @@ static void golden_msg(int i, wire_msg *m, sbuf *scratch)
         for (int k = 0; k < WIRE_MAC_SIZE; k++) m->u.response.mac[k] = (unsigned char)(255 - k * 3);
         break;
     case 3: break;
-    case 4:
-        m->u.heartbeat.seq = 77;
-        m->u.heartbeat.sent_ms = -5;
-        break;
+    case 4: m->u.heartbeat = (wire_heartbeat){.seq = 77, .sent_ms = -5}; break;
     case 5:
-        m->u.heartbeat.seq = 1ull << 50;
-        m->u.heartbeat.sent_ms = 1700000000123;
-        m->u.heartbeat.echo = 1;
-        m->u.heartbeat.echo_seq = 76;
-        m->u.heartbeat.held_us = 1234;
+        m->u.heartbeat = (wire_heartbeat){.seq = 1ull << 50, .sent_ms = 1700000000123, .echo = 1,
+                                          .echo_seq = 76, .held_us = 1234};
         break;
     case 6:
         m->u.join = (wire_join){.name = wire_str_of("n2"), .domain = wire_str_of("rack-a"),
@@ -73,151 +67,68 @@ static void golden_msg(int i, wire_msg *m, sbuf *scratch)
                               .last_heartbeat_ms = -123456789 + k};
             wire_put_member(&w, &mm);
         }
-        m->u.membership.epoch = 9;
-        m->u.membership.count = 2;
-        m->u.membership.entries = (wire_str){scratch->p, (uint32_t)scratch->len};
+        m->u.membership = (wire_membership){.epoch = 9, .count = 2,
+                                            .entries = {scratch->p, (uint32_t)scratch->len}};
         break;
     case 8:
-        m->u.deploy.query_id = 1ull << 40;
-        m->u.deploy.task_id = 7;
-        m->u.deploy.epoch = 3;
-        m->u.deploy.plan = wire_str_of("plan bytes");
+        m->u.deploy = (wire_deploy){.query_id = 1ull << 40, .task_id = 7, .epoch = 3,
+                                    .plan = wire_str_of("plan bytes")};
         break;
-    case 9:
-        m->u.undeploy.query_id = 5;
-        m->u.undeploy.epoch = 6;
-        break;
+    case 9: m->u.undeploy = (wire_undeploy){.query_id = 5, .epoch = 6}; break;
     case 10:
-        m->u.batch.query_id = 11;
-        m->u.batch.channel = 12;
-        m->u.batch.epoch = 13;
-        m->u.batch.seq = 14;
-        m->u.batch.nrows = 15;
-        m->u.batch.rows = wire_str_of("rows-rows");
+        m->u.batch = (wire_batch){.query_id = 11, .channel = 12, .epoch = 13, .seq = 14, .nrows = 15,
+                                  .rows = wire_str_of("rows-rows")};
         break;
-    case 11:
-        m->u.ack.query_id = 21;
-        m->u.ack.channel = 22;
-        m->u.ack.epoch = 23;
-        m->u.ack.seq = 24;
-        break;
-    case 12:
-        m->u.credit.query_id = 31;
-        m->u.credit.channel = 32;
-        m->u.credit.batches = 33;
-        break;
+    case 11: m->u.ack = (wire_ack){.query_id = 21, .channel = 22, .epoch = 23, .seq = 24}; break;
+    case 12: m->u.credit = (wire_credit){.query_id = 31, .channel = 32, .batches = 33}; break;
     case 13:
     case 14:
-        m->u.state.query_id = 41;
-        m->u.state.task_id = 42;
-        m->u.state.epoch = 43;
-        m->u.state.chunk = (uint32_t)i;
-        m->u.state.data = wire_str_of("state");
+        m->u.state = (wire_state){.query_id = 41, .task_id = 42, .epoch = 43, .chunk = (uint32_t)i,
+                                  .data = wire_str_of("state")};
         break;
-    case 15:
-        m->u.query.req_id = 51;
-        m->u.query.sql = wire_str_of("SELECT 1");
-        break;
-    case 16:
-        m->u.result.req_id = 61;
-        m->u.result.nrows = 2;
-        m->u.result.rows = wire_str_of("a|b\n");
-        break;
-    case 17:
-        m->u.error.req_id = 71;
-        m->u.error.code = XE_SYNTAX;
-        m->u.error.msg = wire_str_of("syntax error");
-        break;
+    case 15: m->u.query = (wire_query){.req_id = 51, .sql = wire_str_of("SELECT 1")}; break;
+    case 16: m->u.result = (wire_result){.req_id = 61, .nrows = 2, .rows = wire_str_of("a|b\n")}; break;
+    case 17: m->u.error = (wire_error){.req_id = 71, .code = XE_SYNTAX, .msg = wire_str_of("syntax error")}; break;
     case 18: m->u.bye.reason = wire_str_of("shutdown"); break;
-    case 19:
-        m->u.watermark.query_id = 81;
-        m->u.watermark.channel = 82;
-        m->u.watermark.wm = -83;
-        m->u.watermark.tag = 84;
-        break;
+    case 19: m->u.watermark = (wire_watermark){.query_id = 81, .channel = 82, .wm = -83, .tag = 84}; break;
     case 20:
-        m->u.ingest.req_id = 91;
-        m->u.ingest.stream = wire_str_of("bids");
-        m->u.ingest.format = 1;
-        m->u.ingest.header = 2;
-        m->u.ingest.end = 1;
-        m->u.ingest.session = 92;
-        m->u.ingest.seq = 93;
-        m->u.ingest.line0 = 94;
-        m->u.ingest.delim = (uint8_t)';';
-        m->u.ingest.has_null = 1;
-        m->u.ingest.null_string = wire_str_of("NULL");
-        m->u.ingest.data = wire_str_of("1,2\n");
+        m->u.ingest = (wire_ingest){.req_id = 91, .stream = wire_str_of("bids"), .format = 1, .header = 2,
+                                    .end = 1, .session = 92, .seq = 93, .line0 = 94, .delim = (uint8_t)';',
+                                    .has_null = 1, .null_string = wire_str_of("NULL"),
+                                    .data = wire_str_of("1,2\n")};
         break;
-    case 21:
-        m->u.resume.query_id = 101;
-        m->u.resume.from[0] = 102;
-        m->u.resume.from[1] = UINT64_MAX;
-        break;
-    case 22:
-        m->u.resume.query_id = 103;
-        m->u.resume.nsrc = 5;
-        for (int k = 0; k < 5; k++) m->u.resume.from[k] = 104 + (uint64_t)k;
-        break;
-    case 23:
-        m->u.replica_ack.query_id = 111;
-        m->u.replica_ack.task = 112;
-        m->u.replica_ack.npos = 2;
-        m->u.replica_ack.pos[0] = 113;
-        m->u.replica_ack.pos[1] = 114;
-        break;
+    case 21: m->u.resume = (wire_resume){.query_id = 101, .from = {102, UINT64_MAX}}; break;
+    case 22: m->u.resume = (wire_resume){.query_id = 103, .nsrc = 5, .from = {104, 105, 106, 107, 108}}; break;
+    case 23: m->u.replica_ack = (wire_replica_ack){.query_id = 111, .task = 112, .npos = 2, .pos = {113, 114}}; break;
     case 24:
-        m->u.replica_ack.query_id = 115;
-        m->u.replica_ack.task = 116;
-        m->u.replica_ack.npos = 4;
-        for (int k = 0; k < 4; k++) m->u.replica_ack.pos[k] = 117 + (uint64_t)k;
+        m->u.replica_ack = (wire_replica_ack){.query_id = 115, .task = 116, .npos = 4, .pos = {117, 118, 119, 120}};
         break;
     case 25: m->u.tick.stream = wire_str_of("s1"); break;
     case 26:
-        m->u.catalog.term = 121;
-        m->u.catalog.op = WIRE_CAT_DEL;
-        m->u.catalog.key = wire_str_of("stream/s");
-        m->u.catalog.value = wire_str_of("v");
+        m->u.catalog = (wire_catalog){.term = 121, .op = WIRE_CAT_DEL, .key = wire_str_of("stream/s"),
+                                      .value = wire_str_of("v")};
         break;
     case 27:
-        m->u.term.term = 131;
-        m->u.term.kind = WIRE_TERM_GRANT;
-        m->u.term.name = wire_str_of("sb");
-        m->u.term.addr = wire_str_of("h:1");
+        m->u.term = (wire_term){.term = 131, .kind = WIRE_TERM_GRANT, .name = wire_str_of("sb"),
+                                .addr = wire_str_of("h:1")};
         break;
     case 28:
-        m->u.attach.req_id = 141;
-        m->u.attach.query = wire_str_of("q");
-        m->u.attach.wm = -142;
-        m->u.attach.rows = wire_str_of("0123456789ab");
+        m->u.attach = (wire_attach){.req_id = 141, .query = wire_str_of("q"), .wm = -142,
+                                    .rows = wire_str_of("0123456789ab")};
         break;
-    case 29:
-        m->u.loss.query = 151;
-        m->u.loss.batches = 152;
-        m->u.loss.peer = wire_str_of("n7");
-        break;
+    case 29: m->u.loss = (wire_loss){.query = 151, .batches = 152, .peer = wire_str_of("n7")}; break;
     case 30:
-        m->u.logshadow.stream = wire_str_of("s");
-        m->u.logshadow.shadow = wire_str_of("n3");
-        m->u.logshadow.source = wire_str_of("h:2");
-        m->u.logshadow.flags = WIRE_LOGSHADOW_FED;
+        m->u.logshadow = (wire_logshadow){.stream = wire_str_of("s"), .shadow = wire_str_of("n3"),
+                                          .source = wire_str_of("h:2"), .flags = WIRE_LOGSHADOW_FED};
         break;
     case 31:
-        m->u.logship.stream = wire_str_of("s");
-        m->u.logship.ship = 161;
-        m->u.logship.log = wire_str_of("log");
-        m->u.logship.origins = wire_str_of("or");
-        m->u.logship.sessions = wire_str_of("ses");
+        m->u.logship = (wire_logship){.stream = wire_str_of("s"), .ship = 161, .log = wire_str_of("log"),
+                                      .origins = wire_str_of("or"), .sessions = wire_str_of("ses")};
         break;
-    case 32:
-        m->u.logack.stream = wire_str_of("s");
-        m->u.logack.ship = 171;
-        m->u.logack.end = 172;
-        break;
+    case 32: m->u.logack = (wire_logack){.stream = wire_str_of("s"), .ship = 171, .end = 172}; break;
     case 33:
     case 34:
-        m->u.channel.incarnation = 0x1122334455667788ull + (uint64_t)i;
-        m->u.channel.start = 181;
+        m->u.channel = (wire_channel){.incarnation = 0x1122334455667788ull + (uint64_t)i, .start = 181};
         break;
     case 35: m->u.cancel.req_id = 191; break;
     case 36: {
@@ -232,18 +143,11 @@ static void golden_msg(int i, wire_msg *m, sbuf *scratch)
         size_t at2 = scratch->len;
         wire_stats_replica sr = {.qid = 5, .task = 1, .cpu_ns = 777, .bytes = 888};
         wire_put_stats_replica(&w, &sr);
-        m->u.stats.wall_ms = 1700000000123;
-        m->u.stats.capacity_milli = 250;
-        m->u.stats.util_milli = 800;
-        m->u.stats.cpu_ns = 42;
-        m->u.stats.applied_bytes = 43;
-        m->u.stats.applied_ns = 44;
-        m->u.stats.npeers = 1;
-        m->u.stats.peers = (wire_str){scratch->p, (uint32_t)at};
-        m->u.stats.ntasks = 1;
-        m->u.stats.tasks = (wire_str){scratch->p + at, (uint32_t)(at2 - at)};
-        m->u.stats.nreplicas = 1;
-        m->u.stats.replicas = (wire_str){scratch->p + at2, (uint32_t)(scratch->len - at2)};
+        m->u.stats = (wire_stats){.wall_ms = 1700000000123, .capacity_milli = 250, .util_milli = 800,
+                                  .cpu_ns = 42, .applied_bytes = 43, .applied_ns = 44,
+                                  .npeers = 1, .peers = {scratch->p, (uint32_t)at},
+                                  .ntasks = 1, .tasks = {scratch->p + at, (uint32_t)(at2 - at)},
+                                  .nreplicas = 1, .replicas = {scratch->p + at2, (uint32_t)(scratch->len - at2)}};
         break;
     }
     }
