@@ -1,7 +1,8 @@
 /*
  * base: the few things every Ares module shares and that no library gives us
  * in the shape we want: the error struct that callers own, a growable string
- * buffer, a 64-bit hash, CRC32C and clocks.
+ * buffer, a 64-bit hash, CRC32C, clocks, the SQL types, and timestamps and
+ * intervals as text.
  *
  * Conventions (see docs/architecture.md): functions return 0 on success and a
  * negative ARES error code on failure; the human-readable message goes into an
@@ -159,6 +160,23 @@ static inline uint16_t be16_get(const unsigned char *p)
  * (H. Hinnant's algorithms; exact for every int64 year that fits). */
 int64_t date_days_from_civil(int64_t y, int m, int d);
 void date_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+
+/* SQL types.  INT and BIGINT are both stored as 64-bit integers at run time but
+ * keep their declared name.  TY_INTERVAL only exists for literals (milliseconds). */
+typedef enum sql_type {
+    TY_NULL = 0, /* the type of the NULL literal */
+    TY_BOOL,
+    TY_INT,
+    TY_BIGINT,
+    TY_DOUBLE,
+    TY_TEXT,
+    TY_TIMESTAMP, /* milliseconds since the Unix epoch, UTC */
+    TY_INTERVAL,  /* milliseconds */
+} sql_type;
+
+const char *sql_type_name(sql_type t); /* "BIGINT", "TEXT", ... (base.c) */
+/* "a" or "an", as the name is said: "an INT", "a BIGINT" */
+const char *sql_type_article(sql_type t);
 
 /* ------------------------------------------------------------------ timestamps and intervals (time.c)
  *

@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "parser/parser.h"
 
 typedef struct val {
     uint8_t type;  /* sql_type; TY_NULL means SQL NULL */

@@ -75,7 +75,6 @@
 
 #include "base/base.h"
 #include "exec/batch.h"
-#include "parser/parser.h"
 
 /* The columns a decoder fills or an encoder prints.  Borrowed: decoders and
  * encoders copy what they need at creation. */

@@ -985,23 +985,6 @@ int ast_parse_timestamp(const char *s, size_t n, int64_t *ms) { return time_ts_p
 
 /* ------------------------------------------------------------------ names */
 
-const char *sql_type_name(sql_type t)
-{
-    switch (t) {
-    case TY_NULL: return "NULL";
-    case TY_BOOL: return "BOOLEAN";
-    case TY_INT: return "INT";
-    case TY_BIGINT: return "BIGINT";
-    case TY_DOUBLE: return "DOUBLE";
-    case TY_TEXT: return "TEXT";
-    case TY_TIMESTAMP: return "TIMESTAMP";
-    case TY_INTERVAL: return "INTERVAL";
-    }
-    return "?";
-}
-
-const char *sql_type_article(sql_type t) { return t == TY_INT || t == TY_INTERVAL ? "an" : "a"; }
-
 const char *ast_op_text(ast_op op)
 {
     switch (op) {

@@ -24,22 +24,7 @@
 
 /* ------------------------------------------------------------------ types */
 
-/* SQL types.  INT and BIGINT are both stored as 64-bit integers at run time but
- * keep their declared name.  TY_INTERVAL only exists for literals (milliseconds). */
-typedef enum sql_type {
-    TY_NULL = 0, /* the type of the NULL literal */
-    TY_BOOL,
-    TY_INT,
-    TY_BIGINT,
-    TY_DOUBLE,
-    TY_TEXT,
-    TY_TIMESTAMP, /* milliseconds since the Unix epoch, UTC */
-    TY_INTERVAL,  /* milliseconds */
-} sql_type;
-
-const char *sql_type_name(sql_type t); /* "BIGINT", "TEXT", ... */
-/* "a" or "an", as the name is said: "an INT", "a BIGINT" */
-const char *sql_type_article(sql_type t);
+/* sql_type, sql_type_name and sql_type_article come from base/base.h. */
 
 /* A literal value as written in SQL. */
 typedef struct ast_lit {
