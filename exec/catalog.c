@@ -595,7 +595,7 @@ int engine_host_scan(engine *e, const char *prefix,
     return rc ? rc : store_kv_scan(e->txn, STORE_CATALOG, k, host_scan_one, &h, err);
 }
 
-/* ------------------------------------------------------------------ open and close */
+/* ------------------------------------------------------------------ the catalog's load at open */
 
 typedef struct load_ctx {
     engine *e;

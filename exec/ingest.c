@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ------------------------------------------------------------------ socket sources and ticks */
+
 int io_stream_rows(engine *e, int si, const batch *b, xerr *err)
 {
     eng_span sp; /* the log append is the sources' work (ops.c) */

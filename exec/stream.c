@@ -367,6 +367,8 @@ int eng_stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS])
     return n;
 }
 
+/* ------------------------------------------------------------------ replays */
+
 typedef struct replay_ctx {
     engine *e;
     query *q;
