@@ -97,9 +97,9 @@ void agg_free(agg_task *a)
 {
     if (!a) return;
     for (uint32_t i = 0; a->t.tab && i < a->t.cap; i++)
-        if (a->t.tab[i].tag) entry_free(a, a->t.tab[i].e);
+        if (a->t.tab[i].tag) agg_entry_free(a, a->t.tab[i].e);
     for (int i = 0; !a->session && i < a->nw; i++)
-        for (int64_t j = 0; j < a->wl[i].n; j++) entry_free(a, a->wl[i].v[j]);
+        for (int64_t j = 0; j < a->wl[i].n; j++) agg_entry_free(a, a->wl[i].v[j]);
     while (a->slabs) {
         char *next;
         memcpy(&next, a->slabs, sizeof next);
@@ -185,13 +185,13 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
     int emit_changes = o->op->emit == EMIT_CHANGES;
     batch_reset(&o->out);
     if (rows_reserve(a, in->nrows)) return xerr_set(err, XE_NOMEM, "out of memory");
-    int fx = a->fx_type ? fx_prepare(a, o, in) : 0;
-    if (fx) return push_fixed1(o, a, in, fx == 2, err);
-    if (batch_keys(o, a, in)) return xerr_set(err, XE_NOMEM, "out of memory");
+    int fx = a->fx_type ? agg_fx_prepare(a, o, in) : 0;
+    if (fx) return agg_push_fixed1(o, a, in, fx == 2, err);
+    if (agg_batch_keys(o, a, in)) return xerr_set(err, XE_NOMEM, "out of memory");
     int rc;
-    if (w->kind == WIN_SESSION) rc = push_session(o, a, in, emit_changes, err);
-    else if (w->kind == WIN_HOPPING && w->advance_ms != w->size_ms) rc = push_hopping(o, a, in, emit_changes, err);
-    else rc = push_single(o, a, in, emit_changes, err);
+    if (w->kind == WIN_SESSION) rc = agg_push_session(o, a, in, emit_changes, err);
+    else if (w->kind == WIN_HOPPING && w->advance_ms != w->size_ms) rc = agg_push_hopping(o, a, in, emit_changes, err);
+    else rc = agg_push_single(o, a, in, emit_changes, err);
     if (a->uses_progs) batch_reset(&o->q->scratch);
     if (rc) return rc;
     if (emit_changes && o->out.nrows) return op_emit(o, task, &o->out, err);

@@ -155,7 +155,7 @@ struct agg_task {
     size_t slots_bytes;       /* the slots' size in an entry */
     int uses_progs;           /* some group or argument goes through the interpreter */
     int key_max;              /* the longest encoded group key when none is TEXT, else -1 */
-    int fx_type;              /* push_fixed1 applies: the type of the one integer group column, else 0 */
+    int fx_type;              /* agg_push_fixed1 applies: the type of the one integer group column, else 0 */
     int session;              /* session windows (else fixed: tumbling, hopping, global) */
     agg_arg *args;            /* naggs */
     agg_arg *gargs;           /* ngroups */
@@ -186,7 +186,7 @@ struct agg_task {
         agg_entry **v;     /* its entries (an array, so that closing can prefetch ahead) */
         int64_t n, cap;
         htab t;            /* fixed windows: their table */
-        agg_entry **dense; /* push_fixed1: the entry of key dbase + i at i, or NULL (see fx_dense) */
+        agg_entry **dense; /* agg_push_fixed1: the entry of key dbase + i at i, or NULL (see fx_dense) */
         uint64_t dbase, dcap;
         int dtried;        /* whether fx_dense looked at this window */
     } *wl;
@@ -197,7 +197,7 @@ struct agg_task {
     int64_t *rts;
     uint8_t *rskip;
     agg_entry **rcand;
-    uint64_t *rkw;            /* push_fixed1: the encoded key's first 8 bytes, */
+    uint64_t *rkw;            /* agg_push_fixed1: the encoded key's first 8 bytes, */
     uint8_t *rkb;             /* and its ninth, */
     int64_t *rkv;             /* and the key itself */
     agg_entry **dspare;       /* the dense index of the window that closed last, kept for the next */
@@ -263,7 +263,7 @@ static inline void slot_get(const agg_task *a, const agg_entry *e, int k, agg_sl
     double d;
     memcpy(&d, p + 8, 8);
     if (a->cops[k].fast == FAST_SUM_D) s->d = d;
-    else if (s->n) s->m = val_double(d); /* MIN, MAX: what set_m keeps of a DOUBLE */
+    else if (s->n) s->m = val_double(d); /* MIN, MAX: what agg_set_m keeps of a DOUBLE */
 }
 
 /* Slot k of e from an agg_slot.  A compact slot holds what slot_update
@@ -357,18 +357,18 @@ static inline int compact_update(const agg_task *a, agg_entry *e, const val *row
 }
 
 /* Defined in agg_fn.c (each contract is at its definition): */
-void ext_clear(agg_task *a, agg_entry *e);
-int dset_add_all(agg_ext *x, const unsigned char *p, size_t n);
-int set_m(agg_slot *s, agg_ext *x, const val *v);
-int slot_merge(const plan_agg *ag, agg_slot *a, agg_ext *ax, const agg_slot *b, const agg_ext *bx);
-void slots_clear(agg_task *a, agg_entry *e);
-int slot_slow(opinst *o, agg_task *a, agg_entry *e, const val *row, int k);
-int emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t ws, int64_t we, int own, xerr *err);
+void agg_ext_clear(agg_task *a, agg_entry *e);
+int agg_dset_add_all(agg_ext *x, const unsigned char *p, size_t n);
+int agg_set_m(agg_slot *s, agg_ext *x, const val *v);
+int agg_slot_merge(const plan_agg *ag, agg_slot *a, agg_ext *ax, const agg_slot *b, const agg_ext *bx);
+void agg_slots_clear(agg_task *a, agg_entry *e);
+int agg_slot_slow(opinst *o, agg_task *a, agg_entry *e, const val *row, int k);
+int agg_emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t ws, int64_t we, int own, xerr *err);
 
 /* A change: e's row now, which owns its TEXT. */
 static inline int emit_entry(opinst *o, agg_task *a, const agg_entry *e, xerr *err)
 {
-    return emit_window_entry(o, a, e, e->wstart, e->wend, 1, err);
+    return agg_emit_window_entry(o, a, e, e->wstart, e->wend, 1, err);
 }
 
 /* ------------------------------------------------------------------ agg_table.c: tables, window index, pool */
@@ -452,17 +452,17 @@ static inline agg_entry *probe_tag(const htab *t, uint64_t h)
 }
 
 /* Defined in agg_table.c: */
-agg_entry *pool_get(agg_task *a);
-void entry_free(agg_task *a, agg_entry *e);
-void dirty_drop_closed(agg_task *a, int64_t wend);
-int mark_dirty(agg_task *a, agg_entry *e);
-void htab_remove(htab *t, agg_entry *e);
-void widx_drop(agg_task *a, int i, int n);
-void entry_move_end(agg_task *a, agg_entry *e, int64_t wend);
-int table_insert(agg_task *a, agg_entry *e);
-void table_unlink(agg_task *a, agg_entry *e);
-agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we);
-agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t we, const unsigned char *key, uint32_t klen);
+agg_entry *agg_pool_get(agg_task *a);
+void agg_entry_free(agg_task *a, agg_entry *e);
+void agg_dirty_drop_closed(agg_task *a, int64_t wend);
+int agg_mark_dirty(agg_task *a, agg_entry *e);
+void agg_htab_remove(htab *t, agg_entry *e);
+void agg_widx_drop(agg_task *a, int i, int n);
+void agg_entry_move_end(agg_task *a, agg_entry *e, int64_t wend);
+int agg_table_insert(agg_task *a, agg_entry *e);
+void agg_table_unlink(agg_task *a, agg_entry *e);
+agg_entry *agg_entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we);
+agg_entry *agg_find_fixed(agg_task *a, uint64_t h, int64_t we, const unsigned char *key, uint32_t klen);
 
 /* ------------------------------------------------------------------ group keys' hashes */
 
@@ -506,7 +506,7 @@ static inline uint64_t fixed_hash(uint64_t kh, int64_t ws)
 static inline int64_t skey_end(int64_t w) { return w == WM_END ? WM_END - 1 : w; }
 
 /* Defined in agg_state.c, below agg_window.c (agg_flush and agg_load: exec/internal.h): */
-int note_delete(agg_task *a, const agg_entry *e);
+int agg_note_delete(agg_task *a, const agg_entry *e);
 
 /* ------------------------------------------------------------------ agg_window.c and agg_fast.c: the push */
 
@@ -518,11 +518,11 @@ static inline int64_t floor_div(int64_t a, int64_t b)
 }
 
 /* Defined in agg_window.c and agg_fast.c, called by agg_push (agg.c): */
-int batch_keys(opinst *o, agg_task *a, const batch *in);
-int push_session(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err);
-int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err);
-int push_hopping(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err);
-int fx_prepare(agg_task *a, const opinst *o, const batch *in);
-int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *err);
+int agg_batch_keys(opinst *o, agg_task *a, const batch *in);
+int agg_push_session(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err);
+int agg_push_single(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err);
+int agg_push_hopping(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err);
+int agg_fx_prepare(agg_task *a, const opinst *o, const batch *in);
+int agg_push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *err);
 
 #endif

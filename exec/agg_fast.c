@@ -4,11 +4,11 @@
  * Tumbling (or global) windows grouped by one integer column whose every
  * aggregate is COUNT(*) or a SUM, AVG, MIN or MAX of a bare DOUBLE (compact
  * slots), without EMIT CHANGES: the shape of most windowed counts.  For such
- * a batch push_fixed1 does what push_single does, in passes that each do
+ * a batch agg_push_fixed1 does what agg_push_single does, in passes that each do
  * one thing for every row, so that no row pays for the general case's
  * branches and calls:
- *   1. fx_prepare checks every row (an event time, a key of the plan's type,
- *      a window still open; any other batch takes push_single, before
+ *   1. agg_fx_prepare checks every row (an event time, a key of the plan's type,
+ *      a window still open; any other batch takes agg_push_single, before
  *      anything changed) and computes its window, its encoded key (the nine
  *      bytes val_key_put writes, as a word and a byte) and its hash, as
  *      key_hash and fixed_hash give them;
@@ -18,13 +18,13 @@
  *      prefetched; a row with none opens its entry now, so that a later row
  *      of the same new group finds it;
  *   4. each candidate's key is checked (a 64-bit hash collision takes
- *      find_fixed, which compares every key of the run), and its entry
+ *      agg_find_fixed, which compares every key of the run), and its entry
  *      marked dirty;
  *   5. the slots are updated an aggregate at a time, the rows in order, so
- *      that each slot sees the rows in push_single's order (sums are the
+ *      that each slot sees the rows in agg_push_single's order (sums are the
  *      same to the bit); a value the inline update does not take (NULL, an
- *      integer, NaN, a first MIN or MAX) goes through slot_slow.
- * Entries, tables, window lists and the dirty list end up as push_single
+ *      integer, NaN, a first MIN or MAX) goes through agg_slot_slow.
+ * Entries, tables, window lists and the dirty list end up as agg_push_single
  * leaves them; agg_fast_test compares the two.
  *
  * Calls agg_table.c and agg_fn.c.
@@ -37,11 +37,11 @@
 enum { FX_CHUNK = 256, FX_AHEAD = 16 };
 
 /* Pass 1 over the batch (no hashes: fx_hashes makes them for the rows that
- * need them); 0 when some row needs push_single, 2 when every row is in one
+ * need them); 0 when some row needs agg_push_single, 2 when every row is in one
  * window, else 1.  (The arrays
  * are local restrict pointers: a byte store may alias anything, and would
  * make every other pointer be read again for each row.) */
-int fx_prepare(agg_task *a, const opinst *o, const batch *in)
+int agg_fx_prepare(agg_task *a, const opinst *o, const batch *in)
 {
     const ast_window *w = &o->op->window;
     int global = w->kind == WIN_NONE, kc = a->gargs[0].col, ts_col = o->op->win_ts_col, nc = in->ncols;
@@ -89,7 +89,7 @@ static void fx_hashes(agg_task *a, int c0, int c1)
 /* Row r's entry, opened (look = 0: the caller knows it is not in the
  * table; slot >= 0: the free slot its probe ended at in the table of
  * window index a->wlast) or found by comparing keys; NULL when out of
- * memory.  As entry_open, for a key that fits kin and a pooled entry. */
+ * memory.  As agg_entry_open, for a key that fits kin and a pooled entry. */
 static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int look, int64_t slot)
 {
     uint64_t h = fx_hash(a, r);
@@ -97,12 +97,12 @@ static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int l
         unsigned char key[9];
         memcpy(key, &a->rkw[r], 8);
         key[8] = a->rkb[r];
-        agg_entry *e = find_fixed(a, h, we, key, 9);
+        agg_entry *e = agg_find_fixed(a, h, we, key, 9);
         if (e) return e;
     }
     size_t base = sizeof(agg_entry) + a->slots_bytes + sizeof(val);
     if (!a->pool_size) a->pool_size = (base + 63) & ~(size_t)63; /* as entry_new */
-    agg_entry *e = pool_get(a);
+    agg_entry *e = agg_pool_get(a);
     if (!e) return NULL;
     memset(e, 0, base);
     e->pooled = 1;
@@ -117,7 +117,7 @@ static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int l
     e->wstart = a->rts[r];
     e->wend = we;
     int i = a->wlast;
-    if (slot >= 0 && i < a->nw && a->wends[i] == we) { /* table_insert's common case, the probe's slot */
+    if (slot >= 0 && i < a->nw && a->wends[i] == we) { /* agg_table_insert's common case, the probe's slot */
         struct wlist *l = &a->wl[i];
         htab *t = &l->t;
         if (l->n < l->cap && (uint64_t)(t->n + 1) * 4 <= (uint64_t)t->cap * 3 && slot < t->cap && !t->tab[slot].tag) {
@@ -129,8 +129,8 @@ static agg_entry *fx_entry(agg_task *a, const val *row, int r, int64_t we, int l
             return e;
         }
     }
-    if (table_insert(a, e)) {
-        entry_free(a, e);
+    if (agg_table_insert(a, e)) {
+        agg_entry_free(a, e);
         return NULL;
     }
     return e;
@@ -314,7 +314,7 @@ static int fx_probe1(opinst *o, agg_task *a, const batch *in, int c0, int c1)
     return 1;
 }
 
-int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *err)
+int agg_push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *err)
 {
     int global = o->op->window.kind == WIN_NONE, nc = in->ncols;
     int64_t size = o->op->window.size_ms;
@@ -328,7 +328,7 @@ int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *e
         const uint8_t *restrict rkb = a->rkb;
         /* 4: the candidates' keys (unless checked); the entries marked dirty */
         for (int r = c0; r < c1 && checked; r++)
-            if (!cand[r]->dirty && mark_dirty(a, cand[r])) return xerr_set(err, XE_NOMEM, "out of memory");
+            if (!cand[r]->dirty && agg_mark_dirty(a, cand[r])) return xerr_set(err, XE_NOMEM, "out of memory");
         for (int r = c0; r < c1 && !checked; r++) {
             agg_entry *e = cand[r];
             uint64_t x;
@@ -337,7 +337,7 @@ int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *e
                 if (!(e = cand[r] = fx_entry(a, batch_row(in, r), r, global ? WM_END : a->rts[r] + size, 1, -1)))
                     return xerr_set(err, XE_NOMEM, "out of memory");
             }
-            if (!e->dirty && mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+            if (!e->dirty && agg_mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
         }
         /* 5: the slots, an aggregate at a time */
         for (int k = 0; k < a->naggs; k++) {
@@ -364,7 +364,7 @@ int push_fixed1(opinst *o, agg_task *a, const batch *in, int one_window, xerr *e
                         s->n++;
                     }
                 if (r == c1) break;
-                if (slot_slow(o, a, cand[r], batch_row(in, r), k)) return xerr_set(err, XE_NOMEM, "out of memory");
+                if (agg_slot_slow(o, a, cand[r], batch_row(in, r), k)) return xerr_set(err, XE_NOMEM, "out of memory");
                 r++;
                 v += nc;
             }

@@ -67,7 +67,7 @@ static int dset_add(dset *s, const unsigned char *p, uint32_t n, uint64_t h)
 }
 
 /* Add the encoded values of bytes[0..n) (u32 length + value, repeated) to x's set. */
-int dset_add_all(agg_ext *x, const unsigned char *p, size_t n)
+int agg_dset_add_all(agg_ext *x, const unsigned char *p, size_t n)
 {
     if (!x->ds && !(x->ds = calloc(1, sizeof *x->ds))) return XE_NOMEM;
     for (size_t at = 0; at + 4 <= n;) {
@@ -80,7 +80,7 @@ int dset_add_all(agg_ext *x, const unsigned char *p, size_t n)
     return 0;
 }
 
-void ext_clear(agg_task *a, agg_entry *e)
+void agg_ext_clear(agg_task *a, agg_entry *e)
 {
     agg_ext *x = entry_ext(a, e);
     for (int i = 0; x && i < a->naggs; i++) {
@@ -92,7 +92,7 @@ void ext_clear(agg_task *a, agg_entry *e)
 
 /* ------------------------------------------------------------------ slots */
 
-int set_m(agg_slot *s, agg_ext *x, const val *v)
+int agg_set_m(agg_slot *s, agg_ext *x, const val *v)
 {
     s->m = *v;
     if (v->type == TY_TEXT) {
@@ -132,13 +132,13 @@ static inline int slot_update(agg_task *a, plan_fn fn, agg_slot *s, agg_ext *x, 
         else s->i += v->i;
         break;
     case FN_MIN: case FN_MAX: {
-        if (s->n++ == 0) return set_m(s, x, v);
+        if (s->n++ == 0) return agg_set_m(s, x, v);
         if (v->type == TY_DOUBLE && s->m.type == TY_DOUBLE && !isnan(v->d) && !isnan(s->m.d)) {
             if (fn == FN_MIN ? v->d < s->m.d : v->d > s->m.d) s->m.d = v->d;
             break;
         }
         int c = m_compare(v, &s->m);
-        if (fn == FN_MIN ? c < 0 : c > 0) return set_m(s, x, v);
+        if (fn == FN_MIN ? c < 0 : c > 0) return agg_set_m(s, x, v);
         break;
     }
     case FN_COUNT_DISTINCT: {
@@ -157,18 +157,18 @@ static inline int slot_update(agg_task *a, plan_fn fn, agg_slot *s, agg_ext *x, 
 }
 
 /* Merge slot b into a (session windows). */
-int slot_merge(const plan_agg *ag, agg_slot *a, agg_ext *ax, const agg_slot *b, const agg_ext *bx)
+int agg_slot_merge(const plan_agg *ag, agg_slot *a, agg_ext *ax, const agg_slot *b, const agg_ext *bx)
 {
     switch (ag->fn) {
     case FN_COUNT_STAR: case FN_COUNT: a->n += b->n; break;
     case FN_SUM: case FN_AVG: a->n += b->n; a->i += b->i; a->d += b->d; break;
     case FN_MIN: case FN_MAX:
         if (b->n == 0) break;
-        if (a->n == 0) { a->n = b->n; return set_m(a, ax, &b->m); }
+        if (a->n == 0) { a->n = b->n; return agg_set_m(a, ax, &b->m); }
         a->n += b->n;
         {
             int c = val_compare(&b->m, &a->m);
-            if (ag->fn == FN_MIN ? c < 0 : c > 0) return set_m(a, ax, &b->m);
+            if (ag->fn == FN_MIN ? c < 0 : c > 0) return agg_set_m(a, ax, &b->m);
         }
         break;
     case FN_COUNT_DISTINCT:
@@ -201,9 +201,9 @@ static val slot_result(const plan_agg *ag, const agg_slot *s)
     }
 }
 
-void slots_clear(agg_task *a, agg_entry *e)
+void agg_slots_clear(agg_task *a, agg_entry *e)
 {
-    ext_clear(a, e);
+    agg_ext_clear(a, e);
     if (a->compact) {
         memset(e->slots, 0, a->slots_bytes);
         return;
@@ -215,7 +215,7 @@ void slots_clear(agg_task *a, agg_entry *e)
 }
 
 /* Row into e's slot k the long way (any value, any aggregate); XE_NOMEM. */
-int slot_slow(opinst *o, agg_task *a, agg_entry *e, const val *row, int k)
+int agg_slot_slow(opinst *o, agg_task *a, agg_entry *e, const val *row, int k)
 {
     agg_ext *x = entry_ext(a, e);
     val tmp;
@@ -244,13 +244,13 @@ static inline val cslot_result(const agg_task *a, const plan_agg *ag, const agg_
 
 /* e's row, with e's window [ws, we) (a closing window passes its bounds,
  * which its list holds: the row then reads only the entry's second line when
- * the group is push_fixed1's integer, which its key holds too).  The row's
+ * the group is agg_push_fixed1's integer, which its key holds too).  The row's
  * TEXT (group values, a MIN or MAX) points into e unless own is set, when it
  * is copied into the output's arena: a change emitted in a push must be, as
  * a later row of the same batch may change e's MIN or MAX or, in a session
  * merge, free e and reuse its memory for another group before the batch
  * goes out.  Closing emits before it frees, and borrows. */
-int emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t ws, int64_t we, int own, xerr *err)
+int agg_emit_window_entry(opinst *o, agg_task *a, const agg_entry *e, int64_t ws, int64_t we, int own, xerr *err)
 {
     val *row = batch_add_row_raw(&o->out); /* every value is set below */
     if (!row) return xerr_set(err, XE_NOMEM, "out of memory");

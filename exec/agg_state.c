@@ -34,7 +34,7 @@
 #include <string.h>
 
 /* Record that the persisted copy of session entry e must go. */
-int note_delete(agg_task *a, const agg_entry *e)
+int agg_note_delete(agg_task *a, const agg_entry *e)
 {
     if (e->pwend == WM_MIN) return 0;
     unsigned char hdr[20];
@@ -343,9 +343,9 @@ static agg_entry *load_entry(load_ctx *c, const unsigned char *k, uint32_t gkl, 
 {
     agg_task *a = c->a;
     uint64_t kh = key_hash(k, gkl), h = is_session(c->o) ? kh : fixed_hash(kh, ws);
-    agg_entry *e = is_session(c->o) ? NULL : find_fixed(a, h, wend, k, gkl);
+    agg_entry *e = is_session(c->o) ? NULL : agg_find_fixed(a, h, wend, k, gkl);
     if (e) {
-        slots_clear(a, e);
+        agg_slots_clear(a, e);
         return e;
     }
     batch_reset(&c->tmp);
@@ -353,7 +353,7 @@ static agg_entry *load_entry(load_ctx *c, const unsigned char *k, uint32_t gkl, 
         c->rc = XE_CORRUPT;
         return NULL;
     }
-    if (!(e = entry_open(a, k, gkl, h, ws, wend))) c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
+    if (!(e = agg_entry_open(a, k, gkl, h, ws, wend))) c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
     return e;
 }
 
@@ -388,10 +388,10 @@ static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, size_t
                 val m;
                 batch_reset(&c->tmp);
                 int r = val_key_decode(v + at, n - at, &m, 1, &c->tmp, c->err);
-                if (r < 0 || set_m(s, ex ? &ex[i] : NULL, &m)) return XE_CORRUPT;
+                if (r < 0 || agg_set_m(s, ex ? &ex[i] : NULL, &m)) return XE_CORRUPT;
                 at += (size_t)r;
             } else if (fn == FN_COUNT_DISTINCT) {
-                if (varint_get(v, n, &at, &x) || x > n - at || !ex || dset_add_all(&ex[i], v + at, x))
+                if (varint_get(v, n, &at, &x) || x > n - at || !ex || agg_dset_add_all(&ex[i], v + at, x))
                     return XE_CORRUPT;
                 at += x;
             }
@@ -428,7 +428,7 @@ static int load_entry_record(load_ctx *c, int64_t wend, const unsigned char *k, 
         if (ml) {
             val m;
             batch_reset(&c->tmp);
-            if (val_key_decode(v, ml, &m, 1, &c->tmp, c->err) < 0 || set_m(s, x, &m)) return XE_CORRUPT;
+            if (val_key_decode(v, ml, &m, 1, &c->tmp, c->err) < 0 || agg_set_m(s, x, &m)) return XE_CORRUPT;
         } else if (c->o->op->aggs[i].fn == FN_MIN || c->o->op->aggs[i].fn == FN_MAX)
             s->m = val_null();
         v += ml;
@@ -440,7 +440,7 @@ static int load_entry_record(load_ctx *c, int64_t wend, const unsigned char *k, 
             if (end - v < 4) return XE_CORRUPT;
             memcpy(&bl, v, 4);
             v += 4;
-            if ((size_t)(end - v) < bl || !x || dset_add_all(x, v, bl)) return XE_CORRUPT;
+            if ((size_t)(end - v) < bl || !x || agg_dset_add_all(x, v, bl)) return XE_CORRUPT;
             v += bl;
         }
         slot_put(a, e, i, s);

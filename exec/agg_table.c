@@ -28,7 +28,7 @@
  * fetched now, every line entry_new clears, so that a new window's first
  * rows do not wait for memory one entry at a time. */
 enum { SLAB_ENTRIES = 64, POOL_AHEAD = 4 };
-agg_entry *pool_get(agg_task *a)
+agg_entry *agg_pool_get(agg_task *a)
 {
     if (a->npool) {
         agg_entry *e = a->pool[--a->npool];
@@ -77,7 +77,7 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
                                        : (sz + 64 + 63) & ~(size_t)63;
     agg_entry *e;
     if (sz <= a->pool_size) {
-        if (!(e = pool_get(a))) return NULL;
+        if (!(e = agg_pool_get(a))) return NULL;
         memset(e, 0, sz);
         e->pooled = 1;
     } else if (!(e = calloc(1, sz)))
@@ -103,7 +103,7 @@ static agg_entry *entry_new(agg_task *a, const val *gv, const unsigned char *key
 
 /* Fixed windows: the windows ending at or before wend close; their entries
  * leave the dirty list in one pass over it that reads no entry. */
-void dirty_drop_closed(agg_task *a, int64_t wend)
+void agg_dirty_drop_closed(agg_task *a, int64_t wend)
 {
     int64_t k = 0;
     for (int64_t i = 0; i < a->ndirty; i++)
@@ -120,12 +120,12 @@ static void dirty_drop(agg_task *a, agg_entry *e)
     e->dirty = 0;
 }
 
-/* Fixed windows leave the dirty list a window at a time (dirty_drop_closed),
+/* Fixed windows leave the dirty list a window at a time (agg_dirty_drop_closed),
  * never an entry at a time, so their entries' dpos is not kept. */
-void entry_free(agg_task *a, agg_entry *e)
+void agg_entry_free(agg_task *a, agg_entry *e)
 {
     if (a->session) dirty_drop(a, e);
-    ext_clear(a, e);
+    agg_ext_clear(a, e);
     if (e->pooled) {
         assert(a->npool < a->cappool);
         a->pool[a->npool++] = e;
@@ -133,7 +133,7 @@ void entry_free(agg_task *a, agg_entry *e)
         free(e);
 }
 
-int mark_dirty(agg_task *a, agg_entry *e)
+int agg_mark_dirty(agg_task *a, agg_entry *e)
 {
     if (e->dirty) return 0;
     if (room_for_one(&a->dirty, a->ndirty, &a->capdirty, sizeof *a->dirty)) return XE_NOMEM;
@@ -169,7 +169,7 @@ static int htab_room(htab *t, uint32_t cap0)
 }
 
 /* Remove e; later entries of its probe run shift back (no tombstones). */
-void htab_remove(htab *t, agg_entry *e)
+void agg_htab_remove(htab *t, agg_entry *e)
 {
     uint32_t m = t->cap - 1, i = (uint32_t)e->hash & m;
     while (t->tab[i].tag && t->tab[i].e != e) i = (i + 1) & m;
@@ -216,13 +216,13 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
     struct wlist *l = &a->wl[i];
     if (!a->session && !l->cap && a->wlast_n > 64) {
         if (!(l->v = malloc((size_t)a->wlast_n * sizeof *l->v))) {
-            widx_drop(a, i, 1);
+            agg_widx_drop(a, i, 1);
             return XE_NOMEM;
         }
         l->cap = a->wlast_n;
     }
     if (room_for_one(&l->v, l->n, &l->cap, sizeof *l->v)) {
-        if (!l->n) widx_drop(a, i, 1);
+        if (!l->n) agg_widx_drop(a, i, 1);
         return XE_NOMEM;
     }
     e->wpos = l->n;
@@ -233,7 +233,7 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
 
 /* Remove the windows of index positions [i, i + n) (their lists must be
  * empty or no longer needed). */
-void widx_drop(agg_task *a, int i, int n)
+void agg_widx_drop(agg_task *a, int i, int n)
 {
     if (!n) return;
     for (int k = i; k < i + n; k++) {
@@ -262,7 +262,7 @@ static void widx_del(agg_task *a, agg_entry *e)
     agg_entry *last = l->v[--l->n];
     l->v[e->wpos] = last;
     last->wpos = e->wpos;
-    if (!l->n) widx_drop(a, i, 1);
+    if (!l->n) agg_widx_drop(a, i, 1);
 }
 
 /* Out of memory for the index: drop it and close windows by scanning. */
@@ -275,7 +275,7 @@ static void widx_break(agg_task *a)
 }
 
 /* A session grew: its window end moves in the index. */
-void entry_move_end(agg_task *a, agg_entry *e, int64_t wend)
+void agg_entry_move_end(agg_task *a, agg_entry *e, int64_t wend)
 {
     widx_del(a, e);
     e->wend = wend;
@@ -283,7 +283,7 @@ void entry_move_end(agg_task *a, agg_entry *e, int64_t wend)
 }
 
 /* e into its table and the window index; XE_NOMEM leaves neither changed. */
-int table_insert(agg_task *a, agg_entry *e)
+int agg_table_insert(agg_task *a, agg_entry *e)
 {
     if (a->session) {
         if (htab_room(&a->t, 1024)) return XE_NOMEM;
@@ -316,16 +316,16 @@ int table_insert(agg_task *a, agg_entry *e)
 }
 
 /* A session's entry out of the table and the window index. */
-void table_unlink(agg_task *a, agg_entry *e)
+void agg_table_unlink(agg_task *a, agg_entry *e)
 {
-    htab_remove(&a->t, e);
+    agg_htab_remove(&a->t, e);
     a->nentries--;
     widx_del(a, e);
 }
 
 /* A new (window, group) entry with empty slots, in the table; NULL when
  * memory runs out (nothing is left behind).  Its group values are in gtmp. */
-agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we)
+agg_entry *agg_entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we)
 {
     agg_entry *e = entry_new(a, a->gtmp, key, klen);
     if (!e) return NULL;
@@ -333,14 +333,14 @@ agg_entry *entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint
     e->wstart = ws;
     e->wend = we;
     for (int k = 0; !a->compact && k < a->naggs; k++) e->slots[k].m = val_null(); /* compact: zeros */
-    if (table_insert(a, e)) {
-        entry_free(a, e);
+    if (agg_table_insert(a, e)) {
+        agg_entry_free(a, e);
         return NULL;
     }
     return e;
 }
 
-agg_entry *find_fixed(agg_task *a, uint64_t h, int64_t we, const unsigned char *key, uint32_t klen)
+agg_entry *agg_find_fixed(agg_task *a, uint64_t h, int64_t we, const unsigned char *key, uint32_t klen)
 {
     htab *t = win_table(a, we);
     if (!t || !t->cap) return NULL;

@@ -66,7 +66,7 @@ static inline void row_time(agg_task *a, int r, const val *row, int ts_col)
     a->rts[r] = ts_col >= 0 && !a->rskip[r] ? row[ts_col].i : 0;
 }
 
-int batch_keys(opinst *o, agg_task *a, const batch *in)
+int agg_batch_keys(opinst *o, agg_task *a, const batch *in)
 {
     const plan_op *op = o->op;
     int ts_col = op->window.kind != WIN_NONE ? op->win_ts_col : -1;
@@ -120,10 +120,10 @@ int batch_keys(opinst *o, agg_task *a, const batch *in)
 static agg_entry *fixed_entry(opinst *o, agg_task *a, const val *row, int r, uint64_t h, int64_t ws, int64_t we)
 {
     const unsigned char *key = (const unsigned char *)a->keys.p + a->rkoff[r];
-    agg_entry *e = find_fixed(a, h, we, key, a->rklen[r]);
+    agg_entry *e = agg_find_fixed(a, h, we, key, a->rklen[r]);
     if (e) return e;
     group_vals(o, a, row); /* text from functions lives in scratch until the entry copies it */
-    e = entry_open(a, key, a->rklen[r], h, ws, we);
+    e = agg_entry_open(a, key, a->rklen[r], h, ws, we);
     if (a->uses_progs) batch_reset(&o->q->scratch);
     return e;
 }
@@ -136,10 +136,10 @@ static int update_from(opinst *o, agg_task *a, agg_entry *e, const val *row, int
         if (a->compact ? cslot_fast(&a->cops[k], (char *)e->slots, row)
                        : slot_fast(&a->args[k], &e->slots[k], row))
             continue;
-        if (slot_slow(o, a, e, row, k)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if (agg_slot_slow(o, a, e, row, k)) return xerr_set(err, XE_NOMEM, "out of memory");
     }
     if (a->uses_progs) batch_reset(&o->q->scratch);
-    if (mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (agg_mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
     return 0;
 }
 
@@ -156,7 +156,7 @@ static int list_push(agg_entry ***v, int64_t *n, int64_t *cap, agg_entry *e)
     return 0;
 }
 
-int push_session(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
+int agg_push_session(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
 {
     const plan_op *op = o->op;
     const ast_window *w = &op->window;
@@ -189,22 +189,22 @@ int push_session(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr
             /* merge e into target (sessions: never compact slots) */
             agg_ext *tx = entry_ext(a, target), *ex = entry_ext(a, e);
             for (int k = 0; k < a->naggs; k++)
-                if (slot_merge(&op->aggs[k], &target->slots[k], tx ? &tx[k] : NULL, &e->slots[k], ex ? &ex[k] : NULL))
+                if (agg_slot_merge(&op->aggs[k], &target->slots[k], tx ? &tx[k] : NULL, &e->slots[k], ex ? &ex[k] : NULL))
                     return xerr_set(err, XE_NOMEM, "out of memory");
             if (e->wstart < target->wstart) target->wstart = e->wstart;
-            if (e->wend > target->wend) entry_move_end(a, target, e->wend);
-            if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
-            table_unlink(a, e);
-            entry_free(a, e);
+            if (e->wend > target->wend) agg_entry_move_end(a, target, e->wend);
+            if (agg_note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+            agg_table_unlink(a, e);
+            agg_entry_free(a, e);
         }
         if (!target) {
             group_vals(o, a, row);
-            target = entry_open(a, key, klen, kh, s0, e0);
+            target = agg_entry_open(a, key, klen, kh, s0, e0);
             if (a->uses_progs) batch_reset(&q->scratch);
             if (!target) return xerr_set(err, XE_NOMEM, "out of memory");
         } else {
             if (s0 < target->wstart) target->wstart = s0;
-            if (e0 > target->wend) entry_move_end(a, target, e0);
+            if (e0 > target->wend) agg_entry_move_end(a, target, e0);
         }
         if (update_entry(o, a, target, row, err)) return err->code;
         if (emit_changes && emit_entry(o, a, target, err)) return err->code;
@@ -214,7 +214,7 @@ int push_session(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr
 
 /* One window per row (tumbling, or the global window): find every row's
  * entry with the table slots and entries of later rows prefetched. */
-int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
+int agg_push_single(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
 {
     const ast_window *w = &o->op->window;
     query *q = o->q;
@@ -284,7 +284,7 @@ int push_single(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr 
 
 /* Hopping windows: every window [s, s+size) with s a multiple of the advance
  * that holds the row. */
-int push_hopping(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
+int agg_push_hopping(opinst *o, agg_task *a, const batch *in, int emit_changes, xerr *err)
 {
     const ast_window *w = &o->op->window;
     query *q = o->q;
@@ -466,7 +466,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
             const char *f = (const char *)a->closing[i + PF_AHEAD].e;
             for (int l = first; l < first + lines; l++) __builtin_prefetch(f + 64 * l);
         }
-        if (op->emit != EMIT_CHANGES && (rc = emit_window_entry(o, a, c->e, c->wstart, c->wend, 0, err))) return rc;
+        if (op->emit != EMIT_CHANGES && (rc = agg_emit_window_entry(o, a, c->e, c->wstart, c->wend, 0, err))) return rc;
         if (o->out.nrows >= EXEC_SLICE_ROWS) {
             if ((rc = op_emit(o, task, &o->out, err))) return rc;
             batch_reset(&o->out);
@@ -476,7 +476,7 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     batch_reset(&o->out);
     int session = is_session(o);
     if (!session && nclose) {
-        dirty_drop_closed(a, a->wends[nclose - 1]);
+        agg_dirty_drop_closed(a, a->wends[nclose - 1]);
         a->wlast_n = a->wl[nclose - 1].n;
     }
     for (int64_t i = 0; i < a->nclosing; i++) {
@@ -486,14 +486,14 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         if (session) {
             if (i + PF_AHEAD < a->nclosing)
                 __builtin_prefetch(&a->t.tab[a->closing[i + PF_AHEAD].hash & (a->t.cap - 1)]);
-            if (note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
-            htab_remove(&a->t, e);
+            if (agg_note_delete(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+            agg_htab_remove(&a->t, e);
         } else if (skey_end(we) > a->del_to)
             a->del_to = skey_end(we); /* its window's records go at the flush */
         a->nentries--;
-        entry_free(a, e);
+        agg_entry_free(a, e);
     }
-    widx_drop(a, 0, nclose); /* the closed windows, whole (a fixed window's table with them) */
+    agg_widx_drop(a, 0, nclose); /* the closed windows, whole (a fixed window's table with them) */
     a->wlast = 0;
     a->nclosing = 0;
     return 0;
