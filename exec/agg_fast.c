@@ -25,7 +25,7 @@
  *      same to the bit); a value the inline update does not take (NULL, an
  *      integer, NaN, a first MIN or MAX) goes through agg_slot_slow.
  * Entries, tables, window lists and the dirty list end up as agg_push_single
- * leaves them; agg_fast_test compares the two.
+ * leaves them; test_fast_agg_same_as_general (test_exec) compares the two.
  *
  * Calls agg_table.c and agg_fn.c.
  */
