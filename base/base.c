@@ -338,6 +338,24 @@ size_t base_huge_heap(size_t reserve_mb)
     return n;
 }
 
+/* ------------------------------------------------------------------ host:port */
+
+int base_parse_hostport(const char *s, char *host, size_t hn, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1]) return XE_INVAL;
+    size_t len = (size_t)(colon - s);
+    if (s[0] == '[' && colon[-1] == ']') { s++; len -= 2; } /* [::1]:7000 */
+    if (len >= hn) return XE_INVAL;
+    memcpy(host, s, len);
+    host[len] = 0;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535) return XE_INVAL;
+    *port = (int)p;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ SQL types */
 
 const char *sql_type_name(sql_type t)

@@ -225,6 +225,13 @@ int disk_full(const char *path, int errnum, char *buf, size_t n);
 /* Edit distance, for "did you mean" suggestions (case-insensitive). */
 int str_distance(const char *a, const char *b);
 
+/* "host:port" (s, NUL-terminated) split at its last ':': host gets the text
+ * before it, without the brackets of "[::1]:7000", and must fit in hn bytes
+ * with its NUL; port is decimal 0..65535 (strtol's syntax).  0, or XE_INVAL
+ * when there is no ':' or it is the first or the last byte, or the host does
+ * not fit, or the port is bad.  No lookup: the host stays text. */
+int base_parse_hostport(const char *s, char *host, size_t hn, int *port);
+
 /* Process set-up for Ares's programs (ares-sql, ares-node, the benchmarks),
  * called once at the start of main, before any thread: the heap, where the
  * engine's window state and LMDB's dirty pages live, is backed by

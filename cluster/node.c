@@ -14,8 +14,8 @@
  * that could point at it (peers, waiters, ingest sessions, the coordinator's
  * requests).
  *
- * It also holds the node's log lines and two helpers that are to move to
- * base/ (parse_hostport, row_hash).
+ * It also holds the node's log lines and a helper that is to move to
+ * base/ (row_hash).
  */
 #include <errno.h>
 #include <signal.h>
@@ -70,22 +70,6 @@ const char *node_state_name(int state)
 }
 
 /* ------------------------------------------------------------------ helpers */
-
-int parse_hostport(const char *s, char *host, size_t hn, int *port)
-{
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || !colon[1]) return XE_INVAL;
-    size_t len = (size_t)(colon - s);
-    if (s[0] == '[' && colon[-1] == ']') { s++; len -= 2; } /* [::1]:7000 */
-    if (len >= hn) return XE_INVAL;
-    memcpy(host, s, len);
-    host[len] = 0;
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end || p < 0 || p > 65535) return XE_INVAL;
-    *port = (int)p;
-    return 0;
-}
 
 uint64_t row_hash(const val *row, int ncols)
 {
@@ -278,7 +262,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
     if (!n->cfg.domain) n->cfg.domain = "default";
     int rc;
     if ((rc = check_name("node name", n->cfg.name, err)) || (rc = check_name("domain", n->cfg.domain, err))) return rc;
-    if (!n->cfg.listen || parse_hostport(n->cfg.listen, n->listen_host, sizeof n->listen_host, &n->listen_port))
+    if (!n->cfg.listen || base_parse_hostport(n->cfg.listen, n->listen_host, sizeof n->listen_host, &n->listen_port))
         return xerr_set(err, XE_INVAL, "--listen needs HOST:PORT, not '%s'", n->cfg.listen ? n->cfg.listen : "");
     if (!n->cfg.coordinator && !n->cfg.join) return xerr_set(err, XE_INVAL, "a node that is not the coordinator needs --join HOST:PORT");
     n->sb->standby = n->cfg.coordinator && n->cfg.join; /* a standby coordinator */

@@ -260,7 +260,7 @@ cs *node_dial(node *n, const char *addr)
 {
     char host[128];
     int port;
-    if (parse_hostport(addr, host, sizeof host, &port)) {
+    if (base_parse_hostport(addr, host, sizeof host, &port)) {
         node_log(n, NET_LOG_ERROR, "bad node address '%s'", addr);
         return NULL;
     }
@@ -321,7 +321,7 @@ void node_connect_coordinator(node *n)
     }
     /* several addresses: a failover should not wait a whole second per address */
     int64_t retry = count > 1 ? NODE_RETRY_MS / 5 : NODE_RETRY_MS;
-    if (parse_hostport(n->coord_addr, host, sizeof host, &port)) {
+    if (base_parse_hostport(n->coord_addr, host, sizeof host, &port)) {
         n->coord_retry_at = clock_wall_ms() + retry;
         return;
     }

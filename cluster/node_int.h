@@ -51,8 +51,6 @@ struct standby {
 
 /* ---------------------------------------------------------------- node.c */
 
-/* "host:port" or "[v6]:port" into host (hn bytes) and *port. */
-int parse_hostport(const char *s, char *host, size_t hn, int *port);
 /* --throttle: sleep in proportion to the work done since t0. */
 void node_slow_down(node *n, uint64_t t0);
 void cs_on_frame(net_conn *c, const wire_frame *f, void *ud);

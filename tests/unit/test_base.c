@@ -1,5 +1,5 @@
 /* Unit tests for base/: error reports, sbuf, hash64, crc32c, big-endian helpers,
- * timestamps and intervals as text. */
+ * timestamps and intervals as text, host:port. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -315,6 +315,33 @@ static void test_intervals(void **state)
     sbuf_fini(&b);
 }
 
+static void test_hostport(void **state)
+{
+    (void)state;
+    static const struct { const char *s, *host; int port; } good[] = {
+        {"127.0.0.1:7000", "127.0.0.1", 7000},
+        {"localhost:0", "localhost", 0},
+        {"[::1]:65535", "::1", 65535},
+        {"::1:80", "::1", 80}, /* the last ':' splits */
+        {"[123456789012345]:1", "123456789012345", 1}, /* just fits; brackets not counted */
+        {"123456789012345:1", "123456789012345", 1},
+    };
+    char host[16];
+    int port = -1;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        assert_int_equal(base_parse_hostport(good[i].s, host, sizeof host, &port), 0);
+        assert_string_equal(host, good[i].host);
+        assert_int_equal(port, good[i].port);
+    }
+    port = -1;
+    static const char *bad[] = {"", "7000", ":7000", "host:", "host:port", "host:70000", "host:-1", "host:80x",
+                                "host:8 0", "1234567890123456:1", "[1234567890123456]:1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(base_parse_hostport(bad[i], host, sizeof host, &port), XE_INVAL);
+        assert_int_equal(port, -1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_ts_print),
         cmocka_unit_test(test_ts_round_trip),
         cmocka_unit_test(test_intervals),
+        cmocka_unit_test(test_hostport),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }
