@@ -1,7 +1,7 @@
 /*
- * coord.h: the coordinator's internal header, included by cluster/coord.c
- * and cluster/coord_*.c only (node.c and the rest of the daemon see the
- * coordinator through node.h's coord_* functions).  The coordinator runs
+ * coord.h: the coordinator's internal header, included by cluster/coord.c,
+ * cluster/coord_*.c and standby.c only (node.c and the rest of the daemon
+ * see the coordinator through node.h's coord_* functions).  The coordinator runs
  * inside the ares-node started with --coordinator, on the same loop as that
  * node's engine and connections (node.c), and adds:
  *
@@ -51,7 +51,7 @@
  *   coord_show.c       SHOW STREAMS/QUERIES/NODES and EXPLAIN PLACEMENT
  *   coord_stmt.c       a client's statements (its job) and CREATE STREAM/SET/INSERT
  *   coord_start.c      start (the catalog read back) and stop
- *   coord_takeover.c   terms, the standby's takeover, fencing
+ *   standby.c          terms, the standby's takeover, fencing (with the node's side)
  *   coord.c            the entry points: frames, connections, the tick
  *
  * Everything runs on the node's loop thread: no locks.
@@ -363,7 +363,7 @@ void job_step_done(node *n, pend *p);
 void job_free(csess *ss);
 void job_start(node *n, cs *s, const wire_msg *m);
 
-/* ---------------------------------------------------------------- coord_takeover.c */
+/* ---------------------------------------------------------------- standby.c */
 void probe_standby(node *n, int64_t now);
 void takeover_deaths(node *n);
 void takeover_probe(node *n);

@@ -5,7 +5,7 @@
 cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c cluster/node_conn.c cluster/node_task.c cluster/node_home.c cluster/standby.c cluster/channel.c cluster/shadow.c cluster/catchup.c \
                 cluster/coord_catalog.c cluster/coord_nodes.c cluster/coord_out.c cluster/coord_place.c \
                 cluster/coord_query.c cluster/coord_ingest.c cluster/coord_fail.c cluster/coord_rebalance.c cluster/coord_show.c \
-                cluster/coord_stmt.c cluster/coord_start.c cluster/coord_takeover.c cluster/coord.c \
+                cluster/coord_stmt.c cluster/coord_start.c cluster/coord.c \
                 cluster/place.c cluster/measure.c cluster/report.c cluster/client.c cluster/node_main.c
 cluster_USES := exec storage planner placement parser base
 BINS += ares-node:cluster,exec,storage,planner,placement,parser,base

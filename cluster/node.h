@@ -315,27 +315,30 @@ void shadow_free(node *n);
 /* ---------------------------------------------------------------- coord.c */
 
 int coord_start(node *n, xerr *err);
-/* A standby becomes the active coordinator of term (standby.c decided: the
- * majority of members lost the active and granted it). */
-int coord_takeover(node *n, uint64_t term, xerr *err);
-/* 1 while the coordinator accepts clients (not during a takeover, not fenced). */
-int coord_serving(node *n);
-/* A node refused us: a coordinator of a newer term is active. */
-void coord_deposed(node *n, uint64_t term);
 /* A node dropped BATCHES batches of query QID (0: unknown) for PEER, which
  * it could not reach (LOSS). */
 void coord_loss(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to);
 /* This node is the home of the client's ingest (s, req): its chunks up to
  * safe are in (and in the stream's log copy). */
 void coord_ingest_safe(node *n, cs *s, uint64_t req, uint64_t safe);
-/* The standby's address the coordinator knows ("" if none). */
-const char *coord_standby_addr(node *n);
 void coord_stop(node *n);
 void coord_tick(node *n);
 /* A frame on a connection from a node or a client (the coordinator only). */
 void coord_frame(node *n, cs *s, const wire_msg *m, const wire_frame *f);
 void coord_ready(node *n, cs *s);
 void coord_closed(node *n, cs *s);
+
+/* ---------------------------------------------------------------- standby.c: the coordinator's side */
+
+/* A standby becomes the active coordinator of term (the majority of members
+ * lost the active and granted it). */
+int coord_takeover(node *n, uint64_t term, xerr *err);
+/* 1 while the coordinator accepts clients (not during a takeover, not fenced). */
+int coord_serving(node *n);
+/* A node refused us: a coordinator of a newer term is active. */
+void coord_deposed(node *n, uint64_t term);
+/* The standby's address the coordinator knows ("" if none). */
+const char *coord_standby_addr(node *n);
 
 /* ---------------------------------------------------------------- place.c */
 

@@ -12,7 +12,8 @@
  *                RESUME and REPLICA_ACK;
  *   node_home.c  a stream's home: ingest sessions, statements from the
  *                coordinator and their RESULT forwarding;
- *   standby.c    coordinator terms and the standby coordinator.
+ *   standby.c    coordinator terms, the standby coordinator and the
+ *                coordinator's own failover (with coord.h).
  */
 #ifndef CLUSTER_NODE_INT_H
 #define CLUSTER_NODE_INT_H
