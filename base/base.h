@@ -1,8 +1,8 @@
 /*
  * base: the few things every Ares module shares and that no library gives us
  * in the shape we want: the error struct that callers own, a growable string
- * buffer, a 64-bit hash, CRC32C, clocks, the SQL types, and timestamps and
- * intervals as text.
+ * buffer, a 64-bit hash, CRC32C, clocks, the SQL types, timestamps and
+ * intervals as text, host:port and the daemons' log line.
  *
  * Conventions (see docs/architecture.md): functions return 0 on success and a
  * negative ARES error code on failure; the human-readable message goes into an
@@ -231,6 +231,15 @@ int str_distance(const char *a, const char *b);
  * when there is no ':' or it is the first or the last byte, or the host does
  * not fit, or the port is bad.  No lookup: the host stays text. */
 int base_parse_hostport(const char *s, char *host, size_t hn, int *port);
+
+/* ------------------------------------------------------------------ log lines (log.c) */
+
+enum base_log_level { BASE_LOG_DEBUG = 0, BASE_LOG_INFO = 1, BASE_LOG_WARN = 2, BASE_LOG_ERROR = 3 };
+const char *base_log_level_name(int level); /* "DEBUG" .. "ERROR"; "?" for another number */
+/* One line on stderr, in one write, with the time in UTC to the millisecond:
+ *   2024-05-01T12:00:00.123Z WHO LEVEL [TAG] msg
+ * ("[TAG] " only when tag is not NULL).  msg has no newline. */
+void base_log_line(const char *who, int level, const char *tag, const char *msg);
 
 /* Process set-up for Ares's programs (ares-sql, ares-node, the benchmarks),
  * called once at the start of main, before any thread: the heap, where the

@@ -144,23 +144,10 @@ struct net_conn {
 
 /* ------------------------------------------------------------------ logging */
 
-const char *net_log_level_name(int level)
-{
-    static const char *const n[] = {"DEBUG", "INFO", "WARN", "ERROR"};
-    return level >= 0 && level <= NET_LOG_ERROR ? n[level] : "?";
-}
-
 void net_log_stderr(void *ud, int level, const char *peer, const char *msg)
 {
     (void)ud;
-    struct timespec ts;
-    struct tm tm;
-    char when[32];
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03ldZ net %s [%s] %s\n", when, ts.tv_nsec / 1000000L,
-            net_log_level_name(level), peer ? peer : "-", msg);
+    base_log_line("net", level, peer ? peer : "-", msg);
 }
 
 static void vlog(net_ctx *ctx, net_conn *c, int level, const char *fmt, va_list ap)

@@ -97,13 +97,18 @@ typedef struct net_ctx net_ctx;
 typedef struct net_listener net_listener;
 typedef struct net_conn net_conn;
 
-enum net_log_level { NET_LOG_DEBUG = 0, NET_LOG_INFO = 1, NET_LOG_WARN = 2, NET_LOG_ERROR = 3 };
+/* base's log levels (base_log_level_name names them) */
+enum net_log_level {
+    NET_LOG_DEBUG = BASE_LOG_DEBUG,
+    NET_LOG_INFO = BASE_LOG_INFO,
+    NET_LOG_WARN = BASE_LOG_WARN,
+    NET_LOG_ERROR = BASE_LOG_ERROR
+};
 /* A log sink.  peer is "ip:port" plus " name" once known, or NULL for
  * messages about no connection (a listener).  msg has no newline. */
 typedef void (*net_log_fn)(void *ud, int level, const char *peer, const char *msg);
 /* The default sink: "2024-05-01T12:00:00.123Z net WARN [127.0.0.1:40312 n2] msg" on stderr. */
 void net_log_stderr(void *ud, int level, const char *peer, const char *msg);
-const char *net_log_level_name(int level);
 
 /* Why a connection closed (on_close's `why`). */
 enum net_close_why {

@@ -34,14 +34,7 @@
 static void log_line(node *n, int level, const char *who, const char *msg)
 {
     if (level < NET_LOG_INFO && !(n && n->cfg.verbose)) return;
-    struct timespec ts;
-    struct tm tm;
-    char when[32];
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03ldZ %s %s %s%s%s%s\n", when, ts.tv_nsec / 1000000L, n ? n->cfg.name : "ares-node",
-            net_log_level_name(level), who ? "[" : "", who ? who : "", who ? "] " : "", msg);
+    base_log_line(n ? n->cfg.name : "ares-node", level, who, msg);
 }
 
 static void node_net_log(void *ud, int level, const char *who, const char *msg) { log_line(ud, level, who, msg); }

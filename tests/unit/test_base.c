@@ -1,5 +1,5 @@
 /* Unit tests for base/: error reports, sbuf, hash64, crc32c, big-endian helpers,
- * timestamps and intervals as text, host:port. */
+ * timestamps and intervals as text, host:port, log lines. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -342,6 +342,41 @@ static void test_hostport(void **state)
     }
 }
 
+/* Log lines: stderr into a file for the call, then the bytes checked. */
+static void test_log_line(void **state)
+{
+    (void)state;
+    assert_string_equal(base_log_level_name(BASE_LOG_DEBUG), "DEBUG");
+    assert_string_equal(base_log_level_name(BASE_LOG_ERROR), "ERROR");
+    assert_string_equal(base_log_level_name(4), "?");
+    assert_string_equal(base_log_level_name(-1), "?");
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(f), 2) == 2);
+    base_log_line("n1", BASE_LOG_WARN, NULL, "lost n2");
+    base_log_line("net", BASE_LOG_INFO, "127.0.0.1:7001 n2", "up");
+    assert_true(dup2(saved, 2) == 2);
+    close(saved);
+    char line[2][128];
+    rewind(f);
+    for (int i = 0; i < 2; i++) assert_non_null(fgets(line[i], sizeof line[i], f));
+    fclose(f);
+    /* 2024-05-01T12:00:00.123Z: 24 bytes */
+    for (int i = 0; i < 2; i++) {
+        assert_true(strlen(line[i]) > 25);
+        assert_int_equal(line[i][4], '-');
+        assert_int_equal(line[i][10], 'T');
+        assert_int_equal(line[i][19], '.');
+        assert_int_equal(line[i][23], 'Z');
+        int64_t ms;
+        assert_int_equal(time_ts_parse(line[i], 24, TIME_DATA, &ms), 0);
+    }
+    assert_string_equal(line[0] + 24, " n1 WARN lost n2\n");
+    assert_string_equal(line[1] + 24, " net INFO [127.0.0.1:7001 n2] up\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_ts_round_trip),
         cmocka_unit_test(test_intervals),
         cmocka_unit_test(test_hostport),
+        cmocka_unit_test(test_log_line),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }

@@ -1063,7 +1063,7 @@ typedef struct tpeer {
 static void cap_log(void *ud, int level, const char *p, const char *msg)
 {
     tpeer *pe = ud;
-    sbuf_printf(&pe->log, "%s [%s] %s\n", net_log_level_name(level), p ? p : "-", msg);
+    sbuf_printf(&pe->log, "%s [%s] %s\n", base_log_level_name(level), p ? p : "-", msg);
     if (getenv("NET_TEST_LOG")) net_log_stderr(NULL, level, p, msg);
 }
 
