@@ -1254,4 +1254,3 @@ size_t net_ctx_nconns(const net_ctx *ctx) { return ctx->nconns; }
 unsigned net_ctx_heartbeat_ms(const net_ctx *ctx) { return ctx->heartbeat_ms; }
 unsigned net_ctx_dead_ms(const net_ctx *ctx) { return ctx->dead_ms; }
 void net_ctx_set_role(net_ctx *ctx, uint8_t role) { ctx->role = role; }
-uv_loop_t *net_ctx_loop(const net_ctx *ctx) { return ctx->loop; }

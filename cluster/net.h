@@ -176,7 +176,6 @@ unsigned net_ctx_dead_ms(const net_ctx *ctx);      /* in effect, for node peers 
 /* New connections announce ROLE from now on; one past its HELLO keeps (and
  * proves) the role it announced. */
 void net_ctx_set_role(net_ctx *ctx, uint8_t role);
-uv_loop_t *net_ctx_loop(const net_ctx *ctx);
 /* Log through ctx's sink (for the owner's own lines); c may be NULL. */
 void net_log(net_ctx *ctx, net_conn *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

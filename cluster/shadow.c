@@ -147,12 +147,6 @@ static void ship_begin(node *n, lship *ls, cs *l)
     sbuf_fini(&log);
 }
 
-void shadow_moved(node *n, const char *stream)
-{
-    lship *ls = find(n, stream, strlen(stream));
-    if (ls) ls->dirty = 1;
-}
-
 void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st)
 {
     lship *ls = find(n, stream, strlen(stream));
