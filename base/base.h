@@ -2,7 +2,8 @@
  * base: the few things every Ares module shares and that no library gives us
  * in the shape we want: the error struct that callers own, a growable string
  * buffer, a 64-bit hash, CRC32C, clocks, the SQL types, timestamps and
- * intervals as text, host:port and the daemons' log line.
+ * intervals as text, host:port, the daemons' log line and a table of rows
+ * by hash.
  *
  * Conventions (see docs/architecture.md): functions return 0 on success and a
  * negative ARES error code on failure; the human-readable message goes into an
@@ -231,6 +232,38 @@ int str_distance(const char *a, const char *b);
  * when there is no ':' or it is the first or the last byte, or the host does
  * not fit, or the port is bad.  No lookup: the host stays text. */
 int base_parse_hostport(const char *s, char *host, size_t hn, int *port);
+
+/* ------------------------------------------------------------------ rows by hash (rowtab.c)
+ *
+ * A table of rows by a 64-bit hash of their values (the rows are not kept),
+ * with how often each came (count: a slot is in use while it is not 0), a
+ * second count the caller may use (seen) and a time (at).  Linear probing
+ * over cap slots, a power of two; the caller decides when to grow
+ * (rowtab_rehash) and keeps cap > len.  Zeroed is empty. */
+typedef struct rowtab_ent {
+    uint64_t h;
+    uint32_t count, seen;
+    int64_t at;
+} rowtab_ent;
+
+typedef struct rowtab {
+    rowtab_ent *v;
+    size_t cap, len; /* len: slots in use */
+} rowtab;
+
+/* h's entry, or the free slot where it goes (count 0: the caller sets h
+ * and count and adds 1 to len).  cap must be more than len. */
+rowtab_ent *rowtab_slot(rowtab *t, uint64_t h);
+/* Into a new array of cap slots (a power of two, more than the entries
+ * kept): the entries in use for which keep (NULL: all) says 1, in slot
+ * order; keep may change the entry it keeps.  len becomes the number kept.
+ * XE_NOMEM leaves t as it was. */
+int rowtab_rehash(rowtab *t, size_t cap, int (*keep)(rowtab_ent *e, void *ctx), void *ctx);
+/* How many entries in use keep (NULL: all) says 1 for (it sees copies). */
+size_t rowtab_count(const rowtab *t, int (*keep)(rowtab_ent *e, void *ctx), void *ctx);
+/* A keep for both: the entry's at >= *(const int64_t *)cut. */
+int rowtab_since(rowtab_ent *e, void *cut);
+void rowtab_fini(rowtab *t); /* frees the slots; t is empty again */
 
 /* ------------------------------------------------------------------ log lines (log.c) */
 

@@ -1,3 +1,3 @@
-base_SRCS := base/base.c base/cpu.c base/log.c base/time.c
+base_SRCS := base/base.c base/cpu.c base/log.c base/rowtab.c base/time.c
 base_USES :=
 UNIT_TESTS += test_base:base

@@ -50,13 +50,6 @@
 #define FAILOVER_DEAD_MS 2000           /* silence of the coordinator that starts a failover */
 #define FAILOVER_CONNECT_MS 1000        /* connect and handshake, per address, while failing over */
 
-/* The rows a subscription got (by row_hash), for attaching again. */
-typedef struct hrow {
-    uint64_t h;
-    uint32_t times;
-    int64_t at;
-} hrow;
-
 typedef struct cres {
     uint64_t req;
     exec_out out;
@@ -65,8 +58,7 @@ typedef struct cres {
     sql_type *types;
     char *name;         /* a subscription's query (RES_NAME): it can attach again */
     int64_t wm;         /* the sink's watermark of its last rows (RES_WM) */
-    hrow *rows;
-    size_t rcap, rn;
+    rowtab rows;        /* the rows it got (by row_hash, count: how often), for attaching again */
     struct cres *next;
 } cres;
 
@@ -129,7 +121,7 @@ static void cres_free(cres *r)
     free(r->names);
     free(r->types);
     free(r->name);
-    free(r->rows);
+    rowtab_fini(&r->rows);
     free(r);
 }
 
@@ -137,33 +129,19 @@ static void cres_free(cres *r)
  * table grows. */
 static void hrow_add(cres *r, uint64_t h, int64_t now)
 {
-    if (r->rn * 2 >= r->rcap) {
-        size_t live = 0;
-        for (size_t i = 0; i < r->rcap; i++) live += r->rows[i].times && r->rows[i].at >= now - KEEP_MS;
-        size_t cap = 1024;
+    if (r->rows.len * 2 >= r->rows.cap) {
+        int64_t cut = now - KEEP_MS;
+        size_t live = rowtab_count(&r->rows, rowtab_since, &cut), cap = 1024;
         while (cap < live * 4 + 4) cap *= 2;
-        hrow *t = calloc(cap, sizeof *t);
-        if (!t) return;
-        for (size_t i = 0; i < r->rcap; i++) {
-            hrow x = r->rows[i];
-            if (!x.times || x.at < now - KEEP_MS) continue;
-            size_t j = x.h & (cap - 1);
-            while (t[j].times) j = (j + 1) & (cap - 1);
-            t[j] = x;
-        }
-        free(r->rows);
-        r->rows = t;
-        r->rcap = cap;
-        r->rn = live;
+        if (rowtab_rehash(&r->rows, cap, rowtab_since, &cut)) return;
     }
-    size_t j = h & (r->rcap - 1);
-    while (r->rows[j].times && r->rows[j].h != h) j = (j + 1) & (r->rcap - 1);
-    if (!r->rows[j].times) {
-        r->rows[j].h = h;
-        r->rn++;
+    rowtab_ent *x = rowtab_slot(&r->rows, h);
+    if (!x->count) {
+        x->h = h;
+        r->rows.len++;
     }
-    r->rows[j].times++;
-    r->rows[j].at = now;
+    x->count++;
+    x->at = now;
 }
 
 static cres *cres_find(clu_client *c, uint64_t req)
@@ -507,11 +485,11 @@ static int failover(clu_client *c, xerr *err)
         sbuf rows;
         sbuf_init(&rows);
         int64_t cut = clock_mono_ns() / 1000000 - KEEP_MS;
-        for (size_t i = 0; i < r->rcap; i++) {
-            if (!r->rows[i].times || r->rows[i].at < cut) continue;
+        for (size_t i = 0; i < r->rows.cap; i++) {
+            if (!r->rows.v[i].count || r->rows.v[i].at < cut) continue;
             unsigned char e[12];
-            be64_put(e, r->rows[i].h);
-            be32_put(e + 8, r->rows[i].times);
+            be64_put(e, r->rows.v[i].h);
+            be32_put(e + 8, r->rows.v[i].count);
             if (sbuf_add(&rows, e, sizeof e)) break;
         }
         r->req = c->next_req++;

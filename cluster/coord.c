@@ -392,10 +392,10 @@ void coord_tick(node *n)
         if (q->cu.on && have_wm && !engine_deployed_sink_inputs(n->eng, q->qid, &in, &nin, &err) &&
             catchup_done(&q->cu, in, nin)) {
             q->cu.on = 0;
-            size_t before = q->dt.ddn;
+            size_t before = q->dt.dd.len;
             if (!dd_rebuild(&q->dt, 1, 0))
                 node_log(n, NET_LOG_INFO, "query %u caught up with its output before the failure: %zu of %zu "
-                         "delivered rows came again", q->qid, q->dt.ddn, before);
+                         "delivered rows came again", q->qid, q->dt.dd.len, before);
         } else if (evict && !q->cu.on && q->nrep > 0 && (q->ft == ENGINE_FT_REPLICA || q->ft == ENGINE_FT_CHECKPOINT))
             dd_rebuild(&q->dt, 0, DD_KEEP_MS > 3 * q->ckpt_ms ? DD_KEEP_MS : 3 * q->ckpt_ms);
         /* subscribers that attached again: caught up once the sink passed
@@ -403,7 +403,7 @@ void coord_tick(node *n)
         for (csub *x = q->subs; x; x = x->next)
             if (x->dt && have_wm && wm >= x->catchup_wm) {
                 node_log(n, NET_LOG_INFO, "query %u: a subscriber that attached again caught up (%zu rows it had)",
-                         q->qid, x->dt->ddn);
+                         q->qid, x->dt->dd.len);
                 dd_fini(x->dt);
                 free(x->dt);
                 x->dt = NULL;

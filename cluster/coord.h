@@ -66,12 +66,11 @@
 #define RB_QUIET_MS 2500 /* a query that moved is left alone this long (its new deployment gets measured), or
                             rebalance_interval if longer */
 
-/* Rows delivered, by hash (row_hash), for dropping repeats (dd_filter). */
-struct ftrow { uint64_t h; uint32_t delivered, seen; int64_t at; };
-
+/* Rows delivered, by hash (row_hash), for dropping repeats (dd_filter):
+ * an entry's count is how often the row was delivered, seen how often the
+ * current deployment produced it. */
 typedef struct ddtab {
-    struct ftrow *dd;
-    size_t ddcap, ddn;
+    rowtab dd;
     batch fb;           /* the rows of a batch that pass */
     int fb_on;
 } ddtab;

@@ -222,7 +222,7 @@ void ft_recover(node *n)
         int rc = coord_plan_blob(&q->plan, pn, nn, assign, q);
         if (!rc) rc = persist_next_qid(n, &err);
         if (!rc && (!q->push || q->keep)) rc = persist_query(n, q, &err);
-        for (size_t j = 0; j < q->dt.ddcap; j++) q->dt.dd[j].seen = 0;
+        for (size_t j = 0; j < q->dt.dd.cap; j++) q->dt.dd.v[j].seen = 0;
         /* the others first: our own deployment may replay the log at once,
          * and a node holds data for a query it has not seen deployed by
          * pausing the connection the DEPLOY would come on */

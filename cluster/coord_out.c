@@ -14,30 +14,16 @@
 
 #include "cluster/coord.h"
 
-static struct ftrow *dd_slot(ddtab *t, uint64_t h)
+static rowtab_ent *dd_slot(ddtab *t, uint64_t h)
 {
-    if (t->ddn * 2 >= t->ddcap) {
-        size_t cap = t->ddcap ? t->ddcap * 2 : 1024;
-        struct ftrow *nt = calloc(cap, sizeof *nt);
-        if (!nt) return NULL;
-        for (size_t i = 0; i < t->ddcap; i++)
-            if (t->dd[i].delivered) {
-                size_t j = t->dd[i].h & (cap - 1);
-                while (nt[j].delivered) j = (j + 1) & (cap - 1);
-                nt[j] = t->dd[i];
-            }
-        free(t->dd);
-        t->dd = nt;
-        t->ddcap = cap;
-    }
-    size_t j = h & (t->ddcap - 1);
-    while (t->dd[j].delivered && t->dd[j].h != h) j = (j + 1) & (t->ddcap - 1);
-    return &t->dd[j];
+    if (t->dd.len * 2 >= t->dd.cap && rowtab_rehash(&t->dd, t->dd.cap ? t->dd.cap * 2 : 1024, NULL, NULL))
+        return NULL;
+    return rowtab_slot(&t->dd, h);
 }
 
 void dd_fini(ddtab *t)
 {
-    free(t->dd);
+    rowtab_fini(&t->dd);
     if (t->fb_on) batch_fini(&t->fb);
     memset(t, 0, sizeof *t);
 }
@@ -60,23 +46,31 @@ static int dd_filter(ddtab *t, const batch *b, const batch **out)
     for (int r = 0; r < b->nrows; r++) {
         const val *row = batch_row(b, r);
         uint64_t h = row_hash(row, b->ncols);
-        struct ftrow *x = dd_slot(t, h);
+        rowtab_ent *x = dd_slot(t, h);
         if (!x) return XE_NOMEM;
-        if (!x->delivered) {
+        if (!x->count) {
             x->h = h;
-            t->ddn++;
+            t->dd.len++;
         }
         x->seen++;
-        if (x->seen <= x->delivered) {
+        if (x->seen <= x->count) {
             dropped++;
             continue;
         }
-        x->delivered++;
+        x->count++;
         x->at = now;
         if (batch_append_row(&t->fb, row)) return XE_NOMEM;
     }
     if (dropped) *out = &t->fb;
     return 0;
+}
+
+static int keep_seen(rowtab_ent *e, void *ctx)
+{
+    (void)ctx;
+    if (e->seen == 0) return 0;
+    e->count = e->seen;
+    return 1;
 }
 
 /* Keep only the rows that still matter: after a recovery has caught up,
@@ -86,25 +80,10 @@ static int dd_filter(ddtab *t, const batch *b, const batch **out)
 int dd_rebuild(ddtab *d, int caught_up, int64_t keep_ms)
 {
     int64_t cut = clock_mono_ns() / 1000000 - keep_ms;
-    size_t cap = 1024, n = 0;
-    for (size_t i = 0; i < d->ddcap; i++)
-        if (d->dd[i].delivered && (caught_up ? d->dd[i].seen > 0 : d->dd[i].at >= cut)) n++;
+    int (*keep)(rowtab_ent *, void *) = caught_up ? keep_seen : rowtab_since;
+    size_t n = rowtab_count(&d->dd, keep, &cut), cap = 1024;
     while (cap < n * 2 + 2) cap *= 2;
-    struct ftrow *t = calloc(cap, sizeof *t);
-    if (!t) return XE_NOMEM;
-    for (size_t i = 0; i < d->ddcap; i++) {
-        struct ftrow x = d->dd[i];
-        if (!x.delivered || !(caught_up ? x.seen > 0 : x.at >= cut)) continue;
-        if (caught_up) x.delivered = x.seen;
-        size_t j = x.h & (cap - 1);
-        while (t[j].delivered) j = (j + 1) & (cap - 1);
-        t[j] = x;
-    }
-    free(d->dd);
-    d->dd = t;
-    d->ddcap = cap;
-    d->ddn = n;
-    return 0;
+    return rowtab_rehash(&d->dd, cap, keep, &cut);
 }
 
 void csub_free(csub *x)
@@ -225,13 +204,13 @@ void coord_attach(node *n, cs *s, const wire_msg *m)
         const unsigned char *e = (const unsigned char *)a->rows.p + i * 12;
         uint64_t h = be64_get(e);
         uint32_t times = be32_get(e + 8);
-        struct ftrow *r = h && times ? dd_slot(x->dt, h) : NULL;
+        rowtab_ent *r = h && times ? dd_slot(x->dt, h) : NULL;
         if (!r) continue;
-        if (!r->delivered) {
+        if (!r->count) {
             r->h = h;
-            x->dt->ddn++;
+            x->dt->dd.len++;
         }
-        if (times > r->delivered) r->delivered = times;
+        if (times > r->count) r->count = times;
         r->at = now;
     }
     /* the rows produced at the client's watermark come again before the

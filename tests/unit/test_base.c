@@ -1,5 +1,5 @@
 /* Unit tests for base/: error reports, sbuf, hash64, crc32c, big-endian helpers,
- * timestamps and intervals as text, host:port, log lines. */
+ * timestamps and intervals as text, host:port, log lines, rows by hash. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -377,6 +377,64 @@ static void test_log_line(void **state)
     assert_string_equal(line[1] + 24, " net INFO [127.0.0.1:7001 n2] up\n");
 }
 
+static int keep_odd(rowtab_ent *e, void *ctx)
+{
+    (void)ctx;
+    if (!(e->h & 1)) return 0;
+    e->seen = 7;
+    return 1;
+}
+
+/* rowtab: slots by hash with linear probing, rehash in slot order, keep. */
+static void test_rowtab(void **state)
+{
+    (void)state;
+    rowtab t = {0};
+    assert_int_equal(rowtab_rehash(&t, 8, NULL, NULL), 0);
+    assert_int_equal(t.cap, 8);
+    assert_int_equal(t.len, 0);
+    /* 3, 11 and 19 all hash to slot 3: they take 3, 4, 5 */
+    static const uint64_t hs[] = {3, 11, 19, 6};
+    for (size_t i = 0; i < 4; i++) {
+        rowtab_ent *e = rowtab_slot(&t, hs[i]);
+        assert_int_equal(e->count, 0);
+        e->h = hs[i];
+        e->count = 1;
+        e->at = (int64_t)i * 10;
+        t.len++;
+    }
+    assert_ptr_equal(rowtab_slot(&t, 3), &t.v[3]);
+    assert_ptr_equal(rowtab_slot(&t, 11), &t.v[4]);
+    assert_ptr_equal(rowtab_slot(&t, 19), &t.v[5]);
+    assert_ptr_equal(rowtab_slot(&t, 6), &t.v[6]);
+    assert_ptr_equal(rowtab_slot(&t, 27), &t.v[7]); /* the free slot after the run */
+    rowtab_slot(&t, 11)->count++;
+    assert_int_equal(rowtab_slot(&t, 11)->count, 2);
+    int64_t cut = 15;
+    assert_int_equal(rowtab_count(&t, NULL, NULL), 4);
+    assert_int_equal(rowtab_count(&t, rowtab_since, &cut), 2); /* 19 (at 20), 6 (at 30) */
+    assert_int_equal(rowtab_count(&t, keep_odd, NULL), 3);
+    assert_int_equal(t.v[3].seen, 0); /* count sees copies */
+    /* grow keeping all: same entries, each where probing puts it */
+    assert_int_equal(rowtab_rehash(&t, 16, NULL, NULL), 0);
+    assert_int_equal(t.cap, 16);
+    assert_int_equal(t.len, 4);
+    assert_true(t.v[3].h == 3 && t.v[11].h == 11 && t.v[4].h == 19 && t.v[6].h == 6);
+    assert_int_equal(rowtab_slot(&t, 11)->count, 2);
+    /* keep may change what it keeps */
+    assert_int_equal(rowtab_rehash(&t, 8, keep_odd, NULL), 0);
+    assert_int_equal(t.len, 3);
+    assert_int_equal(rowtab_slot(&t, 6)->count, 0);
+    assert_int_equal(rowtab_slot(&t, 19)->seen, 7);
+    assert_int_equal(rowtab_rehash(&t, 8, rowtab_since, &cut), 0);
+    assert_int_equal(t.len, 1);
+    assert_true(rowtab_slot(&t, 19)->count == 1 && rowtab_slot(&t, 3)->count == 0);
+    rowtab_fini(&t);
+    assert_null(t.v);
+    assert_int_equal(t.cap, 0);
+    rowtab_fini(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_intervals),
         cmocka_unit_test(test_hostport),
         cmocka_unit_test(test_log_line),
+        cmocka_unit_test(test_rowtab),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }
