@@ -121,7 +121,7 @@ int pe_cols_within(const plan_expr *e, int lo, int hi, int *inside, int *outside
 /* ------------------------------------------------------------------ types */
 
 int ty_numeric(sql_type t) { return t == TY_INT || t == TY_BIGINT || t == TY_DOUBLE; }
-int ty_integer(sql_type t) { return t == TY_INT || t == TY_BIGINT; }
+static int ty_integer(sql_type t) { return t == TY_INT || t == TY_BIGINT; }
 
 /* Can values of a and b be compared? */
 static int ty_comparable(sql_type a, sql_type b)
@@ -152,6 +152,8 @@ static const struct {
 };
 
 #define NFN (sizeof fn_table / sizeof fn_table[0])
+
+static int is_agg_fn(plan_fn f) { return f >= FN_COUNT_STAR; }
 
 /* Is x (an EX_FUNC) a function we know?  Else the error, with the nearest
  * name or, when none is near, the names there are (aggregates first). */
@@ -193,8 +195,6 @@ const char *plan_fn_name(plan_fn fn)
         if (fn_table[i].fn == fn) return fn_table[i].name;
     return "?";
 }
-
-int is_agg_fn(plan_fn f) { return f >= FN_COUNT_STAR; }
 
 /* Is this AST node a call of an aggregate function? */
 int ast_is_agg(const ast_expr *e)

@@ -39,8 +39,6 @@ void pe_mark_cols(const plan_expr *e, unsigned char *used);
 int pe_cols_within(const plan_expr *e, int lo, int hi, int *inside, int *outside);
 
 int ty_numeric(sql_type t);
-int ty_integer(sql_type t);
-int is_agg_fn(plan_fn f);
 int ast_is_agg(const ast_expr *e);
 const ast_expr *ast_find_agg(const ast_expr *e);
 const char *plan_fn_name(plan_fn fn);
