@@ -102,6 +102,10 @@ int batch_encode(const batch *b, sbuf *out);
 int batch_decode(const void *p, size_t n, batch *b, xerr *err);
 /* (batch_decode: b must be initialised or zeroed; it is reset and takes the
  * encoded column count.  XE_CORRUPT, XE_VERSION, XE_NOMEM; b is empty on error.) */
+/* The row count of a batch_encode buffer, read from its header without
+ * decoding it or checking its CRC (-1 when it is not one): what a hook's
+ * sender counts. */
+int64_t batch_peek_rows(const void *p, size_t n);
 
 /* Order-preserving key encoding of values (for LMDB keys and hash-table keys):
  * memcmp order of encodings equals val_compare order for values of one type. */

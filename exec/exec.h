@@ -226,10 +226,6 @@ typedef struct engine_remote {
      * checkpoint).  Called after the commit, so the state is durable here. */
     int (*state)(void *ctx, uint32_t qid, int task, uint32_t tid, uint64_t epoch, const void *p, size_t n);
 } engine_remote;
-/* The row count of a batch_encode buffer, read from its header without
- * decoding it or checking its CRC (-1 when it is not one): what a hook's
- * sender counts. */
-int64_t batch_peek_rows(const void *p, size_t n);
 
 /* How a deployed query survives the loss of its tasks (SET ft). */
 typedef enum engine_ft {
