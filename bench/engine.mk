@@ -5,8 +5,7 @@
 BENCHES += engine_bench
 ENGINE_BENCH_ARGS ?=
 
-$(BUILD)/bench/engine_bench: $(BUILD)/bench/engine_bench.o $(BUILD)/libexec.a $(BUILD)/libstorage.a \
-                             $(BUILD)/libplanner.a $(BUILD)/libplacement.a $(BUILD)/libparser.a $(BUILD)/libbase.a
+$(BUILD)/bench/engine_bench: $(BUILD)/bench/engine_bench.o $(call link_libs,exec)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 

@@ -13,7 +13,7 @@ NEXMARK_ARGS ?=
 NEXMARK_CLUSTER_ARGS ?=
 NEXMARK_SMOKE_ARGS ?=
 
-$(BUILD)/bench/nexmark_gen: $(BUILD)/bench/nexmark/gen.o $(BUILD)/libbase.a
+$(BUILD)/bench/nexmark_gen: $(BUILD)/bench/nexmark/gen.o $(call link_libs,base)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 

@@ -2,7 +2,7 @@
 # It needs only the placement and base libraries (no `deps`, no cluster).
 BENCHES += nirvana_sim
 
-$(BUILD)/bench/nirvana_sim: $(BUILD)/bench/nirvana_sim.o $(BUILD)/libplacement.a $(BUILD)/libbase.a
+$(BUILD)/bench/nirvana_sim: $(BUILD)/bench/nirvana_sim.o $(call link_libs,placement)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 

@@ -6,11 +6,11 @@
 # both workloads embedded and on 3 nodes against sqlite3.
 BENCHES += words_gen tpch_gen
 
-$(BUILD)/bench/words_gen: $(BUILD)/bench/workloads/words_gen.o $(BUILD)/libbase.a
+$(BUILD)/bench/words_gen: $(BUILD)/bench/workloads/words_gen.o $(call link_libs,base)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
-$(BUILD)/bench/tpch_gen: $(BUILD)/bench/workloads/tpch_gen.o $(BUILD)/libbase.a
+$(BUILD)/bench/tpch_gen: $(BUILD)/bench/workloads/tpch_gen.o $(call link_libs,base)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 

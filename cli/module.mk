@@ -1,5 +1,5 @@
 # cli: the ares-sql binary (its main is in cli/main.c).
 cli_SRCS := cli/main.c cli/run.c cli/script.c cli/help.c cli/output.c cli/shell.c cli/client.c cli/remote.c
-cli_USES := cluster exec storage planner placement parser base
-BINS += ares-sql:cli,cluster,exec,storage,planner,placement,parser,base
-UNIT_TESTS += test_cli:cli,cluster,exec,storage,planner,placement,parser,base
+cli_USES := cluster exec
+BINS += ares-sql:cli
+UNIT_TESTS += test_cli:cli

@@ -7,11 +7,11 @@ cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c clust
                 cluster/coord_query.c cluster/coord_ingest.c cluster/coord_fail.c cluster/coord_rebalance.c cluster/coord_show.c \
                 cluster/coord_stmt.c cluster/coord_start.c cluster/coord.c \
                 cluster/place.c cluster/measure.c cluster/report.c cluster/client.c cluster/node_main.c
-cluster_USES := exec storage planner placement parser base
-BINS += ares-node:cluster,exec,storage,planner,placement,parser,base
-UNIT_TESTS += test_cluster:cluster,base test_wire:cluster,base test_channel:cluster,base test_place:cluster,planner,placement,parser,base
+cluster_USES := exec base
+BINS += ares-node:cluster
+UNIT_TESTS += test_cluster:cluster test_wire:cluster test_channel:cluster test_place:cluster
 # the coordinator's decisions, with the I/O below it wrapped (tests/unit/test_coord.c)
-UNIT_TESTS += test_coord:cluster,exec,storage,planner,placement,parser,base
+UNIT_TESTS += test_coord:cluster
 $(BUILD)/tests/test_coord: LDFLAGS += $(foreach f,engine_host_put engine_host_del engine_host_scan cs_send cs_send_msg \
     node_tick_in node_deploy node_undeploy engine_deployed_sink_wm engine_deployed_sink_inputs,-Wl,--wrap=$(f))
-FUZZ_TARGETS += fuzz_wire:cluster,base fuzz_state:cluster,exec,storage,planner,placement,parser,base
+FUZZ_TARGETS += fuzz_wire:cluster fuzz_state:cluster

@@ -2,8 +2,8 @@
 parser_SRCS := parser/ast.c parser/driver.c
 parser_GEN  := $(BUILD)/parser/grammar.c $(BUILD)/parser/lexer.c
 parser_USES := base
-UNIT_TESTS   += test_parser:parser,base
-FUZZ_TARGETS += fuzz_parser:parser,base
+UNIT_TESTS   += test_parser:parser
+FUZZ_TARGETS += fuzz_parser:parser
 
 # Lemon writes grammar.c and grammar.h in one run: one grouped rule.
 $(BUILD)/parser/grammar.c $(BUILD)/parser/grammar.h &: parser/grammar.y
