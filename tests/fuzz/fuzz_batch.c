@@ -16,6 +16,7 @@ static void same(const val *x, const val *y)
     if (x->type != y->type || !val_equal(x, y)) abort();
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     batch b, c, keys;

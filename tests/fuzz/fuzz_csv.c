@@ -74,6 +74,7 @@ static void same_rows(const batch *a, const batch *b)
                 abort();
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2) return 0;

@@ -24,6 +24,7 @@ static const char *const names[] = {"ts", "k", "v"};
 static const sql_type types[] = {TY_BIGINT, TY_BIGINT, TY_TEXT};
 static const fmt_schema schema = {3, names, types};
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;

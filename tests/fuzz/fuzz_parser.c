@@ -45,6 +45,7 @@ static void roundtrip(const ast_stmt *s)
     sbuf_fini(&b2);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *src = (const char *)data;
