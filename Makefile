@@ -32,7 +32,7 @@ PKGS    := lmdb libuv libedit jansson libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm -lpthread
 
-WARN      := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+WARN      := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wno-unused-parameter
 GEN_WARN  := -Wall -Wno-unused-parameter -Wno-unused-variable -Wno-unused-but-set-variable \
              -Wno-sign-compare -Wno-implicit-fallthrough -Wno-unused-function -Wno-unused-const-variable
 comma     := ,
