@@ -1,8 +1,8 @@
 # cluster: wire protocol, authentication, the libuv connection layer, the
-# ares-node runtime (node.c, node_conn.c, node_task.c, node_home.c, standby.c),
+# ares-node runtime (node_base.c, node.c, node_conn.c, node_task.c, node_home.c, standby.c),
 # the coordinator (coord.c and coord_*.c, catchup.c, place.c, measure.c, report.c) and the
 # client library that ares-sql --connect uses (client.c).
-cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node.c cluster/node_conn.c cluster/node_task.c cluster/node_home.c cluster/standby.c cluster/channel.c cluster/shadow.c cluster/catchup.c \
+cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node_base.c cluster/node.c cluster/node_conn.c cluster/node_task.c cluster/node_home.c cluster/standby.c cluster/channel.c cluster/shadow.c cluster/catchup.c \
                 cluster/coord_catalog.c cluster/coord_nodes.c cluster/coord_out.c cluster/coord_place.c \
                 cluster/coord_query.c cluster/coord_ingest.c cluster/coord_fail.c cluster/coord_rebalance.c cluster/coord_show.c \
                 cluster/coord_stmt.c cluster/coord_start.c cluster/coord.c \

@@ -180,6 +180,7 @@ struct node {
     net_listener *lis;
     auth_secret secret;
     uv_timer_t tick;
+    uv_timer_cb on_tick; /* the tick (node.c), that node_tick_in restarts */
     uv_signal_t sig[2];
     peer **peers;
     int npeers;
@@ -216,7 +217,7 @@ struct node {
     meas_store *meas;
 };
 
-/* ---------------------------------------------------------------- node.c */
+/* ---------------------------------------------------------------- node_base.c */
 
 void node_log(node *n, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *node_state_name(int state);

@@ -4,8 +4,8 @@
  * call of each other, and the standby's state.  What the rest of cluster/
  * uses is in node.h.
  *
- *   node.c       logging, the frame dispatch (cs_on_frame), the tick and
- *                the run;
+ *   node_base.c  the bottom, that every part calls: logging, node_tick_in,
+ *                node_slow_down, row_hash;
  *   node_conn.c  peers, connections (send, overflow, dial, link delay),
  *                the link to the coordinator;
  *   node_task.c  the queries deployed here: their hooks, data frames,
@@ -13,7 +13,9 @@
  *   node_home.c  a stream's home: ingest sessions, statements from the
  *                coordinator and their RESULT forwarding;
  *   standby.c    coordinator terms, the standby coordinator and the
- *                coordinator's own failover (with coord.h).
+ *                coordinator's own failover (with coord.h);
+ *   node.c       the top: the frame dispatch (cs_on_frame), the tick and
+ *                the run.
  */
 #ifndef CLUSTER_NODE_INT_H
 #define CLUSTER_NODE_INT_H
@@ -50,10 +52,16 @@ struct standby {
     char rejoin_to[512]; /* deposed: run again as a standby of these (node_run returns NODE_RUN_REJOIN) */
 };
 
-/* ---------------------------------------------------------------- node.c */
+/* ---------------------------------------------------------------- node_base.c */
 
 /* --throttle: sleep in proportion to the work done since t0. */
 void node_slow_down(node *n, uint64_t t0);
+/* The log callbacks node_run hands the net layer and the engine. */
+void node_net_log(void *ud, int level, const char *who, const char *msg);
+void engine_log_fn(void *ctx, const char *msg);
+
+/* ---------------------------------------------------------------- node.c */
+
 void cs_on_frame(net_conn *c, const wire_frame *f, void *ud);
 
 /* ---------------------------------------------------------------- node_conn.c */
