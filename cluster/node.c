@@ -7,7 +7,9 @@
  * statements at a stream's home (node_home.c), coordinator terms and the
  * standby (standby.c), a stream's log copy (shadow.c), the numbered data
  * channel (channel.c).  The coordinator's own work is in coord.c; it runs in
- * the same process on top of this and gets the frames no part takes.
+ * the same process on top of this and gets the frames no part takes.  The
+ * connection callbacks are here too (ready, accepted, closed): a closed
+ * connection is unlinked from everything that may point at it, then freed.
  *
  * Threading: the engine's loop runs everything; no locks.  A cs is freed only
  * in its connection's on_close, after it has been unlinked from every list
@@ -137,6 +139,133 @@ void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
     net_abort(c, NET_CLOSE_PROTO, "unexpected %s frame", wire_type_name(m.type));
 }
 
+/* ------------------------------------------------------------------ connection events */
+
+/* The connection callbacks: the events of a connection go from here to
+ * every part they concern (node_conn.c keeps the connections themselves). */
+
+static void cs_on_ready(net_conn *c, void *ud);
+static void cs_on_close(net_conn *c, int why, const char *msg, void *ud);
+static const net_handlers cs_handlers = {cs_on_ready, cs_on_frame, cs_on_writable, cs_on_close};
+
+static void cs_on_ready(net_conn *c, void *ud)
+{
+    cs *s = ud;
+    node *n = s->n;
+    s->ready = 1;
+    if (s == n->coord_link) {
+        const char *name = net_peer_name(c);
+        if (net_peer_role(c) != WIRE_ROLE_COORDINATOR) {
+            node_log(n, join_addr(n, 0, NULL, 0) > 1 ? NET_LOG_DEBUG : NET_LOG_ERROR,
+                     "%s at %s is not the coordinator; retrying", name, n->coord_addr);
+            net_close(c, "not a coordinator");
+            return;
+        }
+        n->sb->join_hint[0] = 0;
+        peer *p = node_peer_add(n, name, NULL, n->coord_addr);
+        if (p) {
+            p->is_coord = 1;
+            p->link = s;
+            s->peer = p;
+        }
+        node_log(n, NET_LOG_INFO, "connected to the coordinator %s at %s; joining as %s (domain %s)%s", name,
+                 n->coord_addr, n->cfg.name, n->cfg.domain, n->sb->standby ? " as its standby" : "");
+        send_join(n, s);
+    } else if (n->co && s->kind == CS_NODE)
+        standby_send_term(s, n->term, WIRE_TERM_ANNOUNCE, n->cfg.name, n->addr);
+    apply_link_delay(n, s);
+    ovf_flush(s);
+}
+
+/* An accepted connection finished its handshake. */
+static void lis_on_ready(net_conn *c, void *ud)
+{
+    node *n = ud;
+    int role = net_peer_role(c);
+    if (role == WIRE_ROLE_CLIENT && (!n->co || !coord_serving(n))) {
+        wire_msg em = {.type = WIRE_ERROR};
+        em.u.error.code = XE_INVAL;
+        em.u.error.msg = wire_str_of(n->co ? "this coordinator is taking over or lost the cluster's majority: try again"
+                                   : n->sb->standby ? "this node is a standby coordinator: connect to the active one"
+                                                : "this node is not the coordinator: connect to the coordinator's address");
+        sbuf b;
+        sbuf_init(&b);
+        if (!wire_msg_payload(&b, &em, NULL)) net_send_ctl(c, WIRE_ERROR, 0, b.p, b.len);
+        sbuf_fini(&b);
+        net_log(n->net, c, NET_LOG_WARN, "a client connected to a node that is not the coordinator");
+        net_close(c, "this node is not the coordinator");
+        return;
+    }
+    cs *s = cs_new(n, role == WIRE_ROLE_CLIENT ? CS_CLIENT : CS_NODE);
+    if (!s) {
+        net_abort(c, NET_CLOSE_LOCAL, "out of memory");
+        return;
+    }
+    s->c = c;
+    s->ready = 1;
+    net_set_handlers(c, &cs_handlers, s);
+    if (s->kind == CS_NODE) {
+        const char *name = net_peer_name(c);
+        peer *p = node_peer_add(n, name, NULL, NULL);
+        s->peer = p;
+        if (p && !p->link) p->link = s;
+        apply_link_delay(n, s);
+    }
+    if (n->co) coord_ready(n, s);
+}
+
+static const net_handlers node_lis_handlers = {lis_on_ready, NULL, NULL, NULL};
+
+static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
+{
+    (void)c;
+    cs *s = ud;
+    node *n = s->n;
+    s->closing = 1;
+    s->close_why = why;
+    if (!n->stopping)
+        node_log(n, why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER ? NET_LOG_INFO : NET_LOG_WARN,
+                 "connection to %s %s: %s", s->peer ? s->peer->name : s->kind == CS_CLIENT ? "a client" : "?",
+                 net_close_name(why), msg ? msg : "");
+    if (n->co) coord_closed(n, s);
+    /* unlink from everything that may point at s */
+    for (int i = 0; i < n->npeers; i++)
+        if (n->peers[i]->link == s) {
+            n->peers[i]->link = NULL;
+            /* a failed connection (not a goodbye) waits the silence limit */
+            n->peers[i]->retry_at = clock_wall_ms() + (why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER
+                                                           ? 0
+                                                           : (int64_t)net_ctx_dead_ms(n->net));
+        }
+    if (n->coord_link == s) {
+        n->coord_link = NULL;
+        n->sb->coord_lost_at = clock_wall_ms();
+        n->sb->coord_lost_why = why;
+        if (n->sb->standby && !n->co && s->ready && !n->stopping) node_tick_in(n, 1); /* standby_tick: ask now */
+        /* the standby we granted a term takes over in a moment: ask it often */
+        n->coord_retry_at = clock_wall_ms() + (n->sb->join_hint[0]            ? NODE_RETRY_MS / 20
+                                               : join_addr(n, 0, NULL, 0) > 1 ? NODE_RETRY_MS / 5
+                                                                              : NODE_RETRY_MS);
+    }
+    if (n->cur_in == s) n->cur_in = NULL;
+    shadow_conn_closed(n, s);
+    chan_closed(n, s);
+    for (cs *o = n->conns; o; o = o->next)
+        for (int i = 0; i < o->nwait; i++)
+            if (o->waiters[i] == s) o->waiters[i--] = o->waiters[--o->nwait];
+    node_ingest_conn_closed(n, s);
+    ovf_drop(s);
+    release_waiters(s);
+    free(s->waiters);
+    free(s->held);
+    for (cs **pp = &n->conns; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    free(s);
+}
+
 /* ------------------------------------------------------------------ timers, signals, the run */
 
 static void on_tick(uv_timer_t *t)
@@ -181,6 +310,7 @@ int node_run(const node_config *cfg, node_rejoin *rejoin, xerr *err)
     memset(&sb, 0, sizeof sb);
     n->sb = &sb;
     n->on_tick = on_tick;
+    n->cs_handlers = &cs_handlers;
     n->cfg = *cfg;
     if (getrandom(&n->incarnation, sizeof n->incarnation, 0) != (ssize_t)sizeof n->incarnation || !n->incarnation)
         n->incarnation = clock_mono_ns() ^ ((uint64_t)getpid() << 32) ^ 1;

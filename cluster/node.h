@@ -181,6 +181,7 @@ struct node {
     auth_secret secret;
     uv_timer_t tick;
     uv_timer_cb on_tick; /* the tick (node.c), that node_tick_in restarts */
+    const net_handlers *cs_handlers; /* a dialled connection's callbacks (node.c) */
     uv_signal_t sig[2];
     peer **peers;
     int npeers;

@@ -4,10 +4,10 @@
  * connection, sending with the overflow queue and the pausing of the inputs
  * that fill it (node.h, "Backpressure"), RESULT and ERROR frames, dialling a
  * peer (node_link, node_dial) and the coordinator (the --join addresses, or
- * the one a takeover named), the cross-domain link delay of tests, and the
- * connection callbacks: ready, accepted, writable, closed.  A closed
- * connection is unlinked here from everything that may point at it, then
- * freed; the frames that arrive go to cs_on_frame (node.c).
+ * the one a takeover named), the cross-domain link delay of tests.  The
+ * connection callbacks (ready, accepted, closed, and the frames that arrive,
+ * cs_on_frame) are node.c's, above every part they tell: a dialled
+ * connection gets them from n->cs_handlers; only the writable one is here.
  *
  * Runs on the engine's loop, like all of the node.
  */
@@ -45,7 +45,7 @@ peer *node_peer_add(node *n, const char *name, const char *domain, const char *a
 }
 
 /* Cross-domain latency for tests: frames to nodes of other domains wait. */
-static void apply_link_delay(node *n, cs *s)
+void apply_link_delay(node *n, cs *s)
 {
     if (!n->cfg.link_delay_ms || !s->ready || !s->peer || !s->peer->domain[0]) return;
     net_set_send_delay_ms(s->c, strcmp(s->peer->domain, n->cfg.domain) ? n->cfg.link_delay_ms : 0);
@@ -76,12 +76,7 @@ void node_membership(node *n, const wire_msg *m)
 
 /* ------------------------------------------------------------------ connections */
 
-static void cs_on_ready(net_conn *c, void *ud);
-static void cs_on_writable(net_conn *c, void *ud);
-static void cs_on_close(net_conn *c, int why, const char *msg, void *ud);
-static const net_handlers cs_handlers = {cs_on_ready, cs_on_frame, cs_on_writable, cs_on_close};
-
-static cs *cs_new(node *n, int kind)
+cs *cs_new(node *n, int kind)
 {
     cs *s = calloc(1, sizeof *s);
     if (!s) return NULL;
@@ -116,7 +111,7 @@ static void wait_on(cs *in, cs *d)
     cs_update_pause(in);
 }
 
-static void release_waiters(cs *d)
+void release_waiters(cs *d)
 {
     int nw = d->nwait;
     d->nwait = 0;
@@ -127,7 +122,7 @@ static void release_waiters(cs *d)
     }
 }
 
-static void ovf_drop(cs *d)
+void ovf_drop(cs *d)
 {
     if (d->src_paused) {
         d->src_paused = 0;
@@ -147,7 +142,7 @@ static void ovf_drop(cs *d)
 }
 
 /* Move overflow into the connection's send queue while it takes it. */
-static void ovf_flush(cs *d)
+void ovf_flush(cs *d)
 {
     if (!d->ready || d->closing) return;
     while (d->ovf) {
@@ -267,7 +262,7 @@ cs *node_dial(node *n, const char *addr)
     cs *s = cs_new(n, CS_NODE);
     if (!s) return NULL;
     xerr err;
-    if (net_connect(n->net, host, port, 0, &cs_handlers, s, &s->c, &err)) {
+    if (net_connect(n->net, host, port, 0, n->cs_handlers, s, &s->c, &err)) {
         node_log(n, NET_LOG_ERROR, "cannot connect to %s: %s", addr, err.msg);
         n->conns = s->next;
         free(s);
@@ -276,7 +271,7 @@ cs *node_dial(node *n, const char *addr)
     return s;
 }
 
-static void send_join(node *n, cs *s)
+void send_join(node *n, cs *s)
 {
     wire_msg m = {.type = WIRE_JOIN, .flags = n->sb->standby ? WIRE_F_STANDBY : 0};
     m.u.join.name = wire_str_of(n->cfg.name);
@@ -288,7 +283,7 @@ static void send_join(node *n, cs *s)
 }
 
 /* The number of --join addresses and the i-th of them in out. */
-static int join_addr(const node *n, int i, char *out, size_t cap)
+int join_addr(const node *n, int i, char *out, size_t cap)
 {
     int k = 0;
     for (const char *p = n->cfg.join; p && *p;) {
@@ -328,7 +323,7 @@ void node_connect_coordinator(node *n)
     cs *s = cs_new(n, CS_NODE);
     if (!s) return;
     xerr err;
-    if (net_connect(n->net, host, port, 0, &cs_handlers, s, &s->c, &err)) {
+    if (net_connect(n->net, host, port, 0, n->cs_handlers, s, &s->c, &err)) {
         node_log(n, NET_LOG_ERROR, "cannot connect to the coordinator at %s: %s", n->coord_addr, err.msg);
         n->conns = s->next;
         free(s);
@@ -338,126 +333,8 @@ void node_connect_coordinator(node *n)
     n->coord_link = s;
 }
 
-static void cs_on_ready(net_conn *c, void *ud)
-{
-    cs *s = ud;
-    node *n = s->n;
-    s->ready = 1;
-    if (s == n->coord_link) {
-        const char *name = net_peer_name(c);
-        if (net_peer_role(c) != WIRE_ROLE_COORDINATOR) {
-            node_log(n, join_addr(n, 0, NULL, 0) > 1 ? NET_LOG_DEBUG : NET_LOG_ERROR,
-                     "%s at %s is not the coordinator; retrying", name, n->coord_addr);
-            net_close(c, "not a coordinator");
-            return;
-        }
-        n->sb->join_hint[0] = 0;
-        peer *p = node_peer_add(n, name, NULL, n->coord_addr);
-        if (p) {
-            p->is_coord = 1;
-            p->link = s;
-            s->peer = p;
-        }
-        node_log(n, NET_LOG_INFO, "connected to the coordinator %s at %s; joining as %s (domain %s)%s", name,
-                 n->coord_addr, n->cfg.name, n->cfg.domain, n->sb->standby ? " as its standby" : "");
-        send_join(n, s);
-    } else if (n->co && s->kind == CS_NODE)
-        standby_send_term(s, n->term, WIRE_TERM_ANNOUNCE, n->cfg.name, n->addr);
-    apply_link_delay(n, s);
-    ovf_flush(s);
-}
-
-/* An accepted connection finished its handshake. */
-static void lis_on_ready(net_conn *c, void *ud)
-{
-    node *n = ud;
-    int role = net_peer_role(c);
-    if (role == WIRE_ROLE_CLIENT && (!n->co || !coord_serving(n))) {
-        wire_msg em = {.type = WIRE_ERROR};
-        em.u.error.code = XE_INVAL;
-        em.u.error.msg = wire_str_of(n->co ? "this coordinator is taking over or lost the cluster's majority: try again"
-                                   : n->sb->standby ? "this node is a standby coordinator: connect to the active one"
-                                                : "this node is not the coordinator: connect to the coordinator's address");
-        sbuf b;
-        sbuf_init(&b);
-        if (!wire_msg_payload(&b, &em, NULL)) net_send_ctl(c, WIRE_ERROR, 0, b.p, b.len);
-        sbuf_fini(&b);
-        net_log(n->net, c, NET_LOG_WARN, "a client connected to a node that is not the coordinator");
-        net_close(c, "this node is not the coordinator");
-        return;
-    }
-    cs *s = cs_new(n, role == WIRE_ROLE_CLIENT ? CS_CLIENT : CS_NODE);
-    if (!s) {
-        net_abort(c, NET_CLOSE_LOCAL, "out of memory");
-        return;
-    }
-    s->c = c;
-    s->ready = 1;
-    net_set_handlers(c, &cs_handlers, s);
-    if (s->kind == CS_NODE) {
-        const char *name = net_peer_name(c);
-        peer *p = node_peer_add(n, name, NULL, NULL);
-        s->peer = p;
-        if (p && !p->link) p->link = s;
-        apply_link_delay(n, s);
-    }
-    if (n->co) coord_ready(n, s);
-}
-
-const net_handlers node_lis_handlers = {lis_on_ready, NULL, NULL, NULL};
-
-static void cs_on_writable(net_conn *c, void *ud)
+void cs_on_writable(net_conn *c, void *ud)
 {
     (void)c;
     ovf_flush(ud);
-}
-
-static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
-{
-    (void)c;
-    cs *s = ud;
-    node *n = s->n;
-    s->closing = 1;
-    s->close_why = why;
-    if (!n->stopping)
-        node_log(n, why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER ? NET_LOG_INFO : NET_LOG_WARN,
-                 "connection to %s %s: %s", s->peer ? s->peer->name : s->kind == CS_CLIENT ? "a client" : "?",
-                 net_close_name(why), msg ? msg : "");
-    if (n->co) coord_closed(n, s);
-    /* unlink from everything that may point at s */
-    for (int i = 0; i < n->npeers; i++)
-        if (n->peers[i]->link == s) {
-            n->peers[i]->link = NULL;
-            /* a failed connection (not a goodbye) waits the silence limit */
-            n->peers[i]->retry_at = clock_wall_ms() + (why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER
-                                                           ? 0
-                                                           : (int64_t)net_ctx_dead_ms(n->net));
-        }
-    if (n->coord_link == s) {
-        n->coord_link = NULL;
-        n->sb->coord_lost_at = clock_wall_ms();
-        n->sb->coord_lost_why = why;
-        if (n->sb->standby && !n->co && s->ready && !n->stopping) node_tick_in(n, 1); /* standby_tick: ask now */
-        /* the standby we granted a term takes over in a moment: ask it often */
-        n->coord_retry_at = clock_wall_ms() + (n->sb->join_hint[0]            ? NODE_RETRY_MS / 20
-                                               : join_addr(n, 0, NULL, 0) > 1 ? NODE_RETRY_MS / 5
-                                                                              : NODE_RETRY_MS);
-    }
-    if (n->cur_in == s) n->cur_in = NULL;
-    shadow_conn_closed(n, s);
-    chan_closed(n, s);
-    for (cs *o = n->conns; o; o = o->next)
-        for (int i = 0; i < o->nwait; i++)
-            if (o->waiters[i] == s) o->waiters[i--] = o->waiters[--o->nwait];
-    node_ingest_conn_closed(n, s);
-    ovf_drop(s);
-    release_waiters(s);
-    free(s->waiters);
-    free(s->held);
-    for (cs **pp = &n->conns; *pp; pp = &(*pp)->next)
-        if (*pp == s) {
-            *pp = s->next;
-            break;
-        }
-    free(s);
 }

@@ -66,7 +66,20 @@ void cs_on_frame(net_conn *c, const wire_frame *f, void *ud);
 
 /* ---------------------------------------------------------------- node_conn.c */
 
-extern const net_handlers node_lis_handlers; /* the listener's: accepted connections */
+/* A new cs of this kind, first in n->conns. */
+cs *cs_new(node *n, int kind);
+/* The cross-domain link delay of tests, on s's connection. */
+void apply_link_delay(node *n, cs *s);
+/* The queue of frames that did not fit: send what fits now, or drop it all. */
+void ovf_flush(cs *d);
+void ovf_drop(cs *d);
+/* d closes: the inputs that waited on it read again. */
+void release_waiters(cs *d);
+void cs_on_writable(net_conn *c, void *ud);
+/* JOIN, to the coordinator on s. */
+void send_join(node *n, cs *s);
+/* The number of --join addresses and the i-th of them in out. */
+int join_addr(const node *n, int i, char *out, size_t cap);
 /* Paused while waiting on some destination or holding a frame. */
 void cs_update_pause(cs *s);
 /* Dial the coordinator (the address a takeover named, else --join's). */
