@@ -337,10 +337,16 @@ void move_ingests(node *n);
 void coord_ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_frame *f);
 void coord_ingest_acked(node *n, cs *s, uint64_t req);
 int coord_shadow_takes_over(node *n, pend *p);
+/* This node is the home of the client's ingest (s, req): its chunks up to
+ * safe are in (and in the stream's log copy); n->co_ingest_safe. */
+void coord_ingest_safe(node *n, cs *s, uint64_t req, uint64_t safe);
 
 /* ---------------------------------------------------------------- coord_fail.c */
 void replace_after_death(node *n, const char *dead);
 void ft_recover(node *n);
+/* A node dropped BATCHES batches of query QID (0: unknown) for PEER, which
+ * it could not reach (LOSS); n->co_loss. */
+void coord_loss(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to);
 void send_logshadow(node *n, cstream *c, const char *source);
 void promote_shadows(node *n);
 void member_lost(node *n, peer *x, int closed);

@@ -240,6 +240,8 @@ int coord_start(node *n, xerr *err)
     coord *co = calloc(1, sizeof *co);
     if (!co) return xerr_set(err, XE_NOMEM, "out of memory");
     n->co = co;
+    n->co_loss = coord_loss;
+    n->co_ingest_safe = coord_ingest_safe;
     co->next_req = 1;
     co->next_qid = 1;
     co->placement = NIRVANA_FULL;

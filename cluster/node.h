@@ -202,6 +202,13 @@ struct node {
     uint64_t in_batches;
     uint64_t out_state_bytes, out_state_msgs, in_state_bytes; /* replication */
     coord *co;           /* the coordinator's state, NULL elsewhere */
+    /* what the runtime tells the coordinator (set by coord_start; called
+     * only while n->co is set): a node dropped BATCHES batches of query QID
+     * (0: unknown) for PEER, which it could not reach (LOSS), and this node,
+     * the home of the client's ingest (s, req), holds its chunks up to safe
+     * (and the stream's log copy does) */
+    void (*co_loss)(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to);
+    void (*co_ingest_safe)(node *n, cs *s, uint64_t req, uint64_t safe);
     /* fault tolerance: where each query first started reading its streams'
      * logs here, by its first id, so that a redeployment replays from there */
     struct ftorigin { uint32_t origin; int nsrc, have; uint64_t off[ENGINE_MAX_SRC]; struct ftorigin *next; } *origins;
@@ -244,6 +251,8 @@ int cs_send_msg(cs *d, const wire_msg *m);
 /* RESULT parts and errors to a requester. */
 int cs_result(cs *d, uint64_t req, uint16_t flags, int part, uint32_t nrows, const void *p, size_t len);
 int cs_error(cs *d, uint64_t req, int code, const char *msg);
+/* The end of an ingest (RES_DONE, with st's counts; NULL: none). */
+void node_send_done(cs *to, uint64_t req, const exec_ingest_stats *st);
 
 /* ---------------------------------------------------------------- node_task.c */
 
@@ -258,10 +267,6 @@ int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err);
  * until its home is lost; node_ingest_loud then makes it answer). */
 void node_ingest(node *n, cs *from, const wire_msg *m, int quiet);
 int node_ingest_loud(node *n, cs *from, uint64_t req);
-/* Ingest answers: the end of an ingest (RES_DONE, with st's counts; NULL:
- * none), and the chunks of every session of stream that are safe (RES_ACKED). */
-void node_send_done(cs *to, uint64_t req, const exec_ingest_stats *st);
-void node_ingest_acks(node *n, const char *stream);
 /* The chunks of the client's ingest session (s, req) that can be
  * acknowledged: all fed ones, or those the stream's log copy holds. */
 uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed);
@@ -303,6 +308,8 @@ void shadow_frame(node *n, cs *s, const wire_msg *m); /* LOGSHIP, LOGACK */
 void shadow_tick(node *n);
 void shadow_ship_soon(node *n, const char *stream);   /* input went into the stream */
 int shadow_guarded(node *n, const char *stream);      /* its log has a copy to wait for */
+/* The chunks of every ingest session of stream that are safe (RES_ACKED). */
+void node_ingest_acks(node *n, const char *stream);
 /* An ingest's end, answered once the copy holds it. */
 void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st);
 /* fn(n, req) once the copy holds the stream's log as it is now (at once
@@ -317,12 +324,6 @@ void shadow_free(node *n);
 /* ---------------------------------------------------------------- coord.c */
 
 int coord_start(node *n, xerr *err);
-/* A node dropped BATCHES batches of query QID (0: unknown) for PEER, which
- * it could not reach (LOSS). */
-void coord_loss(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to);
-/* This node is the home of the client's ingest (s, req): its chunks up to
- * safe are in (and in the stream's log copy). */
-void coord_ingest_safe(node *n, cs *s, uint64_t req, uint64_t safe);
 void coord_stop(node *n);
 void coord_tick(node *n);
 /* A frame on a connection from a node or a client (the coordinator only). */

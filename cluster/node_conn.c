@@ -227,6 +227,20 @@ int cs_error(cs *d, uint64_t req, int code, const char *msg)
     return cs_send_msg(d, &m);
 }
 
+/* The end of an ingest: RES_DONE with st's counts (NULL: none). */
+void node_send_done(cs *to, uint64_t req, const exec_ingest_stats *st)
+{
+    exec_ingest_stats z = {0};
+    if (!st) st = &z;
+    unsigned char b[40];
+    be64_put(b, (uint64_t)st->lines);
+    be64_put(b + 8, (uint64_t)st->rows);
+    be64_put(b + 16, (uint64_t)st->rejected);
+    be64_put(b + 24, (uint64_t)st->late);
+    be64_put(b + 32, (uint64_t)(st->late_partial != 0));
+    cs_result(to, req, WIRE_F_LAST, RES_DONE, 0, b, sizeof b);
+}
+
 cs *node_link(node *n, peer *p)
 {
     if (p->link) return p->link;

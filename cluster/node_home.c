@@ -67,40 +67,11 @@ static void ingsess_free(node *n, ingsess *g, int end)
     free(g);
 }
 
-void node_ingest_acks(node *n, const char *stream)
-{
-    int guarded = shadow_guarded(n, stream);
-    for (ingsess *g = n->ings; g; g = g->next) {
-        if (!g->session || !g->from || !g->stream || strcmp(g->stream, stream)) continue;
-        uint64_t seq = guarded ? g->safe : g->seq;
-        if (g->from->kind == CS_CLIENT) {
-            if (n->co) coord_ingest_safe(n, g->from, g->req, seq);
-            continue;
-        }
-        unsigned char b[8];
-        be64_put(b, seq);
-        cs_result(g->from, g->req, 0, RES_ACKED, 0, b, sizeof b);
-    }
-}
-
 uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed)
 {
     for (ingsess *g = n->ings; g; g = g->next)
         if (g->from == s && g->req == req) return g->stream && shadow_guarded(n, g->stream) ? g->safe : fed;
     return fed;
-}
-
-void node_send_done(cs *to, uint64_t req, const exec_ingest_stats *st)
-{
-    exec_ingest_stats z = {0};
-    if (!st) st = &z;
-    unsigned char b[40];
-    be64_put(b, (uint64_t)st->lines);
-    be64_put(b + 8, (uint64_t)st->rows);
-    be64_put(b + 16, (uint64_t)st->rejected);
-    be64_put(b + 24, (uint64_t)st->late);
-    be64_put(b + 32, (uint64_t)(st->late_partial != 0));
-    cs_result(to, req, WIRE_F_LAST, RES_DONE, 0, b, sizeof b);
 }
 
 int node_ingest_loud(node *n, cs *from, uint64_t req)

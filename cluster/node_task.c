@@ -135,7 +135,7 @@ static void report_loss(node *n, peer *to, uint32_t qid, uint64_t batches)
     if (qid) to->lost_qid = qid;
     int64_t now = clock_wall_ms();
     if (now - to->lost_said < 1000 && to->lost_qid == to->lost_qid_said) return; /* a new query is said at once */
-    if (n->co) coord_loss(n, n->cfg.name, to->lost_qid, to->lost, to->name);
+    if (n->co) n->co_loss(n, n->cfg.name, to->lost_qid, to->lost, to->name);
     else if (n->coord_link && n->coord_link->ready) {
         wire_msg m = {.type = WIRE_LOSS};
         m.u.loss.query = to->lost_qid;

@@ -377,6 +377,25 @@ void node_logshadow(node *n, const char *stream, const char *shadow, const char 
     if (!ls->catching) ship(n, ls);
 }
 
+/* The chunks of every ingest session of stream that are safe now, to
+ * whoever forwards each (RES_ACKED; the coordinator's own clients through
+ * n->co_ingest_safe). */
+void node_ingest_acks(node *n, const char *stream)
+{
+    int guarded = shadow_guarded(n, stream);
+    for (ingsess *g = n->ings; g; g = g->next) {
+        if (!g->session || !g->from || !g->stream || strcmp(g->stream, stream)) continue;
+        uint64_t seq = guarded ? g->safe : g->seq;
+        if (g->from->kind == CS_CLIENT) {
+            if (n->co) n->co_ingest_safe(n, g->from, g->req, seq);
+            continue;
+        }
+        unsigned char b[8];
+        be64_put(b, seq);
+        cs_result(g->from, g->req, 0, RES_ACKED, 0, b, sizeof b);
+    }
+}
+
 /* The copy holds shipment `ship`: what it carried is safe. */
 static void logack(node *n, cs *s, const wire_msg *m)
 {
