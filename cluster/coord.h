@@ -35,10 +35,10 @@
  * forever.  A client runs one request at a time (its `job`: the statements
  * of one QUERY frame, run in order, stopping at the first error).
  *
- * The files, each calling only the ones above it in this list (the one
- * exception: a request that finishes goes on with its client's job,
- * job_step_done in coord_stmt.c, from coord_query.c's deploy_done and
- * coord_show.c's gather_fin):
+ * The files, each calling only the ones above it in this list (a request
+ * that finishes goes on with its client's job through co->job_step, which
+ * coord_start sets to coord_stmt.c's job_step_done: coord_query.c's
+ * deploy_done and coord_show.c's gather_fin call it so):
  *
  *   coord_catalog.c    the replicated catalog, lookups, stream records, settings
  *   coord_nodes.c      requests to nodes (pend), broadcasts, MEMBERSHIP, DEPLOY
@@ -212,6 +212,10 @@ typedef struct csess {
 struct coord {
     cquery *queries;    /* in qid order */
     pend *pends;
+    /* a finished request goes on with its client's job: coord_stmt.c's
+     * job_step_done, set by coord_start (coord_query.c and coord_show.c,
+     * below coord_stmt.c, call it through this) */
+    void (*job_step)(node *n, pend *p);
     uint64_t next_req;
     uint32_t next_qid;
     uint64_t epoch;

@@ -172,7 +172,7 @@ static void deploy_done(node *n, pend *p)
         cq_drop(n, q);
     } else if (q && !q->push && p->client)
         coord_notice_to(p->client, p->creq, "CREATE QUERY");
-    job_step_done(n, p);
+    n->co->job_step(n, p);
 }
 
 /* The strategy and R a CREATE QUERY asks for (its WITH, else the cluster's). */

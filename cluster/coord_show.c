@@ -97,7 +97,7 @@ static void gather_fin(node *n, pend *p)
 {
     if (!p->client) return;
     p->fin(n, p);
-    job_step_done(n, p);
+    n->co->job_step(n, p);
 }
 
 static void streams_table(node *n, cs *s, uint64_t req);

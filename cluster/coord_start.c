@@ -242,6 +242,7 @@ int coord_start(node *n, xerr *err)
     n->co = co;
     n->co_loss = coord_loss;
     n->co_ingest_safe = coord_ingest_safe;
+    co->job_step = job_step_done;
     co->next_req = 1;
     co->next_qid = 1;
     co->placement = NIRVANA_FULL;
