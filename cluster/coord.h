@@ -40,6 +40,8 @@
  * coord_start sets to coord_stmt.c's job_step_done: coord_query.c's
  * deploy_done and coord_show.c's gather_fin call it so):
  *
+ *   (below them all, the node runtime's node_base.c, node_conn.c, channel.c,
+ *   shadow.c, node_home.c and node_task.c, and report.c: node_int.h)
  *   coord_catalog.c    the replicated catalog, lookups, stream records, settings
  *   coord_nodes.c      requests to nodes (pend), broadcasts, MEMBERSHIP, DEPLOY
  *   coord_out.c        a query's output: sink dedup, subscribers, ATTACH
@@ -53,6 +55,7 @@
  *   coord_start.c      start (the catalog read back) and stop
  *   standby.c          terms, the standby's takeover, fencing (with the node's side)
  *   coord.c            the entry points: frames, connections, the tick
+ *   (above them all, node.c: node_int.h)
  *
  * Everything runs on the node's loop thread: no locks.
  */

@@ -1,21 +1,29 @@
 /*
- * node_int.h (internal to the node runtime: node.c, node_conn.c,
- * node_task.c, node_home.c and standby.c): what the parts of the runtime
- * call of each other, and the standby's state.  What the rest of cluster/
- * uses is in node.h.
+ * node_int.h (internal to the node runtime: node_base.c, node_conn.c,
+ * node_home.c, node_task.c, standby.c and node.c): what the parts of the
+ * runtime call of each other, and the standby's state.  What the rest of
+ * cluster/ uses is in node.h.
+ *
+ * The files are layers, from the bottom; each calls only the ones above it
+ * in this list (and channel.c and shadow.c sit just above node_conn.c, the
+ * coordinator's coord_*.c files between node_task.c and standby.c):
  *
  *   node_base.c  the bottom, that every part calls: logging, node_tick_in,
  *                node_slow_down, row_hash;
  *   node_conn.c  peers, connections (send, overflow, dial, link delay),
  *                the link to the coordinator;
- *   node_task.c  the queries deployed here: their hooks, data frames,
- *                RESUME and REPLICA_ACK;
  *   node_home.c  a stream's home: ingest sessions, statements from the
  *                coordinator and their RESULT forwarding;
+ *   node_task.c  the queries deployed here: their hooks, data frames,
+ *                RESUME and REPLICA_ACK;
  *   standby.c    coordinator terms, the standby coordinator and the
  *                coordinator's own failover (with coord.h);
- *   node.c       the top: the frame dispatch (cs_on_frame), the tick and
- *                the run.
+ *   node.c       the top: the frame dispatch (cs_on_frame), the connection
+ *                callbacks, the tick and the run.
+ *
+ * A lower file reaches a higher one only through a hook the higher one
+ * sets: n->on_tick and n->cs_handlers (node_run), n->co_loss and
+ * n->co_ingest_safe (coord_start).
  */
 #ifndef CLUSTER_NODE_INT_H
 #define CLUSTER_NODE_INT_H
@@ -86,6 +94,16 @@ void cs_update_pause(cs *s);
 void node_connect_coordinator(node *n);
 void node_membership(node *n, const wire_msg *m);
 
+/* ---------------------------------------------------------------- node_home.c */
+
+/* Run the statements of a QUERY frame from the coordinator and answer it. */
+void node_exec_from_coord(node *n, cs *from, const wire_msg *m);
+/* s closed: its ingest sessions end, a client's waits for a new forwarder. */
+void node_ingest_conn_closed(node *n, cs *s);
+/* Client ingest sessions no forwarder took on in NODE_ORPHAN_MS: closed. */
+void node_ingest_orphans(node *n);
+void node_ingest_free(node *n);
+
 /* ---------------------------------------------------------------- node_task.c */
 
 /* Hand a BATCH, WATERMARK, STATE_DELTA, RESUME or REPLICA_ACK to the
@@ -96,16 +114,6 @@ void node_held_timeouts(node *n);
 /* Redeployments whose RESUMEs did not all come in time: replay now. */
 void node_resume_timeouts(node *n);
 void node_tasks_free(node *n); /* the deployed queries and their origins */
-
-/* ---------------------------------------------------------------- node_home.c */
-
-/* Run the statements of a QUERY frame from the coordinator and answer it. */
-void node_exec_from_coord(node *n, cs *from, const wire_msg *m);
-/* s closed: its ingest sessions end, a client's waits for a new forwarder. */
-void node_ingest_conn_closed(node *n, cs *s);
-/* Client ingest sessions no forwarder took on in NODE_ORPHAN_MS: closed. */
-void node_ingest_orphans(node *n);
-void node_ingest_free(node *n);
 
 /* ---------------------------------------------------------------- standby.c */
 
