@@ -1,7 +1,10 @@
 /*
  * parser internals shared by the lexer (lexer.re), the grammar (grammar.y),
- * the AST constructors (ast.c) and the driver (driver.c).  Nothing outside
- * parser/ includes this file.
+ * the AST constructors (ast.c), the printer (print.c) and the driver
+ * (driver.c).  Nothing outside parser/ includes this file.  The files call
+ * downwards only: driver.c and print.c (which asks the grammar's
+ * parser_Fallback whether a word needs quotes) sit above the grammar, and
+ * the grammar above ast.c.
  *
  * A token does not own its text: it points into the caller's copy of the
  * source, which outlives every parser that sees the token.  The grammar's
@@ -73,7 +76,7 @@ void pctx_error(pctx *P, int line, int col, const char *fmt, ...)
 void *parser_Alloc(void *(*mallocProc)(size_t));
 void parser_Free(void *p, void (*freeProc)(void *));
 void parser_(void *p, int major, token minor, pctx *P);
-int parser_Fallback(int code);
+int parser_Fallback(int code); /* also print.c's */
 int parser_ntokens(void);
 int parser_accepts(void *p, int tok); /* see grammar.y's %code */
 

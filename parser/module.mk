@@ -1,5 +1,5 @@
 # parser: re2c lexer + Lemon grammar + AST.  Generated sources live in $(BUILD)/parser.
-parser_SRCS := parser/ast.c parser/driver.c
+parser_SRCS := parser/ast.c parser/print.c parser/driver.c
 parser_GEN  := $(BUILD)/parser/grammar.c $(BUILD)/parser/lexer.c
 parser_USES := base
 UNIT_TESTS   += test_parser:parser
