@@ -194,6 +194,6 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
     else rc = agg_push_single(o, a, in, emit_changes, err);
     if (a->uses_progs) batch_reset(&o->q->scratch);
     if (rc) return rc;
-    if (emit_changes && o->out.nrows) return op_emit(o, task, &o->out, err);
+    if (emit_changes && o->out.nrows) return o->emit_down(o, task, &o->out, err);
     return 0;
 }

@@ -468,11 +468,11 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         }
         if (op->emit != EMIT_CHANGES && (rc = agg_emit_window_entry(o, a, c->e, c->wstart, c->wend, 0, err))) return rc;
         if (o->out.nrows >= EXEC_SLICE_ROWS) {
-            if ((rc = op_emit(o, task, &o->out, err))) return rc;
+            if ((rc = o->emit_down(o, task, &o->out, err))) return rc;
             batch_reset(&o->out);
         }
     }
-    if (o->out.nrows && (rc = op_emit(o, task, &o->out, err))) return rc;
+    if (o->out.nrows && (rc = o->emit_down(o, task, &o->out, err))) return rc;
     batch_reset(&o->out);
     int session = is_session(o);
     if (!session && nclose) {

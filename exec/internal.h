@@ -68,6 +68,10 @@ struct opinst {
     query *q;
     int ntasks;
     opinst *down;           /* NULL for the sink */
+    /* How the operators below ops.c (agg.c, agg_window.c, join.c) send a
+     * batch down the DAG: ops.c's op_emit, which op_init sets, so that they
+     * call nothing above them (one indirect call per batch). */
+    int (*emit_down)(opinst *o, int task, const batch *b, xerr *err);
     int down_side;          /* which input of down this feeds */
     plan_edge_kind down_edge;
     int nprogs;
@@ -457,7 +461,9 @@ void eng_span_begin(engine *e, eng_span *s);
 void eng_span_end_sources(engine *e, int si, eng_span *s);
 void eng_meas_fini(engine *e); /* engine_close */
 
-/* ops.c: hand a batch to the next operator (through an exchange if needed). */
+/* ops.c: hand a batch to the next operator (through an exchange if needed).
+ * ops.c and ft.c call it; the operators below ops.c reach it through
+ * o->emit_down. */
 int op_emit(opinst *o, int task, const batch *b, xerr *err);
 
 #endif

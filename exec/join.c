@@ -202,7 +202,7 @@ int join_push(opinst *o, int task, int s, const batch *in, xerr *err)
             memcpy(out, l, (size_t)lcols * sizeof *out);
             memcpy(out + lcols, rr, (size_t)rcols * sizeof *out);
             if (o->out.nrows >= EXEC_SLICE_ROWS) {
-                int rc = op_emit(o, task, &o->out, err);
+                int rc = o->emit_down(o, task, &o->out, err);
                 if (rc) return rc;
                 batch_reset(&o->out);
             }
@@ -210,7 +210,7 @@ int join_push(opinst *o, int task, int s, const batch *in, xerr *err)
         batch_reset(&o->q->scratch);
         if (jside_add(me, row, ts, kh, me->next_seq++)) return xerr_set(err, XE_NOMEM, "out of memory");
     }
-    if (o->out.nrows) return op_emit(o, task, &o->out, err);
+    if (o->out.nrows) return o->emit_down(o, task, &o->out, err);
     return 0;
 }
 

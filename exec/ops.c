@@ -9,6 +9,10 @@
  * operator's watermark is the minimum over its inputs; the aggregate closes
  * the windows the watermark has passed and emits them, the join expires what
  * can no longer match.  Everything runs on the engine's thread.
+ *
+ * ops.c sits above the operators it dispatches to (agg.c, join.c): they
+ * hand their output back through o->emit_down, which op_init sets to
+ * op_emit, so no call runs up from them to here.
  */
 #include "exec/internal.h"
 
@@ -36,6 +40,7 @@ static int op_init(query *q, opinst *o, const plan_op *op, xerr *err)
     int rc;
     o->op = op;
     o->q = q;
+    o->emit_down = op_emit;
     o->ntasks = op->parallelism > 0 ? op->parallelism : 1;
     o->wm[0] = o->wm[1] = WM_MIN;
     o->out_wm = WM_MIN;
