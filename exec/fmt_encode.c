@@ -22,7 +22,7 @@
 #include <emmintrin.h>
 #endif
 
-/* ------------------------------------------------------------------ integers as text */
+/* ------------------------------------------------------------------ timestamps and integers as text */
 
 size_t fmt_timestamp(int64_t ms, char buf[FMT_TS_BUF]) { return time_ts_print(ms, TIME_DATA, buf); }
 
