@@ -1,7 +1,7 @@
 /*
  * time.c: timestamps and intervals as text, the one parse and print of each
  * (declared in base.h).  The parser reads SQL literals (TIMESTAMP '...',
- * parser/ast.c) and data (CSV and JSON values, exec/format.c); the two
+ * parser/ast.c) and data (CSV and JSON values, exec/fmt_value.c); the two
  * dialects share the grammar and differ only where base.h's comment says.
  * The ISO printer is on the output path of every row with a timestamp, so it
  * writes digits into a fixed buffer without printf.

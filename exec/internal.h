@@ -16,7 +16,7 @@
  *   sink.c      a query's output: file sinks, and the delivery to outlets and clients
  *   io.c        sockets: sources, sinks, subscribers, the tick
  *   meta.c      lookups, the epoch's transaction, meta records
- *   expr.c      compiled expressions (with batch.c and format.c, the bottom)
+ *   expr.c      compiled expressions (with batch.c and the fmt_*.c files, the bottom)
  */
 #ifndef EXEC_INTERNAL_H
 #define EXEC_INTERNAL_H

@@ -1,4 +1,4 @@
-/* Unit tests for exec/batch.c (values, batches, encodings) and exec/format.c
+/* Unit tests for exec/batch.c (values, batches, encodings) and exec/fmt_*.c (format.h)
  * (CSV and JSON-lines decoders, timestamps, value printing, encoders). */
 #include <setjmp.h>
 #include <stdarg.h>
