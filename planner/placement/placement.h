@@ -28,8 +28,8 @@
  *   trans  half of w_trans * traffic * distance, over each incident edge
  *          (task edges, and primary->replica delta streams)
  *   rec    half of w_rec * c_uv for each task edge u->v whose two ends share a
- *          domain (cascade; c_uv = (rec_u + rec_v) / 2 / fan-in of v, with
- *          rec = recovery_s), half of w_rec * (sigma_a + sigma_b)/speed
+ *          domain (cascade; c_uv = min(rec_u, rec_v) / fan-in of v, with
+ *          rec = recovery_s: 0 when either end is stateless), half of w_rec * (sigma_a + sigma_b)/speed
  *          for each pair of replicas stacked on one node whose primaries share a
  *          domain (serial recovery; the four players involved each pay half),
  *          and, for a replica, w_rec * sigma_a / speed (its own restore time).

@@ -344,6 +344,16 @@ double nv_wrec(const nirvana_config *c)
 
 /* ---------------------------------------------------------------- player view */
 
+/* The cascade weight of each edge u -> v: what putting both ends in one
+ * domain adds to that domain's recovery.  Together they fail together, and v
+ * restores only once u is back: sigma_u + sigma_v.  Apart, each domain's
+ * failure costs one of them, at worst max(sigma_u, sigma_v).  The difference
+ * is min(sigma_u, sigma_v): nothing when either end is stateless (a stateless
+ * task restarts at once, and waits for its upstream wherever it sits), which
+ * the first formula, (sigma_u + sigma_v) / 2, charged anyway and so pushed a
+ * light stateless task out of its stateful upstream's domain, one more
+ * cross-domain hop on every row's path (issue 17).  Divided by v's fan-in: v
+ * waits for the slowest failed parent, not for all of them. */
 double *nv_cascade_weights(const nirvana_problem *p)
 {
     int *fanin = NV_ZALLOC(p, p->ntasks, int);
@@ -352,7 +362,8 @@ double *nv_cascade_weights(const nirvana_problem *p)
     for (int k = 0; k < p->nedges; k++) fanin[p->edges[k].to]++;
     for (int k = 0; k < p->nedges; k++) {
         const nirvana_edge *ed = &p->edges[k];
-        w[k] = (p->tasks[ed->from].recovery_s + p->tasks[ed->to].recovery_s) / 2 / fanin[ed->to];
+        double su = p->tasks[ed->from].recovery_s, sv = p->tasks[ed->to].recovery_s;
+        w[k] = (su < sv ? su : sv) / fanin[ed->to];
     }
     return w;
 }

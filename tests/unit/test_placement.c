@@ -848,6 +848,55 @@ static void test_recovery_term_moves_players(void **state)
     nirvana_problem_free(p);
 }
 
+/* The cascade term charges an edge's two ends for sharing a domain only by
+ * what that adds to the domain's recovery, min(sigma_u, sigma_v): nothing
+ * for a stateless downstream (it restarts at once and waits for its upstream
+ * wherever it sits).  AGG (stateful, 1 s) -> OUT on 2 domains of 2 nodes: a
+ * stateless OUT costs the same recovery in AGG's domain or in the other one,
+ * and the game puts it beside AGG (the edge's transfer is cheaper there); a
+ * stateful OUT of 0.5 s pays w_rec * 0.5 more in AGG's domain. */
+static void test_cascade_stateless(void **state)
+{
+    (void)state;
+    for (int stateful = 0; stateful < 2; stateful++) {
+        nirvana_problem *p = nirvana_problem_new();
+        assert_non_null(p);
+        p->replicas = 1;
+        for (int n = 0; n < 4; n++) assert_true(nirvana_add_node(p, NULL, n / 2, 4, 1.0) >= 0);
+        nirvana_task agg = {.name = "agg", .op = 0, .depth = 1, .parallelism = 1, .load = 0.2, .stateful = 1,
+                            .recovery_s = 1.0, .replica_load = 0.01, .repl_traffic = 0.001};
+        nirvana_task out = {.name = "out", .op = 1, .depth = 2, .parallelism = 1, .load = 0.01,
+                            .stateful = stateful, .recovery_s = stateful ? 0.5 : 0, .replica_load = 0.01,
+                            .repl_traffic = 0.001};
+        assert_int_equal(nirvana_add_task(p, &agg), 0);
+        assert_int_equal(nirvana_add_task(p, &out), 1);
+        assert_int_equal(nirvana_add_edge(p, 0, 1, 0.01), 0);
+        nirvana_config c;
+        nirvana_config_init(&c);
+        xerr e;
+        /* players: agg, out, agg's replica[, out's replica] */
+        int same[4] = {0, 1, 2, 3}, apart[4] = {0, 2, 3, 1};
+        if (!stateful) apart[1] = 2, apart[2] = 3;
+        nirvana_score a, b;
+        assert_int_equal(nirvana_score_assignment(p, &c, same, &a, &e), 0);
+        assert_int_equal(nirvana_score_assignment(p, &c, apart, &b, &e), 0);
+        assert_true(a.legal && b.legal);
+        if (!stateful) {
+            assert_true(fabs(a.rec - b.rec) < 1e-12);
+            nirvana_result *r = NULL;
+            assert_int_equal(nirvana_place(p, &c, &r, &e), 0);
+            int da = r->players[0].node / 2, dout = r->players[1].node / 2;
+            assert_int_equal(da, dout);
+            nirvana_result_free(r);
+        } else {
+            /* the serial and restore terms are the same in both: out's replica
+             * sits on a node of the other domain in each */
+            assert_true(fabs((a.rec - b.rec) - c.w_rec * 0.5) < 1e-9);
+        }
+        nirvana_problem_free(p);
+    }
+}
+
 /* ---------------------------------------------------------------- live re-placement (nirvana_rebalance) */
 
 /* Modes as the coordinator gives them: stateful primaries keep their state
@@ -1240,6 +1289,7 @@ int main(void)
         cmocka_unit_test(test_replace_adds_a_query),
         cmocka_unit_test(test_brute_force_ratio),
         cmocka_unit_test(test_recovery_term_moves_players),
+        cmocka_unit_test(test_cascade_stateless),
         cmocka_unit_test(test_background_load),
         cmocka_unit_test(test_rebalance_leaves_a_slowed_node),
         cmocka_unit_test(test_rebalance_does_not_flap),
