@@ -45,6 +45,11 @@
 
 #define INGEST_CHUNK (64 * 1024)
 #define UNACKED_MAX (64u * 1024 * 1024) /* ingest bytes sent but not yet in at the home and shadow */
+/* An interrupted ingest waits this long for the home's last answer (its
+ * counts).  Up to UNACKED_MAX bytes may be queued ahead of it at a home that
+ * is behind, which can take minutes; the client then says what it knows and
+ * ends instead of ignoring the signal. */
+#define CUT_WAIT_MS 2000
 #define FAILOVER_MS 30000               /* how long to look for a serving coordinator */
 #define KEEP_MS 60000                   /* a subscription's rows kept for attaching again */
 #define FAILOVER_DEAD_MS 2000           /* silence of the coordinator that starts a failover */
@@ -716,6 +721,24 @@ static uint64_t new_session(void)
     return v ? v : 1;
 }
 
+/* An interrupted ingest whose home has not answered within CUT_WAIT_MS: what
+ * the client knows, through the ingest's notice callback.  The lines of the
+ * chunks acknowledged are in the stream (at the home and its shadow); the
+ * rest were sent, and whether they go in depends on how far they got (the
+ * coordinator and the home append what reached them). */
+static void cut_unanswered(clu_client *c, const clu_ingest_opts *o)
+{
+    int64_t acked = (int64_t)(c->unacked ? c->unacked->line0 : c->lines_sent);
+    if (!o->on_notice) return;
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "interrupted: %lld input lines sent to stream %s, %lld of them acknowledged by its home; the other %lld "
+             "were on their way and may still be appended (the home did not answer within %d ms)",
+             (long long)c->lines_sent, c->ing_stream ? c->ing_stream : "?", (long long)acked,
+             (long long)(c->lines_sent - acked), CUT_WAIT_MS);
+    o->on_notice(o->ctx, 0, msg);
+}
+
 int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_ingest_opts *o, exec_ingest_stats *st,
                       xerr *err)
 {
@@ -766,10 +789,15 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
         clu_ingest_opts o2 = *o;
         if (cut) o2.end_of_stream = 0;
         rc = send_chunk(c, &o2, NULL, 0, 1, err);
+        uint64_t give_up = cut ? clock_mono_ns() + CUT_WAIT_MS * 1000000ull : 0;
         while (!rc && !c->cur_done) {
+            if (give_up && clock_mono_ns() >= give_up) {
+                cut_unanswered(c, o);
+                break;
+            }
             if (c->closed) rc = resend_all(c, &o2, err);
             else if (c->resend) rc = resend_kept(c, &o2, err);
-            else spin(c, 100);
+            else spin(c, give_up ? 20 : 100);
         }
     }
     drop_unacked(c);
