@@ -586,7 +586,10 @@ void clu_client_free(clu_client *c)
     free(c);
 }
 
-/* Send a frame, waiting while the connection is over its high-water mark. */
+/* Send a frame, waiting while the connection is over its high-water mark.
+ * A coordinator that reads nothing (stopped, or its own sends backed up)
+ * keeps it there: a signal ends the wait (XE_BUSY, "interrupted ..."), so
+ * that an interrupted ingest or statement does not hang in it. */
 static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p, size_t len, xerr *err)
 {
     for (;;) {
@@ -595,7 +598,11 @@ static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p,
         int rc = net_send(c->c, type, flags, p, len);
         if (rc == 0) return 0;
         if (rc != XE_BUSY) return xerr_set(err, rc, "cannot send to the coordinator: %s", xerr_name(rc));
-        while (!c->writable && !c->closed) spin(c, 100);
+        while (!c->writable && !c->closed) {
+            if (c->interrupted && c->interrupted())
+                return xerr_set(err, XE_BUSY, "interrupted while the coordinator was not reading");
+            spin(c, 100);
+        }
     }
 }
 
@@ -781,7 +788,10 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
             break;
         }
         if (got == 0) break;
-        if ((rc = send_chunk(c, o, buf, (size_t)got, 0, err))) break;
+        if ((rc = send_chunk(c, o, buf, (size_t)got, 0, err))) {
+            if (rc == XE_BUSY && o->stop && o->stop(o->ctx)) rc = 0, cut = 1; /* stopped in send_wait */
+            break;
+        }
     }
     free(buf);
     if (!rc && !c->cur_done) {
@@ -789,8 +799,14 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
         clu_ingest_opts o2 = *o;
         if (cut) o2.end_of_stream = 0;
         rc = send_chunk(c, &o2, NULL, 0, 1, err);
+        int told = 0;
+        if (rc == XE_BUSY && cut) { /* the coordinator reads nothing: the last chunk could not go */
+            cut_unanswered(c, o);
+            rc = 0;
+            told = 1;
+        }
         uint64_t give_up = cut ? clock_mono_ns() + CUT_WAIT_MS * 1000000ull : 0;
-        while (!rc && !c->cur_done) {
+        while (!rc && !c->cur_done && !told) {
             if (give_up && clock_mono_ns() >= give_up) {
                 cut_unanswered(c, o);
                 break;

@@ -7,7 +7,9 @@
 #   signal (a benchmark's producers hung there).  Now it waits at most 2 s,
 #   then reports how many input lines it sent and how many the home had
 #   acknowledged, and exits 130.  Then the stream is checked: it holds at
-#   least the acknowledged lines and no line twice, and no more than were sent.
+#   least the acknowledged lines and no line twice, and no more than were sent;
+#   the same with the coordinator stopped (SIGSTOP), so that the producer's
+#   sends back up in its socket and it waits to write, not for an answer.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 export LC_ALL=C
@@ -65,4 +67,33 @@ if [ -n "$sent" ]; then
     [ "$rows" -le "$sent" ] || fail "stream s holds $rows rows, more than the $sent sent"
 fi
 echo "ok   stream s holds $rows rows (${acked:-?} acknowledged <= rows <= ${sent:-?} sent)"
+
+# ---- a coordinator that reads nothing (stopped): the producer's sends back
+# up in its socket; SIGTERM still ends it within seconds
+mkfifo feed2
+awk 'BEGIN { for (i = 0; ; i++) printf "%d,%d,%d\n", i, i % 100, i % 7 }' >feed2 2>/dev/null &
+GENP=$!
+PIDS="$PIDS $GENP"
+"$A" --connect "$CADDR" --secret-file "$SECRET" -q --ingest s <feed2 >ing2.out 2>ing2.err &
+INGP=$!
+PIDS="$PIDS $INGP"
+sleep 1
+kill -STOP "$PID_c0"
+EXTRA_CLEANUP='kill -CONT $PID_c0 2>/dev/null'
+sleep 2 # the socket's buffers fill
+t0=$(date +%s%N)
+kill -TERM $INGP
+i=0
+while kill -0 $INGP 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+alive=0
+kill -0 $INGP 2>/dev/null && alive=1
+kill -CONT "$PID_c0"
+[ $alive = 1 ] && { kill -KILL $INGP; fail "the producer ignored SIGTERM for 10 s while the coordinator read nothing"; }
+wait $INGP
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+kill $GENP 2>/dev/null
+[ $rc = 130 ] || { cat ing2.err; fail "producer interrupted with a stopped coordinator: exit $rc, want 130"; }
+grep -q "interrupted: [0-9]* input lines sent to stream s" ing2.err || { cat ing2.err; fail "no 'interrupted:' report"; }
+echo "ok   SIGTERM ended the producer of a stopped coordinator after $ms ms (exit 130)"
 echo "t_ingest_interrupt: all passed"
