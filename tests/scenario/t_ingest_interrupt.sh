@@ -22,14 +22,18 @@ wait_alive 2
 sqlc -e "CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', home = 'n1');" ||
     fail "CREATE STREAM"
 
-# an endless producer: rows as fast as awk writes them
-mkfifo feed
-awk 'BEGIN { for (i = 0; ; i++) printf "%d,%d,%d\n", i, i % 100, i % 7 }' >feed 2>/dev/null &
-GENP=$!
-PIDS="$PIDS $GENP"
-"$A" --connect "$CADDR" --secret-file "$SECRET" -q --ingest s <feed >ing.out 2>ing.err &
-INGP=$!
-PIDS="$PIDS $INGP"
+# producer NAME: an endless producer into s (rows as fast as awk writes
+# them, through the fifo NAME.fifo), its stderr in NAME.err; sets GENP, INGP
+producer() {
+    mkfifo "$1.fifo"
+    awk 'BEGIN { for (i = 0; ; i++) printf "%d,%d,%d\n", i, i % 100, i % 7 }' >"$1.fifo" 2>/dev/null &
+    GENP=$!
+    "$A" --connect "$CADDR" --secret-file "$SECRET" -q --ingest s <"$1.fifo" >"$1.out" 2>"$1.err" &
+    INGP=$!
+    PIDS="$PIDS $GENP $INGP"
+}
+
+producer ing
 sleep 3
 kill -0 $INGP 2>/dev/null || { cat ing.err; fail "the producer ended by itself"; }
 t0=$(date +%s%N)
@@ -70,13 +74,7 @@ echo "ok   stream s holds $rows rows (${acked:-?} acknowledged <= rows <= ${sent
 
 # ---- a coordinator that reads nothing (stopped): the producer's sends back
 # up in its socket; SIGTERM still ends it within seconds
-mkfifo feed2
-awk 'BEGIN { for (i = 0; ; i++) printf "%d,%d,%d\n", i, i % 100, i % 7 }' >feed2 2>/dev/null &
-GENP=$!
-PIDS="$PIDS $GENP"
-"$A" --connect "$CADDR" --secret-file "$SECRET" -q --ingest s <feed2 >ing2.out 2>ing2.err &
-INGP=$!
-PIDS="$PIDS $INGP"
+producer ing2
 sleep 1
 kill -STOP "$PID_c0"
 EXTRA_CLEANUP='kill -CONT $PID_c0 2>/dev/null'
