@@ -372,13 +372,11 @@ void coord_tick(node *n)
                      (unsigned long long)n->term, (double)(clock_mono_ns() - co->takeover_ns) / 1e6);
         }
     }
-    /* shadowed streams: partial slices end at the same point at both homes */
-    static int64_t last_tick;
-    if (now - last_tick >= 200) {
-        last_tick = now;
-        for (int i = 0; i < co->nstreams; i++)
-            if (co->streams[i].dirty) tick_stream(n, &co->streams[i]);
-    }
+    /* shadowed streams: partial slices end at the same point at both homes
+     * (while input flows, coord_ingest_from_client TICKs them; this ends
+     * the slice of an input that paused) */
+    for (int i = 0; i < co->nstreams; i++)
+        if (co->streams[i].dirty && now - co->streams[i].tick_ms >= COORD_SLICE_MS) tick_stream(n, &co->streams[i]);
     /* exactly-once output: the end of a recovery's catch-up; old rows */
     static int64_t last_evict;
     int evict = now - last_evict >= 1000;

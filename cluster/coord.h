@@ -65,6 +65,12 @@
 #include "cluster/catchup.h"
 #include "cluster/node.h"
 
+/* A stream fed through the coordinator gets a TICK (its home and shadow end
+ * their partial slice, and the watermark moves) at most this long after
+ * input came.  Until session 10 it was 200 ms: a window's results then
+ * waited 20-170 ms for the cut, by the phase of the ticks against the
+ * window's end, the same for every row of the window (docs/benchmarks.md). */
+#define COORD_SLICE_MS 20
 #define RB_SOON_MS 1000  /* a join, a loss or a new capacity: rebalance this much later */
 #define RB_QUIET_MS 2500 /* a query that moved is left alone this long (its new deployment gets measured), or
                             rebalance_interval if longer */
@@ -197,6 +203,7 @@ typedef struct cstream {
      * (shadow.c, LOGSHADOW). */
     char *lshadow;
     int dirty;          /* input went out since the last TICK */
+    int64_t tick_ms;    /* when the last TICK went (wall ms) */
     /* SHOW STREAMS: what the home said of it (known = 0: nothing yet) */
     int known;
     int64_t rows, rejected, log_bytes;

@@ -51,6 +51,7 @@ void tick_stream(node *n, cstream *c)
         if (x && coord_alive(x)) cs_send_msg(x->link, &m);
     }
     c->dirty = 0;
+    c->tick_ms = clock_wall_ms();
 }
 
 /* One forward of an ingest request to node x (the home, or quiet: the shadow). */
@@ -215,6 +216,9 @@ void coord_ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fram
             pend_free(p);
         }
     }
+    /* a slice ends at most COORD_SLICE_MS after its rows came: a window
+     * closes that soon after the input passes its end */
+    if (cst && cst->shadow && cst->dirty && clock_wall_ms() - cst->tick_ms >= COORD_SLICE_MS) tick_stream(n, cst);
 }
 
 /* An ingest session's chunks that the home and the shadow both have. */
