@@ -50,6 +50,11 @@
  * is behind, which can take minutes; the client then says what it knows and
  * ends instead of ignoring the signal. */
 #define CUT_WAIT_MS 2000
+/* Input read waits this long for more before it goes as a chunk (as Kafka's
+ * producer linger.ms, 5 ms by default since Kafka 4.0): a producer that
+ * writes a few rows a millisecond then sends a chunk every 5 ms, not one per
+ * read, and the coordinator and the home handle a fifth of the frames. */
+#define LINGER_MS 5
 #define FAILOVER_MS 30000               /* how long to look for a serving coordinator */
 #define KEEP_MS 60000                   /* a subscription's rows kept for attaching again */
 #define FAILOVER_DEAD_MS 2000           /* silence of the coordinator that starts a failover */
@@ -765,7 +770,9 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
     memset(&c->ing_st, 0, sizeof c->ing_st);
     char *buf = malloc(INGEST_CHUNK);
     if (!buf) return xerr_set(err, XE_NOMEM, "out of memory");
-    for (;;) {
+    size_t fill = 0; /* input read, not sent yet: it waits up to LINGER_MS for more */
+    uint64_t due = 0;
+    for (int eof = 0; !eof;) {
         if (c->cur_done) break; /* an error came back: stop sending */
         if (o->stop && o->stop(o->ctx)) {
             cut = 1;
@@ -777,21 +784,38 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
             spin(c, 20);
             continue;
         }
+        int wait = 20;
+        if (fill) {
+            uint64_t now = clock_mono_ns();
+            wait = now >= due ? 0 : (int)((due - now + 999999) / 1000000);
+        }
         struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pf, 1, 20);
+        int pr = poll(&pf, 1, wait);
         uv_run(&c->loop, UV_RUN_NOWAIT);
-        if (pr <= 0) continue;
-        ssize_t got = read(fd, buf, INGEST_CHUNK);
-        if (got < 0) {
-            if (errno == EINTR || errno == EAGAIN) continue;
-            rc = xerr_set(err, XE_IO, "reading the input: %s", strerror(errno));
-            break;
+        if (pr > 0) {
+            ssize_t got = read(fd, buf + fill, INGEST_CHUNK - fill);
+            if (got < 0 && errno != EINTR && errno != EAGAIN) {
+                rc = xerr_set(err, XE_IO, "reading the input: %s", strerror(errno));
+                break;
+            }
+            if (got == 0) eof = 1;
+            if (got > 0) {
+                if (!fill) due = clock_mono_ns() + LINGER_MS * 1000000ull;
+                fill += (size_t)got;
+            }
         }
-        if (got == 0) break;
-        if ((rc = send_chunk(c, o, buf, (size_t)got, 0, err))) {
-            if (rc == XE_BUSY && o->stop && o->stop(o->ctx)) rc = 0, cut = 1; /* stopped in send_wait */
-            break;
+        if (fill && (eof || fill == INGEST_CHUNK || clock_mono_ns() >= due)) {
+            rc = send_chunk(c, o, buf, fill, 0, err);
+            fill = 0;
+            if (rc) {
+                if (rc == XE_BUSY && o->stop && o->stop(o->ctx)) rc = 0, cut = 1; /* stopped in send_wait */
+                break;
+            }
         }
+    }
+    if (fill && !rc && !c->cur_done) { /* stopped with input read: it goes, as read input always did */
+        rc = send_chunk(c, o, buf, fill, 0, err);
+        if (rc == XE_BUSY) rc = 0;
     }
     free(buf);
     if (!rc && !c->cur_done) {
