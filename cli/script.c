@@ -120,7 +120,9 @@ static int exec_stmt(cli *c, const cli_script *s, const ast_stmt *st)
     c->statements++;
     int werr = cli_out_write_errno(o);
     if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_SUBSCRIBE)) c->pushes++;
-    if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_CREATE_QUERY)) c->consumers++;
+    if (rc == 0 && (st->kind == ST_SELECT || st->kind == ST_CREATE_QUERY || st->kind == ST_CREATE_STREAM_AS ||
+                    st->kind == ST_INSERT_SELECT))
+        c->consumers++;
     if (push || cli_out_pushed(o)) {
         if (cli_outs_add(&c->keep, &c->nkeep, &c->capkeep, o) < 0) {
             /* cannot track it: stop the push queries rather than leave the

@@ -59,16 +59,22 @@ static int check_input_options(const ast_options *w, fmt_kind k, xerr *err)
     return 0;
 }
 
+/* The stream st creates exists: 1 with IF NOT EXISTS (skipped, said so),
+ * else an error; 0 when it does not. */
+static int stream_taken(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    if (eng_stream_index(e, st->name) < 0) return 0;
+    if (st->if_not_exists) {
+        eng_notice(out, "stream '%s' already exists, skipping", st->name);
+        return 1;
+    }
+    return xerr_at(err, XE_EXISTS, st->line, st->col, "stream '%s' already exists", st->name);
+}
+
 int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     int rc;
-    if (eng_stream_index(e, st->name) >= 0) {
-        if (st->if_not_exists) {
-            eng_notice(out, "stream '%s' already exists, skipping", st->name);
-            return 0;
-        }
-        return xerr_at(err, XE_EXISTS, st->line, st->col, "stream '%s' already exists", st->name);
-    }
+    if ((rc = stream_taken(e, st, out, err))) return rc > 0 ? 0 : rc;
     if ((rc = check_options(st->with, known_stream_options, "stream", err))) return rc;
     const ast_option *o = ast_option_get(st->with, "source");
     int live = 0;
@@ -150,6 +156,7 @@ static int query_new(engine *e, const ast_select *sel, const ast_options *w, con
         query_free(q);
         return xerr_set(err, XE_NOMEM, "out of memory");
     }
+    q->target = -1;
     if ((rc = query_start(e, q, err))) { query_free(q); return rc; }
     /* new queries read from the end of their streams' logs */
     for (int k = 0; k < q->nsrc; k++) {
@@ -173,17 +180,10 @@ static int add_query(engine *e, query *q, xerr *err)
     return 0;
 }
 
-int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+/* The options every standing query takes (ft, checkpoint_interval, the
+ * sink's format), checked; then the commit of what came before. */
+static int standing_check(engine *e, const ast_stmt *st, xerr *err)
 {
-    int rc;
-    if (eng_find_query(e, st->name)) {
-        if (st->if_not_exists) {
-            eng_notice(out, "query '%s' already exists, skipping", st->name);
-            return 0;
-        }
-        return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
-    }
-    if ((rc = check_options(st->with, known_query_options, "query", err))) return rc;
     const ast_option *fto = ast_option_get(st->with, "ft"), *cio = ast_option_get(st->with, "checkpoint_interval");
     engine_ft ft;
     int64_t ms;
@@ -194,40 +194,277 @@ int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *e
     if (cio && (plan_parse_interval(cio->value, &ms, &e2) || ms <= 0))
         return xerr_at(err, XE_INVAL, cio->line, cio->col,
                        "checkpoint_interval must be a positive interval such as '5 seconds', not '%s'", cio->value);
-    const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
+    const ast_option *fo = ast_option_get(st->with, "format");
     fmt_kind fk;
-    if (fo && (fmt_kind_parse(fo->value, &fk) || (fk != FMT_CSV && fk != FMT_JSON)))
+    if (fo && ast_option_get(st->with, "sink") && (fmt_kind_parse(fo->value, &fk) || (fk != FMT_CSV && fk != FMT_JSON)))
         return xerr_at(err, XE_INVAL, fo->line, fo->col, "unknown sink format '%s' (csv or json)", fo->value);
+    return engine_commit(e, err);
+}
+
+/* Plan st's SELECT as the standing query qname, with its file or socket sink. */
+static int standing_new(engine *e, const ast_stmt *st, const char *qname, query **out, xerr *err)
+{
+    int rc;
     query *q;
-    if ((rc = engine_commit(e, err))) return rc;
-    if ((rc = query_new(e, st->select, st->with, st->name, st->text ? st->text : "", e->next_query_id, &q, err)))
+    *out = NULL;
+    if ((rc = query_new(e, st->select, st->with, qname, st->text ? st->text : "", e->next_query_id, &q, err)))
         return rc;
+    const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
     if (so && (rc = eng_sink_open(q, so->value, fo ? fo->value : NULL, 0, err))) {
         err->line = so->line;
         err->col = so->col;
         query_free(q);
         return rc;
     }
+    *out = q;
+    return 0;
+}
+
+/* Record q in the catalog (with `made`, the derived stream it makes, the
+ * last of e->streams) and start it; on failure both are gone. */
+static int standing_commit(engine *e, query *q, stream_rt *made, xerr *err)
+{
     char key[300];
-    snprintf(key, sizeof key, "query/%s", st->name);
+    snprintf(key, sizeof key, "query/%s", q->name);
     sbuf v;
     sbuf_init(&v);
     sbuf_printf(&v, "%u %s", q->id, q->sql);
     uint64_t nid = e->next_query_id + 1;
-    if ((rc = add_query(e, q, err))) { sbuf_fini(&v); query_free(q); return rc; }
-    if ((rc = eng_txn(e, err)) || (rc = store_kv_put(e->txn, STORE_CATALOG, key, v.p, v.len, err)) ||
-        (rc = eng_put_u64s(e->txn, "next_query_id", &nid, 1, err)) || (rc = engine_commit(e, err))) {
-        sbuf_fini(&v);
-        e->nqueries--;
+    int rc = add_query(e, q, err);
+    if (rc) {
         query_free(q);
-        return rc;
+        goto undo_stream;
     }
+    if ((rc = eng_txn(e, err))) goto fail;
+    if (made) {
+        char sk[300];
+        snprintf(sk, sizeof sk, "stream/%s", made->ps->name);
+        if ((rc = store_log_create(e->txn, made->ps->name, err)) ||
+            (rc = store_kv_put(e->txn, STORE_CATALOG, sk, made->sql, strlen(made->sql), err)))
+            goto fail;
+    }
+    if ((rc = store_kv_put(e->txn, STORE_CATALOG, key, v.p, v.len, err)) ||
+        (rc = eng_put_u64s(e->txn, "next_query_id", &nid, 1, err)) || (rc = engine_commit(e, err)))
+        goto fail;
     sbuf_fini(&v);
     e->next_query_id++;
     /* a query over a stream that has already ended sees the end at once */
     for (int k = 0; k < q->nsrc; k++)
         if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    eng_finish_ended_push(e);
+    return 0;
+fail:
+    e->nqueries--;
+    query_free(q);
+undo_stream:
+    sbuf_fini(&v);
+    if (made) eng_stream_free(e->streams[--e->nstreams]);
+    return rc;
+}
+
+int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int rc;
+    if (eng_find_query(e, st->name)) {
+        if (st->if_not_exists) {
+            eng_notice(out, "query '%s' already exists, skipping", st->name);
+            return 0;
+        }
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
+    }
+    query *q;
+    if ((rc = check_options(st->with, known_query_options, "query", err)) || (rc = standing_check(e, st, err)) ||
+        (rc = standing_new(e, st, st->name, &q, err)) || (rc = standing_commit(e, q, NULL, err)))
+        return rc;
     eng_notice(out, "CREATE QUERY");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ derived streams */
+
+/* The position of output column c of sel, for an error about it: its
+ * item's expression when the items map one to one, else the SELECT's. */
+static void item_pos(const ast_stmt *st, int c, int *line, int *col)
+{
+    const ast_items *it = st->select->items;
+    *line = st->line;
+    *col = st->col;
+    for (int i = 0; it && i < it->n; i++)
+        if (it->v[i].star) return;
+    if (it && c < it->n && it->v[c].expr) {
+        *line = it->v[c].expr->line;
+        *col = it->v[c].expr->col;
+    }
+}
+
+/* s quoted as an SQL string literal. */
+static void add_quoted(sbuf *b, const char *s)
+{
+    sbuf_addc(b, '\'');
+    for (; *s; s++) {
+        if (*s == '\'') sbuf_addc(b, '\'');
+        sbuf_addc(b, *s);
+    }
+    sbuf_addc(b, '\'');
+}
+
+/* The stream a CREATE STREAM AS makes, as the CREATE STREAM with columns
+ * its catalog entry holds (so that it loads before any query, whatever
+ * the order of the chain): the SELECT's columns, its event time (WITH
+ * timestamp, else the plan's: window_end of a windowed aggregate, else the
+ * input's), no watermark delay (its writers' watermark is its own). */
+static int derived_stream_sql(const engine *e, const ast_stmt *st, const query *q, sbuf *b, xerr *err)
+{
+    const plan_schema *os = &q->dag->ops[q->dag->sink].out;
+    const ast_option *to = ast_option_get(st->with, "timestamp"), *ro = ast_option_get(st->with, "retention");
+    int ts = q->dag->ops[q->dag->sink].ts_col, line, col;
+    if (to) {
+        ts = -1;
+        for (int c = 0; c < os->ncols; c++)
+            if (!strcasecmp(os->cols[c].name, to->value)) ts = c;
+        if (ts < 0) return xerr_at(err, XE_NAME, to->line, to->col, "timestamp '%s' is not a column of the SELECT", to->value);
+        if (os->cols[ts].type != TY_TIMESTAMP)
+            return xerr_at(err, XE_TYPE, to->line, to->col, "timestamp '%s' is %s, not TIMESTAMP", to->value,
+                           sql_type_name(os->cols[ts].type));
+    }
+    if (ts < 0 && !to) {
+        /* by name: window_end of a windowed aggregate, else the input's event time */
+        const char *want = NULL;
+        for (int i = 0; i < q->dag->nops; i++)
+            if (q->dag->ops[i].kind == PO_AGGREGATE && q->dag->ops[i].window.kind != WIN_NONE) want = "window_end";
+        const plan_stream *in = q->nsrc ? e->streams[q->src_stream[0]]->ps : NULL;
+        if (!want && in && in->ts_col >= 0) want = in->schema.cols[in->ts_col].name;
+        for (int c = 0; want && c < os->ncols; c++)
+            if (!strcasecmp(os->cols[c].name, want) && os->cols[c].type == TY_TIMESTAMP) ts = c;
+    }
+    if (ts < 0)
+        return xerr_at(err, XE_PLAN, st->line, st->col,
+                       "stream '%s' needs an event time column: select window_end (a windowed aggregate) or the input's "
+                       "event time, or name a TIMESTAMP column with WITH (timestamp = 'col')", st->name);
+    sbuf_reset(b);
+    sbuf_adds(b, "CREATE STREAM ");
+    ast_print_ident(st->name, b);
+    sbuf_adds(b, " (");
+    for (int c = 0; c < os->ncols; c++) {
+        if (os->cols[c].type == TY_NULL) {
+            item_pos(st, c, &line, &col);
+            return xerr_at(err, XE_TYPE, line, col, "column '%s' has no type (a NULL literal): CAST it", os->cols[c].name);
+        }
+        if (c) sbuf_adds(b, ", ");
+        ast_print_ident(os->cols[c].name, b);
+        sbuf_printf(b, " %s", sql_type_name(os->cols[c].type));
+    }
+    sbuf_adds(b, ") WITH (timestamp = ");
+    add_quoted(b, os->cols[ts].name);
+    if (ro) {
+        sbuf_adds(b, ", retention = ");
+        add_quoted(b, ro->value);
+    }
+    return sbuf_addc(b, ')') ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
+}
+
+int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    static const char *known[] = {"timestamp", "retention", "parallelism", "sink", "format", NULL};
+    int rc;
+    if ((rc = stream_taken(e, st, out, err))) return rc > 0 ? 0 : rc;
+    if (eng_find_query(e, st->name))
+        return xerr_at(err, XE_EXISTS, st->line, st->col,
+                       "a query is called '%s' (the query of a derived stream takes the stream's name)", st->name);
+    query *q;
+    if ((rc = check_options(st->with, known, "derived stream", err)) || (rc = standing_check(e, st, err)) ||
+        (rc = standing_new(e, st, st->name, &q, err)))
+        return rc;
+    sbuf text;
+    sbuf_init(&text);
+    ast_stmt *cs = NULL;
+    if ((rc = derived_stream_sql(e, st, q, &text, err)) || (rc = parse_one(text.p, text.len, &cs, err)) ||
+        (rc = eng_streams_add(e, cs, text.p, err))) {
+        ast_stmt_free(cs);
+        sbuf_fini(&text);
+        query_free(q);
+        return rc;
+    }
+    ast_stmt_free(cs);
+    sbuf_fini(&text);
+    stream_rt *s = e->streams[e->nstreams - 1];
+    s->derived = 1;
+    q->target = e->nstreams - 1;
+    if ((rc = standing_commit(e, q, s, err))) return rc;
+    eng_notice(out, "CREATE STREAM");
+    return 0;
+}
+
+/* Would a query reading `from` and writing stream `to` close a cycle?
+ * Through the queries that write streams: to -> a reader's target -> ...
+ * The queries of the chain go into chain[0 .. *n). */
+static int feeds(const engine *e, int to, int from, int *chain, int *n)
+{
+    if (to == from) return 1;
+    if (*n >= e->nqueries) return 0;
+    for (int i = 0; i < e->nqueries; i++) {
+        const query *w = e->queries[i];
+        if (w->transient || w->target < 0) continue;
+        for (int k = 0; k < w->nsrc; k++)
+            if (w->src_stream[k] == to) {
+                chain[(*n)++] = i;
+                if (feeds(e, w->target, from, chain, n)) return 1;
+                (*n)--;
+                break;
+            }
+    }
+    return 0;
+}
+
+int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int si = eng_stream_index(e, st->name), rc;
+    if (si < 0) return xerr_at(err, XE_NOTFOUND, st->line, st->col, "stream '%s' does not exist", st->name);
+    if (e->streams[si]->ps->partitions > 1 || strchr(st->name, '#'))
+        return xerr_at(err, XE_PLAN, st->line, st->col, "INSERT INTO ... SELECT into a partitioned stream is not supported yet");
+    char qname[300];
+    snprintf(qname, sizeof qname, "%s_insert_%u", st->name, e->next_query_id);
+    query *q;
+    if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, qname, &q, err))) return rc;
+    const plan_schema *os = &q->dag->ops[q->dag->sink].out, *ts = &e->streams[si]->ps->schema;
+    int line, col;
+    rc = 0;
+    if (os->ncols != ts->ncols)
+        rc = xerr_at(err, XE_TYPE, st->line, st->col,
+                     "stream '%s' has %d columns, the SELECT gives %d%s%s%s", st->name, ts->ncols, os->ncols,
+                     os->ncols < ts->ncols ? " (the first missing: '" : "",
+                     os->ncols < ts->ncols ? ts->cols[os->ncols].name : "", os->ncols < ts->ncols ? "')" : "");
+    for (int c = 0; !rc && c < os->ncols; c++)
+        if (os->cols[c].type != ts->cols[c].type && os->cols[c].type != TY_NULL) {
+            item_pos(st, c, &line, &col);
+            rc = xerr_at(err, XE_TYPE, line, col, "column %d of the SELECT, '%s', is %s; column '%s' of stream '%s' is %s (CAST it)",
+                         c + 1, os->cols[c].name, sql_type_name(os->cols[c].type), ts->cols[c].name, st->name,
+                         sql_type_name(ts->cols[c].type));
+        }
+    int *chain = calloc((size_t)e->nqueries + 1, sizeof *chain), n = 0;
+    if (!rc && !chain) rc = xerr_set(err, XE_NOMEM, "out of memory");
+    for (int k = 0; !rc && k < q->nsrc; k++)
+        if (feeds(e, si, q->src_stream[k], chain, &n)) {
+            sbuf path;
+            sbuf_init(&path);
+            sbuf_adds(&path, st->name);
+            for (int i = 0; i < n; i++)
+                sbuf_printf(&path, " -> query '%s' -> %s", e->queries[chain[i]]->name,
+                            e->streams[e->queries[chain[i]]->target]->ps->name);
+            rc = xerr_at(err, XE_PLAN, st->line, st->col,
+                         "a cycle of derived streams: this query reads %s and would write %s (%s); a query's output "
+                         "cannot feed its own input", e->streams[q->src_stream[k]]->ps->name, st->name,
+                         path.p ? path.p : "");
+            sbuf_fini(&path);
+        }
+    free(chain);
+    if (rc) {
+        query_free(q);
+        return rc;
+    }
+    q->target = si;
+    if ((rc = standing_commit(e, q, NULL, err))) return rc;
+    eng_notice(out, "INSERT INTO (query '%s')", qname);
     return 0;
 }
 
@@ -304,6 +541,21 @@ static void remove_query(engine *e, query *q)
     query_free(q);
 }
 
+/* Drop standing query q: its state, its catalog and meta records. */
+static int forget_query(engine *e, query *q, xerr *err)
+{
+    char key[300];
+    snprintf(key, sizeof key, "query/%s", q->name);
+    char mkey[64];
+    snprintf(mkey, sizeof mkey, "query/%u", q->id);
+    int rc;
+    if ((rc = eng_txn(e, err)) || (rc = query_drop_state(q, e->txn, err)) ||
+        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, mkey, err)))
+        return rc;
+    remove_query(e, q);
+    return 0;
+}
+
 int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     query *q = eng_find_query(e, st->name);
@@ -315,15 +567,10 @@ int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
         }
         return xerr_at(err, XE_NOTFOUND, st->line, st->col, "query '%s' does not exist", st->name);
     }
-    char key[300];
-    snprintf(key, sizeof key, "query/%s", st->name);
-    char mkey[64];
-    snprintf(mkey, sizeof mkey, "query/%u", q->id);
-    if ((rc = eng_txn(e, err)) || (rc = query_drop_state(q, e->txn, err)) ||
-        (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, mkey, err)))
-        return rc;
-    remove_query(e, q);
-    if ((rc = engine_commit(e, err))) return rc;
+    if (q->target >= 0 && e->streams[q->target]->derived && !strcmp(e->streams[q->target]->ps->name, q->name))
+        return xerr_at(err, XE_PLAN, st->line, st->col,
+                       "query '%s' makes derived stream '%s'; DROP STREAM %s drops both", q->name, q->name, q->name);
+    if ((rc = forget_query(e, q, err)) || (rc = engine_commit(e, err))) return rc;
     eng_notice(out, "DROP QUERY");
     return 0;
 }
@@ -345,6 +592,8 @@ static int drop_one(engine *e, int si, xerr *err)
     for (int i = 0; i < e->nqueries; i++)
         for (int k = 0; k < e->queries[i]->nsrc; k++)
             if (e->queries[i]->src_stream[k] > si) e->queries[i]->src_stream[k]--;
+    for (int i = 0; i < e->nqueries; i++)
+        if (e->queries[i]->target > si) e->queries[i]->target--;
     return 0;
 }
 
@@ -371,6 +620,17 @@ int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
                     return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' reads stream '%s'; drop the query first",
                                    e->queries[i]->name, st->name);
                 }
+    /* its own query (CREATE STREAM AS) goes with it; another writer stays */
+    query *own = NULL;
+    for (int i = 0; i < e->nqueries; i++) {
+        query *w = e->queries[i];
+        if (w->target != si) continue;
+        if (e->streams[si]->derived && !strcmp(w->name, st->name)) own = w;
+        else
+            return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' writes stream '%s' (INSERT INTO); drop the query first",
+                           w->name, st->name);
+    }
+    if (own && (rc = forget_query(e, own, err))) return rc;
     eng_finish_ended_push(e);
     /* the partitions by name: each drop moves the indexes after it */
     char names[PLAN_MAX_PARTITIONS][300];
@@ -632,6 +892,7 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
             sbuf tmp;
             sbuf_init(&tmp);
             int rc = eng_get_u64s(e->txn, mk, m, 5, &tmp, c->err);
+            if (rc == 0 && tmp.len >= 48) s->wm = (int64_t)be64_get((unsigned char *)tmp.p + 40); /* a derived stream's */
             sbuf_fini(&tmp);
             if (rc == 0) {
                 s->max_ts = (int64_t)m[0];
@@ -646,9 +907,18 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
         if (!sp) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is malformed", key); goto out; }
         uint32_t id = (uint32_t)strtoul(sql, NULL, 10);
         if ((c->rc = parse_stored(sp + 1, strlen(sp + 1), &st, c->err))) goto out;
-        if (st->kind != ST_CREATE_QUERY) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is not a query", key); goto out; }
+        if (st->kind != ST_CREATE_QUERY && st->kind != ST_CREATE_STREAM_AS && st->kind != ST_INSERT_SELECT) {
+            c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is not a query", key);
+            goto out;
+        }
         query *q;
-        if ((c->rc = query_new(e, st->select, st->with, st->name, sp + 1, id, &q, c->err))) goto out;
+        if ((c->rc = query_new(e, st->select, st->with, key + strlen("query/"), sp + 1, id, &q, c->err))) goto out;
+        if (st->kind != ST_CREATE_QUERY && (q->target = eng_stream_index(e, st->name)) < 0) {
+            c->rc = xerr_set(c->err, XE_CORRUPT, "query '%s' writes stream '%s', which the catalog lacks", q->name, st->name);
+            query_free(q);
+            goto out;
+        }
+        if (st->kind == ST_CREATE_STREAM_AS) e->streams[q->target]->derived = 1;
         uint64_t m[6 + ENGINE_MAX_SRC];
         char mk[64];
         snprintf(mk, sizeof mk, "query/%u", id);

@@ -49,6 +49,8 @@ int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
     switch (st->kind) {
     case ST_CREATE_STREAM: return eng_create_stream(e, st, out, err);
     case ST_CREATE_QUERY: return eng_create_query(e, st, out, err);
+    case ST_CREATE_STREAM_AS: return eng_create_stream_as(e, st, out, err);
+    case ST_INSERT_SELECT: return eng_insert_select(e, st, out, err);
     case ST_SELECT: return eng_push_query(e, st, out, err);
     case ST_INSERT: return eng_insert_rows(e, st, out, err);
     case ST_DROP_STREAM: return eng_drop_stream(e, st, out, err);
@@ -147,6 +149,8 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
     if ((rc = store_open(e->dir, &so, &e->st, err))) goto fail;
     e->io_rows_cb = io_stream_rows; /* a socket source's rows and tick (ingest.c) */
     e->io_tick_cb = io_tick;
+    e->derived_rows_cb = eng_derived_rows; /* stream.c */
+    e->derived_wm_cb = eng_derived_wm;
     if ((rc = io_start(e, err))) goto fail;
     if ((rc = store_begin(e->st, 1, &e->txn, err))) goto fail;
     {
@@ -175,8 +179,14 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
         xerr_clear(err);
     }
     if ((rc = eng_catalog_load(e, err))) goto fail;
-    for (int i = 0; i < e->nqueries; i++)
+    /* a query that writes a stream (CREATE STREAM AS) may catch up before
+     * the queries reading that stream: held, they read what it appends
+     * from their own offsets when their turn comes */
+    for (int i = 0; i < e->nqueries; i++) e->queries[i]->hold = 1;
+    for (int i = 0; i < e->nqueries; i++) {
+        e->queries[i]->hold = 0;
         if ((rc = eng_catch_up(e, e->queries[i], err))) goto fail;
+    }
     if ((rc = engine_commit(e, err))) goto fail;
     for (int i = 0; i < e->nstreams; i++) {
         stream_rt *s = e->streams[i];

@@ -36,8 +36,9 @@ static int put_stream_meta(engine *e, stream_rt *s, xerr *err)
 {
     char key[300];
     snprintf(key, sizeof key, "stream/%s", s->ps->name);
-    uint64_t v[5] = {(uint64_t)s->max_ts, s->rows_total, (uint64_t)s->rejected, s->src_pos, s->log_bytes};
-    return eng_put_u64s(e->txn, key, v, 5, err);
+    uint64_t v[6] = {(uint64_t)s->max_ts, s->rows_total, (uint64_t)s->rejected, s->src_pos, s->log_bytes,
+                     (uint64_t)s->wm};
+    return eng_put_u64s(e->txn, key, v, 6, err);
 }
 
 /* "query/<id>": the offsets of slots 0 and 1, rows in, out and late, the

@@ -195,7 +195,8 @@ struct query {
     /* fault tolerance in a cluster (ft.c) */
     uint64_t tag[ENGINE_MAX_SRC]; /* per slot: log offset + 1 of the record being pushed (0: none) */
     engine_deploy_opts ft;
-    int hold;               /* sources wait for engine_replay */
+    int hold;               /* sources wait for engine_replay (also: a restart's catch-up, engine_open) */
+    int target;             /* CREATE STREAM AS, INSERT INTO SELECT: the stream its rows enter, else -1 */
     int full_next;          /* the next replication is a whole snapshot */
     uint64_t ckpt_ns;       /* the last checkpoint's time */
     sbuf deltas;            /* committed-with-the-epoch changes for the replicas: (tid, len, bytes)... */
@@ -213,7 +214,8 @@ typedef struct stream_rt {
     char delim;             /* WITH delimiter (CSV), else 0: ',' */
     char *null_string;      /* WITH null_string (CSV), or NULL */
     int64_t max_ts;         /* largest event time seen */
-    int64_t wm;             /* watermark */
+    int64_t wm;             /* a derived stream's watermark: the least of its writers' (eng_derived_wm) */
+    int derived;            /* made by CREATE STREAM AS: its watermark follows its writer queries */
     int ended;
     uint64_t rows_total;    /* accepted rows ever: slice boundaries */
     int64_t rejected;
@@ -255,6 +257,10 @@ struct engine {
     /* io.c */
     int (*io_rows_cb)(engine *e, int si, const batch *b, xerr *err); /* a socket source's rows (ingest.c) */
     int (*io_tick_cb)(engine *e, xerr *err);                          /* the loop's tick (ingest.c) */
+    /* a standing query's output into its target stream (stream.c, set by
+     * engine_open): sink.c and ops.c sit below stream.c */
+    int (*derived_rows_cb)(query *q, const batch *b, xerr *err);
+    int (*derived_wm_cb)(query *q, xerr *err);
     struct uv_loop_s *loop;
     struct uv_timer_s tick, poll_timer;
     struct uv_pipe_s ctl;
@@ -392,6 +398,8 @@ void eng_stream_free(stream_rt *s);
 int eng_stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS]); /* its partitions (itself first) */
 int eng_stream_rows(engine *e, int si, const batch *b, xerr *err); /* in slices, to the log and the queries */
 int eng_end_partial_slice(engine *e, int si, xerr *err);
+int eng_derived_rows(query *q, const batch *b, xerr *err); /* q's output rows into q->target's log (derived_rows_cb) */
+int eng_derived_wm(query *q, xerr *err);  /* q's output watermark moved: its target's (derived_wm_cb) */
 int eng_end_stream(engine *e, int si, xerr *err); /* and its partitions' */
 int eng_end_one(engine *e, int si, xerr *err);
 void eng_finish_ended_push(engine *e); /* push queries whose sources all ended */
@@ -435,6 +443,8 @@ int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
 /* catalog.c */
 int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
+int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* a SELECT */
 int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);

@@ -48,6 +48,7 @@ int64_t eng_stream_wm(const stream_rt *s)
 {
     if (s->ended) return WM_END;
     if (s->guard) return s->rel_wm; /* what the queries were given */
+    if (s->derived) return s->wm;
     if (s->max_ts == WM_MIN || s->ps->ts_col < 0) return WM_MIN;
     return s->max_ts - s->ps->watermark_ms;
 }

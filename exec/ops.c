@@ -750,6 +750,9 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
         if (eff != WM_END && eff != WM_MIN) pass = eff - o->op->within_ms;
     }
     o->out_wm = eff;
+    /* the sink of a query that writes a stream: that stream's watermark */
+    if (!o->down && o->q->target >= 0 && o->q->eng->derived_wm_cb && (rc = o->q->eng->derived_wm_cb(o->q, err)))
+        return rc;
     return pass_down(o, pass, err);
 }
 

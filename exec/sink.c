@@ -194,6 +194,9 @@ int query_emit(query *q, const batch *b, xerr *err)
         q->limit_left -= b->nrows;
         if (q->limit_left <= 0) q->finished = 1;
     }
+    /* CREATE STREAM AS, INSERT INTO SELECT: into the target's log, in this epoch */
+    int rc;
+    if (q->target >= 0 && q->eng->derived_rows_cb && (rc = q->eng->derived_rows_cb(q, b, err))) return rc;
     if (q->sink && sink_rows(q->sink, b)) /* encoded and written by the sink's writer (eng_sink_sync reports its errors) */
         return xerr_set(err, XE_NOMEM, "out of memory");
     /* a deployed query's socket sink gets its rows from the host, once it

@@ -24,8 +24,10 @@
 
 /* ------------------------------------------------------------------ the data path */
 
-/* A slice of a stream's rows reaches the log and every query reading it. */
-static int process_rows(engine *e, int si, const batch *b, xerr *err)
+/* A slice of a stream's rows reaches the log and every query reading it.
+ * sliced = 0: a derived stream's rows, whose watermark steps are records
+ * of their own (eng_derived_wm). */
+static int process_rows(engine *e, int si, const batch *b, int sliced, xerr *err)
 {
     stream_rt *s = e->streams[si];
     int rc;
@@ -40,10 +42,10 @@ static int process_rows(engine *e, int si, const batch *b, xerr *err)
     if (rec_ts > s->max_ts) s->max_ts = rec_ts;
     sbuf_reset(&e->tmp);
     unsigned char hdr[LOG_HDR];
-    int step = (s->rows_total + (uint64_t)b->nrows) % EXEC_SLICE_ROWS == 0;
+    int step = sliced && (s->rows_total + (uint64_t)b->nrows) % EXEC_SLICE_ROWS == 0;
     be64_put(hdr, (uint64_t)s->max_ts);
     be64_put(hdr + 8, step ? LOG_WM_STEP : 0);
-    s->open_slice = !step;
+    if (sliced) s->open_slice = !step;
     if (sbuf_add(&e->tmp, hdr, sizeof hdr) || batch_encode(b, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
     uint64_t off;
     if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
@@ -85,11 +87,33 @@ int eng_stream_rows(engine *e, int si, const batch *b, xerr *err)
         batch view = *b;
         view.v = b->v + (size_t)off * (size_t)b->ncols;
         view.nrows = n;
-        if ((rc = process_rows(e, si, &view, err))) return rc;
+        if ((rc = process_rows(e, si, &view, 1, err))) return rc;
         s->rows_total += (uint64_t)n;
         off += n;
         if (s->rows_total % EXEC_SLICE_ROWS == 0 && !s->guard && (rc = advance_wm(e, si, err))) return rc;
     }
+    return 0;
+}
+
+/* An empty record that marks a watermark step for replays: at header time
+ * ts (replay_one: the watermark is ts minus the stream's delay). */
+static int append_step(engine *e, int si, int64_t ts, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    unsigned char rec[LOG_HDR + 64];
+    sbuf_reset(&e->tmp);
+    be64_put(rec, (uint64_t)ts);
+    be64_put(rec + 8, LOG_WM_STEP);
+    batch empty = {0};
+    empty.ncols = s->ps->schema.ncols;
+    uint64_t off;
+    int rc;
+    if (sbuf_add(&e->tmp, rec, LOG_HDR) || batch_encode(&empty, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
+    if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
+    s->log_bytes += e->tmp.len;
+    for (int i = 0; i < e->nqueries && !s->guard; i++)
+        for (int k = 0; k < e->queries[i]->nsrc; k++)
+            if (e->queries[i]->src_stream[k] == si && !e->queries[i]->hold) e->queries[i]->offset[k] = off + 1;
     return 0;
 }
 
@@ -101,23 +125,50 @@ int eng_end_partial_slice(engine *e, int si, xerr *err)
     int rc = eng_txn(e, err);
     if (rc) return rc;
     if (s->open_slice) {
-        /* an empty record marks the step for replays */
-        unsigned char rec[LOG_HDR + 64];
-        sbuf_reset(&e->tmp);
-        be64_put(rec, (uint64_t)s->max_ts);
-        be64_put(rec + 8, LOG_WM_STEP);
-        batch empty = {0};
-        empty.ncols = s->ps->schema.ncols;
-        uint64_t off;
-        if (sbuf_add(&e->tmp, rec, LOG_HDR) || batch_encode(&empty, &e->tmp)) return xerr_set(err, XE_NOMEM, "out of memory");
-        if ((rc = store_log_append(e->txn, s->ps->name, e->tmp.p, e->tmp.len, &off, err))) return rc;
-        s->log_bytes += e->tmp.len;
+        if ((rc = append_step(e, si, s->max_ts, err))) return rc;
         s->open_slice = 0;
-        for (int i = 0; i < e->nqueries && !s->guard; i++)
-            for (int k = 0; k < e->queries[i]->nsrc; k++)
-                if (e->queries[i]->src_stream[k] == si && !e->queries[i]->hold) e->queries[i]->offset[k] = off + 1;
     }
     return s->guard ? 0 : advance_wm(e, si, err);
+}
+
+/* ------------------------------------------------------------------ derived streams */
+
+/* A standing query's output (CREATE STREAM AS, INSERT INTO SELECT) enters
+ * its target's log in the open epoch's transaction, with the query's state
+ * and offsets: a kill -9 loses both or neither, and the replay after it
+ * appends the rows once.  Into a derived stream the rows go as one record
+ * per batch (its watermark steps are records of their own); into a stream
+ * made with columns they go as a client's rows do, in slices. */
+int eng_derived_rows(query *q, const batch *b, xerr *err)
+{
+    engine *e = q->eng;
+    stream_rt *s = e->streams[q->target];
+    if (!b->nrows) return 0;
+    if (!s->derived) return eng_stream_rows(e, q->target, b, err);
+    int rc = process_rows(e, q->target, b, 0, err);
+    if (!rc) s->rows_total += (uint64_t)b->nrows;
+    return rc;
+}
+
+/* A derived stream's watermark is the least of its writers' output
+ * watermarks; each step is logged (replays step where the run did) and
+ * passed to its readers.  Its writers' end is its end. */
+int eng_derived_wm(query *q, xerr *err)
+{
+    engine *e = q->eng;
+    int si = q->target, rc;
+    stream_rt *s = e->streams[si];
+    if (!s->derived) return 0;
+    int64_t m = WM_END;
+    for (int i = 0; i < e->nqueries; i++) {
+        const query *w = e->queries[i];
+        if (w->target == si && w->ops[w->dag->sink].out_wm < m) m = w->ops[w->dag->sink].out_wm;
+    }
+    if (m <= s->wm || m == WM_MIN) return 0;
+    if ((rc = eng_txn(e, err)) || (rc = append_step(e, si, m, err))) return rc;
+    s->wm = m;
+    if (m == WM_END) s->ended = 1; /* the caller's eng_finish_ended_push ends push queries over it */
+    return advance_wm(e, si, err);
 }
 
 void eng_finish_ended_push(engine *e)
@@ -288,6 +339,7 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
     if (!s) { plan_stream_free(ps); return xerr_set(err, XE_NOMEM, "out of memory"); }
     s->ps = ps;
     s->max_ts = WM_MIN;
+    s->wm = WM_MIN;
     s->sql = strdup(sql);
     const ast_option *o;
     s->retain_bytes = DEFAULT_RETAIN_BYTES;

@@ -824,10 +824,10 @@ ast_stmt *ast_mk_create_stream(pctx *P, int if_not_exists, char *name, ast_colde
     return s;
 }
 
-ast_stmt *ast_mk_create_query(pctx *P, int if_not_exists, char *name, ast_options *with,
-                              ast_select *sel)
+ast_stmt *ast_mk_standing(pctx *P, ast_stmt_kind kind, int if_not_exists, char *name, ast_options *with,
+                          ast_select *sel)
 {
-    ast_stmt *s = new_stmt(P, ST_CREATE_QUERY);
+    ast_stmt *s = new_stmt(P, kind);
     if (!s) {
         free(name);
         ast_options_free(with);

@@ -108,11 +108,15 @@ input ::= stmt(S). { P->stmt = S; }
 stmt(A) ::= CREATE STREAM ifnotexists(E) name(N) LP coldefs(C) RP with_opt(W).
     { A = ast_mk_create_stream(P, E, N, C, W); }
 stmt(A) ::= CREATE QUERY ifnotexists(E) name(N) with_opt(W) AS select(S).
-    { A = ast_mk_create_query(P, E, N, W, S); }
+    { A = ast_mk_standing(P, ST_CREATE_QUERY, E, N, W, S); }
+stmt(A) ::= CREATE STREAM ifnotexists(E) name(N) with_opt(W) AS select(S).
+    { A = ast_mk_standing(P, ST_CREATE_STREAM_AS, E, N, W, S); }
 stmt(A) ::= select(S).
     { A = ast_mk_select_stmt(P, S); }
 stmt(A) ::= INSERT INTO name(N) inscols(C) VALUES rows(R).
     { A = ast_mk_insert(P, N, C, R); }
+stmt(A) ::= INSERT INTO name(N) select(S).
+    { A = ast_mk_standing(P, ST_INSERT_SELECT, 0, N, NULL, S); }
 stmt(A) ::= DROP STREAM ifexists(E) name(N).
     { A = ast_mk_drop(P, ST_DROP_STREAM, E, N); }
 stmt(A) ::= DROP QUERY ifexists(E) name(N).

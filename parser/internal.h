@@ -172,8 +172,10 @@ void ast_rows_free(ast_rows *l);
 
 ast_stmt *ast_mk_create_stream(pctx *P, int if_not_exists, char *name, ast_coldefs *cols,
                                ast_options *with);
-ast_stmt *ast_mk_create_query(pctx *P, int if_not_exists, char *name, ast_options *with,
-                              ast_select *sel);
+/* A standing query's statement: CREATE QUERY, CREATE STREAM ... AS or
+ * INSERT INTO ... SELECT (kind). */
+ast_stmt *ast_mk_standing(pctx *P, ast_stmt_kind kind, int if_not_exists, char *name, ast_options *with,
+                          ast_select *sel);
 ast_stmt *ast_mk_select_stmt(pctx *P, ast_select *sel);
 ast_stmt *ast_mk_insert(pctx *P, char *name, ast_names *cols, ast_rows *rows);
 ast_stmt *ast_mk_drop(pctx *P, ast_stmt_kind kind, int if_exists, char *name);

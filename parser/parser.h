@@ -196,6 +196,8 @@ typedef enum ast_stmt_kind {
     ST_SUBSCRIBE,
     ST_SET,
     ST_ALTER_QUERY_REBALANCE, /* ALTER QUERY name REBALANCE: re-run placement now (a cluster) */
+    ST_CREATE_STREAM_AS,      /* CREATE STREAM name [WITH (...)] AS SELECT: a query whose output is a new stream */
+    ST_INSERT_SELECT,         /* INSERT INTO name SELECT: a query appending to an existing stream */
 } ast_stmt_kind;
 
 /* SHOW SETTINGS lists every setting; SHOW_SETTING is SHOW <name> (in name). */
@@ -210,7 +212,7 @@ typedef struct ast_stmt {
     int if_exists;        /* DROP ... IF EXISTS */
     ast_coldefs *cols;    /* CREATE STREAM */
     ast_options *with;    /* CREATE STREAM/QUERY WITH (...); EXPLAIN (FORMAT JSON) as ("format","json") */
-    ast_select *select;   /* CREATE QUERY, ST_SELECT, EXPLAIN of a select */
+    ast_select *select;   /* CREATE QUERY, CREATE STREAM AS, INSERT INTO SELECT, ST_SELECT, EXPLAIN of a select */
     ast_names *insert_cols; /* INSERT column list, or NULL */
     ast_rows *rows;       /* INSERT VALUES rows */
     ast_show_what show;   /* SHOW */

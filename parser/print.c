@@ -328,8 +328,13 @@ int ast_print_stmt(const ast_stmt *s, sbuf *b)
         if (rc || (rc = sbuf_addc(b, ')'))) return rc;
         return print_with(s->with, b);
     case ST_CREATE_QUERY:
-        if ((rc = sbuf_printf(b, "CREATE QUERY%s ", ine)) || (rc = ast_print_ident(s->name, b)) ||
-            (rc = print_with(s->with, b)) || (rc = sbuf_adds(b, " AS ")))
+    case ST_CREATE_STREAM_AS:
+        if ((rc = sbuf_printf(b, "CREATE %s%s ", s->kind == ST_CREATE_QUERY ? "QUERY" : "STREAM", ine)) ||
+            (rc = ast_print_ident(s->name, b)) || (rc = print_with(s->with, b)) || (rc = sbuf_adds(b, " AS ")))
+            return rc;
+        return s->select ? ast_print_select(s->select, b) : 0;
+    case ST_INSERT_SELECT:
+        if ((rc = sbuf_adds(b, "INSERT INTO ")) || (rc = ast_print_ident(s->name, b)) || (rc = sbuf_addc(b, ' ')))
             return rc;
         return s->select ? ast_print_select(s->select, b) : 0;
     case ST_SELECT: return s->select ? ast_print_select(s->select, b) : 0;

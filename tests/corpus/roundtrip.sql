@@ -154,3 +154,6 @@ set lower = 'ok'
 SELECT word, COUNT(*) AS n, window_start FROM lines CROSS JOIN UNNEST(split(line, ' ')) AS t(word) WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY word EMIT FINAL;
 SELECT l.ts, w FROM lines l cross join unnest(split(lower(l.line), ',')) w WHERE w <> '';
 SELECT * FROM (SELECT line, ts FROM lines) AS s CROSS JOIN UNNEST(split(s.line, ' ')) t ("Word")
+;
+CREATE STREAM IF NOT EXISTS per10 WITH (timestamp = 'wend', retention = '1 hour') AS SELECT k, COUNT(*) AS n, window_end AS wend FROM odd WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k EMIT FINAL;
+INSERT INTO u SELECT ts, k, v FROM ev WHERE k = 2

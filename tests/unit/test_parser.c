@@ -241,6 +241,41 @@ static void test_types(void **state)
     assert_string_equal(sql_type_name(TY_NULL), "NULL");
 }
 
+/* CREATE STREAM ... AS SELECT and INSERT INTO ... SELECT (issue 19). */
+static void test_derived_statements(void **state)
+{
+    (void)state;
+    ast_stmt *s = one("CREATE STREAM IF NOT EXISTS big WITH (timestamp = 'wend') AS\n"
+                      "  SELECT k, COUNT(*) AS n, window_end AS wend FROM ev WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k");
+    assert_int_equal(s->kind, ST_CREATE_STREAM_AS);
+    assert_string_equal(s->name, "big");
+    assert_int_equal(s->if_not_exists, 1);
+    assert_null(s->cols);
+    assert_string_equal(ast_option_get(s->with, "timestamp")->value, "wend");
+    assert_string_equal(s->select->from->stream, "ev");
+    assert_int_equal(s->select->items->n, 3);
+    ast_stmt_free(s);
+    s = one("CREATE STREAM odd AS SELECT * FROM ev WHERE v % 2 = 1");
+    assert_int_equal(s->kind, ST_CREATE_STREAM_AS);
+    assert_null(s->with);
+    ast_stmt_free(s);
+    s = one("INSERT INTO u SELECT ts, k FROM ev WHERE k = 2");
+    assert_int_equal(s->kind, ST_INSERT_SELECT);
+    assert_string_equal(s->name, "u");
+    assert_null(s->rows);
+    assert_string_equal(s->select->from->stream, "ev");
+    ast_stmt_free(s);
+    /* VALUES still parses after INSERT INTO name, with or without columns */
+    s = one("INSERT INTO u (a) VALUES (1)");
+    assert_int_equal(s->kind, ST_INSERT);
+    ast_stmt_free(s);
+    check_print("create stream if not exists d with (timestamp='t') as select a, t from s",
+                "CREATE STREAM IF NOT EXISTS d WITH (\"timestamp\" = 't') AS SELECT a, t FROM s");
+    check_print("insert into d select * from s", "INSERT INTO d SELECT * FROM s");
+    check_error_prefix("CREATE STREAM d AS ev", 1, 20, "unexpected");
+    check_error_prefix("INSERT INTO d SELECT FROM s", 1, 22, "unexpected");
+}
+
 static void test_create_query(void **state)
 {
     (void)state;
@@ -744,7 +779,7 @@ static void test_options(void **state)
     check_error("CREATE STREAM s (a INT) WITH (x = 1, X = 2)", 1, 38, "duplicate option 'x'");
     check_error("CREATE STREAM s (a INT, A TEXT)", 1, 25, "duplicate column 'a'");
     check_error("CREATE STREAM s (a BIGNT)", 1, 20, "unexpected 'BIGNT', expected BIGINT");
-    check_error("CREATE STREAM s a BIGINT", 1, 17, "unexpected 'a', expected '('");
+    check_error("CREATE STREAM s a BIGINT", 1, 17, "unexpected 'a', expected one of: WITH, AS, '('");
     check_error("CREATE QUERY q SELECT a FROM s", 1, 16, "unexpected 'SELECT', expected one of: WITH, AS");
     check_error_prefix("CREATE STREAM s (a INT) WITH (x = y z)", 1, 37, "unexpected 'z'");
     /* each option knows where its key and its value are */
@@ -1257,6 +1292,7 @@ int main(void)
         cmocka_unit_test(test_create_stream),
         cmocka_unit_test(test_types),
         cmocka_unit_test(test_create_query),
+        cmocka_unit_test(test_derived_statements),
         cmocka_unit_test(test_select_shape),
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_intervals),
