@@ -164,10 +164,14 @@ int eng_derived_wm(query *q, xerr *err)
         const query *w = e->queries[i];
         if (w->target == si && w->ops[w->dag->sink].out_wm < m) m = w->ops[w->dag->sink].out_wm;
     }
-    if (m <= s->wm || m == WM_MIN) return 0;
-    if ((rc = eng_txn(e, err)) || (rc = append_step(e, si, m, err))) return rc;
-    s->wm = m;
-    if (m == WM_END) s->ended = 1; /* the caller's eng_finish_ended_push ends push queries over it */
+    if (s->ended || m <= s->wm || m == WM_MIN) return 0;
+    if ((rc = eng_txn(e, err))) return rc;
+    /* the end, as a source's: neither logged nor kept (after a restart the
+     * stream goes on from its last real watermark); the caller's
+     * eng_finish_ended_push ends the push queries over it */
+    if (m == WM_END) s->ended = 1;
+    else if ((rc = append_step(e, si, m, err))) return rc;
+    else s->wm = m;
     return advance_wm(e, si, err);
 }
 

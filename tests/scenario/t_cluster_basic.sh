@@ -59,6 +59,11 @@ sqlc -e "SUBSCRIBE hot;" >sub.csv 2>sub.err &
 SUB=$!
 PIDS="$PIDS $SUB"
 sleep 0.5
+# derived streams are embedded-only for now: refused with a clear error
+sqlc -e "CREATE STREAM d AS SELECT * FROM t;" 2>csas.err && fail "CREATE STREAM AS accepted on a cluster"
+grep -q "line 1, column 1: CREATE STREAM ... AS SELECT is not supported on a cluster yet" csas.err || { cat csas.err; fail "CREATE STREAM AS refusal"; }
+sqlc -e "INSERT INTO t SELECT * FROM t;" 2>ins.err && fail "INSERT INTO SELECT accepted on a cluster"
+grep -q "INSERT INTO ... SELECT is not supported on a cluster yet" ins.err || { cat ins.err; fail "INSERT INTO SELECT refusal"; }
 sqlc -e "EXPLAIN PLACEMENT hot;" >place.csv || fail "EXPLAIN PLACEMENT"
 [ "$(cut -d, -f4 place.csv | tail -n +2 | sort -u | wc -l)" -ge 5 ] || { cat place.csv; fail "hot is not spread"; }
 # ---- 4. garbage at two nodes' ports while the rows flow

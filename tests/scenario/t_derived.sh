@@ -5,7 +5,8 @@
 #  2. INSERT INTO ... SELECT: two queries writing one derived stream;
 #  3. the refusals: DROP of what a query reads, DROP QUERY of a derived
 #     stream's own query, a cycle, a schema that does not fit (line:col);
-#  4. the chain survives restarts of ares-sql (--data, \copy in parts);
+#  4. the chain survives restarts of ares-sql (--data, \copy in parts),
+#     and goes on after its input ended and ares-sql restarted;
 #  5. kill -9 in the middle of a file source, restart until done: the sinks
 #     of the derived stream's query and of the last stage equal an
 #     uninterrupted run's (no row lost or repeated).
@@ -106,6 +107,14 @@ expect_rc 0 $? "end the stream"
 tail -n +2 out | sort >want.txt
 tail -n +2 fin.csv | sort >got.txt
 cmp -s want.txt got.txt || { diff want.txt got.txt | head; fail "the chain after restarts differs from one run"; }
+# an end is not kept: after a restart, new rows go down the chain again
+awk 'BEGIN { for (i = 0; i < 300; i++) print 1200000 + i * 370 "," i % 7 + 1 "," (i * 13) % 11 }' >more.csv
+"$A" --data "$T/d1" --ingest ev <more.csv >out 2>err
+expect_rc 0 $? "rows after the end and a restart"
+cat all.csv more.csv | "$A" --memory -q -e "$EV; $CHAIN; $FIN;" --ingest ev >out 2>err
+tail -n +2 out | sort >want.txt
+tail -n +2 fin.csv | sort >got.txt
+cmp -s want.txt got.txt || { diff want.txt got.txt | head; fail "rows after an end and a restart"; }
 
 # ---- 5. kill -9 and restart
 GEN="$ARES_BUILD/tests/gen_stream"
