@@ -311,13 +311,15 @@ static void add_quoted(sbuf *b, const char *s)
 /* The stream a CREATE STREAM AS makes, as the CREATE STREAM with columns
  * its catalog entry holds (so that it loads before any query, whatever
  * the order of the chain): the SELECT's columns, its event time (WITH
- * timestamp, else the plan's: window_end of a windowed aggregate, else the
- * input's), no watermark delay (its writers' watermark is its own). */
-static int derived_stream_sql(const engine *e, const ast_stmt *st, const query *q, sbuf *b, xerr *err)
+ * timestamp, else the plan's), no watermark delay (its writers' watermark
+ * is its own). */
+static int derived_stream_sql(const ast_stmt *st, const query *q, sbuf *b, xerr *err)
 {
     const plan_schema *os = &q->dag->ops[q->dag->sink].out;
     const ast_option *to = ast_option_get(st->with, "timestamp"), *ro = ast_option_get(st->with, "retention");
-    int ts = q->dag->ops[q->dag->sink].ts_col, line, col;
+    /* the planner's event time, which the query's watermarks bound: the
+     * input's time column, or window_end (else window_start) of an aggregate */
+    int ts = q->dag->ops[q->dag->ops[q->dag->sink].inputs[0]].ts_col, line, col;
     if (to) {
         ts = -1;
         for (int c = 0; c < os->ncols; c++)
@@ -326,16 +328,6 @@ static int derived_stream_sql(const engine *e, const ast_stmt *st, const query *
         if (os->cols[ts].type != TY_TIMESTAMP)
             return xerr_at(err, XE_TYPE, to->line, to->col, "timestamp '%s' is %s, not TIMESTAMP", to->value,
                            sql_type_name(os->cols[ts].type));
-    }
-    if (ts < 0 && !to) {
-        /* by name: window_end of a windowed aggregate, else the input's event time */
-        const char *want = NULL;
-        for (int i = 0; i < q->dag->nops; i++)
-            if (q->dag->ops[i].kind == PO_AGGREGATE && q->dag->ops[i].window.kind != WIN_NONE) want = "window_end";
-        const plan_stream *in = q->nsrc ? e->streams[q->src_stream[0]]->ps : NULL;
-        if (!want && in && in->ts_col >= 0) want = in->schema.cols[in->ts_col].name;
-        for (int c = 0; want && c < os->ncols; c++)
-            if (!strcasecmp(os->cols[c].name, want) && os->cols[c].type == TY_TIMESTAMP) ts = c;
     }
     if (ts < 0)
         return xerr_at(err, XE_PLAN, st->line, st->col,
@@ -378,7 +370,7 @@ int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xer
     sbuf text;
     sbuf_init(&text);
     ast_stmt *cs = NULL;
-    if ((rc = derived_stream_sql(e, st, q, &text, err)) || (rc = parse_one(text.p, text.len, &cs, err)) ||
+    if ((rc = derived_stream_sql(st, q, &text, err)) || (rc = parse_one(text.p, text.len, &cs, err)) ||
         (rc = eng_streams_add(e, cs, text.p, err))) {
         ast_stmt_free(cs);
         sbuf_fini(&text);
