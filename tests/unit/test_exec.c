@@ -1230,6 +1230,67 @@ static void test_restart_keeps_query_and_state(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* CREATE STREAM AS and INSERT INTO SELECT (issue 19): a chain of derived
+ * streams over a restart in the middle of a window, two writers of one
+ * stream, and the refusals with their positions. */
+static void test_derived_streams(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char sink[256], data[256], sql[1024];
+    snprintf(sink, sizeof sink, "%s/out.csv", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    engine_opts o = {0};
+    o.data_dir = data;
+    engine *e;
+    xerr err;
+    cap c;
+    exec_out out = cap_out(&c);
+    assert_int_equal(engine_open(&o, &e, &err), 0);
+    snprintf(sql, sizeof sql,
+             "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp='ts');"
+             "CREATE STREAM odd AS SELECT ts, k FROM s WHERE k %% 2 = 1;"
+             "CREATE STREAM even AS SELECT ts, k FROM s WHERE k = 2;"
+             "INSERT INTO odd SELECT ts, k FROM even;"
+             "CREATE STREAM per10 AS SELECT k, COUNT(*) AS n, window_end FROM odd WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k;"
+             "CREATE QUERY q WITH (sink='file://%s', format='csv') AS "
+             "SELECT k, SUM(n) AS n FROM per10 WINDOW TUMBLING (SIZE 30 SECONDS) GROUP BY k;",
+             sink);
+    run(e, &out, sql);
+    ingest(e, "s", "1000,1\n2000,2\n3000,3\n4000,4\n12000,1\n", 0);
+    engine_close(e);
+    /* reopen: the chain is back, with its open windows and logs */
+    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    ingest(e, "s", "13000,2\n25000,1\n31000,3\n", 1);
+    FILE *f = fopen(sink, "r");
+    assert_non_null(f);
+    char buf[512] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    char *got = sorted(buf);
+    /* per10's rows carry their window_end: 10 s and 20 s fall in [0, 30 s),
+     * 30 s and 40 s in [30 s, 60 s); k 2 comes through even */
+    assert_string_equal(got, "1,1\n1,2\n2,2\n3,1\n3,1\nk,n\n");
+    free(got);
+    /* the refusals name the query or the column, at its position */
+    assert_int_equal(engine_exec_sql(e, "DROP STREAM odd;", &out, &err), XE_PLAN);
+    assert_string_equal(err.msg, "query 'per10' reads stream 'odd'; drop the query first");
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO even SELECT k FROM per10;", &out, &err), XE_TYPE);
+    assert_string_equal(err.msg, "stream 'even' has 2 columns, the SELECT gives 1 (the first missing: 'k')");
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO even SELECT k, n FROM per10;", &out, &err), XE_PLAN);
+    assert_string_equal(err.msg, "a cycle of derived streams: this query reads per10 and would write even "
+                                 "(even -> query 'odd_insert_3' -> odd -> query 'per10' -> per10); "
+                                 "a query's output cannot feed its own input");
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO s SELECT ts, 'x' FROM s;", &out, &err), XE_TYPE);
+    assert_int_equal(err.col, 26);
+    engine_close(e);
+    cap_fini(&c);
+    snprintf(sql, sizeof sql, "rm -rf %s", dir);
+    assert_int_equal(system(sql), 0);
+}
+
 static void test_subquery_highest_bid(void **state)
 {
     (void)state;
@@ -1612,6 +1673,7 @@ int main(void)
         cmocka_unit_test(test_unnest_flat_map),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
+        cmocka_unit_test(test_derived_streams),
         cmocka_unit_test(test_distributed_hooks),
         cmocka_unit_test(test_subquery_highest_bid),
         cmocka_unit_test(test_log_retention),
