@@ -116,6 +116,41 @@ static void ingest(engine *e, const char *stream, const char *data, int end)
     if (rc) fail_msg("ingest: %s", err.msg);
 }
 
+/* The lines of file path, sorted (sorted()). */
+static char *file_sorted(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[512] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return sorted(buf);
+}
+
+/* On data directory o: sql, rows in1 of stream s (which stays open), a
+ * restart, rows in2 and the end of s.  Returns the reopened engine. */
+static engine *restart_between(const engine_opts *o, const exec_out *out, const char *sql, const char *in1,
+                               const char *in2)
+{
+    engine *e;
+    xerr err;
+    if (engine_open(o, &e, &err)) fail_msg("open: %s", err.msg);
+    run(e, out, sql);
+    ingest(e, "s", in1, 0);
+    engine_close(e);
+    if (engine_open(o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    ingest(e, "s", in2, 1);
+    return e;
+}
+
+static void rm_dir(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 /* What the tasks measured (engine_task_stats_each): per task, in plan order. */
@@ -461,9 +496,7 @@ static void fast_run(int general, const char *sql_fmt, const char *in1, const ch
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0) sbuf_add(text, buf, n);
     fclose(f);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    rm_dir(dir);
 }
 
 static void test_fast_agg_same_as_general(void **state)
@@ -1197,37 +1230,22 @@ static void test_restart_keeps_query_and_state(void **state)
     snprintf(data, sizeof data, "%s/data", dir);
     engine_opts o = {0};
     o.data_dir = data;
-    engine *e;
-    xerr err;
     cap c;
     exec_out out = cap_out(&c);
-    assert_int_equal(engine_open(&o, &e, &err), 0);
     char sql[1024];
     snprintf(sql, sizeof sql,
              "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp='ts');"
              "CREATE QUERY q WITH (sink='file://%s', format='csv') AS "
              "SELECT k, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k;",
              sink);
-    run(e, &out, sql);
-    ingest(e, "s", "1000,1\n2000,1\n3000,2\n", 0);
+    /* reopened: the query is back with its open window */
+    engine *e = restart_between(&o, &out, sql, "1000,1\n2000,1\n3000,2\n", "4000,1\n15000,3\n");
     engine_close(e);
-    /* reopen: the query is back with its open window */
-    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
-    ingest(e, "s", "4000,1\n15000,3\n", 1);
-    engine_close(e);
-    FILE *f = fopen(sink, "r");
-    assert_non_null(f);
-    char buf[512] = "";
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    char *got = sorted(buf);
+    char *got = file_sorted(sink);
     assert_string_equal(got, "1,3\n2,1\n3,1\nk,n\n");
     free(got);
     cap_fini(&c);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    rm_dir(dir);
 }
 
 /* CREATE STREAM AS and INSERT INTO SELECT (issue 19): a chain of derived
@@ -1247,7 +1265,6 @@ static void test_derived_streams(void **state)
     xerr err;
     cap c;
     exec_out out = cap_out(&c);
-    assert_int_equal(engine_open(&o, &e, &err), 0);
     snprintf(sql, sizeof sql,
              "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp='ts');"
              "CREATE STREAM odd AS SELECT ts, k FROM s WHERE k %% 2 = 1;"
@@ -1257,19 +1274,9 @@ static void test_derived_streams(void **state)
              "CREATE QUERY q WITH (sink='file://%s', format='csv') AS "
              "SELECT k, SUM(n) AS n FROM per10 WINDOW TUMBLING (SIZE 30 SECONDS) GROUP BY k;",
              sink);
-    run(e, &out, sql);
-    ingest(e, "s", "1000,1\n2000,2\n3000,3\n4000,4\n12000,1\n", 0);
-    engine_close(e);
-    /* reopen: the chain is back, with its open windows and logs */
-    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
-    ingest(e, "s", "13000,2\n25000,1\n31000,3\n", 1);
-    FILE *f = fopen(sink, "r");
-    assert_non_null(f);
-    char buf[512] = "";
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    char *got = sorted(buf);
+    /* reopened: the chain is back, with its open windows and logs */
+    e = restart_between(&o, &out, sql, "1000,1\n2000,2\n3000,3\n4000,4\n12000,1\n", "13000,2\n25000,1\n31000,3\n");
+    char *got = file_sorted(sink);
     /* per10's rows carry their window_end: 10 s and 20 s fall in [0, 30 s),
      * 30 s and 40 s in [30 s, 60 s); k 2 comes through even */
     assert_string_equal(got, "1,1\n1,2\n2,2\n3,1\n3,1\nk,n\n");
@@ -1287,8 +1294,7 @@ static void test_derived_streams(void **state)
     assert_int_equal(err.col, 26);
     engine_close(e);
     cap_fini(&c);
-    snprintf(sql, sizeof sql, "rm -rf %s", dir);
-    assert_int_equal(system(sql), 0);
+    rm_dir(dir);
 }
 
 static void test_subquery_highest_bid(void **state)
