@@ -295,6 +295,11 @@ cquery *query_find(coord *co, const char *name);
 int persist_next_qid(node *n, xerr *err);
 int coord_interval_ms(const char *v, int64_t *ms, xerr *err);
 int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr *err);
+/* offset = 'earliest' (SET or a query's WITH): the source tasks of a cluster
+ * start at their home's log end only, so far */
+#define COORD_NO_EARLIEST                                                                                              \
+    "offset = 'earliest' is not supported on a cluster yet (queries start at the end of their streams' logs); "       \
+    "an embedded engine (ares-sql --data DIR) reads a stream's retained log from its start"
 const char *pick_shadow(node *n, const char *home, int start);
 int persist_stream(node *n, cstream *c, xerr *err);
 

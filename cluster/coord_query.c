@@ -247,6 +247,13 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
         goto out;
     }
     if ((rc = query_placement_opts(co, st, &strat, &R, err))) goto out;
+    const ast_option *oo = st->kind == ST_CREATE_QUERY ? ast_option_get(st->with, "offset") : NULL;
+    if (oo && strcmp(oo->value, "latest")) {
+        rc = strcmp(oo->value, "earliest")
+                 ? xerr_at(err, XE_INVAL, oo->line, oo->col, "offset must be 'earliest' or 'latest', not '%s'", oo->value)
+                 : xerr_at(err, XE_INVAL, oo->line, oo->col, "%s", COORD_NO_EARLIEST);
+        goto out;
+    }
     const ast_option *sink = st->kind == ST_CREATE_QUERY ? ast_option_get(st->with, "sink") : NULL;
     if (sink && strncmp(sink->value, "tcp://", 6) && strncmp(sink->value, "unix://", 7)) {
         rc = xerr_at(err, XE_INVAL, sink->line, sink->col, "sink '%s': a cluster writes socket sinks only (tcp://HOST:PORT or unix:///path, "

@@ -25,7 +25,7 @@
 static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
                                              "delimiter", "null_string", "home", "partitions", NULL};
 static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
-                                            "checkpoint_interval", NULL};
+                                            "checkpoint_interval", "offset", NULL};
 
 static int check_options(const ast_options *w, const char **known, const char *what, xerr *err)
 {
@@ -180,8 +180,36 @@ static int add_query(engine *e, query *q, xerr *err)
     return 0;
 }
 
+/* q's source k reads its log from its start: the first record retention
+ * kept (out hears how many it dropped). */
+static int rewind_source(engine *e, query *q, int k, const exec_out *out, xerr *err)
+{
+    stream_rt *s = e->streams[q->src_stream[k]];
+    uint64_t begin, end;
+    int rc = eng_txn(e, err);
+    if (!rc) rc = store_log_begin(e->txn, s->ps->name, &begin, err);
+    if (!rc) rc = store_log_end(e->txn, s->ps->name, &end, err);
+    if (rc) return rc;
+    if (begin > 0)
+        eng_notice(out, "stream '%s': retention has dropped the %llu oldest of its %llu log records; "
+                    "this query reads only the rows that came after them", s->ps->name,
+               (unsigned long long)begin, (unsigned long long)end);
+    q->offset[k] = begin;
+    return 0;
+}
+
+/* WITH (offset = ...) of a query, else SET offset: *earliest. */
+static int offset_opt(const engine *e, const ast_options *w, int *earliest, xerr *err)
+{
+    const ast_option *o = ast_option_get(w, "offset");
+    *earliest = e->offset_earliest;
+    if (o && eng_offset_parse(o->value, earliest))
+        return xerr_at(err, XE_INVAL, o->line, o->col, "offset must be 'earliest' or 'latest', not '%s'", o->value);
+    return 0;
+}
+
 /* The options every standing query takes (ft, checkpoint_interval, the
- * sink's format), checked; then the commit of what came before. */
+ * sink's format, offset), checked; then the commit of what came before. */
 static int standing_check(engine *e, const ast_stmt *st, xerr *err)
 {
     const ast_option *fto = ast_option_get(st->with, "ft"), *cio = ast_option_get(st->with, "checkpoint_interval");
@@ -198,13 +226,16 @@ static int standing_check(engine *e, const ast_stmt *st, xerr *err)
     fmt_kind fk;
     if (fo && ast_option_get(st->with, "sink") && (fmt_kind_parse(fo->value, &fk) || (fk != FMT_CSV && fk != FMT_JSON)))
         return xerr_at(err, XE_INVAL, fo->line, fo->col, "unknown sink format '%s' (csv or json)", fo->value);
-    return engine_commit(e, err);
+    int earliest, rc = offset_opt(e, st->with, &earliest, err);
+    return rc ? rc : engine_commit(e, err);
 }
 
-/* Plan st's SELECT as the standing query qname, with its file or socket sink. */
-static int standing_new(engine *e, const ast_stmt *st, const char *qname, query **out, xerr *err)
+/* Plan st's SELECT as the standing query qname, with its file or socket
+ * sink, at the end of its streams' logs or, offset = 'earliest', at their
+ * start (notices to `no`). */
+static int standing_new(engine *e, const ast_stmt *st, const char *qname, const exec_out *no, query **out, xerr *err)
 {
-    int rc;
+    int rc, earliest;
     query *q;
     *out = NULL;
     if ((rc = query_new(e, st->select, st->with, qname, st->text ? st->text : "", e->next_query_id, &q, err)))
@@ -216,6 +247,12 @@ static int standing_new(engine *e, const ast_stmt *st, const char *qname, query 
         query_free(q);
         return rc;
     }
+    offset_opt(e, st->with, &earliest, err); /* standing_check took it */
+    for (int k = 0; earliest && k < q->nsrc; k++)
+        if ((rc = rewind_source(e, q, k, no, err))) {
+            query_free(q);
+            return rc;
+        }
     *out = q;
     return 0;
 }
@@ -248,9 +285,11 @@ static int standing_commit(engine *e, query *q, stream_rt *made, xerr *err)
         goto fail;
     sbuf_fini(&v);
     e->next_query_id++;
-    /* a query over a stream that has already ended sees the end at once */
-    for (int k = 0; k < q->nsrc; k++)
-        if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
+    /* the commit above recorded its offsets: a catch-up from the logs'
+     * start (offset = 'earliest') commits as it goes and, cut short,
+     * resumes at the next open; then a query over a stream that has
+     * already ended sees the end at once */
+    if ((rc = eng_catch_up_committed(e, q, err))) return rc;
     eng_finish_ended_push(e);
     return 0;
 fail:
@@ -274,7 +313,7 @@ int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *e
     }
     query *q;
     if ((rc = check_options(st->with, known_query_options, "query", err)) || (rc = standing_check(e, st, err)) ||
-        (rc = standing_new(e, st, st->name, &q, err)) || (rc = standing_commit(e, q, NULL, err)))
+        (rc = standing_new(e, st, st->name, out, &q, err)) || (rc = standing_commit(e, q, NULL, err)))
         return rc;
     eng_notice(out, "CREATE QUERY");
     return 0;
@@ -365,7 +404,7 @@ int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xer
                        "a query is called '%s' (the query of a derived stream takes the stream's name)", st->name);
     query *q;
     if ((rc = check_options(st->with, known, "derived stream", err)) || (rc = standing_check(e, st, err)) ||
-        (rc = standing_new(e, st, st->name, &q, err)))
+        (rc = standing_new(e, st, st->name, out, &q, err)))
         return rc;
     sbuf text;
     sbuf_init(&text);
@@ -417,7 +456,7 @@ int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     char qname[300];
     snprintf(qname, sizeof qname, "%s_insert_%u", st->name, e->next_query_id);
     query *q;
-    if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, qname, &q, err))) return rc;
+    if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, qname, out, &q, err))) return rc;
     const plan_schema *os = &q->dag->ops[q->dag->sink].out, *ts = &e->streams[si]->ps->schema;
     int line, col;
     rc = 0;
@@ -465,25 +504,18 @@ int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *
  * a push query reads it from the start of the log, so that a SELECT run
  * again answers as the first one did (the file is not read twice; the
  * recorded watermark steps replay, so the same rows are late).  New rows
- * of an unbounded stream are what a push query waits for, as in ksqlDB.
+ * of an unbounded stream are what a push query waits for, as in ksqlDB,
+ * unless SET offset = 'earliest' (all = 1) asks for its log too.
  * *rewound: some source was. */
-static int rewind_bounded(engine *e, query *q, const exec_out *out, int *rewound, xerr *err)
+static int rewind_bounded(engine *e, query *q, int all, const exec_out *out, int *rewound, xerr *err)
 {
     *rewound = 0;
     for (int k = 0; k < q->nsrc; k++) {
         stream_rt *s = e->streams[q->src_stream[k]];
         int file = s->source && !strncmp(s->source, "file://", 7);
-        if (s->guard || !(file || s->ended)) continue;
-        uint64_t begin, end;
-        int rc = eng_txn(e, err);
-        if (!rc) rc = store_log_begin(e->txn, s->ps->name, &begin, err);
-        if (!rc) rc = store_log_end(e->txn, s->ps->name, &end, err);
+        if (s->guard || !(file || s->ended || all)) continue;
+        int rc = rewind_source(e, q, k, out, err);
         if (rc) return rc;
-        if (begin > 0)
-            eng_notice(out, "stream '%s': retention has dropped the %llu oldest of its %llu log records; "
-                        "this query reads only the rows that came after them", s->ps->name,
-                   (unsigned long long)begin, (unsigned long long)end);
-        q->offset[k] = begin;
         *rewound = 1;
     }
     return 0;
@@ -500,7 +532,7 @@ int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
     if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
     q->began = 1;
     int rewound;
-    if ((rc = rewind_bounded(e, q, out, &rewound, err))) return rc;
+    if ((rc = rewind_bounded(e, q, e->offset_earliest, out, &rewound, err))) return rc;
     if (rewound && (rc = eng_catch_up(e, q, err))) return rc;
     for (int k = 0; k < q->nsrc && !rewound; k++)
         if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
@@ -937,6 +969,7 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
     } else {
         const char *k = key + strlen("setting/");
         if (!strcmp(k, "parallelism")) e->parallelism = atoi(sql) > 0 ? atoi(sql) : 1;
+        else if (!strcmp(k, "offset")) eng_offset_parse(sql, &e->offset_earliest);
         else if (!strcmp(k, "placement")) snprintf(e->placement, sizeof e->placement, "%.31s", sql);
     }
 out:

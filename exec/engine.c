@@ -10,7 +10,9 @@
  * streams are re-created with their progress (max event time, row count,
  * file position), standing queries are re-planned, their state loaded from
  * LMDB, and they catch up from their committed offsets to the end of their
- * streams' logs (stream.c, eng_catch_up).
+ * streams' logs (epoch.c, eng_catch_up_committed: in steps, committing
+ * epochs as they fall due, so that a long catch-up is bounded in memory
+ * and one cut short resumes where its last epoch ended).
  *
  * The top of the engine's files: docs/architecture.md gives their layers,
  * each calling only those below it.  Everything runs on the caller's thread
@@ -185,7 +187,7 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
     for (int i = 0; i < e->nqueries; i++) e->queries[i]->hold = 1;
     for (int i = 0; i < e->nqueries; i++) {
         e->queries[i]->hold = 0;
-        if ((rc = eng_catch_up(e, e->queries[i], err))) goto fail;
+        if ((rc = eng_catch_up_committed(e, e->queries[i], err))) goto fail;
     }
     if ((rc = engine_commit(e, err))) goto fail;
     for (int i = 0; i < e->nstreams; i++) {

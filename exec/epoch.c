@@ -108,6 +108,29 @@ int eng_maybe_commit(engine *e, xerr *err)
 
 /* ------------------------------------------------------------------ the entry points that end in a commit */
 
+/* A catch-up reads this many records of each log between two checks of
+ * the epoch (records of EXEC_SLICE_ROWS rows or fewer). */
+#define CATCH_UP_STEP 64
+
+/* Bring q up to the end of its streams' logs (a query created with offset
+ * = 'earliest', or restored at open) in steps, committing each epoch when
+ * it is due: the log is read at the pace the query's operators and sink
+ * take it (the file sink's writer blocks the engine when its buffers are
+ * full), so memory holds one epoch, not the log; a crash resumes from the
+ * offsets of the last committed epoch, which cover exactly the rows whose
+ * effects (state, sink length) it committed. */
+int eng_catch_up_committed(engine *e, query *q, xerr *err)
+{
+    int more = 1, rc = 0;
+    while (more && !rc) {
+        if ((rc = eng_txn(e, err)) || (rc = eng_catch_up_step(e, q, CATCH_UP_STEP, &more, err))) return rc;
+        rc = eng_maybe_commit(e, err);
+    }
+    if (!rc) rc = eng_txn(e, err);
+    return rc ? rc : eng_catch_up_wm(e, q, err);
+}
+
+
 int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[ENGINE_MAX_SRC],
                          int *npos, xerr *err)
 {

@@ -249,6 +249,7 @@ struct engine {
     uint64_t epoch_start_ns;
     uint32_t next_query_id;
     int parallelism;
+    int offset_earliest;    /* SET offset = 'earliest': new queries read their streams' logs from the start */
     char placement[32];
     batch scratch;
     batch rbatch;           /* rows arriving from other nodes */
@@ -407,6 +408,12 @@ int eng_apply_retention(engine *e, int si, xerr *err);
 /* The oldest record of stream si a standing query, or its recovery, may read (UINT64_MAX: none). */
 uint64_t eng_keep_from(const engine *e, int si);
 int eng_catch_up(engine *e, query *q, xerr *err); /* replay q's logs from q->offset, then its watermarks */
+/* up to max records (0: all) of each of q's logs from q->offset, the
+ * sources in turn; *more: some log has records left */
+int eng_catch_up_step(engine *e, query *q, size_t max, int *more, xerr *err);
+int eng_catch_up_wm(engine *e, query *q, xerr *err); /* q's watermarks at its streams', once it has read their logs */
+int eng_catch_up_committed(engine *e, query *q, xerr *err); /* epoch.c: eng_catch_up in steps, each epoch committed */
+int eng_offset_parse(const char *v, int *earliest); /* show.c: 'earliest' or 'latest'; -1 if neither */
 int eng_release(engine *e, int si, uint64_t upto, xerr *err); /* logship.c */
 int eng_end_released(engine *e, int si, xerr *err);
 

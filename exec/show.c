@@ -292,6 +292,9 @@ static const struct setting_def {
      "how often a cluster re-plays Nirvana's best responses for the running queries and moves tasks that gain (0 = never)"},
     {"rebalance_threshold", "0.2",
      "a task moves only when its cost falls by more than this fraction and the game's potential falls (0 to 1)"},
+    {"offset", "latest",
+     "where the queries created after it start reading their streams' logs: latest (new rows) or earliest (the whole "
+     "retained log)"},
 };
 #define NSETTINGS (int)(sizeof settings / sizeof *settings)
 
@@ -391,6 +394,14 @@ int engine_rebalance_setting(const char *key, const ast_lit *v, double *out, xer
     return 0;
 }
 
+int eng_offset_parse(const char *v, int *earliest)
+{
+    if (!strcmp(v, "earliest")) *earliest = 1;
+    else if (!strcmp(v, "latest")) *earliest = 0;
+    else return -1;
+    return 0;
+}
+
 int eng_set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     char val_text[128];
@@ -403,6 +414,10 @@ int eng_set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
         if (l->type != TY_BIGINT || l->i < 1 || l->i > 64)
             return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "parallelism must be an integer from 1 to 64");
         e->parallelism = (int)l->i;
+    } else if (!strcmp(k, "offset")) {
+        if (l->type != TY_TEXT || eng_offset_parse(val_text, &e->offset_earliest))
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "offset must be 'earliest' or 'latest', not '%s'",
+                           val_text);
     } else if (!strcmp(k, "placement")) {
         nirvana_strategy ns;
         if (nirvana_strategy_parse(val_text, &ns))

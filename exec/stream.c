@@ -455,23 +455,52 @@ static int replay_one(void *ctx, uint64_t off, const void *rec, size_t n)
     return 0;
 }
 
+/* Replay up to max records (0: all) of q's source k from q->offset[k];
+ * *more = 1 when its log has records left past them (a guarded log ends
+ * where its copy does, s->hw). */
+static int catch_up_source(engine *e, query *q, int k, size_t max, int *more, xerr *err)
+{
+    stream_rt *s = e->streams[q->src_stream[k]];
+    uint64_t end = s->hw;
+    int rc = s->guard ? 0 : store_log_end(e->txn, s->ps->name, &end, err);
+    if (rc || q->offset[k] >= end) return rc;
+    size_t n = (size_t)(end - q->offset[k]);
+    if (max && n > max) {
+        n = max;
+        *more = 1;
+    }
+    replay_ctx c = {e, q, k, {0}, err, 0};
+    if (batch_init(&c.b, s->ps->schema.ncols, 1024)) return xerr_set(err, XE_NOMEM, "out of memory");
+    rc = store_log_read(e->txn, s->ps->name, q->offset[k], n, replay_one, &c, err);
+    batch_fini(&c.b);
+    return c.rc ? c.rc : rc;
+}
+
+int eng_catch_up_step(engine *e, query *q, size_t max, int *more, xerr *err)
+{
+    *more = 0;
+    int rc = 0;
+    for (int k = 0; k < q->nsrc && !rc; k++) rc = catch_up_source(e, q, k, max, more, err);
+    return rc;
+}
+
+int eng_catch_up_wm(engine *e, query *q, xerr *err)
+{
+    int rc = 0;
+    for (int k = 0; k < q->nsrc && !rc; k++) rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err);
+    return rc;
+}
+
 /* Bring a restored query up to the end of its streams' logs (also the
- * replay of a redeployed query, exec/ft.c). */
+ * replay of a redeployed query, exec/ft.c), in one epoch: each log, then
+ * its watermark. */
 int eng_catch_up(engine *e, query *q, xerr *err)
 {
-    for (int k = 0; k < q->nsrc; k++) {
-        stream_rt *s = e->streams[q->src_stream[k]];
-        replay_ctx c = {e, q, k, {0}, err, 0};
-        if (batch_init(&c.b, s->ps->schema.ncols, 1024)) return xerr_set(err, XE_NOMEM, "out of memory");
-        size_t max = 0;
-        if (s->guard) max = s->hw > q->offset[k] ? (size_t)(s->hw - q->offset[k]) : 0;
-        int rc = s->guard && !max ? 0 : store_log_read(e->txn, s->ps->name, q->offset[k], max, replay_one, &c, err);
-        batch_fini(&c.b);
-        if (c.rc) return c.rc;
-        if (rc) return rc;
-        if ((rc = query_watermark(q, k, eng_stream_wm(s), err))) return rc;
-    }
-    return 0;
+    int more, rc = 0;
+    for (int k = 0; k < q->nsrc && !rc; k++)
+        if (!(rc = catch_up_source(e, q, k, 0, &more, err)))
+            rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err);
+    return rc;
 }
 
 /* A guarded stream's records up to `upto` reach its queries (logship.c). */

@@ -1219,6 +1219,51 @@ static void test_errors(void **state)
     cap_fini(&c);
 }
 
+/* Issue 19, reading history: a push SELECT and a standing query read only
+ * new rows by default; SET offset = 'earliest' and WITH (offset =
+ * 'earliest') read the stream's log from its start (the standing query's
+ * catch-up in several steps: 200 records of 1024 rows); bad values are
+ * refused with their position. */
+static void test_offset_earliest(void **state)
+{
+    (void)state;
+    engine *e = open_mem();
+    cap c0, c1, c2, c3;
+    exec_out o0 = cap_out(&c0), o1 = cap_out(&c1), o2 = cap_out(&c2), o3 = cap_out(&c3);
+    run(e, &o0, "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp = 'ts');");
+    sbuf in;
+    sbuf_init(&in);
+    for (int i = 0; i < 204800; i++) sbuf_printf(&in, "%d,%d\n", i, i % 3);
+    ingest(e, "s", in.p, 0);
+    sbuf_fini(&in);
+    run(e, &o1, "SELECT k FROM s WHERE ts < 3;");
+    assert_true(!c1.text.p || !c1.text.p[0]); /* latest: nothing yet */
+    run(e, &o0, "CREATE QUERY l AS SELECT k, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 1000 SECONDS) GROUP BY k;"
+                "CREATE QUERY q WITH (offset = 'earliest') AS "
+                "SELECT k, COUNT(*) AS n FROM s WINDOW TUMBLING (SIZE 1000 SECONDS) GROUP BY k;"
+                "SUBSCRIBE l;");
+    run(e, &o3, "SUBSCRIBE q;");
+    run(e, &o2, "SET offset = 'earliest'; SELECT k FROM s WHERE ts < 3;");
+    assert_string_equal(c2.text.p, "0\n1\n2\n");
+    ingest(e, "s", "204800,1\n", 1);
+    char *got = sorted(c3.text.p);
+    assert_string_equal(got, "0,68267\n1,68268\n2,68266\n");
+    free(got);
+    assert_string_equal(c0.text.p, "1,1\n"); /* latest: the row after it only */
+    xerr err;
+    assert_int_not_equal(engine_exec_sql(e, "SET offset = 'first';", &o0, &err), 0);
+    assert_int_equal(err.col, 14);
+    assert_non_null(strstr(err.msg, "offset must be 'earliest' or 'latest', not 'first'"));
+    assert_int_not_equal(engine_exec_sql(e, "CREATE QUERY b WITH (offset = 2) AS SELECT k FROM s;", &o0, &err), 0);
+    assert_int_equal(err.col, 31);
+    assert_non_null(strstr(err.msg, "offset must be 'earliest' or 'latest', not '2'"));
+    engine_close(e); /* first: it ends the push queries and SUBSCRIBEs */
+    cap_fini(&c0);
+    cap_fini(&c1);
+    cap_fini(&c2);
+    cap_fini(&c3);
+}
+
 static void test_restart_keeps_query_and_state(void **state)
 {
     (void)state;
@@ -1680,6 +1725,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_derived_streams),
+        cmocka_unit_test(test_offset_earliest),
         cmocka_unit_test(test_distributed_hooks),
         cmocka_unit_test(test_subquery_highest_bid),
         cmocka_unit_test(test_log_retention),
