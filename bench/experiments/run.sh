@@ -55,6 +55,11 @@
 #               (link delay), slowed nodes, queueing.  Histogram in 1 ms
 #               buckets over every result row of the windows that closed
 #               while input was flowing; p50/p99 and the CDF come from it.
+#               Per window also its first row's latency (what all its rows
+#               share: the slice's cut, the watermark's way) and the spread
+#               of its rows after it (what differs between the aggregates'
+#               nodes and paths): latency_window_first_p50 and
+#               latency_window_spread_p50, the medians over the windows.
 #   join        the latency run again with an interval self-join ($QJ below,
 #               EXP_JOIN=0 skips it): per result pair, arrival time - the later
 #               of the two rows' ts (a pair exists once both rows are in).
@@ -453,6 +458,11 @@ tp_run() {
     [ -n "${KEEP_SCRATCH:-}" ] && cp "$CD/sub.csv" "$W/sub_tp_${st}_$2.csv"
 }
 
+# median_col K FILE: the median of column K of FILE's lines ("-" for none)
+median_col() {
+    awk -v k="$1" '{ print $k }' "$2" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'
+}
+
 # lat_run STRATEGY RUN: latency, paced input
 lat_run() {
     st=$(tag "$1")
@@ -476,6 +486,16 @@ lat_run() {
     seen=$(awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s { t += $3 } END { print t + 0 }' "$CD/sub.csv")
     figure "latency_p50_${st}_run$2" "$p50" "ms"
     figure "latency_p99_${st}_run$2" "$p99" "ms"
+    # where a window's latency goes: its first row (the part every row of it
+    # shares: the slice's cut, the watermark's way to the aggregates) and the
+    # spread of its rows after that (what differs between the aggregates'
+    # nodes and paths); the medians over the windows
+    awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s {
+            l = $1 - $5; if (!($5 in lo) || l < lo[$5]) lo[$5] = l; if (!($5 in hi) || l > hi[$5]) hi[$5] = l }
+        END { for (w in lo) print lo[w], hi[w] - lo[w] }' "$CD/sub.csv" >"$W/wsplit_$st.dat"
+    wsplit="$(median_col 1 "$W/wsplit_$st.dat") $(median_col 2 "$W/wsplit_$st.dat")"
+    figure "latency_window_first_p50_${st}_run$2" "${wsplit% *}" "ms"
+    figure "latency_window_spread_p50_${st}_run$2" "${wsplit#* }" "ms"
     figure "latency_run_throughput_${st}_run$2" "$lrate" "tuples/s"
     [ "$p50" = "-" ] && say "$1 (run $2): no window closed while the input flowed came out within the drain (it never caught up)"
     eval "P50_${st}_$2=$p50 P99_${st}_$2=$p99"
