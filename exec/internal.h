@@ -399,6 +399,10 @@ void eng_stream_free(stream_rt *s);
 int eng_stream_parts(const engine *e, int si, int ix[PLAN_MAX_PARTITIONS]); /* its partitions (itself first) */
 int eng_stream_rows(engine *e, int si, const batch *b, xerr *err); /* in slices, to the log and the queries */
 int eng_end_partial_slice(engine *e, int si, xerr *err);
+/* A derived stream's watermark is its writers': a client's rows would step
+ * it in replays as they do not live (ingest.c refuses them). */
+#define DERIVED_NO_ROWS \
+    "stream '%s' is a derived stream (CREATE STREAM AS): its rows come from queries; INSERT INTO %s SELECT adds one"
 int eng_derived_rows(query *q, const batch *b, xerr *err); /* q's output rows into q->target's log (derived_rows_cb) */
 int eng_derived_wm(query *q, xerr *err);  /* q's output watermark moved: its target's (derived_wm_cb) */
 int eng_end_stream(engine *e, int si, xerr *err); /* and its partitions' */

@@ -92,6 +92,10 @@ refused "CREATE STREAM d AS SELECT k, COUNT(*) AS n FROM ev WINDOW TUMBLING (SIZ
     "stream 'd' needs an event time column"
 refused "CREATE STREAM d WITH (timestamp = 'k') AS SELECT ts, k FROM ev;" "timestamp 'k' is BIGINT, not TIMESTAMP"
 refused "INSERT INTO nope SELECT * FROM ev;" "stream 'nope' does not exist"
+refused "INSERT INTO big VALUES (1000, 1, 5);" \
+    "line 1, column 1: stream 'big' is a derived stream (CREATE STREAM AS): its rows come from queries"
+echo "1000,1,5" | "$A" --data "$T/r" --ingest big >out 2>err && fail "an ingest into a derived stream was accepted"
+has err "stream 'big' is a derived stream"
 # a derived stream's own query goes with it; a writer stays until dropped
 "$A" --data "$T/r" -e "INSERT INTO c SELECT * FROM a;" </dev/null >out 2>err
 expect_rc 0 $? "INSERT INTO a derived stream"
