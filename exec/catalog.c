@@ -396,7 +396,7 @@ static int derived_stream_sql(const ast_stmt *st, const query *q, sbuf *b, xerr 
 
 int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
-    static const char *known[] = {"timestamp", "retention", "parallelism", "sink", "format", NULL};
+    static const char *known[] = {"timestamp", "retention", "parallelism", "sink", "format", "offset", NULL};
     int rc;
     if ((rc = stream_taken(e, st, out, err))) return rc > 0 ? 0 : rc;
     if (eng_find_query(e, st->name))

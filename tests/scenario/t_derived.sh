@@ -105,6 +105,16 @@ refused "DROP STREAM c;" "query 'c_insert_5' writes stream 'c' (INSERT INTO); dr
 expect_rc 0 $? "DROP in order"
 grep -q '^[bc],' out && fail "a dropped derived stream's query is still there"
 
+# WITH (offset = 'earliest'): a derived stream made after its input's rows has them
+"$A" --data "$T/r" -e "CREATE STREAM hist WITH (offset = 'earliest') AS SELECT ts, k FROM a;
+INSERT INTO a VALUES (5000, 7, 1);" </dev/null >out 2>err
+expect_rc 0 $? "CREATE STREAM WITH (offset = 'earliest')"
+"$A" --data "$T/r" -q -e "INSERT INTO a VALUES (6000, 8, 1); CREATE STREAM hist2 WITH (offset = 'earliest') AS SELECT ts, k FROM a;
+SHOW STREAMS;" </dev/null >out 2>err
+expect_rc 0 $? "a second derived stream from the start"
+grep -q '^hist,"ts TIMESTAMP, k BIGINT",ts,0,,2,' out || { cat out; fail "hist lacks a's rows"; }
+grep -q '^hist2,"ts TIMESTAMP, k BIGINT",ts,0,,2,' out || { cat out; fail "hist2 lacks a's history"; }
+
 # ---- 4. the chain survives restarts
 awk -F, '$1 < 400000' all.csv >part1.csv
 awk -F, '$1 >= 400000' all.csv >part2.csv
