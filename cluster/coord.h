@@ -300,7 +300,7 @@ int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr *err);
 #define COORD_NO_EARLIEST                                                                                              \
     "offset = 'earliest' is not supported on a cluster yet (queries start at the end of their streams' logs); "       \
     "an embedded engine (ares-sql --data DIR) reads a stream's retained log from its start"
-const char *pick_shadow(node *n, const char *home, int start);
+const char *pick_shadow(node *n, const char *home, int start, const char *const *more, int nmore);
 int persist_stream(node *n, cstream *c, xerr *err);
 
 /* ---------------------------------------------------------------- coord_nodes.c */

@@ -200,27 +200,49 @@ int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr *err)
     return 0;
 }
 
+/* How many of the streams' homes and shadows a node is (its share of the
+ * decoding and logging of the input), counting `more` homes (of partitions
+ * not in the catalog yet). */
+static int ingest_roles(const coord *co, const char *name, const char *const *more, int nmore)
+{
+    int r = 0;
+    for (int i = 0; i < co->nstreams; i++) {
+        const cstream *c = &co->streams[i];
+        r += (c->home && !strcmp(c->home, name)) + (c->shadow && !strcmp(c->shadow, name)) +
+             (c->lshadow && !strcmp(c->lshadow, name));
+    }
+    for (int i = 0; i < nmore; i++) r += more[i] && !strcmp(more[i], name);
+    return r;
+}
+
 /* A live node in another domain than home's for a stream's shadow (this
- * one included), taken round-robin from `start`; NULL when there is none. */
-const char *pick_shadow(node *n, const char *home, int start)
+ * one included), taken round-robin from `start`; NULL when there is none.
+ * `more` (nmore of them) are the homes of partitions yet to be made. */
+const char *pick_shadow(node *n, const char *home, int start, const char *const *more, int nmore)
 {
     const char *hd = n->cfg.domain, *best = NULL;
-    double best_cap = -1;
+    double best_score = 0;
     peer *hp = strcmp(home, n->cfg.name) ? node_peer(n, home, strlen(home)) : NULL;
     if (hp) hd = hp->domain;
     int nc = n->npeers + 1;
     /* the shadow decodes and logs all of the stream's input, as its home
-     * does: of the candidates, the one with the most capacity (the first
-     * from `start` among equals, so that streams spread) */
+     * does: of the candidates, the one with the most capacity for one more
+     * such role, capacity / (1 + the homes and shadows it is already), the
+     * first from `start` among equals (within 5 %), so that streams spread.
+     * (Until session 10 only the capacity counted, and in session 9's runs
+     * two of the three homes shadowed another partition too, whichever the
+     * round-robin gave: twice the ingest on them.) */
     for (int k = 0; k < nc; k++) {
         int i = (start + k) % nc;
         const char *name = i == n->npeers ? n->cfg.name : n->peers[i]->name;
         const char *dom = i == n->npeers ? n->cfg.domain : n->peers[i]->domain;
         if (i < n->npeers && !coord_worker(n->peers[i])) continue;
+        if (!strcmp(dom, hd) || !strcmp(name, home)) continue;
         double cap = i == n->npeers ? n->cfg.speed : n->peers[i]->speed_milli / 1000.0;
-        if (strcmp(dom, hd) && strcmp(name, home) && cap > best_cap * 1.05) {
+        double score = cap / (1 + ingest_roles(n->co, name, more, nmore));
+        if (!best || score > best_score * 1.05) {
             best = name;
-            best_cap = cap;
+            best_score = score;
         }
     }
     return best;

@@ -344,7 +344,7 @@ void promote_shadows(node *n)
         }
         if (!changed || !c->home) continue;
         if (!c->shadow) {
-            const char *sh = pick_shadow(n, c->home, co->rr_home++);
+            const char *sh = pick_shadow(n, c->home, co->rr_home++, NULL, 0);
             if (sh) {
                 c->lshadow = strdup(sh);
                 node_log(n, NET_LOG_WARN, "stream %s: its home %s copies its log to %s from now on", c->name, c->home,

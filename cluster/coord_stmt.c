@@ -136,7 +136,7 @@ static int add_partitions(node *n, const char *name, const char *const *home, in
         if (!c->name || !c->home || !c->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
         /* each partition's candidates from another start: equals spread */
-        const char *sh = pick_shadow(n, home[p], co->rr_home + p);
+        const char *sh = pick_shadow(n, home[p], co->rr_home + p, home + p + 1, np - p - 1);
         if (sh && !(*(co->shadow_log ? &c->lshadow : &c->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
         int rc = persist_stream(n, c, err);
         if (rc) return rc;
@@ -208,7 +208,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         cst->part = 0;
         if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
         co->nstreams++;
-        const char *sh = pick_shadow(n, home, co->rr_home);
+        const char *sh = pick_shadow(n, home, co->rr_home, phome + 1, np - 1);
         int by_log = lite || co->shadow_log;
         if (sh && !(*(by_log ? &cst->lshadow : &cst->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
         rc = persist_stream(n, cst, err);

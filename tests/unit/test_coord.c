@@ -124,7 +124,7 @@ int __wrap_engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **
 
 /* ------------------------------------------------------------ a coordinator and its members */
 
-#define MAXP 6
+#define MAXP 10
 typedef struct world {
     node n;
     peer pe[MAXP];
@@ -327,16 +327,42 @@ static void test_shadow_outside_the_home_domain(void **state)
     add_member(w, "n3", "b", 2);
     add_member(w, "sb", "c", 8); /* a standby: never */
     member(w, "sb")->standby = 1;
-    const char *sh = pick_shadow(&w->n, "c", 0);
+    const char *sh = pick_shadow(&w->n, "c", 0, NULL, 0);
     assert_non_null(sh);
     assert_string_equal(sh, "n3");
     member(w, "n3")->state = WIRE_MEMBER_DEAD;
-    assert_string_equal(pick_shadow(&w->n, "c", 0), "n2");
+    assert_string_equal(pick_shadow(&w->n, "c", 0, NULL, 0), "n2");
     member(w, "n2")->state = WIRE_MEMBER_DEAD;
-    assert_null(pick_shadow(&w->n, "c", 0));
+    assert_null(pick_shadow(&w->n, "c", 0, NULL, 0));
     /* the home on a member: this node is a candidate too */
     member(w, "n1")->state = WIRE_MEMBER_DEAD;
-    assert_string_equal(pick_shadow(&w->n, "n2", 0), "c");
+    assert_string_equal(pick_shadow(&w->n, "n2", 0, NULL, 0), "c");
+}
+
+/* Of equal nodes, the shadow is one that is no home or shadow yet: a home
+ * that shadowed another partition too would do twice the ingest.  A node of
+ * a fiftieth of the capacity is no better for being idle. */
+static void test_shadow_avoids_the_other_homes(void **state)
+{
+    world *w = *state;
+    add_member(w, "n1", "a", 1);
+    add_member(w, "n3", "b", 1);
+    add_member(w, "n4", "b", 1);
+    add_member(w, "n5", "b", 0.02);
+    add_member(w, "n6", "c", 1);
+    add_member(w, "n7", "c", 1);
+    add_member(w, "n8", "c", 0.02);
+    /* partition 0 at n1, partitions 1 and 2 to come at n4 and n7 */
+    const char *more[2] = {"n4", "n7"};
+    for (int start = 0; start < 9; start++) {
+        const char *sh = pick_shadow(&w->n, "n1", start, more, 2);
+        assert_non_null(sh);
+        assert_true(!strcmp(sh, "n3") || !strcmp(sh, "n6"));
+    }
+    /* once n3 shadows a stream, n6 is the one */
+    add_stream(w, "t", "n4");
+    stream_find(w->n.co, "t")->shadow = strdup("n3");
+    for (int start = 0; start < 9; start++) assert_string_equal(pick_shadow(&w->n, "n1", start, more, 2), "n6");
 }
 
 /* ------------------------------------------------------------ failure grouping */
@@ -499,6 +525,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_catalog_write_reaches_live_standbys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_record_and_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_outside_the_home_domain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shadow_avoids_the_other_homes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deaths_of_a_domain_are_one_event, setup, teardown),
         cmocka_unit_test_setup_teardown(test_closed_connection_settles_sooner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_standby_death_is_no_event, setup, teardown),
