@@ -11,6 +11,8 @@
 #     committed length, so a catch-up started again from the log's start
 #     would repeat rows).
 #  5. The catch-up's peak RSS over 4M rows is about that over 1M.
+#  6. SET offset = 'earliest' applies to CREATE STREAM AS too, and to a
+#     query over the derived stream.
 # Run by tests/scenario/run.sh with ARES_BUILD and a private ARES_TMP.
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/t_cli_lib.inc"
@@ -115,4 +117,17 @@ if [ -x /usr/bin/time ]; then
     echo "catch-up peak RSS: $r1 KiB over 1M rows, $r4 KiB over 4M rows"
     [ "$r4" -lt $((r1 * 3 / 2 + 8192)) ] || fail "the catch-up's memory grows with the log: $r1 KiB, then $r4 KiB"
 fi
+# ---- 6. a derived stream created with earliest, and a query over it
+"$A" --data "$T/d6" -e "$EV" -e "\\copy ev FROM '$T/all.csv'" >out 2>err
+expect_rc 0 $? "the rows of the derived case"
+"$A" --data "$T/d6" -e "SET offset = 'earliest';
+CREATE STREAM big AS SELECT ts, k, v FROM ev WHERE v >= 6;
+CREATE QUERY d WITH (sink = 'file://$T/d.csv', format = 'csv') AS $(echo "$TUMBLE" | sed 's/FROM ev/FROM big/')" >out 2>err
+expect_rc 0 $? "the derived stream and its query"
+"$A" --data "$T/d6" --ingest ev </dev/null >out 2>err
+expect_rc 0 $? "the end of the derived case's input"
+awk -F, '$3 >= 6' all.csv >big6.csv
+oracle big6.csv 1 want_d.txt
+sink_rows d.csv got_d.txt
+cmp -s want_d.txt got_d.txt || { diff want_d.txt got_d.txt | head; fail "a derived stream with offset = 'earliest' differs from sqlite3"; }
 echo "ok"
