@@ -59,11 +59,12 @@ static const help_topic topics[] = {
     {"CREATE QUERY",
      "CREATE QUERY [IF NOT EXISTS] name\n"
      "    [WITH (sink = 'tcp://HOST:PORT' | 'unix:///path' | 'file:///path',\n"
-     "           format = 'csv' | 'json')]\n"
+     "           format = 'csv' | 'json', offset = 'latest' | 'earliest')]\n"
      "    AS SELECT ...\n"
      "  A standing query, kept in the catalog: it runs until DROP QUERY, across\n"
      "  restarts.  A socket sink connects there and writes one line per row,\n"
-     "  reconnecting while the peer is away.  SUBSCRIBE name shows its rows.\n"},
+     "  reconnecting while the peer is away.  SUBSCRIBE name shows its rows.\n"
+     "  offset = 'earliest' reads its streams' logs from the start first.\n"},
     {"SELECT",
      "SELECT expr [AS alias] [, ...] FROM stream [alias]\n"
      "    [WINDOW TUMBLING (SIZE n unit [, GRACE n unit])\n"
@@ -102,8 +103,10 @@ static const help_topic topics[] = {
     {"SET",
      "SET name = value\n"
      "  Settings: parallelism, placement, replicas, ft, checkpoint_interval, shadow,\n"
-     "            rebalance_interval, rebalance_threshold\n"
-     "  (SHOW SETTINGS says what each does).  Example: SET parallelism = 4;\n"},
+     "            rebalance_interval, rebalance_threshold, offset\n"
+     "  (SHOW SETTINGS says what each does).  Example: SET parallelism = 4;\n"
+     "  SET offset = 'earliest' starts the queries created after it at the start\n"
+     "  of their streams' logs (the default, 'latest': new rows only).\n"},
     {NULL, NULL},
 };
 
