@@ -132,7 +132,10 @@ int eng_show_queries(engine *e, const exec_out *out)
         wm_text(query_wm(e, q), wm);
         table_text(&tb, r, 0, q->name);
         table_text(&tb, r, 1, "RUNNING");
-        table_text(&tb, r, 2, q->sink_uri);
+        /* a query writing a stream (CREATE STREAM AS, INSERT INTO) without a sink names it */
+        char into[320];
+        snprintf(into, sizeof into, "stream %s", q->target >= 0 ? e->streams[q->target]->ps->name : "");
+        table_text(&tb, r, 2, q->sink_uri || q->target < 0 ? q->sink_uri : into);
         r[3] = val_int(TY_BIGINT, q->rows_in);
         r[4] = val_int(TY_BIGINT, q->rows_out);
         query_rates(q, clock_mono_ns(), &r[5], &r[6]);
@@ -234,6 +237,7 @@ int eng_describe(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
         for (int t = 0; q->ops[i].agg && t < q->ops[i].ntasks; t++) groups += agg_open_groups(q->ops[i].agg[t]);
     sbuf_printf(&b, "Rows in: %lld  rows out: %lld  late (dropped): %lld  open windows x groups: %lld  watermark: %s\n",
                 (long long)q->rows_in, (long long)q->rows_out, (long long)q->late, (long long)groups, wm);
+    if (q->target >= 0) sbuf_printf(&b, "Writes: stream %s\n", q->eng->streams[q->target]->ps->name);
     if (q->sink_uri) {
         sbuf_printf(&b, "Sink: %s (%s", q->sink_uri, q->sink_format ? q->sink_format : "csv");
         size_t backlog;

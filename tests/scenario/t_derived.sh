@@ -124,7 +124,7 @@ expect_rc 0 $? "create the chain"
 expect_rc 0 $? "run 1"
 "$A" --data "$T/d1" -e "SHOW QUERIES;" </dev/null >out 2>err
 expect_rc 0 $? "SHOW QUERIES after a restart"
-grep -q '^agg,RUNNING,' out || { cat out; fail "the derived stream's query is not running after a restart"; }
+grep -q '^agg,RUNNING,stream agg,' out || { cat out; fail "the derived stream's query is not running after a restart"; }
 "$A" --data "$T/d1" -e "\\copy ev FROM '$T/part2.csv'" </dev/null >out 2>err
 expect_rc 0 $? "run 2"
 "$A" --data "$T/d1" --ingest ev </dev/null >out 2>err
