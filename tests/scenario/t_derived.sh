@@ -2,6 +2,7 @@
 # Queries that feed queries (issue 19, part 1), on the embedded engine:
 #  1. a three-stage chain (a filter, CREATE STREAM ... AS a windowed
 #     aggregate, a query over that) against sqlite3 over the same rows;
+#     SUBSCRIBE to a derived stream, window_start as a derived event time;
 #  2. INSERT INTO ... SELECT: two queries writing one derived stream;
 #  3. the refusals: DROP of what a query reads, DROP QUERY of a derived
 #     stream's own query, a cycle, a schema that does not fit (line:col);
@@ -38,6 +39,15 @@ sqlite3 -batch -csv ev.db "WITH agg AS (SELECT k, COUNT(*) AS n, SUM(v) AS s, (t
 [ "$(wc -l <want.txt)" -gt 100 ] || fail "sqlite3 found $(wc -l <want.txt) rows: the case tests little"
 cmp -s want.txt got.txt || { diff want.txt got.txt | head; fail "the chain differs from sqlite3"; }
 head -n 1 out | grep -qx "k,n,s,window_end" || fail "the chain's header: $(head -n 1 out)"
+
+# SUBSCRIBE to a derived stream: its query's rows, as a SELECT of the stream reads them
+"$A" --memory -q -e "$EV; $CHAIN; SUBSCRIBE agg;" --ingest ev <all.csv >out 2>err
+expect_rc 0 $? "SUBSCRIBE agg"
+tail -n +2 out | sort >got.txt
+"$A" --memory -q -e "$EV; $CHAIN; SELECT * FROM agg;" --ingest ev <all.csv >out 2>err
+tail -n +2 out | sort >want.txt
+[ "$(wc -l <want.txt)" -gt 100 ] || fail "SELECT * FROM agg gave $(wc -l <want.txt) rows"
+cmp -s want.txt got.txt || { diff want.txt got.txt | head; fail "SUBSCRIBE agg differs from SELECT * FROM agg"; }
 
 # window_start as the event time (the planner holds the watermark back by a
 # window): a derived stream answers as the same SELECT as a subquery
