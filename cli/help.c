@@ -55,7 +55,11 @@ static const help_topic topics[] = {
      "  the largest event time seen minus the delay.\n"
      "  A tcp:// or unix:// source listens there (HOST 127.0.0.1 by default) for\n"
      "  any number of producers, each sending lines: nc 127.0.0.1 9100 < rows.csv\n"
-     "  Example: CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp = 'ts');\n"},
+     "  Example: CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp = 'ts');\n"
+     "CREATE STREAM [IF NOT EXISTS] name [WITH (timestamp = 'column', ...)] AS SELECT ...\n"
+     "  A derived stream: a standing query (called name) whose rows are the stream's,\n"
+     "  read by other queries and SUBSCRIBE.  Its event time is window_end of a\n"
+     "  windowed aggregate, else its input's; its watermark is its writers'.\n"},
     {"CREATE QUERY",
      "CREATE QUERY [IF NOT EXISTS] name\n"
      "    [WITH (sink = 'tcp://HOST:PORT' | 'unix:///path' | 'file:///path',\n"
@@ -78,7 +82,10 @@ static const help_topic topics[] = {
      "  COUNT(DISTINCT x), SUM, AVG, MIN, MAX; window_start and window_end are columns.\n"},
     {"INSERT",
      "INSERT INTO stream [(column [, ...])] VALUES (value [, ...]) [, (...)]\n"
-     "  Rows flow through every query of the stream.\n"},
+     "  Rows flow through every query of the stream.\n"
+     "INSERT INTO stream SELECT ...\n"
+     "  A standing query (stream_insert_<id>) appending its rows to the stream;\n"
+     "  its columns must fit the stream's, in order.\n"},
     {"DROP STREAM", "DROP STREAM [IF EXISTS] name\n"},
     {"DROP QUERY", "DROP QUERY [IF EXISTS] name\n"},
     {"ALTER QUERY",
