@@ -239,7 +239,12 @@ const char *pick_shadow(node *n, const char *home, int start, const char *const 
         if (i < n->npeers && !coord_worker(n->peers[i])) continue;
         if (!strcmp(dom, hd) || !strcmp(name, home)) continue;
         double cap = i == n->npeers ? n->cfg.speed : n->peers[i]->speed_milli / 1000.0;
-        double score = cap / (1 + ingest_roles(n->co, name, more, nmore));
+        int roles = ingest_roles(n->co, name, more, nmore);
+        /* this node forwards every stream's input and runs the sinks: as
+         * many roles again as there are streams (a shadow here only when
+         * no other node has room) */
+        if (i == n->npeers) roles += 1 + n->co->nstreams + nmore;
+        double score = cap / (1 + roles);
         if (!best || score > best_score * 1.05) {
             best = name;
             best_score = score;

@@ -363,6 +363,10 @@ static void test_shadow_avoids_the_other_homes(void **state)
     add_stream(w, "t", "n4");
     stream_find(w->n.co, "t")->shadow = strdup("n3");
     for (int start = 0; start < 9; start++) assert_string_equal(pick_shadow(&w->n, "n1", start, more, 2), "n6");
+    /* the coordinator (c, in domain a) forwards every stream's input: not
+     * while a node of the same capacity elsewhere is free */
+    const char *more2[2] = {"n1", "n7"};
+    for (int start = 0; start < 9; start++) assert_string_equal(pick_shadow(&w->n, "n4", start, more2, 2), "n6");
 }
 
 /* ------------------------------------------------------------ failure grouping */
