@@ -631,7 +631,14 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
     if (!rc) rc = send_wait(c, WIRE_QUERY, strchr(c->addrs, ',') ? WIRE_F_FAILOVER : 0, b.p, b.len, err);
     sbuf_fini(&b);
     if (rc) return rc;
-    while (!c->cur_done && !c->closed) spin(c, 100);
+    while (!c->cur_done && !c->closed) {
+        /* Ctrl-C or SIGTERM ends the wait (a coordinator that never
+         * answered held `timeout 5 ares-sql -e 'SHOW QUERIES;'` for good) */
+        if (c->interrupted && c->interrupted())
+            return xerr_set(err, XE_BUSY, "interrupted while waiting for the coordinator's answer; the statement "
+                            "may or may not have run");
+        spin(c, 100);
+    }
     if (!c->cur_done) {
         rc = closed_err(c, err);
         char why[sizeof err->msg];

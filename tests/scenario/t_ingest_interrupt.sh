@@ -9,7 +9,10 @@
 #   acknowledged, and exits 130.  Then the stream is checked: it holds at
 #   least the acknowledged lines and no line twice, and no more than were sent;
 #   the same with the coordinator stopped (SIGSTOP), so that the producer's
-#   sends back up in its socket and it waits to write, not for an answer.
+#   sends back up in its socket and it waits to write, not for an answer;
+#   and a statement the stopped coordinator never answers ends on SIGTERM
+#   with "interrupted while waiting" (it waited for good: `timeout 5
+#   ares-sql -e 'SHOW QUERIES;'` held an experiment for 30 minutes).
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 export LC_ALL=C
@@ -94,4 +97,32 @@ kill $GENP 2>/dev/null
 [ $rc = 130 ] || { cat ing2.err; fail "producer interrupted with a stopped coordinator: exit $rc, want 130"; }
 grep -q "interrupted: [0-9]* input lines sent to stream s" ing2.err || { cat ing2.err; fail "no 'interrupted:' report"; }
 echo "ok   SIGTERM ended the producer of a stopped coordinator after $ms ms (exit 130)"
+
+# ---- a statement whose answer never comes (the coordinator stopped):
+# SIGTERM ends the wait, as `timeout 5 ares-sql -e ...` expects
+# (connected first: the statement comes on stdin once the coordinator stopped)
+rm -f stmt.fifo && mkfifo stmt.fifo
+"$A" --connect "$CADDR" --secret-file "$SECRET" -q <stmt.fifo >stmt.out 2>stmt.err & # not sqlc: $! is then a subshell
+SQP=$!
+exec 7>stmt.fifo
+echo "SHOW NODES;" >&7
+i=0
+while ! [ -s stmt.out ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s stmt.out ] || fail "the shell did not answer SHOW NODES"
+kill -STOP "$PID_c0"
+echo "SHOW QUERIES;" >&7
+sleep 1
+kill -TERM $SQP
+i=0
+while kill -0 $SQP 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+alive=0
+kill -0 $SQP 2>/dev/null && alive=1
+kill -CONT "$PID_c0"
+[ $alive = 1 ] && { kill -KILL $SQP; fail "a statement ignored SIGTERM for 5 s while the coordinator did not answer"; }
+exec 7>&-
+wait $SQP
+rc=$?
+[ $rc != 0 ] || { cat stmt.err; fail "an interrupted statement exited 0"; }
+grep -q "interrupted while waiting for the coordinator" stmt.err || { cat stmt.err; fail "no 'interrupted' message for the statement"; }
+echo "ok   SIGTERM ended a statement the stopped coordinator did not answer (exit $rc)"
 echo "t_ingest_interrupt: all passed"
