@@ -97,12 +97,6 @@ void cs_update_pause(cs *s)
 
 static void wait_on(cs *in, cs *d)
 {
-    /* A frame from d that makes a frame for d (rows from a task on that
-     * node for a task here whose output goes back there, a forwarded
-     * ingest): never stop reading d for its own backlog.  Both ends did,
-     * each waiting for the other to read, and the link stalled for good:
-     * an experiment's word count at the stream's home (session 10). */
-    if (in == d) return;
     for (int i = 0; i < d->nwait; i++)
         if (d->waiters[i] == in) return;
     if (d->nwait == d->capwait) {

@@ -17,8 +17,7 @@
 #include "cluster/catchup.h"
 #include "cluster/net.h"
 #include "cluster/wire.h"
-#include "cluster/node.h" /* the measured-cost store (measure.c), cs_send */
-#include "cluster/node_int.h" /* release_waiters */
+#include "cluster/node.h" /* the measured-cost store (measure.c) */
 #include <math.h>
 
 /* ------------------------------------------------------------ wire helpers */
@@ -1744,38 +1743,6 @@ static void test_catchup_merge(void **state)
     catchup_fini(&c); /* twice: a no-op */
 }
 
-/* A connection whose output backs up is not paused for a frame that it
- * brought itself: each end of a link then waited for the other to read. */
-static void test_no_wait_on_own_backlog(void **state)
-{
-    (void)state;
-    node n;
-    memset(&n, 0, sizeof n);
-    cs d, in;
-    memset(&d, 0, sizeof d);
-    memset(&in, 0, sizeof in);
-    d.n = in.n = &n;
-    /* not ready: every frame goes to the overflow queue */
-    n.cur_in = &d;
-    assert_int_equal(cs_send(&d, WIRE_INGEST, 0, "x", 1), 0);
-    assert_int_equal(d.ovf_frames, 1);
-    assert_int_equal(d.blocked, 0);
-    assert_int_equal(d.nwait, 0);
-    /* a frame from another connection makes that one wait, as before */
-    n.cur_in = &in;
-    assert_int_equal(cs_send(&d, WIRE_INGEST, 0, "y", 1), 0);
-    assert_int_equal(in.blocked, 1);
-    assert_int_equal(d.nwait, 1);
-    release_waiters(&d);
-    assert_int_equal(in.blocked, 0);
-    while (d.ovf) {
-        qframe *q = d.ovf;
-        d.ovf = q->next;
-        free(q);
-    }
-    free(d.waiters);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1792,7 +1759,6 @@ int main(void)
         cmocka_unit_test(test_reader_writer),
         cmocka_unit_test(test_secret_file),
         cmocka_unit_test(test_hmac_proofs),
-        cmocka_unit_test(test_no_wait_on_own_backlog),
         cmocka_unit_test_setup_teardown(test_handshake_and_echo, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_role_change_mid_handshake, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup_net, teardown_net),
