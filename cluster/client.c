@@ -838,6 +838,13 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
         }
         uint64_t give_up = cut ? clock_mono_ns() + CUT_WAIT_MS * 1000000ull : 0;
         while (!rc && !c->cur_done && !told) {
+            /* a signal after the input's end (the last chunk sent, the home
+             * behind): the same bounded wait as a cut (an experiment's
+             * producers waited 13 minutes here for a stalled home) */
+            if (!give_up && o->stop && o->stop(o->ctx)) {
+                cut = 1;
+                give_up = clock_mono_ns() + CUT_WAIT_MS * 1000000ull;
+            }
             if (give_up && clock_mono_ns() >= give_up) {
                 cut_unanswered(c, o);
                 break;

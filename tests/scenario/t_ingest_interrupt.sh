@@ -98,6 +98,23 @@ kill $GENP 2>/dev/null
 grep -q "interrupted: [0-9]* input lines sent to stream s" ing2.err || { cat ing2.err; fail "no 'interrupted:' report"; }
 echo "ok   SIGTERM ended the producer of a stopped coordinator after $ms ms (exit 130)"
 
+# ---- a producer whose input has ended, waiting for a home that is behind
+# for its last answer: SIGTERM ends that wait too (within CUT_WAIT_MS)
+awk 'BEGIN { for (i = 0; i < 4000000; i++) printf "%d,%d,%d\n", i, i % 100, i % 7 }' >fin.csv
+"$A" --connect "$CADDR" --secret-file "$SECRET" -q --ingest s <fin.csv >fin.out 2>fin.err &
+FINP=$!
+sleep 2 # by then usually all of it is sent (about 50 MB, under the 64 MiB kept unacknowledged), and the home is far behind
+kill -0 $FINP 2>/dev/null || { cat fin.err; fail "the producer of a finite input ended before the home could have taken it"; }
+kill -TERM $FINP
+i=0
+while kill -0 $FINP 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -0 $FINP 2>/dev/null && { kill -KILL $FINP; fail "a producer whose input had ended ignored SIGTERM for 10 s"; }
+wait $FINP
+rc=$?
+[ $rc = 130 ] || { cat fin.err; fail "producer interrupted after its input's end: exit $rc, want 130"; }
+grep -q "interrupted: [0-9]* input lines sent to stream s" fin.err || { cat fin.err; fail "no 'interrupted:' report after the input's end"; }
+echo "ok   SIGTERM ended a producer whose input had ended and whose home was behind (exit 130)"
+
 # ---- a statement whose answer never comes (the coordinator stopped):
 # SIGTERM ends the wait, as `timeout 5 ares-sql -e ...` expects
 # (connected first: the statement comes on stdin once the coordinator stopped)
