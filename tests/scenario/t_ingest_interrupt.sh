@@ -85,21 +85,6 @@ if [ -n "$sent" ]; then
 fi
 echo "ok   stream s holds $rows rows (${acked:-?} acknowledged <= rows <= ${sent:-?} sent)"
 
-# ---- a producer whose input has ended, waiting for a home that is behind
-# for its last answer: SIGTERM ends that wait too (within CUT_WAIT_MS)
-awk 'BEGIN { for (i = 0; i < 5000000; i++) printf "%d,%d,%d\n", i, i % 100, i % 7 }' >fin.csv
-"$A" --connect "$CADDR" --secret-file "$SECRET" -q --ingest s <fin.csv >fin.out 2>fin.err &
-FINP=$!
-sleep 1 # by then usually all of it is sent (about 62 MB, under the 64 MiB kept unacknowledged), and the home is far behind
-kill -0 $FINP 2>/dev/null || { cat fin.err; fail "the producer of a finite input ended before the home could have taken it"; }
-term_wait $FINP 100
-[ $alive = 1 ] && { kill -KILL $FINP; fail "a producer whose input had ended ignored SIGTERM for 10 s"; }
-wait $FINP
-rc=$?
-[ $rc = 130 ] || { cat fin.err; fail "producer interrupted after its input's end: exit $rc, want 130"; }
-grep -q "interrupted: [0-9]* input lines sent to stream s" fin.err || { cat fin.err; fail "no 'interrupted:' report after the input's end"; }
-echo "ok   SIGTERM ended a producer whose input had ended and whose home was behind (exit 130)"
-
 # ---- a coordinator that reads nothing (stopped): the producer's sends back
 # up in its socket; SIGTERM still ends it within seconds
 producer ing2
