@@ -9,7 +9,7 @@
 # EXP_WORKLOADS) under each, and kills a whole domain under each
 # fault-tolerance mode (replica, checkpoint, upstream); prints `figure:` lines, the medians of the runs' ratios
 # (nirvana_vs_rr_*, nirvana_vs_ra_*) next to the paper's claims, and draws
-# SVG plots into docs/plots/.  Needs root (cgroups).  About 13 minutes a run (the workloads add about 2 with 3 strategies)
+# SVG plots into docs/plots/.  Needs root (cgroups).  About 23 minutes a run with every strategy and both workloads (70 minutes for 3 runs in session 10)
 # on 2 cores with every strategy.
 # bench/experiments/run.sh --help says what is measured and how; docs/benchmarks.md
 # ("The paper's experiments") has the results.
@@ -20,8 +20,7 @@
 #   EXP_SECONDS     the longest a throughput run measures, s (default 15)
 #   EXP_LAT_SECONDS seconds of input per latency run (default 10)
 #   EXP_RATE        the latency runs' steady input rate, rows/s (default 20000)
-#   EXP_WORKLOADS   the paper's workloads measured ("wordcount tpch"; default empty: none,
-#                   since one run hung in session 8, see docs/benchmarks.md)
+#   EXP_WORKLOADS   the paper's workloads measured (default "wordcount tpch"; empty: none)
 #   FT_MODES        fault-tolerance modes of the recovery phase (default
 #                   "replica checkpoint upstream"; empty: no recovery phase)
 #   more settings (EXP_STRATEGIES, EXP_TOTAL_CPUS, EXP_LINK_DELAY_MS, ...) through
@@ -36,7 +35,7 @@ EXP_TUPLES ?= 15000000
 EXP_SECONDS ?= 15
 EXP_LAT_SECONDS ?= 10
 EXP_RATE ?= 20000
-EXP_WORKLOADS ?=
+EXP_WORKLOADS ?= wordcount tpch
 FT_MODES ?= replica checkpoint upstream
 
 $(BUILD)/bench/exp_tool: $(BUILD)/bench/experiments/exp_tool.o
