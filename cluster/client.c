@@ -33,6 +33,16 @@
  *     (RES_NAME), and attaches again like a subscription.
  *   - A statement in flight fails ("may or may not have run"); the next one
  *     goes to the new coordinator.
+ *
+ * Ingest straight to the home (docs/architecture.md).  An ingest asks for it
+ * (WIRE_F_DIRECT) when no result is open; where the stream's home copies its
+ * log to a shadow, the coordinator answers with the home's address
+ * (RES_HOME) and the client moves its connection there: every chunk not
+ * acknowledged goes to the home, the coordinator forwards nothing.  When
+ * the home is lost (or refuses: it is no longer the home) the client goes
+ * back to the coordinator with the same session, which sends it to the new
+ * home (the copy, promoted), and the home skips the chunks it has.  The next
+ * request reconnects to the coordinator (`away`).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +69,7 @@
 #define KEEP_MS 60000                   /* a subscription's rows kept for attaching again */
 #define FAILOVER_DEAD_MS 2000           /* silence of the coordinator that starts a failover */
 #define FAILOVER_CONNECT_MS 1000        /* connect and handshake, per address, while failing over */
+#define HOME_RETRY_MS 100               /* a home that could not be reached: ask the coordinator again after this */
 
 typedef struct cres {
     uint64_t req;
@@ -115,6 +126,12 @@ struct clu_client {
     int resend;          /* RES_RESEND came: the stream's home moved (a copy of its log took over) */
     chunk *unacked, *unacked_tail;
     size_t unacked_bytes;
+    /* an ingest straight to the stream's home */
+    int may_direct;      /* this ingest asks for it (no result is open) */
+    int go_home;         /* RES_HOME came: move to home_addr */
+    char home_addr[128], home_name[WIRE_NAME_MAX + 1];
+    int away;            /* the connection is to a home, not to the coordinator */
+    uint64_t lost_at;    /* the home was lost at (mono ns), until a chunk is acknowledged again */
 };
 
 static void quiet_log(void *ud, int level, const char *who, const char *msg)
@@ -255,9 +272,22 @@ static void on_result(clu_client *c, const wire_msg *m, uint16_t flags)
     case RES_RESEND:
         if (req == c->cur) c->resend = 1;
         break;
+    case RES_HOME: {
+        wire_str a, nm;
+        wire_get_str(&r, &a);
+        wire_get_str(&r, &nm);
+        if (r.err || req != c->cur || !c->may_direct || a.n >= sizeof c->home_addr || nm.n > WIRE_NAME_MAX) break;
+        memcpy(c->home_addr, a.p, a.n);
+        c->home_addr[a.n] = 0;
+        memcpy(c->home_name, nm.p, nm.n);
+        c->home_name[nm.n] = 0;
+        c->go_home = 1;
+        break;
+    }
     case RES_ACKED: {
         if (req != c->cur || r.len < 8) break;
         uint64_t seq = be64_get(r.p);
+        c->lost_at = 0;
         while (c->unacked && c->unacked->seq <= seq && !c->unacked->last) {
             chunk *k = c->unacked;
             c->unacked = k->next;
@@ -358,6 +388,8 @@ static void cl_on_frame(net_conn *nc, const wire_frame *f, void *ud)
             if (x) cres_end(c, x);
         } else if (!req) {
             snprintf(c->close_msg, sizeof c->close_msg, "%.*s", (int)m.u.error.msg.n, m.u.error.msg.p);
+            /* looking for the coordinator, this node says it is not it */
+            if (!c->active && !c->away) net_close(nc, "not the coordinator");
         }
     }
 }
@@ -518,6 +550,65 @@ static int failover(clu_client *c, xerr *err)
     return 0;
 }
 
+/* Close the connection (a home's, or a coordinator's to leave for a home). */
+static void drop_conn(clu_client *c, const char *why)
+{
+    if (c->c && !c->closed) net_close(c->c, why);
+    while (c->c && !c->closed) spin(c, 10);
+}
+
+/* After an ingest straight to a home, the next request goes to the
+ * coordinator again: the one of the addresses that serves. */
+static int back_to_coord(clu_client *c, xerr *err)
+{
+    if (!c->away) return 0;
+    drop_conn(c, "bye");
+    c->away = 0;
+    uint64_t until = clock_mono_ns() + FAILOVER_MS * 1000000ull;
+    for (;;) {
+        int rc = connect_any(c, c->at, err);
+        if (!rc) return 0;
+        if (rc == XE_AUTH || clock_mono_ns() >= until) return rc;
+        if (c->interrupted && c->interrupted())
+            return xerr_set(err, XE_BUSY, "interrupted while connecting to the coordinator again: %s", err->msg);
+        uv_sleep(50);
+    }
+}
+
+/* Ready for a request: on the coordinator's connection (after an ingest
+ * straight to a home), or failed over to the coordinator that serves now. */
+static int ready_for_request(clu_client *c, xerr *err)
+{
+    if (c->away) return back_to_coord(c, err);
+    return c->closed ? failover(c, err) : 0;
+}
+
+/* RES_HOME: the connection moves to the stream's home (its handshake only:
+ * a home announces no term).  XE_IO when it cannot be reached. */
+static int connect_home(clu_client *c, xerr *err)
+{
+    char host[sizeof c->home_addr];
+    snprintf(host, sizeof host, "%s", c->home_addr);
+    char *colon = strrchr(host, ':');
+    if (!colon) return xerr_set(err, XE_PROTO, "the coordinator sent a bad address for the stream's home: '%s'", host);
+    *colon = 0;
+    drop_conn(c, "the ingest goes straight to the stream's home");
+    c->away = 1;
+    c->closed = c->ready = c->active = 0;
+    c->close_msg[0] = 0;
+    int rc = net_connect(c->net, host, atoi(colon + 1), c->timeout_ms, &cl_handlers, c, &c->c, err);
+    if (rc) {
+        c->closed = 1;
+        return rc;
+    }
+    uint64_t until = clock_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+    while (!c->ready && !c->closed && clock_mono_ns() < until) spin(c, 20);
+    if (c->ready && !c->closed) return 0;
+    drop_conn(c, "no answer");
+    return xerr_set(err, XE_IO, "cannot connect to the stream's home %s at %s: %s%s%s", c->home_name, c->home_addr,
+                    net_close_name(c->why), c->close_msg[0] ? ": " : "", c->close_msg);
+}
+
 int clu_client_open(const clu_client_opts *o, clu_client **out, xerr *err)
 {
     *out = NULL;
@@ -614,7 +705,7 @@ static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p,
 int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *err)
 {
     int rc;
-    if (c->closed && (rc = failover(c, err))) return rc;
+    if ((rc = ready_for_request(c, err))) return rc;
     c->cur = c->next_req++;
     c->cur_done = 0;
     c->cur_rc = 0;
@@ -655,7 +746,7 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
 /* Send a kept chunk (again, after a failover) as part of request c->cur. */
 static int send_kept(clu_client *c, const clu_ingest_opts *o, const chunk *k, xerr *err)
 {
-    wire_msg m = {.type = WIRE_INGEST, .flags = k->last ? WIRE_F_LAST : 0};
+    wire_msg m = {.type = WIRE_INGEST, .flags = (k->last ? WIRE_F_LAST : 0) | (c->may_direct && !c->away ? WIRE_F_DIRECT : 0)};
     m.u.ingest.req_id = c->cur;
     m.u.ingest.stream = wire_str_of(c->ing_stream);
     m.u.ingest.format = o->format_set ? (uint8_t)o->format : WIRE_FMT_STREAM;
@@ -696,13 +787,29 @@ static int send_chunk(clu_client *c, const clu_ingest_opts *o, const void *p, si
     return c->closed ? 0 : send_kept(c, o, k, err); /* a lost connection: resend_all sends it */
 }
 
-/* After a failover: the ingest goes on under a new request id with every
- * chunk not acknowledged yet (the home skips those it has). */
+/* After a failover (or, straight to a home, after moving to it or away
+ * from it): the ingest goes on under a new request id with every chunk not
+ * acknowledged yet (the home skips those it has). */
 static int resend_all(clu_client *c, const clu_ingest_opts *o, xerr *err)
 {
-    int rc = failover(c, err);
-    if (rc) return rc;
+    int rc;
+    if (c->go_home) { /* RES_HOME */
+        c->go_home = 0;
+        rc = connect_home(c, err);
+        if (rc == XE_PROTO) return rc;
+        if (rc && !c->lost_at) c->lost_at = clock_mono_ns();
+    } else if (c->away) { /* the home was lost, or refused: ask the coordinator where it is now */
+        if (!c->lost_at) c->lost_at = clock_mono_ns();
+        else uv_sleep(HOME_RETRY_MS);
+        if (clock_mono_ns() - c->lost_at > FAILOVER_MS * 1000000ull)
+            return xerr_set(err, XE_IO, "the connection to stream %s's home %s was lost (%s) and no home took its "
+                            "input within %d s", c->ing_stream, c->home_name, c->close_msg, FAILOVER_MS / 1000);
+        if ((rc = back_to_coord(c, err))) return rc;
+    } else if ((rc = failover(c, err)))
+        return rc;
+    if (c->closed) return 0; /* the home could not be reached: back to the coordinator next */
     c->cur = c->next_req++;
+    rc = 0;
     for (chunk *k = c->unacked; k && !rc; k = k->next) rc = send_kept(c, o, k, err);
     return rc;
 }
@@ -763,7 +870,10 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
 {
     memset(st, 0, sizeof *st);
     int rc = 0, cut = 0;
-    if (c->closed && (rc = failover(c, err))) return rc;
+    if ((rc = ready_for_request(c, err))) return rc;
+    c->may_direct = !c->results; /* a home cannot carry open results */
+    c->go_home = 0;
+    c->lost_at = 0;
     c->cur = c->next_req++;
     c->cur_done = 0;
     c->cur_rc = 0;
@@ -785,7 +895,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
             cut = 1;
             break;
         }
-        if (c->closed && (rc = resend_all(c, o, err))) break;
+        if ((c->closed || c->go_home) && (rc = resend_all(c, o, err))) break;
         if (c->resend && (rc = resend_kept(c, o, err))) break;
         if (c->unacked_bytes > UNACKED_MAX) { /* the home is behind: wait for it */
             spin(c, 20);
@@ -849,12 +959,13 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
                 cut_unanswered(c, o);
                 break;
             }
-            if (c->closed) rc = resend_all(c, &o2, err);
+            if (c->closed || c->go_home) rc = resend_all(c, &o2, err);
             else if (c->resend) rc = resend_kept(c, &o2, err);
             else spin(c, give_up ? 20 : 100);
         }
     }
     drop_unacked(c);
+    c->may_direct = c->go_home = 0;
     *st = c->ing_st;
     c->ing = NULL;
     c->ing_stream = NULL;
@@ -865,6 +976,7 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
 
 int clu_client_poll(clu_client *c, int timeout_ms, xerr *err)
 {
+    if (c->away) return back_to_coord(c, err);
     if (timeout_ms <= 0 && !c->closed) uv_run(&c->loop, UV_RUN_NOWAIT);
     uint64_t until = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     while (!c->closed) {

@@ -197,15 +197,17 @@ void coord_closed(node *n, cs *s)
         }
         for (cquery *q = co->queries, *nx; q; q = nx) {
             nx = q->next;
+            int had = 0; /* only its own client's leaving ends a push query */
             for (csub **pp = &q->subs; *pp;) {
                 if ((*pp)->to == s) {
                     csub *x = *pp;
                     *pp = x->next;
                     csub_free(x);
+                    had = 1;
                 } else
                     pp = &(*pp)->next;
             }
-            if (q->push && !q->subs && !q->ended) {
+            if (had && q->push && !q->subs && !q->ended) {
                 if (q->keep && s->close_why != NET_CLOSE_PEER && s->close_why != NET_CLOSE_LOCAL) {
                     /* lost, not gone: it may come back (ATTACH) */
                     q->orphan_until = clock_wall_ms() + DD_KEEP_MS;

@@ -70,7 +70,7 @@
  * input came.  Until session 10 it was 200 ms: a window's results then
  * waited 20-170 ms for the cut, by the phase of the ticks against the
  * window's end, the same for every row of the window (docs/benchmarks.md). */
-#define COORD_SLICE_MS 20
+#define COORD_SLICE_MS NODE_SLICE_MS
 #define RB_SOON_MS 1000  /* a join, a loss or a new capacity: rebalance this much later */
 #define RB_QUIET_MS 2500 /* a query that moved is left alone this long (its new deployment gets measured), or
                             rebalance_interval if longer */
@@ -174,6 +174,7 @@ struct pend {
     uint64_t acked;     /* an ingest session's chunks the node has (RES_ACKED) */
     int quiet;          /* a forward to a stream's shadow: its answers are not the client's */
     int moving;         /* a forwarded ingest whose home was lost: it goes to the next home */
+    int direct;         /* PK_FWD_INGEST: the client can send it straight to the next home (WIRE_F_DIRECT) */
     char *stream;       /* PK_FWD_INGEST: the stream */
     void (*done)(node *n, pend *p);
     /* PK_GATHER: each node's table goes to take; gb holds what it builds */

@@ -66,6 +66,8 @@ static pend *fwd_open(node *n, cs *s, uint64_t req, peer *x, int quiet)
     return p;
 }
 
+static int coord_ingest_redirect(node *n, cs *s, pend *swallow, const char *name, cstream *cst, peer *home);
+
 /* A client's ingest (a session it can resend) whose home was lost, into a
  * stream whose log is copied elsewhere: it waits for the failure event,
  * which makes the copy the home (promote_shadows); then the client sends
@@ -95,6 +97,7 @@ void move_ingests(node *n)
         if (here) p->failed = 1; /* the chunks are fed here from now on */
         else p->home = h;
         p->acked = 0;
+        if (p->client && p->direct && !here && coord_ingest_redirect(n, p->client, p, p->stream, c, h)) continue;
         node_log(n, NET_LOG_WARN, "ingest into %s goes on at its new home %s: the client sends what it lacks again",
                  p->stream, c->home);
         if (p->client) cs_result(p->client, p->creq, 0, RES_RESEND, 0, NULL, 0);
@@ -148,6 +151,38 @@ static void end_partitions(node *n, const char *name)
     }
 }
 
+/* The first chunk of a client's ingest that can go straight to the
+ * stream's home (WIRE_F_DIRECT): a stream whose home copies its log to a
+ * shadow (SET shadow = 'log') keeps no order between its input and anything
+ * the coordinator sends, so the home can take its input from the client
+ * itself and the coordinator forwards nothing.  The client hears where the
+ * home is (RES_HOME) and sends every chunk there, this one too; the rest of
+ * this request that reaches us is swallowed.  Not for a stream fed to a
+ * shadow by us (both must get the input in order with the DEPLOYs and
+ * TICKs), nor for a partitioned stream's own name (its end ends every
+ * partition, end_partitions; "s#0" is partition 0 alone), nor when the
+ * home is us.  1: redirected. */
+static int coord_ingest_redirect(node *n, cs *s, pend *swallow, const char *name, cstream *cst, peer *home)
+{
+    if (!cst->lshadow || cst->shadow || !home || !home->addr[0] || !strcmp(cst->home, n->cfg.name) ||
+        (!strcasecmp(name, cst->name) && partition_find(n->co, cst->name, 1)))
+        return 0;
+    sbuf b;
+    sbuf_init(&b);
+    wire_wr w;
+    wire_wr_init(&w, &b);
+    wire_put_str(&w, home->addr, strlen(home->addr));
+    wire_put_str(&w, home->name, strlen(home->name));
+    int rc = wire_wr_end(&w, NULL) ? XE_NOMEM : cs_result(s, swallow->creq, 0, RES_HOME, 0, b.p, b.len);
+    sbuf_fini(&b);
+    if (rc) return 0;
+    swallow->failed = 1; /* the rest of the request that reaches us */
+    swallow->home = NULL;
+    node_log(n, NET_LOG_INFO, "ingest into %s goes straight to its home node %s at %s (its log copied to %s)",
+             name, home->name, home->addr, cst->lshadow);
+    return 1;
+}
+
 /* A client's INGEST chunk: to the stream's home (which answers) and to its
  * shadow (which does not), each here or forwarded under our request id. */
 void coord_ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_frame *f)
@@ -164,6 +199,21 @@ void coord_ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fram
     if (first) {
         char msg[700];
         peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
+        if (cst && m->u.ingest.session && cst->lshadow && !last && strcmp(cst->home, n->cfg.name) &&
+            (!home || !coord_alive(home))) {
+            /* a session that comes back (from a lost home, straight to it)
+             * before the failure event made the copy the home: it waits for
+             * it (move_ingests), its chunks kept by the client */
+            pend *p = fwd_open(n, s, req, NULL, 0);
+            if (!p || !(p->stream = strdup(name))) {
+                cs_error(s, req, XE_NOMEM, "out of memory");
+                return;
+            }
+            p->moving = 1;
+            p->direct = (m->flags & WIRE_F_DIRECT) != 0;
+            node_log(n, NET_LOG_INFO, "ingest into %s waits for its home %s's failure to be handled", name, cst->home);
+            return;
+        }
         if (!cst) snprintf(msg, sizeof msg, "unknown stream '%s'", name);
         else if (strcmp(cst->home, n->cfg.name) && (!home || !coord_alive(home)))
             snprintf(msg, sizeof msg, "stream '%s' lives on node %s, which is not alive", name, cst->home);
@@ -174,6 +224,16 @@ void coord_ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fram
             pend *p = last ? NULL : fwd_open(n, s, req, NULL, 0);
             if (p) p->failed = 1; /* swallow the rest */
             return;
+        }
+        if ((m->flags & WIRE_F_DIRECT) && !last) {
+            pend *p = fwd_open(n, s, req, NULL, 0);
+            if (!p) {
+                cs_error(s, req, XE_NOMEM, "out of memory");
+                return;
+            }
+            if (coord_ingest_redirect(n, s, p, name, cst, home)) return;
+            pend_unlink(n, p);
+            pend_free(p);
         }
         if (cst->shadow) tick_stream(n, cst); /* both cut records from the same point */
         const char *who[2] = {cst->home, cst->shadow};
@@ -186,6 +246,7 @@ void coord_ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fram
                 cs_error(s, req, XE_NOMEM, "out of memory");
                 return;
             }
+            p->direct = (m->flags & WIRE_F_DIRECT) != 0;
             if (i == 0) node_log(n, NET_LOG_INFO, "ingest into %s goes to its home node %s%s%s", name, x->name,
                                  cst->shadow ? " and its shadow " : "", cst->shadow ? cst->shadow : "");
         }
@@ -211,7 +272,9 @@ void coord_ingest_from_client(node *n, cs *s, const wire_msg *m, const wire_fram
         nx = p->next;
         if (p->kind != PK_FWD_INGEST || p->client != s || p->creq != req) continue;
         if (!p->failed && p->home) fwd_send(n, s, p, f);
-        if (last && (p->failed || !p->home)) {
+        /* one that waits for the failure event stays: the client sends the
+         * whole rest again when it has heard where to (move_ingests) */
+        if (last && (p->failed || (!p->home && !p->moving))) {
             pend_unlink(n, p);
             pend_free(p);
         }

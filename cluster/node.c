@@ -41,6 +41,15 @@ void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
         net_abort(c, NET_CLOSE_PROTO, "%s", err.msg);
         return;
     }
+    if (s->direct) { /* a client here for an ingest straight to a home (lis_on_ready) */
+        if (m.type == WIRE_INGEST) node_direct_ingest(n, s, &m);
+        else if (m.type != WIRE_CANCEL) {
+            cs_error(s, 0, XE_INVAL, "this node is not the coordinator: only an ingest into a stream whose home is here "
+                     "can be sent here");
+            net_close(c, "not the coordinator");
+        }
+        return;
+    }
     /* frames that only the coordinator sends: from the active term only */
     int from_coord = s->kind == CS_NODE && net_peer_role(c) == WIRE_ROLE_COORDINATOR && s->term && s->term >= n->term;
     switch (m.type) {
@@ -182,7 +191,12 @@ static void lis_on_ready(net_conn *c, void *ud)
 {
     node *n = ud;
     int role = net_peer_role(c);
-    if (role == WIRE_ROLE_CLIENT && (!n->co || !coord_serving(n))) {
+    /* A client on a node that does not serve as the coordinator: it may
+     * only send an ingest straight to a stream's home here (RES_HOME).  A
+     * client that looks for the coordinator hears at once that this is not
+     * it (an ERROR for request 0) and goes on to the next address. */
+    int direct = role == WIRE_ROLE_CLIENT && (!n->co || !coord_serving(n));
+    if (direct) {
         wire_msg em = {.type = WIRE_ERROR};
         em.u.error.code = XE_INVAL;
         em.u.error.msg = wire_str_of(n->co ? "this coordinator is taking over or lost the cluster's majority: try again"
@@ -192,9 +206,6 @@ static void lis_on_ready(net_conn *c, void *ud)
         sbuf_init(&b);
         if (!wire_msg_payload(&b, &em, NULL)) net_send_ctl(c, WIRE_ERROR, 0, b.p, b.len);
         sbuf_fini(&b);
-        net_log(n->net, c, NET_LOG_WARN, "a client connected to a node that is not the coordinator");
-        net_close(c, "this node is not the coordinator");
-        return;
     }
     cs *s = cs_new(n, role == WIRE_ROLE_CLIENT ? CS_CLIENT : CS_NODE);
     if (!s) {
@@ -203,6 +214,7 @@ static void lis_on_ready(net_conn *c, void *ud)
     }
     s->c = c;
     s->ready = 1;
+    s->direct = direct;
     net_set_handlers(c, &cs_handlers, s);
     if (s->kind == CS_NODE) {
         const char *name = net_peer_name(c);
@@ -211,7 +223,7 @@ static void lis_on_ready(net_conn *c, void *ud)
         if (p && !p->link) p->link = s;
         apply_link_delay(n, s);
     }
-    if (n->co) coord_ready(n, s);
+    if (n->co && !direct) coord_ready(n, s);
 }
 
 static const net_handlers node_lis_handlers = {lis_on_ready, NULL, NULL, NULL};
@@ -227,7 +239,7 @@ static void cs_on_close(net_conn *c, int why, const char *msg, void *ud)
         node_log(n, why == NET_CLOSE_LOCAL || why == NET_CLOSE_PEER ? NET_LOG_INFO : NET_LOG_WARN,
                  "connection to %s %s: %s", s->peer ? s->peer->name : s->kind == CS_CLIENT ? "a client" : "?",
                  net_close_name(why), msg ? msg : "");
-    if (n->co) coord_closed(n, s);
+    if (n->co && !s->direct) coord_closed(n, s); /* a direct client was never the coordinator's */
     /* unlink from everything that may point at s */
     for (int i = 0; i < n->npeers; i++)
         if (n->peers[i]->link == s) {

@@ -46,9 +46,14 @@ enum res_part {
     RES_NAME = 9,   /* the query's name: the result can be attached again after a failover (ATTACH) */
     RES_WARN = 10,  /* blob text: a warning the client shows on stderr even when quiet (rows were lost) */
     RES_RESEND = 11, /* the ingest's stream has a new home: send every chunk not acknowledged again */
+    RES_HOME = 12,  /* string addr, string node: send this ingest (every chunk not acknowledged) there instead */
 };
 
 #define NODE_TICK_MS 100
+/* An ingest's partial slice ends at most this long after its rows came (a
+ * window closes that soon after the input passes its end), at the home and
+ * in the coordinator's TICKs of a stream it feeds to a home and a shadow. */
+#define NODE_SLICE_MS 20
 /* The coordinator shows a node SUSPECT after half the dead-peer limit of silence. */
 #define NODE_SUSPECT_MS(n) ((uint64_t)net_ctx_dead_ms((n)->net) / 2)
 
@@ -93,6 +98,7 @@ struct cs {
     uint64_t term;       /* the coordinator term the other end announced (TERM) */
     int failover;        /* CS_CLIENT: it fails over to another coordinator (QUERY with WIRE_F_FAILOVER) */
     int close_why;       /* enum net_close_why, once closing */
+    int direct;          /* CS_CLIENT on a node that does not serve as coordinator: ingest straight to a home only */
     cs *next;
 };
 
@@ -163,6 +169,7 @@ typedef struct ingsess {
     int64_t rejected;
     char *stream;
     uint64_t safe;       /* a stream with a log copy: the chunks the copy holds (acknowledged) */
+    int64_t cut_at;      /* the stream's partial slice last ended here at (wall ms; NODE_SLICE_MS) */
     struct ingsess *next;
 } ingsess;
 
@@ -266,6 +273,10 @@ int node_undeploy(node *n, uint32_t qid, int keep_state, xerr *err);
 /* quiet: the coordinator's own shadow session of a stream (answers nothing
  * until its home is lost; node_ingest_loud then makes it answer). */
 void node_ingest(node *n, cs *from, const wire_msg *m, int quiet);
+/* An INGEST a client sent straight to this node (RES_HOME): fed as at the
+ * home when its stream's home is here and its log has a copy elsewhere;
+ * else refused (the client asks the coordinator again). */
+void node_direct_ingest(node *n, cs *from, const wire_msg *m);
 int node_ingest_loud(node *n, cs *from, uint64_t req);
 /* The chunks of the client's ingest session (s, req) that can be
  * acknowledged: all fed ones, or those the stream's log copy holds. */
@@ -311,7 +322,7 @@ int shadow_guarded(node *n, const char *stream);      /* its log has a copy to w
 /* The chunks of every ingest session of stream that are safe (RES_ACKED). */
 void node_ingest_acks(node *n, const char *stream);
 /* An ingest's end, answered once the copy holds it. */
-void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st);
+void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st, exec_late *late);
 /* fn(n, req) once the copy holds the stream's log as it is now (at once
  * when it has no copy). */
 void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t req), uint64_t req);

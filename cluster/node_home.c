@@ -50,7 +50,8 @@ static void ing_notice(void *ctx, int64_t line, const char *msg)
  * the client once the home and the shadow both have them). */
 static void ing_ack(node *n, ingsess *g)
 {
-    if (!g->session || !g->from || g->from->kind != CS_NODE) return; /* here, the coordinator counts it */
+    /* on the coordinator, for its own client, the coordinator counts it */
+    if (!g->session || !g->from || (g->from->kind != CS_NODE && !g->from->direct)) return;
     unsigned char b[8];
     be64_put(b, g->stream && shadow_guarded(n, g->stream) ? g->safe : g->seq);
     cs_result(g->from, g->req, 0, RES_ACKED, 0, b, sizeof b);
@@ -171,6 +172,13 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         n->cur_in = from;
         rc = exec_ingest_feed(g->in, in->data.p, in->data.n, &err);
         n->cur_in = saved;
+        /* a slice ends at most NODE_SLICE_MS after its rows came (a stream
+         * whose slices the coordinator cuts is left alone) */
+        int64_t now = clock_wall_ms();
+        if (!rc && now - g->cut_at >= NODE_SLICE_MS) {
+            rc = exec_ingest_cut(g->in, &err);
+            g->cut_at = now;
+        }
         node_slow_down(n, t0);
         if (rc) {
             g->failed = 1;
@@ -193,24 +201,52 @@ void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
         memset(&st, 0, sizeof st);
         cs *saved = n->cur_in;
         n->cur_in = from;
+        /* a stream whose queries read what its copy holds: its late rows are
+         * counted when the copy has them (shadow_done_later) */
+        int later = !g->quiet && g->stream && shadow_guarded(n, g->stream);
+        exec_late *late = later ? exec_ingest_late_take(g->in) : NULL;
         rc = exec_ingest_close(g->in, in->end, &st, &err);
         n->cur_in = saved;
         g->in = NULL;
         if (rc) {
+            exec_late_free(late);
             if (!g->quiet) cs_error(from, in->req_id, rc, err.msg);
         } else {
             if (st.rejected < g->rejected) st.rejected = g->rejected;
             node_log(n, NET_LOG_INFO, "ingest of %.*s done: %lld rows, %lld rejected, %lld late%s", (int)in->stream.n,
                      in->stream.p, (long long)st.rows, (long long)st.rejected, (long long)st.late,
                      in->end ? ", stream ended" : "");
-            if (!g->quiet && g->stream && shadow_guarded(n, g->stream))
-                shadow_done_later(n, g->stream, from, in->req_id, &st);
+            if (later)
+                shadow_done_later(n, g->stream, from, in->req_id, &st, late);
             else if (!g->quiet)
                 node_send_done(from, in->req_id, &st);
             if (g->stream) shadow_ship_soon(n, g->stream);
         }
     }
     ingsess_free(n, g, 0);
+}
+
+void node_direct_ingest(node *n, cs *from, const wire_msg *m)
+{
+    char stream[512];
+    snprintf(stream, sizeof stream, "%.*s", (int)m->u.ingest.stream.n, m->u.ingest.stream.p);
+    size_t sl = strlen(stream);
+    if (sl > 2 && !strcmp(stream + sl - 2, "#0")) stream[sl - 2] = 0; /* partition 0 is the stream itself */
+    int known = 0;
+    for (ingsess *g = n->ings; g && !known; g = g->next)
+        known = g->from == from && g->req == m->u.ingest.req_id;
+    if (!known && !shadow_guarded(n, stream)) {
+        /* the home moved (a failure made the copy the home), or never was
+         * here: the client asks the coordinator where it is now */
+        char msg[700];
+        snprintf(msg, sizeof msg, "stream '%s' has no home here that takes its input straight from a client",
+                 stream);
+        node_log(n, NET_LOG_INFO, "%s: the client asks the coordinator again", msg);
+        net_close(from->c, msg);
+        return;
+    }
+    if (!known) node_log(n, NET_LOG_INFO, "ingest into %s comes straight from a client", stream);
+    node_ingest(n, from, m, 0);
 }
 
 void node_ingest_conn_closed(node *n, cs *s)
@@ -350,7 +386,7 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
     }
     if (rc) cs_error(from, req, rc, err.msg[0] ? err.msg : xerr_name(rc));
     else if (guarded) {
-        shadow_done_later(n, guarded, from, req, NULL);
+        shadow_done_later(n, guarded, from, req, NULL, NULL);
         shadow_ship_soon(n, guarded);
     } else
         node_send_done(from, req, NULL);

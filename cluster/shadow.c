@@ -38,7 +38,13 @@ typedef struct lsent {
     uint64_t *sess;       /* nsess x (session, seq) */
     int ndone;
     /* answered once the copy has what came before: to (RES_DONE) or fn */
-    struct ldone { cs *to; uint64_t req; exec_ingest_stats st; void (*fn)(node *n, uint64_t req); } *done;
+    struct ldone {
+        cs *to;
+        uint64_t req;
+        exec_ingest_stats st;
+        exec_late *late; /* its late rows, counted when it fires (the queries had its records then) */
+        void (*fn)(node *n, uint64_t req);
+    } *done;
     struct lsent *next;
 } lsent;
 
@@ -86,8 +92,18 @@ static void sent_free(lsent *x)
     free(x);
 }
 
-static void done_fire(node *n, const struct ldone *d)
+/* Fire after the records it waited for are released to the queries, so
+ * that the rows they dropped as late are counted (engine_log_release). */
+static void done_fire(node *n, struct ldone *d)
 {
+    if (d->late) {
+        int partial = 0;
+        int64_t late = exec_late_count(n->eng, d->late, &partial);
+        if (late > d->st.late) d->st.late = late;
+        d->st.late_partial |= partial;
+        exec_late_free(d->late);
+        d->late = NULL;
+    }
     if (d->fn) d->fn(n, d->req);
     else if (d->to) node_send_done(d->to, d->req, &d->st);
 }
@@ -147,12 +163,15 @@ static void ship_begin(node *n, lship *ls, cs *l)
     sbuf_fini(&log);
 }
 
-void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st)
+void shadow_done_later(node *n, const char *stream, cs *to, uint64_t req, const exec_ingest_stats *st, exec_late *late)
 {
     lship *ls = find(n, stream, strlen(stream));
-    if (!ls) return;
+    if (!ls) {
+        exec_late_free(late);
+        return;
+    }
     exec_ingest_stats z = {0};
-    done_add(ls, (struct ldone){to, req, st ? *st : z, NULL});
+    done_add(ls, (struct ldone){to, req, st ? *st : z, late, NULL});
 }
 
 void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t req), uint64_t req)
@@ -162,7 +181,7 @@ void shadow_call_later(node *n, const char *stream, void (*fn)(node *n, uint64_t
         fn(n, req);
         return;
     }
-    done_add(ls, (struct ldone){NULL, req, {0}, fn});
+    done_add(ls, (struct ldone){NULL, req, {0}, NULL, fn});
     ls->dirty = 1;
     ls->dirty = 1;
 }
@@ -386,7 +405,7 @@ void node_ingest_acks(node *n, const char *stream)
     for (ingsess *g = n->ings; g; g = g->next) {
         if (!g->session || !g->from || !g->stream || strcmp(g->stream, stream)) continue;
         uint64_t seq = guarded ? g->safe : g->seq;
-        if (g->from->kind == CS_CLIENT) {
+        if (g->from->kind == CS_CLIENT && !g->from->direct) {
             if (n->co) n->co_ingest_safe(n, g->from, g->req, seq);
             continue;
         }
@@ -401,7 +420,8 @@ static void logack(node *n, cs *s, const wire_msg *m)
 {
     lship *ls = find(n, m->u.logack.stream.p, m->u.logack.stream.n);
     if (!ls || ls->link != s) return; /* an old connection, or an old shadow */
-    int any = 0;
+    int any = 0, nfire = 0;
+    struct ldone *fire = NULL;
     ls->waiting = clock_wall_ms();
     while (ls->sent && ls->sent->ship <= m->u.logack.ship) {
         lsent *x = ls->sent;
@@ -415,7 +435,15 @@ static void logack(node *n, cs *s, const wire_msg *m)
                     g->safe = x->sess[2 * i + 1];
                     any = 1;
                 }
-        for (int i = 0; i < x->ndone; i++) done_fire(n, &x->done[i]);
+        if (x->ndone) { /* fired below, once the queries have these records */
+            struct ldone *v = realloc(fire, (size_t)(nfire + x->ndone) * sizeof *v);
+            if (v) {
+                fire = v;
+                memcpy(fire + nfire, x->done, (size_t)x->ndone * sizeof *v);
+                nfire += x->ndone;
+            } else
+                for (int i = 0; i < x->ndone; i++) done_fire(n, &x->done[i]);
+        }
         sent_free(x);
     }
     xerr err;
@@ -427,6 +455,8 @@ static void logack(node *n, cs *s, const wire_msg *m)
     }
     if (engine_log_release(n->eng, ls->stream, ls->acked, &err))
         node_log(n, NET_LOG_ERROR, "stream %s: %s", ls->stream, err.msg);
+    for (int i = 0; i < nfire; i++) done_fire(n, &fire[i]);
+    free(fire);
     if (any) node_ingest_acks(n, ls->stream);
     ship(n, ls);
 }
@@ -544,6 +574,7 @@ void shadow_free(node *n)
         lship *ls = n->lships;
         n->lships = ls->next_ls;
         sent_drop(ls);
+        for (int i = 0; i < ls->ndone; i++) exec_late_free(ls->done[i].late);
         free(ls->done);
         free(ls->stream);
         free(ls);

@@ -58,6 +58,10 @@
  * starts is kept (in the catalog, and for a while after its connection is
  * lost) so that it can attach again (ATTACH). */
 #define WIRE_F_FAILOVER 0x0008u
+/* INGEST: the client can send this ingest straight to the stream's home
+ * (the coordinator may answer RES_HOME with the home's address instead of
+ * forwarding it; docs/architecture.md, "Ingest straight to the home"). */
+#define WIRE_F_DIRECT 0x0010u
 
 /* CATALOG ops.  A dump (BEGIN, PUTs, END) replaces the standby's copy. */
 enum wire_catalog_op { WIRE_CAT_PUT = 1, WIRE_CAT_DEL = 2, WIRE_CAT_BEGIN = 3, WIRE_CAT_END = 4 };

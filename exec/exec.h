@@ -131,6 +131,18 @@ int exec_ingest_feed(exec_ingest *in, const void *p, size_t n, xerr *err);
  * and is emitted.  Commits the epoch.  Frees in.  stats may be NULL. */
 int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *stats, xerr *err);
 
+/* The rows an ingest's queries dropped as late, counted later.  A stream
+ * whose queries read only what its log copy holds (engine_log_guard) has
+ * its rows processed when the copy has them, after the ingest ended, so
+ * exec_ingest_close's late count misses them.  Take the ingest's counters
+ * before closing it (its close then counts none), and count once the
+ * records have been released: the same figures as exec_ingest_stats's
+ * late and late_partial. */
+typedef struct exec_late exec_late;
+exec_late *exec_ingest_late_take(exec_ingest *in);
+int64_t exec_late_count(const engine *e, const exec_late *l, int *partial);
+void exec_late_free(exec_late *l);
+
 /* The input has paused: its reader saw no new bytes for EXEC_IDLE_MS.  The
  * stream's partial slice ends here, so that its watermark moves and the
  * windows it closes are emitted now rather than at the slice's 1,024th row
@@ -141,6 +153,9 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *sta
  * (engine_stream_tick) is left alone. */
 #define EXEC_IDLE_MS 50
 int exec_ingest_idle(exec_ingest *in, xerr *err);
+/* The same cut while the input flows (a host that ends a slice at most so
+ * many ms after its first row): the epoch commits only when it is due. */
+int exec_ingest_cut(exec_ingest *in, xerr *err);
 
 /* Push rows that are already decoded (b has the stream's columns, in
  * order).  Same path as ingest: slices, log, queries, epochs. */

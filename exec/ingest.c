@@ -57,11 +57,7 @@ struct exec_ingest {
     fmt_decoder *dec;
     batch b;
     exec_ingest_opts o;
-    /* per query of the stream when the ingest began: its id and late count,
-     * so that the rows this ingest lost as late are told to its sender */
-    int nq;
-    uint32_t *qid;
-    int64_t *late0;
+    exec_late *late; /* NULL once taken (exec_ingest_late_take) */
     char note[160];  /* d.kind_note */
     char *null_string; /* a copy of opts' */
 };
@@ -73,21 +69,64 @@ static int reads_stream(const query *q, int si)
     return 0;
 }
 
+/* Per query of the stream when the ingest began: its id and late count,
+ * so that the rows this ingest lost as late are told to its sender. */
+struct exec_late {
+    int si, nq;
+    uint32_t *qid;
+    int64_t *late0;
+};
+
+void exec_late_free(exec_late *l)
+{
+    if (!l) return;
+    free(l->qid);
+    free(l->late0);
+    free(l);
+}
+
+static exec_late *late_mark(engine *e, int si)
+{
+    exec_late *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->si = si;
+    l->qid = calloc((size_t)e->nqueries + 1, sizeof *l->qid);
+    l->late0 = calloc((size_t)e->nqueries + 1, sizeof *l->late0);
+    if (!l->qid || !l->late0) {
+        exec_late_free(l);
+        return NULL;
+    }
+    for (int i = 0; i < e->nqueries; i++)
+        if (reads_stream(e->queries[i], si)) {
+            l->qid[l->nq] = e->queries[i]->id;
+            l->late0[l->nq++] = e->queries[i]->late + e->queries[i]->late_sent;
+        }
+    return l;
+}
+
+exec_late *exec_ingest_late_take(exec_ingest *in)
+{
+    exec_late *l = in->late;
+    in->late = NULL;
+    return l;
+}
+
 /* The rows of this ingest that a query dropped as late: the most any query
  * of the stream dropped since the ingest began (a row late for two queries
  * counts once; rows are counted where the tasks that drop them run). */
-static int64_t ingest_late(const exec_ingest *in, int *partial)
+int64_t exec_late_count(const engine *e, const exec_late *l, int *partial)
 {
     int64_t most = 0;
     *partial = 0;
-    for (int i = 0; i < in->e->nqueries; i++) {
-        const query *q = in->e->queries[i];
-        for (int j = 0; j < in->nq; j++)
-            if (in->qid[j] == q->id && q->late + q->late_sent - in->late0[j] > most)
-                most = q->late + q->late_sent - in->late0[j];
+    if (!l) return 0;
+    for (int i = 0; i < e->nqueries; i++) {
+        const query *q = e->queries[i];
+        for (int j = 0; j < l->nq; j++)
+            if (l->qid[j] == q->id && q->late + q->late_sent - l->late0[j] > most)
+                most = q->late + q->late_sent - l->late0[j];
         /* a window task elsewhere (a cluster) fed by tasks elsewhere, or a
          * join task elsewhere, counts its drops there only */
-        for (int o = 0; o < q->dag->nops && reads_stream(q, in->si); o++) {
+        for (int o = 0; o < q->dag->nops && reads_stream(q, l->si); o++) {
             const opinst *x = &q->ops[o];
             int remote = 0, up_remote = 0;
             for (int t = 0; (x->agg || x->join) && t < x->ntasks; t++) remote |= !task_local(q, x, t);
@@ -151,24 +190,16 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
         goto fail;
     }
     if (in->kind != FMT_CSV) d->delim = 0, d->null_string = NULL; /* the stream's CSV options, read as JSON */
-    in->qid = calloc((size_t)e->nqueries + 1, sizeof *in->qid);
-    in->late0 = calloc((size_t)e->nqueries + 1, sizeof *in->late0);
-    if (!in->qid || !in->late0 || fmt_decoder_new(in->kind, &s->fs, d, &in->dec) ||
+    if (!(in->late = late_mark(e, si)) || fmt_decoder_new(in->kind, &s->fs, d, &in->dec) ||
         batch_init(&in->b, s->ps->schema.ncols, 1024)) {
         rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto fail;
     }
-    for (int i = 0; i < e->nqueries; i++)
-        if (reads_stream(e->queries[i], si)) {
-            in->qid[in->nq] = e->queries[i]->id;
-            in->late0[in->nq++] = e->queries[i]->late + e->queries[i]->late_sent;
-        }
     *out = in;
     return 0;
 fail:
     fmt_decoder_free(in->dec);
-    free(in->qid);
-    free(in->late0);
+    exec_late_free(in->late);
     free(in->null_string);
     free(in);
     return rc;
@@ -213,22 +244,27 @@ int exec_ingest_close(exec_ingest *in, int end_of_stream, exec_ingest_stats *st,
     if (!rc) rc = eng_end_partial_slice(in->e, in->si, err);
     if (!rc && end_of_stream) rc = in->alone ? eng_end_one(in->e, in->si, err) : eng_end_stream(in->e, in->si, err);
     if (!rc) rc = engine_commit(in->e, err);
-    if (st) st->late = ingest_late(in, &st->late_partial);
+    if (st) st->late = exec_late_count(in->e, in->late, &st->late_partial);
     fmt_decoder_free(in->dec);
     batch_fini(&in->b);
-    free(in->qid);
-    free(in->late0);
+    exec_late_free(in->late);
     free(in->null_string);
     free(in);
     return rc;
 }
 
-int exec_ingest_idle(exec_ingest *in, xerr *err)
+/* The stream's partial slice ends (unless its host cuts its slices); then
+ * the open epoch commits (now: idle, or when due). */
+static int ingest_cut(exec_ingest *in, int now, xerr *err)
 {
     if (in->e->streams[in->si]->ext_ticks) return 0;
     int rc = eng_end_partial_slice(in->e, in->si, err);
-    return rc ? rc : eng_commit_epoch(in->e, 1, err);
+    return rc ? rc : now ? eng_commit_epoch(in->e, 1, err) : eng_maybe_commit(in->e, err);
 }
+
+int exec_ingest_idle(exec_ingest *in, xerr *err) { return ingest_cut(in, 1, err); }
+
+int exec_ingest_cut(exec_ingest *in, xerr *err) { return ingest_cut(in, 0, err); }
 
 int exec_ingest_save(const exec_ingest *in, sbuf *out)
 {

@@ -11,8 +11,10 @@
 # its own where the machine allows (EXP_NETNS).  The stream has
 # EXP_PARTITIONS (3) partitions, homed at n1, n4 and n7 (EXP_HOME), one in
 # each domain: each keeps its partition's log and runs the query's source
-# task for it.  The coordinator c0 runs the sink and forwards each
-# producer's input to its partition's home and shadow.  The generators, the
+# task for it.  The coordinator c0 runs the sink; each producer sends its
+# input straight to its partition's home, which copies its log to another
+# domain (EXP_SHADOW=log; with 'input', c0 forwards each chunk to the home
+# and a shadow, as until session 11).  The generators, the
 # producers (a generator and an `ares-sql --ingest 's#P' --end` per
 # partition) and the subscriber run outside the quotas.  One standing query, placed by the strategy under
 # test:
@@ -165,6 +167,8 @@
 #   EXP_NETNS=1 (each domain in a network namespace where root can make one; 0: loopback)
 #   EXP_PARTITIONS=3 (the stream's partitions, a generator and a producer each)
 #   EXP_HOME=n1,n4,n7 (the partitions' homes: their logs and the query's source tasks)
+#   EXP_SHADOW=log (SET shadow before the streams: 'log', each home copies its log to another domain and the
+#     producers send straight to the homes; 'input', the coordinator forwards every chunk to a home and a shadow)
 #   FT_MODES="replica checkpoint upstream" EXP_REC_SECONDS=15 EXP_FAIL_AT=8 EXP_FAIL_DOMAIN=auto
 #   EXP_REC_WAIT_S=15 (how long the output may take to be complete after the input ends)
 #   EXP_KILL_LEAD_MS=100 EXP_REC_LATE_MS=250
@@ -202,6 +206,9 @@ EXP_SETTLE_S=${EXP_SETTLE_S:-2}
 EXP_NETNS=${EXP_NETNS:-1}
 EXP_PARTITIONS=${EXP_PARTITIONS:-3}
 EXP_HOME=${EXP_HOME:-n1,n4,n7}
+# since session 11 the producers send straight to the homes: through the
+# coordinator, its node forwarded every chunk and capped every strategy
+EXP_SHADOW=${EXP_SHADOW:-log}
 FT_MODES=${FT_MODES-replica checkpoint upstream}
 EXP_REC_SECONDS=${EXP_REC_SECONDS:-15}
 EXP_FAIL_AT=${EXP_FAIL_AT:-8}
@@ -264,7 +271,7 @@ paper9() {
 setup() {
     ftset=""
     [ -n "${2:-}" ] && ftset="SET ft = '$2'; SET replicas = 1;"
-    sqlc -e "${SETUP_DDL:-CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = $EXP_PARTITIONS, home = '$EXP_HOME');}
+    sqlc -e "SET shadow = '$EXP_SHADOW'; ${SETUP_DDL:-CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = $EXP_PARTITIONS, home = '$EXP_HOME');}
              SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset
              SET rebalance_interval = '$EXP_REBALANCE';" || die "setup ($1)"
     sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"

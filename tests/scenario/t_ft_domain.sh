@@ -67,11 +67,23 @@ wait $ING || { cat ingest.err; fail "ingest failed"; }
 want=$(wc -l <ref.csv)
 sub_finish "$want"
 grep -q "recovered as query" c0.log || fail "the coordinator did not recover q"
+home_was=$home
 if [ "$KILL" = home ]; then
     grep -q "its shadow $shadow is the home now" c0.log || fail "the shadow $shadow did not take over"
     home=$shadow
 fi
 same_rows sub.csv ref.csv
+if [ "${SHADOW:-}" = log ]; then
+    # the home copies its log: the client sent its input straight to the
+    # home, not through the coordinator, and after the kill straight to the
+    # copy that took over, resuming its session there
+    grep -q "ingest into s goes straight to its home node $home_was" c0.log || fail "the ingest did not go straight to $home_was"
+    grep -q "ingest into s comes straight from a client" "$home_was.log" || fail "$home_was did not get the input straight"
+    if [ "$KILL" = home ]; then
+        grep -q "ingest into s goes straight to its home node $shadow" c0.log || fail "the ingest did not go on straight to $shadow"
+        grep -q "resumes here from the copied log" "$shadow.log" || fail "the session did not resume on $shadow"
+    fi
+fi
 
 # figures from the logs
 det=$(sed -n 's/.*failure event: .* dead (detected \([0-9.]*\) ms ago).*/\1/p' c0.log | head -n 1)
