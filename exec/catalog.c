@@ -24,6 +24,8 @@
  * eng_streams_add (stream.c) */
 static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
                                              "delimiter", "null_string", "home", "partitions", NULL};
+static const char *known_table_options[] = {"timestamp", "watermark", "source", "format", "retention",
+                                            "delimiter", "null_string", "op_column", NULL};
 static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
                                             "checkpoint_interval", "offset", NULL};
 
@@ -71,11 +73,48 @@ static int stream_taken(engine *e, const ast_stmt *st, const exec_out *out, xerr
     return xerr_at(err, XE_EXISTS, st->line, st->col, "stream '%s' already exists", st->name);
 }
 
+/* A table's rows are kept under a task id of their own: the last task of a
+ * query id that no query gets (meta "table/<name>" holds the id). */
+static uint32_t table_tid(uint32_t id) { return id * 4096u + 4095u; }
+
+static int table_id_new(engine *e, stream_rt *s, xerr *err)
+{
+    uint64_t id = e->next_query_id, nid = id + 1;
+    char key[300];
+    snprintf(key, sizeof key, "table/%s", s->ps->name);
+    int rc = eng_put_u64s(e->txn, key, &id, 1, err);
+    if (!rc) rc = eng_put_u64s(e->txn, "next_query_id", &nid, 1, err);
+    if (rc) return rc;
+    e->next_query_id++;
+    s->table->tid = table_tid((uint32_t)id);
+    return 0;
+}
+
+/* At open: the table's id, and how many rows it holds. */
+static int table_id_load(engine *e, stream_rt *s, xerr *err)
+{
+    char key[300];
+    snprintf(key, sizeof key, "table/%s", s->ps->name);
+    uint64_t id;
+    sbuf tmp;
+    sbuf_init(&tmp);
+    int rc = eng_get_u64s(e->txn, key, &id, 1, &tmp, err);
+    sbuf_fini(&tmp);
+    if (rc == XE_NOTFOUND) return xerr_set(err, XE_CORRUPT, "table '%s' has no id in the meta records", s->ps->name);
+    if (rc) return rc;
+    if (id >= e->next_query_id) e->next_query_id = (uint32_t)id + 1;
+    s->table->tid = table_tid((uint32_t)id);
+    return tbl_load(s->table, e->txn, err);
+}
+
 int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     int rc;
     if ((rc = stream_taken(e, st, out, err))) return rc > 0 ? 0 : rc;
-    if ((rc = check_options(st->with, known_stream_options, "stream", err))) return rc;
+    int table = st->kind == ST_CREATE_TABLE;
+    if ((rc = check_options(st->with, table ? known_table_options : known_stream_options, table ? "table" : "stream",
+                            err)))
+        return rc;
     const ast_option *o = ast_option_get(st->with, "source");
     int live = 0;
     if (o) {
@@ -108,13 +147,17 @@ int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     snprintf(key, sizeof key, "stream/%s", st->name);
     rc = eng_txn(e, err);
     for (int i = first; !rc && i < e->nstreams; i++) rc = store_log_create(e->txn, e->streams[i]->ps->name, err);
+    if (!rc && table) rc = table_id_new(e, s, err);
     if (rc || (rc = store_kv_put(e->txn, STORE_CATALOG, key, s->sql, strlen(s->sql), err)) ||
         (rc = engine_commit(e, err))) {
         if (live) io_source_stop(e, s->ps->name);
         while (e->nstreams > first) eng_stream_free(e->streams[--e->nstreams]);
         return rc;
     }
-    if (live) eng_notice(out, "CREATE STREAM (listening on %s)", s->source);
+    if (table) {
+        if (live) eng_notice(out, "CREATE TABLE (listening on %s)", s->source);
+        else eng_notice(out, "CREATE TABLE");
+    } else if (live) eng_notice(out, "CREATE STREAM (listening on %s)", s->source);
     else if (e->nstreams - first > 1) eng_notice(out, "CREATE STREAM (%d partitions)", e->nstreams - first);
     else eng_notice(out, "CREATE STREAM");
     return 0;
@@ -457,19 +500,21 @@ int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     snprintf(qname, sizeof qname, "%s_insert_%u", st->name, e->next_query_id);
     query *q;
     if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, qname, out, &q, err))) return rc;
-    const plan_schema *os = &q->dag->ops[q->dag->sink].out, *ts = &e->streams[si]->ps->schema;
+    const plan_schema *os = &q->dag->ops[q->dag->sink].out, *ts = &eng_stream_input(e->streams[si])->schema;
     int line, col;
     rc = 0;
     if (os->ncols != ts->ncols)
         rc = xerr_at(err, XE_TYPE, st->line, st->col,
-                     "stream '%s' has %d columns, the SELECT gives %d%s%s%s", st->name, ts->ncols, os->ncols,
+                     "%s '%s' has %d columns, the SELECT gives %d%s%s%s", e->streams[si]->table ? "table" : "stream",
+                     st->name, ts->ncols, os->ncols,
                      os->ncols < ts->ncols ? " (the first missing: '" : "",
                      os->ncols < ts->ncols ? ts->cols[os->ncols].name : "", os->ncols < ts->ncols ? "')" : "");
     for (int c = 0; !rc && c < os->ncols; c++)
         if (os->cols[c].type != ts->cols[c].type && os->cols[c].type != TY_NULL) {
             item_pos(st, c, &line, &col);
-            rc = xerr_at(err, XE_TYPE, line, col, "column %d of the SELECT, '%s', is %s; column '%s' of stream '%s' is %s (CAST it)",
-                         c + 1, os->cols[c].name, sql_type_name(os->cols[c].type), ts->cols[c].name, st->name,
+            rc = xerr_at(err, XE_TYPE, line, col, "column %d of the SELECT, '%s', is %s; column '%s' of %s '%s' is %s (CAST it)",
+                         c + 1, os->cols[c].name, sql_type_name(os->cols[c].type), ts->cols[c].name,
+                         e->streams[si]->table ? "table" : "stream", st->name,
                          sql_type_name(ts->cols[c].type));
         }
     int *chain = calloc((size_t)e->nqueries + 1, sizeof *chain), n = 0;
@@ -538,6 +583,22 @@ int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
         if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
     eng_finish_ended_push(e);
     return 0;
+}
+
+/* SUBSCRIBE t of a table: its changelog from now on, as SELECT * FROM t
+ * (a push query; SET offset = 'earliest' gives what its log holds). */
+int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    sbuf q;
+    sbuf_init(&q);
+    sbuf_adds(&q, "SELECT * FROM ");
+    ast_print_ident(st->name, &q);
+    ast_stmt *sel = NULL;
+    int rc = q.p ? parse_one(q.p, q.len, &sel, err) : xerr_set(err, XE_NOMEM, "out of memory");
+    if (!rc) rc = eng_push_query(e, sel, out, err);
+    ast_stmt_free(sel);
+    sbuf_fini(&q);
+    return rc;
 }
 
 void eng_detach_query_io(engine *e, query *q)
@@ -609,6 +670,12 @@ static int drop_one(engine *e, int si, xerr *err)
     if ((rc = eng_txn(e, err)) || (rc = store_log_drop(e->txn, name, err)) ||
         (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, key, err)))
         return rc;
+    if (e->streams[si]->table) {
+        snprintf(key, sizeof key, "table/%s", name);
+        if ((rc = store_state_drop_task(e->txn, STORE_STATE, e->streams[si]->table->tid, err)) ||
+            (rc = store_kv_del(e->txn, STORE_META, key, err)))
+            return rc;
+    }
     io_source_stop(e, name);
     eng_stream_free(e->streams[si]);
     memmove(&e->streams[si], &e->streams[si + 1], (size_t)(e->nstreams - si - 1) * sizeof *e->streams);
@@ -925,6 +992,7 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
                 s->src_pos = m[3];
                 s->log_bytes = m[4];
             } else if (rc != XE_NOTFOUND) c->rc = rc;
+            if (!c->rc && s->table) c->rc = table_id_load(e, s, c->err);
         }
     } else if (c->kind == 1) {
         char *sp = strchr(sql, ' ');
@@ -993,4 +1061,10 @@ int eng_catalog_load(engine *e, xerr *err)
 fail_lc:
     if (!rc) rc = lc.rc;
     return rc;
+}
+
+int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    (void)e, (void)out;
+    return xerr_at(err, XE_PLAN, st->line, st->col, "CREATE TABLE ... AS SELECT is not built yet");
 }

@@ -49,7 +49,9 @@ int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     xerr_clear(err);
     switch (st->kind) {
-    case ST_CREATE_STREAM: return eng_create_stream(e, st, out, err);
+    case ST_CREATE_STREAM:
+    case ST_CREATE_TABLE: return eng_create_stream(e, st, out, err);
+    case ST_CREATE_TABLE_AS: return eng_create_table_as(e, st, out, err);
     case ST_CREATE_QUERY: return eng_create_query(e, st, out, err);
     case ST_CREATE_STREAM_AS: return eng_create_stream_as(e, st, out, err);
     case ST_INSERT_SELECT: return eng_insert_select(e, st, out, err);
@@ -74,6 +76,8 @@ int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
         return 0;
     case ST_SUBSCRIBE: {
         query *q = eng_find_query(e, st->name);
+        int ti = q ? -1 : eng_stream_index(e, st->name);
+        if (ti >= 0 && e->streams[ti]->table) return eng_subscribe_table(e, st, out, err);
         if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
         struct lsub *v = realloc(e->lsubs, (size_t)(e->nlsubs + 1) * sizeof *v);
         if (!v) return xerr_set(err, XE_NOMEM, "out of memory");

@@ -90,6 +90,29 @@ static inline void trim(const char **s, size_t *n)
     while (*n && is_space((*s)[*n - 1])) (*n)--;
 }
 
+/* A table's row has its key and, with an op_column, an op of I, U or D. */
+static inline int emit_table_row_ok(fmt_decoder *d, int64_t line)
+{
+    for (int c = 0; c < d->ncols && c < 64; c++)
+        if ((d->o.key_cols >> c & 1) && d->row[c].type == TY_NULL) {
+            reject(d, line, "column '%s': no key (empty or null); every row of a table needs its PRIMARY KEY",
+                   d->names[c]);
+            return 0;
+        }
+    int oc = d->o.op_col - 1;
+    if (oc >= 0 && oc < d->ncols) {
+        const val *v = &d->row[oc];
+        int ok = v->type == TY_TEXT && v->len == 1 && v->s[0] && strchr("IiUuDd", v->s[0]);
+        if (!ok) {
+            reject(d, line, "column '%s': op %s%.*s%s is not I, U or D (insert, update, delete)", d->names[oc],
+                   v->type == TY_TEXT ? "'" : "", v->type == TY_TEXT ? (int)(v->len > 20 ? 20 : v->len) : 4,
+                   v->type == TY_TEXT ? v->s : "NULL", v->type == TY_TEXT ? "'" : "");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Complete a row: copy d->row (whose TEXT points into scratch) into out. */
 /* The row built in d->row, unless it lacks its event time: a row without
  * one belongs to no window, so it is bad input like a bad value. */
@@ -100,6 +123,7 @@ static inline int emit_row(fmt_decoder *d, int64_t line, batch *out)
         reject(d, line, "column '%s': no event time (empty or null); every row of the stream needs one", d->names[tc]);
         return 0;
     }
+    if (d->o.key_cols && !emit_table_row_ok(d, line)) return 0;
     if (batch_append_row(out, d->row) < 0) return XE_NOMEM;
     d->st.rows++;
     return 0;

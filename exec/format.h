@@ -150,6 +150,8 @@ typedef struct fmt_dec_opts {
     int keep_rejects;      /* rejections kept in full; 0 means FMT_KEEP_REJECTS, < 0 none */
     int time_col;          /* 1 + the column of the event time, which a row must
                             * have (empty or null is a rejection); 0: none */
+    uint64_t key_cols;     /* a table's key: the columns (below 64) a row must have (empty or null is a rejection) */
+    int op_col;            /* 1 + a table's op_column, whose value must be I, U or D; 0: none */
     fmt_reject_fn *on_reject; /* optional */
     void *ctx;
 } fmt_dec_opts;

@@ -191,7 +191,7 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
     }
     if (in->kind != FMT_CSV) d->delim = 0, d->null_string = NULL; /* the stream's CSV options, read as JSON */
     if (!(in->late = late_mark(e, si)) || fmt_decoder_new(in->kind, &s->fs, d, &in->dec) ||
-        batch_init(&in->b, s->ps->schema.ncols, 1024)) {
+        batch_init(&in->b, s->fs.ncols, 1024)) {
         rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto fail;
     }
@@ -280,9 +280,9 @@ int engine_push_rows(engine *e, const char *stream, const batch *b, xerr *err)
 {
     int si = eng_stream_index(e, stream);
     if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
-    if (b->ncols != e->streams[si]->ps->schema.ncols)
-        return xerr_set(err, XE_INVAL, "stream '%s' has %d columns, the batch %d", stream,
-                        e->streams[si]->ps->schema.ncols, b->ncols);
+    if (b->ncols != e->streams[si]->fs.ncols)
+        return xerr_set(err, XE_INVAL, "stream '%s' has %d columns, the batch %d", stream, e->streams[si]->fs.ncols,
+                        b->ncols);
     eng_span sp; /* the log append is the sources' work (ops.c) */
     eng_span_begin(e, &sp);
     int rc = eng_stream_rows(e, si, b, err);
@@ -397,20 +397,47 @@ int engine_run_file_sources(engine *e, int64_t *rows, xerr *err)
 
 /* ------------------------------------------------------------------ INSERT */
 
+/* A table's row has its key and, with an op_column, an op of I, U or D:
+ * the error is at the value (or the row, when the column has none). */
+static int insert_table_row_ok(const table_rt *t, const ast_stmt *st, const ast_exprs *vals, const int *map, int ncols,
+                               int r, const val *row, xerr *err)
+{
+    const plan_schema *is = &t->in->schema;
+    for (int k = 0; k <= t->nkey; k++) {
+        int c = k < t->nkey ? t->key[k] : t->op_col;
+        if (c < 0) continue;
+        int bad = k < t->nkey ? row[c].type == TY_NULL : tbl_op_kind(&row[c]) < 0;
+        if (!bad) continue;
+        const ast_expr *at = vals->n ? vals->v[0] : NULL;
+        for (int i = 0; i < ncols; i++)
+            if (map[i] == c) at = vals->v[i];
+        int line = at ? at->line : st->line, col = at ? at->col : st->col;
+        if (k < t->nkey)
+            return xerr_at(err, XE_TYPE, line, col, "row %d has no key: column '%s' of the PRIMARY KEY may not be NULL",
+                           r + 1, is->cols[c].name);
+        return xerr_at(err, XE_TYPE, line, col, "row %d: column '%s' (the op_column) must be 'I', 'U' or 'D', not %s%.*s%s",
+                       r + 1, is->cols[c].name, row[c].type == TY_TEXT ? "'" : "",
+                       row[c].type == TY_TEXT ? (int)(row[c].len > 20 ? 20 : row[c].len) : 4,
+                       row[c].type == TY_TEXT ? row[c].s : "NULL", row[c].type == TY_TEXT ? "'" : "");
+    }
+    return 0;
+}
+
 int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     int si = eng_stream_index(e, st->name), rc;
     if (si < 0) return xerr_at(err, XE_NAME, st->line, st->col, "unknown stream '%s'", st->name);
     if (e->streams[si]->derived) return xerr_at(err, XE_PLAN, st->line, st->col, DERIVED_NO_ROWS, st->name, st->name);
     stream_rt *s = e->streams[si];
-    int nc = s->ps->schema.ncols;
+    const plan_stream *ps = eng_stream_input(s);
+    int nc = ps->schema.ncols;
     int *map = malloc(sizeof(int) * (size_t)(nc + 1));
     if (!map) return xerr_set(err, XE_NOMEM, "out of memory");
     int ncols = st->insert_cols ? st->insert_cols->n : nc;
     for (int i = 0; i < ncols; i++) {
         map[i] = i;
         if (st->insert_cols) {
-            map[i] = plan_schema_find(&s->ps->schema, st->insert_cols->v[i]);
+            map[i] = plan_schema_find(&ps->schema, st->insert_cols->v[i]);
             if (map[i] < 0) {
                 free(map);
                 return xerr_at(err, XE_NAME, st->line, st->col, "stream '%s' has no column '%s'", st->name,
@@ -424,8 +451,16 @@ int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     for (int r = 0; r < st->rows->n && !rc; r++) {
         const ast_exprs *vals = st->rows->v[r];
         if (vals->n != ncols) {
-            rc = xerr_at(err, XE_PLAN, vals->n ? vals->v[0]->line : st->line, vals->n ? vals->v[0]->col : st->col,
-                         "row %d has %d values, expected %d", r + 1, vals->n, ncols);
+            /* the column left without a value, or the first value without a column */
+            const ast_expr *at = vals->n > ncols ? vals->v[ncols] : vals->n ? vals->v[0] : NULL;
+            const char *col = vals->n < ncols ? ps->schema.cols[map[vals->n]].name : NULL;
+            if (col)
+                rc = xerr_at(err, XE_PLAN, at ? at->line : st->line, at ? at->col : st->col,
+                             "row %d has %d values, expected %d: no value for column '%s'", r + 1, vals->n, ncols, col);
+            else
+                rc = xerr_at(err, XE_PLAN, at->line, at->col,
+                             "row %d has %d values, expected %d: '%s' has no column after '%s'", r + 1, vals->n, ncols,
+                             st->name, ps->schema.cols[map[ncols - 1]].name);
             break;
         }
         val *row = batch_add_row(&b);
@@ -433,7 +468,7 @@ int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
         for (int c = 0; c < nc; c++) row[c] = val_null();
         for (int c = 0; c < ncols && !rc; c++) {
             const ast_expr *x = vals->v[c];
-            sql_type t = s->ps->schema.cols[map[c]].type;
+            sql_type t = ps->schema.cols[map[c]].type;
             /* values are literals, possibly negated */
             int neg = 0;
             while (x->kind == EX_UNARY && (x->op == OP_NEG || x->op == OP_POS)) {
@@ -452,7 +487,7 @@ int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
             case TY_TEXT:
                 if (t == TY_TEXT) { if (batch_put_text(&b, &v, l->s, strlen(l->s))) rc = XE_NOMEM; }
                 else if (fmt_parse_value(t, l->s, strlen(l->s), 0, &v, why, sizeof why))
-                    rc = xerr_at(err, XE_TYPE, x->line, x->col, "column '%s': %s", s->ps->schema.cols[map[c]].name, why);
+                    rc = xerr_at(err, XE_TYPE, x->line, x->col, "column '%s': %s", ps->schema.cols[map[c]].name, why);
                 break;
             case TY_BIGINT:
                 if (t == TY_DOUBLE) v = val_double((double)(neg ? -l->i : l->i));
@@ -476,13 +511,13 @@ int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
             default:
             mismatch:
                 rc = xerr_at(err, XE_TYPE, x->line, x->col, "column '%s' is %s; this value is %s",
-                             s->ps->schema.cols[map[c]].name, sql_type_name(t), sql_type_name(l->type));
+                             ps->schema.cols[map[c]].name, sql_type_name(t), sql_type_name(l->type));
                 break;
             }
             if (rc == XE_NOMEM) xerr_set(err, rc, "out of memory");
             row[map[c]] = v;
         }
-        int tc = s->ps->ts_col;
+        int tc = ps->ts_col;
         if (!rc && tc >= 0 && row[tc].type == TY_NULL) {
             /* at the NULL if the row names it, else at the row */
             const ast_expr *at = vals->n ? vals->v[0] : NULL;
@@ -490,8 +525,9 @@ int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
                 if (map[c] == tc) at = vals->v[c];
             rc = xerr_at(err, XE_TYPE, at ? at->line : st->line, at ? at->col : st->col,
                          "row %d has no event time: column '%s' may not be NULL", r + 1,
-                         s->ps->schema.cols[tc].name);
+                         ps->schema.cols[tc].name);
         }
+        if (!rc && s->table) rc = insert_table_row_ok(s->table, st, vals, map, ncols, r, row, err);
     }
     free(map);
     if (!rc) rc = eng_stream_rows(e, si, &b, err);

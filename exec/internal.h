@@ -205,8 +205,33 @@ struct query {
     int64_t meas_since_ms;  /* wall ms the tasks' cost counters started from 0 */
 };
 
+/* table.c: a table's rows into its changelog, its state in LMDB */
+#define TBL_MAX_KEY 8
+typedef struct table_rt {
+    uint32_t tid;           /* its rows' task id in `state` (a query id's last task: tid_of) */
+    plan_stream *in;        /* the declared columns: what its input rows are */
+    plan_stream *cl;        /* the changelog's (op first), until stream_add makes it the stream's ps */
+    int nkey, key[TBL_MAX_KEY]; /* the PRIMARY KEY's columns of in */
+    int op_col;             /* WITH op_column: its column of in, or -1 */
+    int nval, *vmap;        /* the changelog's columns after op: columns of in */
+    int null_keys;          /* CREATE TABLE AS: a group key may be NULL (a source table refuses it) */
+    int64_t rows;           /* rows it holds */
+    int64_t bad_rows;       /* rows skipped: NULL key or no op (the decoder and INSERT refuse them first) */
+    batch chg;              /* the changes of the last tbl_apply */
+    batch old;              /* rows read back from the state (their TEXT) */
+    sbuf kbuf, vbuf, obuf;
+} table_rt;
+int tbl_new(const ast_stmt *st, plan_stream *in, table_rt **out, xerr *err); /* CREATE TABLE's checks; in stays the caller's until it succeeds */
+void tbl_free(table_rt *t);
+int tbl_op_kind(const val *v); /* an op_column's value: 0 I or U, 1 D, -1 neither */
+/* The changes in's rows make (into t->chg), applied to the state in txn. */
+int tbl_apply(table_rt *t, store_txn *txn, const batch *in, xerr *err);
+int tbl_scan(table_rt *t, store_txn *txn, int (*fn)(void *ctx, const val *row), void *ctx, xerr *err); /* rows in key order (op-less) */
+int tbl_load(table_rt *t, store_txn *txn, xerr *err); /* at open: counts its rows */
+
 typedef struct stream_rt {
     plan_stream *ps;
+    table_rt *table;        /* a table: ps is its changelog's columns, table->in its input's; else NULL */
     char *sql;              /* CREATE STREAM text */
     char *source;           /* WITH source, or NULL */
     char *format;           /* WITH format */
@@ -303,6 +328,8 @@ void eng_notice(const exec_out *out, const char *fmt, ...) __attribute__((format
  * s->kind): delimiter, null string, the event time a row and a header must
  * have, what a line of the other format is told.  Borrowed from s. */
 void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d);
+/* The columns rows into s have: a table's declared ones (its readers see its changelog, s->ps). */
+const plan_stream *eng_stream_input(const stream_rt *s);
 int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */
 int eng_put_u64s(store_txn *t, const char *key, const uint64_t *v, int n, xerr *err); /* be64 each, in meta */
 int eng_get_u64s(store_txn *t, const char *key, uint64_t *v, int n, sbuf *tmp, xerr *err);
@@ -457,6 +484,8 @@ int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *e
 int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* a SELECT */
+int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* SUBSCRIBE of a table */
+int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 void eng_detach_query_io(engine *e, query *q); /* its socket sink, subscribers and SUBSCRIBEs */

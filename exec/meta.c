@@ -53,12 +53,19 @@ int64_t eng_stream_wm(const stream_rt *s)
     return s->max_ts - s->ps->watermark_ms;
 }
 
+const plan_stream *eng_stream_input(const stream_rt *s) { return s->table ? s->table->in : s->ps; }
+
 void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d)
 {
     memset(d, 0, sizeof *d);
     d->delim = s->delim;
     d->null_string = s->null_string;
-    d->time_col = s->ps->ts_col + 1;
+    d->time_col = eng_stream_input(s)->ts_col + 1;
+    if (s->table) {
+        for (int i = 0; i < s->table->nkey; i++)
+            if (s->table->key[i] < 64) d->key_cols |= 1ull << s->table->key[i];
+        d->op_col = s->table->op_col + 1;
+    }
     /* a socket's producer cannot choose: the stream's WITH says */
     d->kind_note = s->kind == FMT_CSV ? "the stream's format is csv (format = 'json' in its WITH reads JSON)"
                                       : "the stream's format is json (format = 'csv' in its WITH reads CSV)";

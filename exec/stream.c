@@ -81,6 +81,11 @@ int eng_stream_rows(engine *e, int si, const batch *b, xerr *err)
 {
     stream_rt *s = e->streams[si];
     int off = 0, rc;
+    if (s->table) {
+        /* a table's readers get the changes its rows make (table.c) */
+        if ((rc = eng_txn(e, err)) || (rc = tbl_apply(s->table, e->txn, b, err))) return rc;
+        b = &s->table->chg;
+    }
     while (off < b->nrows) {
         int room = EXEC_SLICE_ROWS - (int)(s->rows_total % EXEC_SLICE_ROWS);
         int n = b->nrows - off < room ? b->nrows - off : room;
@@ -246,6 +251,7 @@ void eng_stream_free(stream_rt *s)
 {
     if (!s) return;
     plan_stream_free(s->ps);
+    tbl_free(s->table);
     free(s->sql);
     free(s->source);
     free(s->format);
@@ -337,11 +343,23 @@ int eng_apply_retention(engine *e, int si, xerr *err)
 static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
 {
     plan_stream *ps;
+    table_rt *t = NULL;
     int rc = plan_stream_from_ast(st, &ps, err);
     if (rc) return rc;
+    if (st->kind == ST_CREATE_TABLE && (rc = tbl_new(st, ps, &t, err))) {
+        plan_stream_free(ps);
+        return rc;
+    }
     stream_rt *s = calloc(1, sizeof *s);
-    if (!s) { plan_stream_free(ps); return xerr_set(err, XE_NOMEM, "out of memory"); }
+    if (!s) { plan_stream_free(ps); tbl_free(t); return xerr_set(err, XE_NOMEM, "out of memory"); }
     s->ps = ps;
+    if (t) {
+        /* its readers see the changelog; its input is the declared columns */
+        s->table = t;
+        s->ps = t->cl;
+        t->cl = NULL;
+        ps = t->in;
+    }
     s->max_ts = WM_MIN;
     s->wm = WM_MIN;
     s->sql = strdup(sql);

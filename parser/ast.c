@@ -236,6 +236,7 @@ void ast_stmt_free(ast_stmt *s)
     ast_options_free(s->with);
     ast_select_free(s->select);
     ast_names_free(s->insert_cols);
+    ast_names_free(s->pkey);
     ast_rows_free(s->rows);
     free(s->set_key);
     free(s->set_value.s);
@@ -824,6 +825,19 @@ ast_stmt *ast_mk_create_stream(pctx *P, int if_not_exists, char *name, ast_colde
     return s;
 }
 
+ast_stmt *ast_mk_create_table(pctx *P, int if_not_exists, char *name, ast_coldefs *cols,
+                              ast_names *pkey, ast_options *with)
+{
+    ast_stmt *s = ast_mk_create_stream(P, if_not_exists, name, cols, with);
+    if (!s) {
+        ast_names_free(pkey);
+        return NULL;
+    }
+    s->kind = ST_CREATE_TABLE;
+    s->pkey = pkey;
+    return s;
+}
+
 ast_stmt *ast_mk_standing(pctx *P, ast_stmt_kind kind, int if_not_exists, char *name, ast_options *with,
                           ast_select *sel)
 {
@@ -1133,6 +1147,7 @@ int ast_stmt_equal(const ast_stmt *a, const ast_stmt *b)
     return a->kind == b->kind && str_eq(a->name, b->name) && a->if_not_exists == b->if_not_exists &&
            a->if_exists == b->if_exists && coldefs_equal(a->cols, b->cols) && options_equal(a->with, b->with) &&
            select_equal(a->select, b->select) && names_equal(a->insert_cols, b->insert_cols) &&
+           names_equal(a->pkey, b->pkey) &&
            rows_equal(a->rows, b->rows) && (a->kind != ST_SHOW || a->show == b->show) &&
            a->explain_placement == b->explain_placement && a->explain_json == b->explain_json &&
            str_eq(a->set_key, b->set_key) && (a->kind != ST_SET || lit_equal(&a->set_value, &b->set_value));

@@ -65,7 +65,7 @@ int parser_accepts(void *p, int tok)
 /* Declared once, in the order driver.c lists them in "expected one of: ...". */
 %token CREATE STREAM QUERY IF NOT EXISTS WITH AS INSERT INTO VALUES DROP SHOW
        STREAMS QUERIES NODES DESCRIBE EXPLAIN PLACEMENT FORMAT JSON SUBSCRIBE SET
-       ALTER REBALANCE
+       ALTER REBALANCE TABLE PRIMARY KEY
        SELECT DISTINCT FROM WINDOW TUMBLING HOPPING SESSION SIZE ADVANCE BY GAP
        GRACE PERIOD JOIN ON WITHIN CROSS UNNEST WHERE GROUP HAVING EMIT CHANGES FINAL LIMIT
        AND OR IS NULL BETWEEN IN LIKE CASE WHEN THEN ELSE END CAST TRUE FALSE
@@ -77,7 +77,7 @@ int parser_accepts(void *p, int tok)
        NOT_LA.
 
 /* Non-reserved keywords: where they cannot be a keyword they are identifiers. */
-%fallback ID STREAM QUERY STREAMS QUERIES NODES PLACEMENT FORMAT JSON REBALANCE
+%fallback ID STREAM QUERY STREAMS QUERIES NODES PLACEMENT FORMAT JSON REBALANCE TABLE PRIMARY KEY
        TUMBLING HOPPING SESSION SIZE ADVANCE GAP GRACE PERIOD CHANGES FINAL
        UNNEST MILLISECONDS SECONDS MINUTES HOURS DAYS
        BIGINT INT INTEGER DOUBLE FLOAT REAL TEXT VARCHAR STRING BOOLEAN BOOL
@@ -107,6 +107,10 @@ input ::= stmt(S). { P->stmt = S; }
 
 stmt(A) ::= CREATE STREAM ifnotexists(E) name(N) LP coldefs(C) RP with_opt(W).
     { A = ast_mk_create_stream(P, E, N, C, W); }
+stmt(A) ::= CREATE TABLE ifnotexists(E) name(N) LP coldefs(C) pkey(K) RP with_opt(W).
+    { A = ast_mk_create_table(P, E, N, C, K, W); }
+stmt(A) ::= CREATE TABLE ifnotexists(E) name(N) with_opt(W) AS select(S).
+    { A = ast_mk_standing(P, ST_CREATE_TABLE_AS, E, N, W, S); }
 stmt(A) ::= CREATE QUERY ifnotexists(E) name(N) with_opt(W) AS select(S).
     { A = ast_mk_standing(P, ST_CREATE_QUERY, E, N, W, S); }
 stmt(A) ::= CREATE STREAM ifnotexists(E) name(N) with_opt(W) AS select(S).
@@ -199,6 +203,12 @@ optval(A) ::= MINUS(M) FLOAT_LIT(T).   { A.t = T; A.neg = 1; A.line = M.line; A.
 optval(A) ::= TRUE(T).              { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
 optval(A) ::= FALSE(T).             { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
 optval(A) ::= ID(T).                { A.t = T; A.neg = 0; A.line = T.line; A.col = T.col; }
+
+/* CREATE TABLE: the key, after the columns; none is an error the engine names */
+%type pkey {ast_names *}
+%destructor pkey { ast_names_free($$); }
+pkey(A) ::= .                                  { A = NULL; }
+pkey(A) ::= COMMA PRIMARY KEY LP names(L) RP.  { A = L; }
 
 /* ------------------------------------------------------------------ INSERT */
 

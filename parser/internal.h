@@ -170,6 +170,8 @@ void ast_names_free(ast_names *l);
 ast_rows *ast_rows_add(pctx *P, ast_rows *l, ast_exprs *row);
 void ast_rows_free(ast_rows *l);
 
+ast_stmt *ast_mk_create_table(pctx *P, int if_not_exists, char *name, ast_coldefs *cols,
+                              ast_names *pkey, ast_options *with);
 ast_stmt *ast_mk_create_stream(pctx *P, int if_not_exists, char *name, ast_coldefs *cols,
                                ast_options *with);
 /* A standing query's statement: CREATE QUERY, CREATE STREAM ... AS or

@@ -127,6 +127,9 @@ int lex_next(lexer *lx, token *t)
         'json'        { code = TK_JSON; goto tok; }
         'subscribe'   { code = TK_SUBSCRIBE; goto tok; }
         'set'         { code = TK_SET; goto tok; }
+        'table'       { code = TK_TABLE; goto tok; }
+        'primary'     { code = TK_PRIMARY; goto tok; }
+        'key'         { code = TK_KEY; goto tok; }
         'alter'       { code = TK_ALTER; goto tok; }
         'rebalance'   { code = TK_REBALANCE; goto tok; }
         'select'      { code = TK_SELECT; goto tok; }

@@ -198,6 +198,8 @@ typedef enum ast_stmt_kind {
     ST_ALTER_QUERY_REBALANCE, /* ALTER QUERY name REBALANCE: re-run placement now (a cluster) */
     ST_CREATE_STREAM_AS,      /* CREATE STREAM name [WITH (...)] AS SELECT: a query whose output is a new stream */
     ST_INSERT_SELECT,         /* INSERT INTO name SELECT: a query appending to an existing stream */
+    ST_CREATE_TABLE,          /* CREATE TABLE name (cols, PRIMARY KEY (k, ...)) [WITH (...)]: a source table */
+    ST_CREATE_TABLE_AS,       /* CREATE TABLE name [WITH (...)] AS SELECT ... GROUP BY: an updating aggregate */
 } ast_stmt_kind;
 
 /* SHOW SETTINGS lists every setting; SHOW_SETTING is SHOW <name> (in name). */
@@ -210,7 +212,8 @@ typedef struct ast_stmt {
     char *name;           /* CREATE/DROP/ALTER/DESCRIBE/SUBSCRIBE/INSERT target; EXPLAIN of a named query; SHOW <setting> */
     int if_not_exists;    /* CREATE ... IF NOT EXISTS */
     int if_exists;        /* DROP ... IF EXISTS */
-    ast_coldefs *cols;    /* CREATE STREAM */
+    ast_coldefs *cols;    /* CREATE STREAM, CREATE TABLE */
+    ast_names *pkey;      /* CREATE TABLE: its PRIMARY KEY columns (NULL: none was written) */
     ast_options *with;    /* CREATE STREAM/QUERY WITH (...); EXPLAIN (FORMAT JSON) as ("format","json") */
     ast_select *select;   /* CREATE QUERY, CREATE STREAM AS, INSERT INTO SELECT, ST_SELECT, EXPLAIN of a select */
     ast_names *insert_cols; /* INSERT column list, or NULL */

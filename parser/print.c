@@ -318,18 +318,27 @@ int ast_print_stmt(const ast_stmt *s, sbuf *b)
     const char *ine = s->if_not_exists ? " IF NOT EXISTS" : "", *ie = s->if_exists ? " IF EXISTS" : "";
     switch (s->kind) {
     case ST_CREATE_STREAM:
-        if ((rc = sbuf_printf(b, "CREATE STREAM%s ", ine)) || (rc = ast_print_ident(s->name, b)) ||
-            (rc = sbuf_adds(b, " (")))
+    case ST_CREATE_TABLE:
+        if ((rc = sbuf_printf(b, "CREATE %s%s ", s->kind == ST_CREATE_TABLE ? "TABLE" : "STREAM", ine)) ||
+            (rc = ast_print_ident(s->name, b)) || (rc = sbuf_adds(b, " (")))
             return rc;
         for (int i = 0; s->cols && i < s->cols->n && !rc; i++) {
             if ((i && (rc = sbuf_adds(b, ", "))) || (rc = ast_print_ident(s->cols->v[i].name, b))) break;
             rc = sbuf_printf(b, " %s", sql_type_name(s->cols->v[i].type));
         }
+        if (!rc && s->pkey) {
+            rc = sbuf_adds(b, ", PRIMARY KEY (");
+            for (int i = 0; i < s->pkey->n && !rc; i++)
+                if (!(i && (rc = sbuf_adds(b, ", ")))) rc = ast_print_ident(s->pkey->v[i], b);
+            if (!rc) rc = sbuf_addc(b, ')');
+        }
         if (rc || (rc = sbuf_addc(b, ')'))) return rc;
         return print_with(s->with, b);
     case ST_CREATE_QUERY:
     case ST_CREATE_STREAM_AS:
-        if ((rc = sbuf_printf(b, "CREATE %s%s ", s->kind == ST_CREATE_QUERY ? "QUERY" : "STREAM", ine)) ||
+    case ST_CREATE_TABLE_AS:
+        if ((rc = sbuf_printf(b, "CREATE %s%s ",
+                              s->kind == ST_CREATE_QUERY ? "QUERY" : s->kind == ST_CREATE_TABLE_AS ? "TABLE" : "STREAM", ine)) ||
             (rc = ast_print_ident(s->name, b)) || (rc = print_with(s->with, b)) || (rc = sbuf_adds(b, " AS ")))
             return rc;
         return s->select ? ast_print_select(s->select, b) : 0;

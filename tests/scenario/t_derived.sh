@@ -174,28 +174,8 @@ t0=$(date +%s%N)
 ref_ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$(wc -l <"$T/ref/per60.csv")" -gt 100 ] || fail "the uninterrupted run wrote $(wc -l <"$T/ref/per60.csv") rows"
 setup "$T/crash"
-seed=${CRASH_SEED:-$$}
-delays=$(awk -v seed="$seed" -v t="$ref_ms" 'BEGIN { srand(seed); t /= 1000
-    for (i = 0; i < 3; i++) printf " %.2f", t * (0.15 + rand() * 0.25) }')
-echo "uninterrupted run: $ref_ms ms; CRASH_SEED=$seed: kill -9 after$delays s"
-killed=0
-for d in $delays; do
-    "$A" --data "$T/crash/data" -q -f "$T/crash/setup.sql" </dev/null >>"$T/crash/stdout" 2>>"$T/crash/stderr" &
-    pid=$!
-    PIDS="$pid"
-    sleep "$d"
-    kill -9 "$pid" 2>/dev/null
-    wait "$pid"
-    rc=$?
-    PIDS=""
-    [ "$rc" -eq 137 ] && killed=$((killed + 1)) &&
-        echo "killed after $d s: per10 $(wc -l <"$T/crash/per10.csv" 2>/dev/null) lines, per60 $(wc -l <"$T/crash/per60.csv" 2>/dev/null)"
-    [ "$rc" -eq 0 ] && break
-    [ "$rc" -eq 137 ] || { cat "$T/crash/stderr"; fail "ares-sql exited $rc before the kill at $d s"; }
-done
-[ "$killed" -ge 2 ] || fail "only $killed runs were killed mid-way: the input is too small for this machine"
-"$A" --data "$T/crash/data" -q -f "$T/crash/setup.sql" </dev/null >>"$T/crash/stdout" 2>>"$T/crash/stderr" ||
-    { cat "$T/crash/stderr"; fail "the restart after the kills failed"; }
+crash_show() { echo "per10 $(wc -l <"$T/crash/per10.csv" 2>/dev/null) lines, per60 $(wc -l <"$T/crash/per60.csv" 2>/dev/null)"; }
+crash_runs "$ref_ms" crash_show
 for s in per10 per60; do
     tail -n +2 "$T/ref/$s.csv" | sort >want.txt
     tail -n +2 "$T/crash/$s.csv" | sort >got.txt

@@ -1342,6 +1342,65 @@ static void test_derived_streams(void **state)
     rm_dir(dir);
 }
 
+/* A source table (exec/table.c): upserts, op_column deletes, its changelog
+ * (op first, no change repeated), its state after a restart, and the bad
+ * input it refuses with where the error is. */
+static void test_table_changelog(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char data[256];
+    snprintf(data, sizeof data, "%s/data", dir);
+    engine_opts o = {0};
+    o.data_dir = data;
+    engine *e;
+    xerr err;
+    cap c, s;
+    exec_out out = cap_out(&c), sub = cap_out(&s);
+    if (engine_open(&o, &e, &err)) fail_msg("open: %s", err.msg);
+    run(e, &out, "CREATE TABLE t (k BIGINT, v TEXT, op TEXT, PRIMARY KEY (k)) WITH (op_column = 'op');");
+    run(e, &sub, "SUBSCRIBE t;");
+    assert_int_equal(s.begins, 1);
+    /* the same row again and the delete of an absent key change nothing */
+    ingest(e, "t", "1,a,I\n2,b,I\n1,a,U\n1,c,U\n9,z,D\n2,b,D\n3,x,I\n", 0);
+    assert_string_equal(s.text.p, "+I,1,a\n+I,2,b\n-U,1,a\n+U,1,c\n-D,2,b\n+I,3,x\n");
+    engine_close(e);
+    cap_fini(&s);
+    /* reopened: the rows are kept (a change from the state read back) */
+    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    sub = cap_out(&s);
+    run(e, &sub, "SUBSCRIBE t;");
+    run(e, &out, "INSERT INTO t VALUES (1, 'd', 'U'), (3, NULL, 'D'), (4, 'e', 'i');");
+    assert_string_equal(s.text.p, "-U,1,c\n+U,1,d\n-D,3,x\n+I,4,e\n");
+    /* bad input: at the value, or the line of the data */
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO t VALUES (NULL, 'a', 'I');", &out, &err), XE_TYPE);
+    assert_string_equal(err.msg, "row 1 has no key: column 'k' of the PRIMARY KEY may not be NULL");
+    assert_int_equal(err.col, 23);
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO t VALUES (5, 'a', 'X');", &out, &err), XE_TYPE);
+    assert_string_equal(err.msg, "row 1: column 'op' (the op_column) must be 'I', 'U' or 'D', not 'X'");
+    assert_int_equal(err.col, 31);
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO t VALUES (5, 'a');", &out, &err), XE_PLAN);
+    assert_string_equal(err.msg, "row 1 has 2 values, expected 3: no value for column 'op'");
+    assert_int_equal(engine_exec_sql(e, "CREATE TABLE u (k BIGINT);", &out, &err), XE_PLAN);
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.col, 1);
+    assert_string_equal(err.msg, "table 'u' has no PRIMARY KEY: write one after its columns, as in CREATE TABLE u "
+                                 "(..., PRIMARY KEY (col))");
+    exec_ingest *in;
+    exec_ingest_opts io = {0};
+    assert_int_equal(exec_ingest_open(e, "t", &io, &in, &err), 0);
+    assert_int_equal(exec_ingest_feed(in, "6,f,I\n,g,I\n7,h,Q\n", 17, &err), 0);
+    exec_ingest_stats st;
+    assert_int_equal(exec_ingest_close(in, 0, &st, &err), 0);
+    assert_int_equal(st.rejected, 2);
+    assert_string_equal(s.text.p, "-U,1,c\n+U,1,d\n-D,3,x\n+I,4,e\n+I,6,f\n");
+    engine_close(e);
+    cap_fini(&c);
+    cap_fini(&s);
+    rm_dir(dir);
+}
+
 static void test_subquery_highest_bid(void **state)
 {
     (void)state;
@@ -1725,6 +1784,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_derived_streams),
+        cmocka_unit_test(test_table_changelog),
         cmocka_unit_test(test_offset_earliest),
         cmocka_unit_test(test_distributed_hooks),
         cmocka_unit_test(test_subquery_highest_bid),

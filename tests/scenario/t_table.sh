@@ -1,0 +1,146 @@
+#!/bin/sh
+# Tables and changelogs (issue 19, part 2), on the embedded engine:
+#  1. a source table with an op_column (I, U, D) fed by --ingest: its
+#     changelog (SUBSCRIBE) never repeats a change, and consolidates to the
+#     state sqlite3 reaches over the same input (INSERT OR REPLACE, DELETE);
+#  2. an upsert table without op_column, fed by \copy in two runs with a
+#     restart between: the state survives (the second run's -U rows carry
+#     what the first wrote), against sqlite3;
+#  3. bad input, each a clear error: a table without a key, a NULL key and
+#     an op other than I/U/D (SQL: line and column; data: the input line),
+#     INSERT INTO a table of another shape (the column named);
+#  4. kill -9 in the middle of a file source, restart until done: the
+#     changelog written by a standing query's sink equals an uninterrupted
+#     run's, change for change, and its state sqlite3's.
+# Run by tests/scenario/run.sh with ARES_BUILD and a private ARES_TMP.
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/t_cli_lib.inc"
+export LC_ALL=C
+
+# gen ROWS KEYS SEED: k,v,w,op lines (a header first): inserts, updates and deletes of KEYS keys
+gen() {
+    awk -v n="$1" -v keys="$2" -v seed="$3" 'BEGIN { srand(seed); print "k,v,w,op"
+        for (i = 0; i < n; i++) { k = int(rand() * keys); r = rand()
+            op = r < 0.15 ? "D" : r < 0.55 ? "I" : "U"
+            printf "%d,%d,%s%d,%s\n", k, int(rand() * 1000) - 300, "w", int(rand() * 7), op } }'
+}
+# oracle FILE: the state sqlite3 reaches over FILE's lines in order, as k,v,w sorted
+oracle() {
+    awk -F, 'BEGIN { print "BEGIN;" } END { print "COMMIT;" } NR > 1 { if ($4 == "D") printf "DELETE FROM t WHERE k = %d;\n", $1
+        else printf "INSERT OR REPLACE INTO t VALUES (%d, %d, '\''%s'\'');\n", $1, $2, $3 }' "$1" >ops.sql
+    rm -f o.db
+    sqlite3 -batch -bail o.db "CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER, w TEXT);" ".read ops.sql" ||
+        fail "sqlite3 cannot apply $1"
+    sqlite3 -batch -csv o.db "SELECT k, v, w FROM t ORDER BY k;"
+}
+# consolidate FILE: replay op,k,v,w changes; fail on a change that does not
+# follow from the rows so far (a repeat, a -U or -D of another row, a +I
+# of a key held, a -U without its +U); print the rows left, sorted
+consolidate() {
+    awk -F, 'function bad(why) { print "change " NR ": " why ": " $0; err = 1; exit 1 }
+        { row = $2 "," $3 "," $4
+          if (pend != "" && $1 != "+U") bad("-U of key " pend " without its +U")
+          if ($1 == "+I") { if ($2 in st) bad("+I of a key held"); st[$2] = row }
+          else if ($1 == "-U" || $1 == "-D") { if (!($2 in st) || st[$2] != row) bad("not the row held: " st[$2])
+                if ($1 == "-U") pend = $2; else delete st[$2] }
+          else if ($1 == "+U") { if (pend != $2) bad("+U without -U"); if (prev == row) bad("an update to the same row")
+                st[$2] = row; pend = "" }
+          else bad("op " $1)
+          prev = $1 == "-U" ? row : "" }
+        END { if (err) exit 1; if (pend != "") { print "a -U at the end"; exit 1 }
+              for (k in st) print st[k] }' "$1" | sort -t, -k1,1n
+}
+check_state() { # check_state WHAT CHANGELOG INPUT
+    consolidate "$2" >got.txt || { tail -3 got.txt; fail "$1: the changelog is not consistent"; }
+    oracle "$3" >want.txt
+    [ "$(wc -l <want.txt)" -gt 100 ] || fail "$1: sqlite3 holds $(wc -l <want.txt) rows: the case tests little"
+    cmp -s want.txt got.txt || { diff want.txt got.txt | head; fail "$1: the consolidated changelog differs from sqlite3"; }
+}
+
+TBL="CREATE TABLE t (k BIGINT, v BIGINT, w TEXT, op TEXT, PRIMARY KEY (k)) WITH (op_column = 'op')"
+
+# ---- 1. a source table with I/U/D through --ingest
+gen 20000 1500 11 >in.csv
+"$A" --memory -q -e "$TBL; SUBSCRIBE t;" --ingest t <in.csv >out 2>err
+expect_rc 0 $? "the table"
+head -n 1 out | grep -qx "op,k,v,w" || fail "the changelog's header: $(head -n 1 out)"
+tail -n +2 out >cl.txt
+for op in +I -U +U -D; do grep -q "^$op," cl.txt || fail "the changelog has no $op"; done
+check_state "--ingest" cl.txt in.csv
+# SELECT * FROM t EMIT CHANGES and a derived stream (which needs an event
+# time: the table's) carry the op column too
+awk -F, 'NR == 1 { print "ts," $0; next } { print NR "," $0 }' in.csv >tin.csv
+TT="CREATE TABLE t (ts BIGINT, k BIGINT, v BIGINT, w TEXT, op TEXT, PRIMARY KEY (k)) WITH (op_column = 'op', timestamp = 'ts')"
+"$A" --memory -q -e "$TT; SUBSCRIBE t;" --ingest t <tin.csv >out 2>err
+expect_rc 0 $? "SUBSCRIBE to a table with an event time"
+tail -n +2 out >tcl.txt
+[ "$(wc -l <tcl.txt)" -gt "$(wc -l <cl.txt)" ] || fail "a row whose ts alone changes should be an update"
+"$A" --memory -q -e "$TT; SELECT * FROM t EMIT CHANGES;" --ingest t <tin.csv >out 2>err
+expect_rc 0 $? "SELECT * FROM t EMIT CHANGES"
+tail -n +2 out | cmp -s - tcl.txt || fail "SELECT * FROM t EMIT CHANGES is not the changelog"
+"$A" --memory -q -e "$TT; CREATE STREAM d AS SELECT * FROM t; SELECT * FROM d;" --ingest t <tin.csv >out 2>err
+expect_rc 0 $? "a derived stream of the table"
+head -n 1 out | grep -qx "op,ts,k,v,w" || fail "the derived stream's header: $(head -n 1 out)"
+tail -n +2 out | cmp -s - tcl.txt || fail "the derived stream's rows are not the table's changelog"
+
+# ---- 2. upserts without op_column, two runs with a restart between
+awk -F, 'NR > 1 && $4 != "D" { print $1 "," $2 "," $3 }' in.csv >ups.csv
+head -n 9000 ups.csv >ups1.csv
+tail -n +9001 ups.csv >ups2.csv
+"$A" --data "$T/u" -e "CREATE TABLE u (k BIGINT, v BIGINT, w TEXT, PRIMARY KEY (k));
+CREATE QUERY ucl WITH (sink = 'file://$T/ucl.csv') AS SELECT * FROM u;" </dev/null >out 2>err
+expect_rc 0 $? "create u"
+"$A" --data "$T/u" -e "\\copy u FROM '$T/ups1.csv'" </dev/null >out 2>err
+expect_rc 0 $? "run 1"
+"$A" --data "$T/u" -e "\\copy u FROM '$T/ups2.csv'" </dev/null >out 2>err
+expect_rc 0 $? "run 2"
+tail -n +2 ucl.csv >ucl.txt
+awk -F, '{ print $1 "," $2 "," $3 ",U" }' ups.csv | sed '1i k,v,w,op' >ups_ops.csv
+check_state "upserts across a restart" ucl.txt ups_ops.csv
+
+# ---- 3. bad input
+"$A" --memory -e "CREATE TABLE x (k BIGINT, v TEXT);" </dev/null >out 2>err && fail "a table without a key was accepted"
+has err "line 1, column 1: table 'x' has no PRIMARY KEY"
+"$A" --memory -e "CREATE TABLE x (k BIGINT, PRIMARY KEY (z));" </dev/null >out 2>err && fail "a key of no column"
+has err "PRIMARY KEY column 'z' is not a column of table 'x'"
+"$A" --memory -e "$TBL;
+INSERT INTO t VALUES (1, 2, 'a', 'I'), (NULL, 3, 'b', 'I');" </dev/null >out 2>err && fail "a NULL key was accepted"
+has err "line 2, column 41: row 2 has no key: column 'k' of the PRIMARY KEY may not be NULL"
+"$A" --memory -e "$TBL; INSERT INTO t VALUES (1, 2, 'a', 'X');" </dev/null >out 2>err && fail "op X was accepted"
+has err "column 'op' (the op_column) must be 'I', 'U' or 'D', not 'X'"
+"$A" --memory -e "$TBL; INSERT INTO t VALUES (1, 2, 'a');" </dev/null >out 2>err && fail "a short row was accepted"
+has err "row 1 has 3 values, expected 4: no value for column 'op'"
+"$A" --memory -e "$TBL; CREATE STREAM s (k BIGINT, v BIGINT); INSERT INTO t SELECT k, v FROM s;" </dev/null >out 2>err &&
+    fail "INSERT INTO SELECT of another shape was accepted"
+has err "table 't' has 4 columns, the SELECT gives 2 (the first missing: 'w')"
+printf 'k,v,w,op\n1,5,a,I\n2,6,b,Q\n,7,c,I\n3,8,d,D\n4,9,e,U\n' >bad.csv
+"$A" --memory -q -e "$TBL; SUBSCRIBE t;" --ingest t <bad.csv >out 2>err
+has err "line 3: column 'op': op 'Q' is not I, U or D"
+has err "line 4: column 'k': no key (empty or null); every row of a table needs its PRIMARY KEY"
+has err "2 lines rejected"
+[ "$(tail -n +2 out | tr '\n' ' ')" = "+I,1,5,a +I,4,9,e " ] || fail "the good rows around bad ones: $(cat out)"
+
+# ---- 4. kill -9 in the middle of a file source, restart until done
+gen 400000 20000 5 >big.csv
+setup() {
+    mkdir -p "$1"
+    cat >"$1/setup.sql" <<EOF
+CREATE TABLE IF NOT EXISTS t (k BIGINT, v BIGINT, w TEXT, op TEXT, PRIMARY KEY (k))
+    WITH (op_column = 'op', source = 'file://$T/big.csv', format = 'csv');
+CREATE QUERY IF NOT EXISTS cl WITH (sink = 'file://$1/cl.csv') AS SELECT * FROM t;
+EOF
+}
+setup "$T/ref"
+t0=$(date +%s%N)
+"$A" --data "$T/ref/data" -q -f "$T/ref/setup.sql" </dev/null >"$T/ref/stdout" 2>"$T/ref/stderr" ||
+    { cat "$T/ref/stderr"; fail "the uninterrupted run failed"; }
+ref_ms=$((($(date +%s%N) - t0) / 1000000))
+tail -n +2 "$T/ref/cl.csv" >ref_cl.txt
+check_state "a file source" ref_cl.txt big.csv
+setup "$T/crash"
+crash_show() { echo "$(wc -l <"$T/crash/cl.csv" 2>/dev/null) changes"; }
+crash_runs "$ref_ms" crash_show
+tail -n +2 "$T/crash/cl.csv" >crash_cl.txt
+cmp -s ref_cl.txt crash_cl.txt || { diff ref_cl.txt crash_cl.txt | head; fail "the changelog after kill -9 differs"; }
+check_state "after kill -9" crash_cl.txt big.csv
+echo "ok: $(wc -l <ref_cl.txt) changes, $(wc -l <want.txt) rows"
