@@ -110,10 +110,12 @@ static const help_topic topics[] = {
     {"SET",
      "SET name = value\n"
      "  Settings: parallelism, placement, replicas, ft, checkpoint_interval, shadow,\n"
-     "            rebalance_interval, rebalance_threshold, offset\n"
+     "            rebalance_interval, rebalance_threshold, offset, memory_budget\n"
      "  (SHOW SETTINGS says what each does).  Example: SET parallelism = 4;\n"
      "  SET offset = 'earliest' starts the queries created after it at the start\n"
-     "  of their streams' logs (the default, 'latest': new rows only).\n"},
+     "  of their streams' logs (the default, 'latest': new rows only).\n"
+     "  SET memory_budget = '64 MB' keeps that much window state in memory and the\n"
+     "  rest in LMDB (the default, 0: no bound).\n"},
     {NULL, NULL},
 };
 

@@ -24,10 +24,13 @@ static void arg_init(agg_arg *g, const plan_expr *e, int prog)
 
 agg_task *agg_new(opinst *o, int task)
 {
-    (void)task;
     const plan_op *op = o->op;
     agg_task *a = calloc(1, sizeof *a);
     if (!a) return NULL;
+    a->eng = o->q->eng;
+    a->task = task;
+    a->wsize = op->window.size_ms;
+    a->rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)task << 32) ^ o->q->id;
     a->naggs = op->naggs;
     a->ngroups = op->ngroups;
     a->session = op->window.kind == WIN_SESSION;
@@ -40,7 +43,7 @@ agg_task *agg_new(opinst *o, int task)
     a->max_closed = WM_MIN;
     a->persisted_closed = WM_MIN;
     a->del_to = WM_MIN;
-    if ((a->session && !a->t.tab) || !a->gtmp || !a->args || !a->gargs) {
+    if ((a->session && !a->t.tab) || !a->gtmp || !a->args || !a->gargs || batch_init(&a->cdec, a->ngroups + 1, 4)) {
         agg_free(a);
         return NULL;
     }
@@ -96,6 +99,7 @@ agg_task *agg_new(opinst *o, int task)
 void agg_free(agg_task *a)
 {
     if (!a) return;
+    if (a->eng) a->eng->agg_mem -= a->mem_acct;
     for (uint32_t i = 0; a->t.tab && i < a->t.cap; i++)
         if (a->t.tab[i].tag) agg_entry_free(a, a->t.tab[i].e);
     for (int i = 0; !a->session && i < a->nw; i++)
@@ -142,18 +146,22 @@ void agg_free(agg_task *a)
     sbuf_fini(&a->vbuf);
     sbuf_fini(&a->pkey);
     sbuf_fini(&a->dels);
+    sbuf_fini(&a->cold);
+    sbuf_fini(&a->cfrom);
+    batch_fini(&a->cdec);
     free(a);
 }
 
-int64_t agg_open_groups(const agg_task *a) { return a ? a->nentries : 0; }
+/* Open groups, in memory and evicted to LMDB (agg_evict.c). */
+int64_t agg_open_groups(const agg_task *a) { return a ? a->nentries + a->ncold : 0; }
 
-/* An entry as pooled (its slab share; 64 bytes until the first one sized
- * the pool) plus its table slot at a load of about one half. */
+int64_t agg_cold_groups(const agg_task *a) { return a ? a->ncold : 0; }
+
+/* The entries in memory (agg_entry_bytes each; evicted ones cost none). */
 uint64_t agg_state_bytes(const agg_task *a)
 {
     if (!a || a->nentries <= 0) return 0;
-    size_t per = (a->pool_size ? a->pool_size : sizeof(agg_entry) + a->slots_bytes + 64) + 2 * sizeof(tslot);
-    return (uint64_t)a->nentries * per;
+    return (uint64_t)a->nentries * agg_entry_bytes(a);
 }
 
 int64_t agg_min_open_start(const agg_task *a)
@@ -163,6 +171,10 @@ int64_t agg_min_open_start(const agg_task *a)
         if (a->t.tab[i].tag && a->t.tab[i].e->wstart < m) m = a->t.tab[i].e->wstart;
     for (int i = 0; a && !a->session && i < a->nw; i++) /* one start per fixed window */
         if (a->wl[i].n && a->wl[i].v[0]->wstart < m) m = a->wl[i].v[0]->wstart;
+        else if (!a->wl[i].n && a->wl[i].ncold) { /* a window of cold entries only */
+            int64_t ws = a->wends[i] == WM_END ? WM_MIN : a->wends[i] - a->wsize;
+            if (ws < m) m = ws;
+        }
     return m;
 }
 
@@ -185,8 +197,12 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
     int emit_changes = o->op->emit == EMIT_CHANGES;
     batch_reset(&o->out);
     if (rows_reserve(a, in->nrows)) return xerr_set(err, XE_NOMEM, "out of memory");
-    int fx = a->fx_type ? agg_fx_prepare(a, o, in) : 0;
-    if (fx) return agg_push_fixed1(o, a, in, fx == 2, err);
+    /* the fast path opens entries without looking for cold ones */
+    int fx = a->fx_type && !a->ncold ? agg_fx_prepare(a, o, in) : 0;
+    if (fx) {
+        int rc = agg_push_fixed1(o, a, in, fx == 2, err);
+        return rc || !a->eng->mem_budget ? rc : agg_evict(o, task, err);
+    }
     if (agg_batch_keys(o, a, in)) return xerr_set(err, XE_NOMEM, "out of memory");
     int rc;
     if (w->kind == WIN_SESSION) rc = agg_push_session(o, a, in, emit_changes, err);
@@ -194,6 +210,6 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err)
     else rc = agg_push_single(o, a, in, emit_changes, err);
     if (a->uses_progs) batch_reset(&o->q->scratch);
     if (rc) return rc;
-    if (emit_changes && o->out.nrows) return o->emit_down(o, task, &o->out, err);
-    return 0;
+    if (emit_changes && o->out.nrows && (rc = o->emit_down(o, task, &o->out, err))) return rc;
+    return a->eng->mem_budget ? agg_evict(o, task, err) : 0;
 }

@@ -11,15 +11,19 @@
  *                 sessions, hopping) and the closing of windows
  *   agg_fast.c    the fast path: tumbling or global windows grouped by one
  *                 integer column, in passes over the batch
+ *   agg_evict.c   the memory budget: which entries leave memory for LMDB
+ *                 when the engine's window state passes it
  *   agg_state.c   the state record format: entries into LMDB records at the
- *                 epoch's flush, and back at a restart
+ *                 epoch's flush, and back at a restart; evicted (cold)
+ *                 entries' records, written, read back and scanned
  *   agg_table.c   the hash tables, the window-end index, the entry pool and
  *                 the dirty list
  *   agg_fn.c      the aggregate functions: slots, distinct sets, results,
  *                 the row an entry emits
  *
- * agg.c calls agg_window.c and agg_fast.c; agg_window.c calls agg_state.c;
- * all of them call agg_table.c, which calls agg_fn.c.  The helpers a row's
+ * agg.c calls agg_window.c, agg_fast.c and agg_evict.c; agg_window.c and
+ * agg_evict.c call agg_state.c; all of them call agg_table.c, which calls
+ * agg_fn.c.  The helpers a row's
  * update or a probe runs are static inline here, not calls: the hot loops
  * of agg_window.c and agg_fast.c inline them, as when this was one file.
  * The entry points the rest of exec/ calls are declared in exec/internal.h.
@@ -83,7 +87,11 @@ typedef struct agg_entry {
      * line.  Pooled entries of fixed-width keys are whole lines with no
      * slack.  With compact slots (see agg_task) the probe and the update of
      * a COUNT(*), a SUM and a MAX read one line of the entry. */
-    int64_t pwend, pwstart;   /* sessions: where it is persisted; pwend == WM_MIN when not */
+    int64_t pwend;            /* sessions: where it is persisted; WM_MIN when not */
+    union {
+        int64_t pwstart;      /* sessions: the start it is persisted with */
+        int64_t stamp;        /* fixed windows: agg_task.clock when it was last marked dirty (agg_evict.c) */
+    };
     int64_t wpos;             /* position in its window's list of entries */
     unsigned char *key;       /* encoded group values: kin when they fit */
     val *gv;                  /* group values (text in this allocation) */
@@ -189,6 +197,8 @@ struct agg_task {
         agg_entry **dense; /* agg_push_fixed1: the entry of key dbase + i at i, or NULL (see fx_dense) */
         uint64_t dbase, dcap;
         int dtried;        /* whether fx_dense looked at this window */
+        int64_t ncold;     /* fixed windows: its entries evicted to LMDB (a window of cold
+                            * entries alone stays in the index, with n = 0) */
     } *wl;
     /* per batch: each row's key (in keys), hash, window, candidate entry */
     int rcap;
@@ -235,6 +245,21 @@ struct agg_task {
     char *slabs;          /* the allocations pooled entries live in */
     char *slab_next;      /* the newest slab's first entry not handed out yet */
     int slab_left;
+    /* the memory budget (agg_evict.c): entries evicted to LMDB, the clock
+     * their stamps come from, the bytes this task adds to engine.agg_mem */
+    engine *eng;
+    int task;
+    int64_t wsize;        /* the window's size (fixed windows) */
+    int64_t ncold;
+    int64_t nevicted;     /* entries evicted so far (statistics) */
+    int64_t clock;
+    uint64_t mem_acct;
+    uint64_t rng;
+    int counted;          /* its entries count in engine.agg_mem (a task that may evict) */
+    int track_dpos;       /* fixed windows' dirty entries keep dpos, so that one can leave the list */
+    batch cdec;           /* scratch: a cold record's TEXT while it is decoded */
+    sbuf cold;            /* scratch: a piece of a closing window's cold records */
+    sbuf cfrom;           /* scratch: the key the next piece starts after */
 };
 
 static inline int is_session(const opinst *o) { return o->op->window.kind == WIN_SESSION; }
@@ -245,6 +270,14 @@ enum { PF_AHEAD = 16 }; /* rows between a prefetch and its use */
 static inline agg_ext *entry_ext(const agg_task *a, const agg_entry *e)
 {
     return a->has_ext ? (agg_ext *)((char *)e + sizeof(agg_entry) + a->slots_bytes) : NULL;
+}
+
+/* The bytes an entry costs in memory: its pooled size (its slab's share;
+ * 64 bytes until the first one sized the pool) and its table slot at a
+ * load of about one half. */
+static inline uint64_t agg_entry_bytes(const agg_task *a)
+{
+    return (uint64_t)(a->pool_size ? a->pool_size : sizeof(agg_entry) + a->slots_bytes + 64) + 2 * sizeof(tslot);
 }
 
 /* ------------------------------------------------------------------ agg_fn.c: aggregate functions */
@@ -453,6 +486,11 @@ static inline agg_entry *probe_tag(const htab *t, uint64_t h)
 
 /* Defined in agg_table.c: */
 agg_entry *agg_pool_get(agg_task *a);
+agg_entry *agg_entry_make(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we);
+int agg_widx_window(agg_task *a, int64_t wend);
+void agg_fixed_unlink(agg_task *a, int wi, agg_entry *e);
+void agg_dirty_remove(agg_task *a, agg_entry *e);
+void agg_dirty_track(agg_task *a);
 void agg_entry_free(agg_task *a, agg_entry *e);
 void agg_dirty_drop_closed(agg_task *a, int64_t wend);
 int agg_mark_dirty(agg_task *a, agg_entry *e);
@@ -507,6 +545,21 @@ static inline int64_t skey_end(int64_t w) { return w == WM_END ? WM_END - 1 : w;
 
 /* Defined in agg_state.c, below agg_window.c (agg_flush and agg_load: exec/internal.h): */
 int agg_note_delete(agg_task *a, const agg_entry *e);
+/* Cold entries: records keyed 00 || be64(hash) || group key under their
+ * window end, value COLD_MARK then the entry as a fixed window's record
+ * holds it. */
+enum { COLD_TAIL = 9 };
+int agg_cold_put(opinst *o, int task, agg_entry *e, xerr *err);
+int agg_cold_take(opinst *o, int task, int wi, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws,
+                  int64_t we, agg_entry **out, xerr *err);
+int agg_cold_piece(opinst *o, int task, int64_t we, int max, xerr *err);
+agg_entry *agg_cold_entry(opinst *o, int task, int64_t ws, int64_t we, size_t *at, xerr *err);
+
+/* ------------------------------------------------------------------ agg_evict.c: the memory budget */
+
+int agg_budget_on(const opinst *o, const agg_task *a);
+void agg_mem_update(agg_task *a);
+int agg_evict(opinst *o, int task, xerr *err);
 
 /* ------------------------------------------------------------------ agg_window.c and agg_fast.c: the push */
 

@@ -21,6 +21,20 @@
  *     merge, keep one record per entry: tail group key || be64(window
  *     start), value in the per-entry format of load_one.  Fixed windows
  *     written by an older version also load from this shape.
+ * and, under a memory budget (agg_evict.c), a third:
+ *   - cold entries of fixed windows, evicted from memory: one record per
+ *     entry, tail 00 || be64(key hash) || group key, value u32 COLD_MARK
+ *     then the entry as entry_put writes it.  A cold record is the whole
+ *     truth of its group: whatever the window's earlier delta records say
+ *     of it is older (a restart skips those), and when a row for the
+ *     group comes the record is read back into memory and deleted, the
+ *     entry marked dirty so that the epoch's delta has it again.  Tails
+ *     that start with 00 sort before the deltas' ff, and by hash: the
+ *     order a closing window emits in (agg_close reads them in pieces,
+ *     agg_cold_piece, and merges them with the entries in memory).
+ *     A group is thus in memory or cold, never both, in every committed
+ *     epoch, and an evicted entry's record is in the epoch's transaction
+ *     before the entry leaves memory.
  *
  * Here: the epoch's flush of the dirty entries (agg_flush), the reload at a
  * restart (agg_load), and the sessions' deletions noted for the flush.
@@ -47,6 +61,7 @@ int agg_note_delete(agg_task *a, const agg_entry *e)
 }
 
 #define DELTA_MARK 0xffffffffu
+#define COLD_MARK 0xfffffffeu
 /* Records stay under 64 KB: LMDB copies a value into overflow pages it
  * mallocs for the transaction, and bigger blocks would come from mmap, with
  * page faults on every epoch. */
@@ -135,6 +150,21 @@ static int pwin_index(agg_task *a, int64_t wend, int hint)
     return lo;
 }
 
+typedef struct del_ctx {
+    store_txn *t;
+    uint32_t tid;
+    xerr *err;
+} del_ctx;
+
+static int del_one(void *ctx, int64_t wend, const void *k, size_t kl, const void *v, size_t vl)
+{
+    (void)v;
+    (void)vl;
+    del_ctx *d = ctx;
+    int rc = store_state_del(d->t, STORE_STATE, d->tid, wend, k, kl, d->err);
+    return rc < 0 ? rc : 0;
+}
+
 /* The entries of one window from dirty refs v[0..n), or, when the window
  * has written four times what it holds, all of its entries after deleting
  * its records (compaction). */
@@ -150,7 +180,13 @@ static int flush_window(opinst *o, agg_task *a, uint32_t tid, const dirty_ref *v
     int rc;
     if (compact) {
         for (int64_t i = 0; i < n; i++) v[i].e->dirty = 0;
-        if ((rc = store_state_delete_range(t, STORE_STATE, tid, skey_end(wend), skey_end(wend) + 1, err))) return rc;
+        if (a->wl[wi].ncold) { /* the delta records go, the cold ones stay */
+            del_ctx d = {t, tid, err};
+            static const unsigned char after_cold[1] = {1};
+            if ((rc = store_state_scan_at(t, STORE_STATE, tid, skey_end(wend), after_cold, 1, del_one, &d, err)) < 0)
+                return rc;
+        } else if ((rc = store_state_delete_range(t, STORE_STATE, tid, skey_end(wend), skey_end(wend) + 1, err)))
+            return rc;
         p->nwritten = 0;
     }
     if (record_start(a)) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -312,6 +348,7 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
     uint32_t tid = query_task_id(o->q, o->op->id, task);
     int rc = is_session(o) ? flush_session(o, a, tid, t, err) : flush_fixed(o, a, tid, t, err);
     if (rc) return rc;
+    a->clock++; /* entries dirtied from now on are younger than every one before */
     /* How far windows are closed survives a restart.  After the end of input
      * (WM_END) that is the end of the last closed window: rows appended later
      * to a file source then count as late for windows already emitted,
@@ -331,7 +368,10 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
 typedef struct load_ctx {
     opinst *o;
     agg_task *a;
+    int task;
+    store_txn *t;
     batch tmp;
+    sbuf vcold; /* a cold record looked up */
     xerr *err;
     int rc;
 } load_ctx;
@@ -357,6 +397,69 @@ static agg_entry *load_entry(load_ctx *c, const unsigned char *k, uint32_t gkl, 
     return e;
 }
 
+/* e's slots from an entry's slots as entry_put writes them, at v[*pat..n);
+ * XE_CORRUPT.  MIN and MAX values are decoded through tmp. */
+static int slots_get(agg_task *a, const plan_op *op, agg_entry *e, const unsigned char *v, size_t n, size_t *pat,
+                     batch *tmp, xerr *err)
+{
+    size_t at = *pat;
+    uint64_t x;
+    agg_ext *ex = entry_ext(a, e);
+    for (int i = 0; i < a->naggs; i++) {
+        agg_slot sv, *s = &sv;
+        slot_get(a, e, i, s);
+        plan_fn fn = op->aggs[i].fn;
+        if (varint_get(v, n, &at, &x)) return XE_CORRUPT;
+        s->n = (int64_t)x;
+        if (fn == FN_SUM || fn == FN_AVG) {
+            if (varint_get(v, n, &at, &x) || n - at < 8) return XE_CORRUPT;
+            s->i = (int64_t)unzigzag(x);
+            memcpy(&s->d, v + at, 8);
+            at += 8;
+        } else if ((fn == FN_MIN || fn == FN_MAX) && s->n) {
+            val m;
+            batch_reset(tmp);
+            int r = val_key_decode(v + at, n - at, &m, 1, tmp, err);
+            if (r < 0 || agg_set_m(s, ex ? &ex[i] : NULL, &m)) return XE_CORRUPT;
+            at += (size_t)r;
+        } else if (fn == FN_COUNT_DISTINCT) {
+            if (varint_get(v, n, &at, &x) || x > n - at || !ex || agg_dset_add_all(&ex[i], v + at, x))
+                return XE_CORRUPT;
+            at += x;
+        }
+        slot_put(a, e, i, s);
+    }
+    *pat = at;
+    return 0;
+}
+
+/* The key tail of the cold record of group key (hash h) in a->pkey. */
+static int cold_key(agg_task *a, uint64_t h, const unsigned char *key, uint32_t klen)
+{
+    unsigned char tail[COLD_TAIL] = {0};
+    be64_put(tail + 1, h);
+    sbuf_reset(&a->pkey);
+    return sbuf_add(&a->pkey, tail, COLD_TAIL) || sbuf_add(&a->pkey, key, klen) ? XE_NOMEM : 0;
+}
+
+/* Whether group key k of window wend has a cold record (when the window
+ * has any: its cold records come before its deltas in the scan), 1 or 0:
+ * its delta entries are then older than that record; or an error. */
+static int load_is_cold(load_ctx *c, int64_t wend, const unsigned char *k, uint32_t gkl)
+{
+    agg_task *a = c->a;
+    int wi = widx_find(a, wend);
+    if (wi == a->nw || a->wends[wi] != wend || !a->wl[wi].ncold) return 0;
+    if (cold_key(a, key_hash(k, gkl), k, gkl)) return c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
+    int rc = store_state_get(c->t, STORE_STATE, query_task_id(c->o->q, c->o->op->id, c->task), skey_end(wend), a->pkey.p,
+                             a->pkey.len, &c->vcold, c->err);
+    if (rc == XE_NOTFOUND) {
+        xerr_clear(c->err);
+        return 0;
+    }
+    return rc ? (c->rc = rc) : 1;
+}
+
 /* A fixed window's record (see entry_put). */
 static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, size_t n)
 {
@@ -369,36 +472,33 @@ static int load_record(load_ctx *c, int64_t wend, const unsigned char *v, size_t
     uint64_t x;
     while (at < n) {
         if (varint_get(v, n, &at, &x) || x > n - at) return XE_CORRUPT;
-        agg_entry *e = load_entry(c, v + at, (uint32_t)x, ws, wend);
-        if (!e) return c->rc;
+        int cold = load_is_cold(c, wend, v + at, (uint32_t)x);
+        if (cold < 0) return c->rc;
+        agg_entry *e;
+        if (cold) { /* read past it into an entry of no table */
+            batch_reset(&c->tmp);
+            if (val_key_decode(v + at, x, a->gtmp, a->ngroups, &c->tmp, c->err) < 0) return XE_CORRUPT;
+            if (!(e = agg_entry_make(a, v + at, (uint32_t)x, 0, ws, wend)))
+                return c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
+        } else if (!(e = load_entry(c, v + at, (uint32_t)x, ws, wend)))
+            return c->rc;
         at += x;
-        agg_ext *ex = entry_ext(a, e);
-        for (int i = 0; i < a->naggs; i++) {
-            agg_slot sv, *s = &sv;
-            slot_get(a, e, i, s);
-            plan_fn fn = op->aggs[i].fn;
-            if (varint_get(v, n, &at, &x)) return XE_CORRUPT;
-            s->n = (int64_t)x;
-            if (fn == FN_SUM || fn == FN_AVG) {
-                if (varint_get(v, n, &at, &x) || n - at < 8) return XE_CORRUPT;
-                s->i = (int64_t)unzigzag(x);
-                memcpy(&s->d, v + at, 8);
-                at += 8;
-            } else if ((fn == FN_MIN || fn == FN_MAX) && s->n) {
-                val m;
-                batch_reset(&c->tmp);
-                int r = val_key_decode(v + at, n - at, &m, 1, &c->tmp, c->err);
-                if (r < 0 || agg_set_m(s, ex ? &ex[i] : NULL, &m)) return XE_CORRUPT;
-                at += (size_t)r;
-            } else if (fn == FN_COUNT_DISTINCT) {
-                if (varint_get(v, n, &at, &x) || x > n - at || !ex || agg_dset_add_all(&ex[i], v + at, x))
-                    return XE_CORRUPT;
-                at += x;
-            }
-            slot_put(a, e, i, s);
-        }
+        int rc = slots_get(a, op, e, v, n, &at, &c->tmp, c->err);
+        if (cold) agg_entry_free(a, e);
+        if (rc) return rc;
         a->pw[pi].nwritten++;
     }
+    return 0;
+}
+
+/* A cold record at a restart: counted in its window, which stays in the
+ * index though none of its entries is in memory. */
+static int load_cold(load_ctx *c, int64_t wend)
+{
+    int wi = agg_widx_window(c->a, wend);
+    if (wi < 0) return c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
+    c->a->wl[wi].ncold++;
+    c->a->ncold++;
     return 0;
 }
 
@@ -461,7 +561,9 @@ static int load_one(void *ctx, int64_t wend, const void *kp, size_t kl, const vo
         uint64_t seq = be64_get(k + 4);
         if (seq >= a->seq) a->seq = seq + 1;
         rc = load_record(c, wend, v + 4, vl - 4);
-    } else if (kl < 8 || vl < 4)
+    } else if (mark == COLD_MARK && kl > COLD_TAIL && k[0] == 0 && !is_session(c->o))
+        rc = load_cold(c, wend);
+    else if (kl < 8 || vl < 4)
         rc = XE_CORRUPT;
     else
         rc = load_entry_record(c, wend, k, kl, v, end);
@@ -474,7 +576,7 @@ static int load_one(void *ctx, int64_t wend, const void *kp, size_t kl, const vo
 
 int agg_load(opinst *o, int task, store_txn *t, xerr *err)
 {
-    load_ctx c = {o, o->agg[task], {0}, err, 0};
+    load_ctx c = {o, o->agg[task], task, t, {0}, {0}, err, 0};
     {
         char key[48];
         sbuf v;
@@ -490,9 +592,159 @@ int agg_load(opinst *o, int task, store_txn *t, xerr *err)
         xerr_clear(err);
     }
     if (batch_init(&c.tmp, o->op->ngroups + 1, 4)) return xerr_set(err, XE_NOMEM, "out of memory");
+    sbuf_init(&c.vcold);
     int rc = store_state_scan(t, STORE_STATE, query_task_id(o->q, o->op->id, task), WM_MIN, WM_END, load_one, &c, err);
     /* group values point into tmp's arena only until entry_new copies them */
     batch_fini(&c.tmp);
+    sbuf_fini(&c.vcold);
     if (c.rc) return c.rc;
+    if (!rc) agg_mem_update(c.a);
     return rc;
+}
+
+/* ------------------------------------------------------------------ cold entries (agg_evict.c) */
+
+/* e's cold record into the epoch's transaction (fixed windows). */
+int agg_cold_put(opinst *o, int task, agg_entry *e, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    engine *eng = o->q->eng;
+    int rc;
+    if ((rc = eng_txn(eng, err))) return rc;
+    uint32_t mark = COLD_MARK;
+    sbuf_reset(&a->vbuf);
+    if (cold_key(a, e->hash, e->key, e->klen) || sbuf_add(&a->vbuf, &mark, 4) || entry_put(a, o->op, e, &a->vbuf))
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    rc = store_state_put(eng->txn, STORE_STATE, query_task_id(o->q, o->op->id, task), skey_end(e->wend), a->pkey.p,
+                         a->pkey.len, a->vbuf.p, a->vbuf.len, err);
+    sbuf_reset(&a->vbuf);
+    return rc;
+}
+
+static int cold_corrupt(opinst *o, int task, xerr *err)
+{
+    return xerr_set(err, XE_CORRUPT, "window state of query task %u is corrupt (a cold group)",
+                    query_task_id(o->q, o->op->id, task));
+}
+
+/* The group of key (hash h) in fixed window [ws, we), of index position
+ * wi, which has cold entries: when it is one, its entry back in memory
+ * (its group values in gtmp, as agg_entry_open takes them), dirty, its
+ * record deleted, in *out; else *out = NULL. */
+int agg_cold_take(opinst *o, int task, int wi, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws,
+                  int64_t we, agg_entry **out, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    engine *eng = o->q->eng;
+    uint32_t tid = query_task_id(o->q, o->op->id, task);
+    *out = NULL;
+    int rc;
+    if ((rc = eng_txn(eng, err))) return rc;
+    if (cold_key(a, h, key, klen)) return xerr_set(err, XE_NOMEM, "out of memory");
+    rc = store_state_get(eng->txn, STORE_STATE, tid, skey_end(we), a->pkey.p, a->pkey.len, &a->vbuf, err);
+    if (rc == XE_NOTFOUND) {
+        xerr_clear(err);
+        return 0;
+    }
+    if (rc) return rc;
+    const unsigned char *v = (const unsigned char *)a->vbuf.p;
+    size_t n = a->vbuf.len, at = 4;
+    uint32_t mark = 0;
+    uint64_t x;
+    if (n >= 4) memcpy(&mark, v, 4);
+    if (mark != COLD_MARK || varint_get(v, n, &at, &x) || x != klen || x > n - at) return cold_corrupt(o, task, err);
+    at += x;
+    agg_entry *e = agg_entry_open(a, key, klen, h, ws, we);
+    if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (slots_get(a, o->op, e, v, n, &at, &a->cdec, err)) return cold_corrupt(o, task, err);
+    if ((rc = store_state_del(eng->txn, STORE_STATE, tid, skey_end(we), a->pkey.p, a->pkey.len, err))) return rc;
+    a->wl[wi].ncold--;
+    a->ncold--;
+    if (agg_mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");
+    *out = e;
+    return 0;
+}
+
+typedef struct piece_ctx {
+    agg_task *a;
+    int n, max, rc;
+} piece_ctx;
+
+static int piece_one(void *ctx, int64_t wend, const void *kp, size_t kl, const void *vp, size_t vl)
+{
+    (void)wend;
+    piece_ctx *c = ctx;
+    agg_task *a = c->a;
+    const unsigned char *k = kp;
+    if (kl <= COLD_TAIL || k[0] != 0) return 1; /* past the cold records */
+    uint32_t mark = 0, tl = (uint32_t)kl, l = (uint32_t)vl;
+    if (vl >= 4) memcpy(&mark, vp, 4);
+    if (mark != COLD_MARK) return 0; /* an older version's record of a window without groups */
+    if (sbuf_add(&a->cold, &tl, 4) || sbuf_add(&a->cold, kp, kl) || sbuf_add(&a->cold, &l, 4) ||
+        sbuf_add(&a->cold, vp, vl)) {
+        c->rc = XE_NOMEM;
+        return 1;
+    }
+    if (++c->n < c->max) return 0;
+    /* the next piece starts after this key: the least key above it is it || 00 */
+    sbuf_reset(&a->cfrom);
+    unsigned char z = 0;
+    if (sbuf_add(&a->cfrom, kp, kl) || sbuf_add(&a->cfrom, &z, 1)) c->rc = XE_NOMEM;
+    return 1;
+}
+
+/* Up to max cold records of window we, from a->cfrom on (the caller sets
+ * it to one 00 byte for the first piece), into a->cold as [u32 tail
+ * length][tail][u32 value length][value]...: how many (max: there may be
+ * more, from the new a->cfrom on), or an error. */
+int agg_cold_piece(opinst *o, int task, int64_t we, int max, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    engine *eng = o->q->eng;
+    int rc;
+    if ((rc = eng_txn(eng, err))) return rc;
+    sbuf_reset(&a->cold);
+    piece_ctx c = {a, 0, max, 0};
+    rc = store_state_scan_at(eng->txn, STORE_STATE, query_task_id(o->q, o->op->id, task), skey_end(we), a->cfrom.p,
+                             a->cfrom.len, piece_one, &c, err);
+    if (c.rc) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (rc < 0) return rc;
+    return c.n;
+}
+
+/* The cold record at a->cold + *at (agg_cold_piece's layout) as an entry
+ * of no table, for closing to emit and free; *at moves past it.  NULL with
+ * err set when it does not decode or memory runs out. */
+agg_entry *agg_cold_entry(opinst *o, int task, int64_t ws, int64_t we, size_t *pat, xerr *err)
+{
+    agg_task *a = o->agg[task];
+    const unsigned char *p = (const unsigned char *)a->cold.p + *pat, *k, *v;
+    uint32_t tl, vl;
+    memcpy(&tl, p, 4);
+    k = p + 4;
+    memcpy(&vl, k + tl, 4);
+    v = k + tl + 4;
+    *pat += 8 + (size_t)tl + vl;
+    const unsigned char *key = k + COLD_TAIL;
+    uint32_t klen = tl - COLD_TAIL;
+    size_t at = 4;
+    uint64_t x;
+    batch_reset(&a->cdec);
+    if (varint_get(v, vl, &at, &x) || x != klen || x > vl - at ||
+        val_key_decode(key, klen, a->gtmp, a->ngroups, &a->cdec, err) < 0) {
+        cold_corrupt(o, task, err);
+        return NULL;
+    }
+    at += x;
+    agg_entry *e = agg_entry_make(a, key, klen, be64_get(k + 1), ws, we);
+    if (!e) {
+        xerr_set(err, XE_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (slots_get(a, o->op, e, v, vl, &at, &a->cdec, err)) {
+        agg_entry_free(a, e);
+        cold_corrupt(o, task, err);
+        return NULL;
+    }
+    return e;
 }

@@ -107,8 +107,20 @@ void agg_dirty_drop_closed(agg_task *a, int64_t wend)
 {
     int64_t k = 0;
     for (int64_t i = 0; i < a->ndirty; i++)
-        if (a->dirty[i].wend > wend) a->dirty[k++] = a->dirty[i];
+        if (a->dirty[i].wend > wend) {
+            if (a->track_dpos && k != i) a->dirty[i].e->dpos = k;
+            a->dirty[k++] = a->dirty[i];
+        }
     a->ndirty = k;
+}
+
+/* Fixed windows under a memory budget: from now on the dirty entries keep
+ * their place in the list (dpos), so that an evicted one can leave it. */
+void agg_dirty_track(agg_task *a)
+{
+    if (a->track_dpos) return;
+    for (int64_t i = 0; i < a->ndirty; i++) a->dirty[i].e->dpos = i;
+    a->track_dpos = 1;
 }
 
 static void dirty_drop(agg_task *a, agg_entry *e)
@@ -133,10 +145,17 @@ void agg_entry_free(agg_task *a, agg_entry *e)
         free(e);
 }
 
+/* e out of the dirty list (sessions, and fixed windows with track_dpos). */
+void agg_dirty_remove(agg_task *a, agg_entry *e)
+{
+    dirty_drop(a, e);
+}
+
 int agg_mark_dirty(agg_task *a, agg_entry *e)
 {
     if (e->dirty) return 0;
     if (room_for_one(&a->dirty, a->ndirty, &a->capdirty, sizeof *a->dirty)) return XE_NOMEM;
+    if (!a->session) e->stamp = a->clock; /* the line dpos is written to */
     e->dirty = 1;
     e->dpos = a->ndirty;
     a->dirty[a->ndirty++] = (dirty_ref){e->wend, e};
@@ -190,14 +209,13 @@ void agg_htab_remove(htab *t, agg_entry *e)
     t->n--;
 }
 
-/* e into the list of its window end, made if needed; *at (if not NULL)
- * says where that window is in the index.  XE_NOMEM. */
-static int widx_add(agg_task *a, agg_entry *e, int *at)
+/* The index position of window end wend, made (with an empty list) if
+ * needed; XE_NOMEM. */
+int agg_widx_window(agg_task *a, int64_t wend)
 {
-    if (a->widx_broken) return 0;
     /* rows come mostly in time order: the window probed last is tried first */
-    int i = a->wlast < a->nw && a->wends[a->wlast] == e->wend ? a->wlast : widx_find(a, e->wend);
-    if (i == a->nw || a->wends[i] != e->wend) {
+    int i = a->wlast < a->nw && a->wends[a->wlast] == wend ? a->wlast : widx_find(a, wend);
+    if (i == a->nw || a->wends[i] != wend) {
         if (a->nw == a->capw) {
             int cap = a->capw ? a->capw * 2 : 16;
             int64_t *w = realloc(a->wends, (size_t)cap * sizeof *w);
@@ -209,10 +227,20 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
         }
         memmove(&a->wends[i + 1], &a->wends[i], (size_t)(a->nw - i) * sizeof *a->wends);
         memmove(&a->wl[i + 1], &a->wl[i], (size_t)(a->nw - i) * sizeof *a->wl);
-        a->wends[i] = e->wend;
+        a->wends[i] = wend;
         a->wl[i] = (struct wlist){.v = NULL};
         a->nw++;
     }
+    return i;
+}
+
+/* e into the list of its window end, made if needed; *at (if not NULL)
+ * says where that window is in the index.  XE_NOMEM. */
+static int widx_add(agg_task *a, agg_entry *e, int *at)
+{
+    if (a->widx_broken) return 0;
+    int i = agg_widx_window(a, e->wend);
+    if (i < 0) return XE_NOMEM;
     struct wlist *l = &a->wl[i];
     if (!a->session && !l->cap && a->wlast_n > 64) {
         if (!(l->v = malloc((size_t)a->wlast_n * sizeof *l->v))) {
@@ -222,7 +250,7 @@ static int widx_add(agg_task *a, agg_entry *e, int *at)
         l->cap = a->wlast_n;
     }
     if (room_for_one(&l->v, l->n, &l->cap, sizeof *l->v)) {
-        if (!l->n) agg_widx_drop(a, i, 1);
+        if (!l->n && !l->ncold) agg_widx_drop(a, i, 1);
         return XE_NOMEM;
     }
     e->wpos = l->n;
@@ -262,7 +290,24 @@ static void widx_del(agg_task *a, agg_entry *e)
     agg_entry *last = l->v[--l->n];
     l->v[e->wpos] = last;
     last->wpos = e->wpos;
-    if (!l->n) agg_widx_drop(a, i, 1);
+    if (!l->n && !l->ncold) agg_widx_drop(a, i, 1);
+}
+
+/* A fixed window's entry (of index position wi) out of its table, its
+ * list and its dense index; the window stays in the index.  The caller
+ * frees it. */
+void agg_fixed_unlink(agg_task *a, int wi, agg_entry *e)
+{
+    struct wlist *l = &a->wl[wi];
+    agg_htab_remove(&l->t, e);
+    agg_entry *last = l->v[--l->n];
+    l->v[e->wpos] = last;
+    last->wpos = e->wpos;
+    if (l->dense && a->fx_type && e->klen == 9) { /* agg_push_fixed1's key: the integer in gv[0] */
+        uint64_t i = (uint64_t)e->gv[0].i - l->dbase;
+        if (i < l->dcap && l->dense[i] == e) l->dense[i] = NULL;
+    }
+    a->nentries--;
 }
 
 /* Out of memory for the index: drop it and close windows by scanning. */
@@ -323,9 +368,9 @@ void agg_table_unlink(agg_task *a, agg_entry *e)
     widx_del(a, e);
 }
 
-/* A new (window, group) entry with empty slots, in the table; NULL when
- * memory runs out (nothing is left behind).  Its group values are in gtmp. */
-agg_entry *agg_entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we)
+/* A new (window, group) entry with empty slots, in no table (agg_entry_free
+ * frees it); NULL when memory runs out.  Its group values are in gtmp. */
+agg_entry *agg_entry_make(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we)
 {
     agg_entry *e = entry_new(a, a->gtmp, key, klen);
     if (!e) return NULL;
@@ -333,6 +378,15 @@ agg_entry *agg_entry_open(agg_task *a, const unsigned char *key, uint32_t klen, 
     e->wstart = ws;
     e->wend = we;
     for (int k = 0; !a->compact && k < a->naggs; k++) e->slots[k].m = val_null(); /* compact: zeros */
+    return e;
+}
+
+/* A new (window, group) entry with empty slots, in the table; NULL when
+ * memory runs out (nothing is left behind).  Its group values are in gtmp. */
+agg_entry *agg_entry_open(agg_task *a, const unsigned char *key, uint32_t klen, uint64_t h, int64_t ws, int64_t we)
+{
+    agg_entry *e = agg_entry_make(a, key, klen, h, ws, we);
+    if (!e) return NULL;
     if (agg_table_insert(a, e)) {
         agg_entry_free(a, e);
         return NULL;

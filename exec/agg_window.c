@@ -116,16 +116,24 @@ int agg_batch_keys(opinst *o, agg_task *a, const batch *in)
     return 0;
 }
 
-/* The open entry of (window [ws, we), row r's group), made if needed. */
-static agg_entry *fixed_entry(opinst *o, agg_task *a, const val *row, int r, uint64_t h, int64_t ws, int64_t we)
+/* The open entry of (window [ws, we), row r's group), made if needed or
+ * read back from LMDB if it was evicted there; NULL with err set. */
+static agg_entry *fixed_entry(opinst *o, agg_task *a, const val *row, int r, uint64_t h, int64_t ws, int64_t we,
+                              xerr *err)
 {
     const unsigned char *key = (const unsigned char *)a->keys.p + a->rkoff[r];
     agg_entry *e = agg_find_fixed(a, h, we, key, a->rklen[r]);
     if (e) return e;
     group_vals(o, a, row); /* text from functions lives in scratch until the entry copies it */
-    e = agg_entry_open(a, key, a->rklen[r], h, ws, we);
+    int rc = 0;
+    if (a->ncold) {
+        int wi = widx_find(a, we);
+        if (wi < a->nw && a->wends[wi] == we && a->wl[wi].ncold)
+            rc = agg_cold_take(o, a->task, wi, key, a->rklen[r], h, ws, we, &e, err);
+    }
+    if (!rc && !e && !(e = agg_entry_open(a, key, a->rklen[r], h, ws, we))) xerr_set(err, XE_NOMEM, "out of memory");
     if (a->uses_progs) batch_reset(&o->q->scratch);
-    return e;
+    return rc ? NULL : e;
 }
 
 /* Row into e's slots from slot k0 on (those before it are done), and e
@@ -272,8 +280,8 @@ int agg_push_single(opinst *o, agg_task *a, const batch *in, int emit_changes, x
         uint64_t h = a->rh[u];
         agg_entry *e = a->rcand[u];
         if (!e || !entry_is(e, h, (const unsigned char *)a->keys.p + a->rkoff[u], a->rklen[u]))
-            e = fixed_entry(o, a, row, u, h, ws, ROW_WE(u));
-        if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
+            e = fixed_entry(o, a, row, u, h, ws, ROW_WE(u), err);
+        if (!e) return err->code;
         int k = a->compact ? compact_update(a, e, row) : 0;
         if ((k < a->naggs || !e->dirty) && update_from(o, a, e, row, k, err)) return err->code;
         if (emit_changes && emit_entry(o, a, e, err)) return err->code;
@@ -300,8 +308,8 @@ int agg_push_hopping(opinst *o, agg_task *a, const batch *in, int emit_changes, 
             int64_t we = s + size;
             if (we + w->grace_ms <= a->closed_wm) continue; /* that window has closed */
             placed = 1;
-            agg_entry *e = fixed_entry(o, a, row, r, fixed_hash(a->rkh[r], s), s, we);
-            if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
+            agg_entry *e = fixed_entry(o, a, row, r, fixed_hash(a->rkh[r], s), s, we, err);
+            if (!e) return err->code;
             if (update_entry(o, a, e, row, err)) return err->code;
             if (emit_changes && emit_entry(o, a, e, err)) return err->code;
         }
@@ -412,6 +420,75 @@ static inline int closing_push(agg_task *a, agg_entry *e, int64_t ws, int64_t we
     return 0;
 }
 
+/* Emit closing[i0, i1) (borrowed: entries are freed once all went out). */
+static int emit_closing(opinst *o, int task, agg_task *a, int64_t i0, int64_t i1, xerr *err)
+{
+    int rc;
+    /* what emit reads: the fast path's entries their second line, others all of it */
+    int first = a->fx_type ? 1 : 0, lines = a->fx_type ? 1 : (int)(a->pool_size ? a->pool_size / 64 : 4);
+    for (int64_t i = i0; i < i1; i++) {
+        const csort *c = &a->closing[i];
+        if (i + PF_AHEAD < i1) {
+            const char *f = (const char *)a->closing[i + PF_AHEAD].e;
+            for (int l = first; l < first + lines; l++) __builtin_prefetch(f + 64 * l);
+        }
+        if ((rc = agg_emit_window_entry(o, a, c->e, c->wstart, c->wend, 0, err))) return rc;
+        if (o->out.nrows >= EXEC_SLICE_ROWS) {
+            if ((rc = o->emit_down(o, task, &o->out, err))) return rc;
+            batch_reset(&o->out);
+        }
+    }
+    return 0;
+}
+
+/* c closes before the cold group of hash h and key (sort_closing's order). */
+static int closes_before(const csort *c, uint64_t h, const unsigned char *key, uint32_t klen)
+{
+    if (c->hash != h) return c->hash < h;
+    uint32_t n = c->e->klen < klen ? c->e->klen : klen;
+    int d = memcmp(c->e->key, key, n);
+    return d ? d < 0 : c->e->klen < klen;
+}
+
+enum { COLD_PIECE = 1024 }; /* cold records read back at a time when a window closes */
+
+/* A fixed window [ws, we) with cold entries closes: closing[i0, i1) (its
+ * entries in memory, sorted) merged with its cold records, which LMDB
+ * holds in the same order (agg_state.c), a piece at a time; each cold one
+ * is decoded into an entry of no table, emitted with its TEXT copied, and
+ * freed, so that memory holds a piece, not the window. */
+static int close_merge(opinst *o, int task, agg_task *a, int64_t i0, int64_t i1, int64_t ws, int64_t we, xerr *err)
+{
+    int rc, n;
+    unsigned char z = 0;
+    sbuf_reset(&a->cfrom);
+    if (sbuf_add(&a->cfrom, &z, 1)) return xerr_set(err, XE_NOMEM, "out of memory");
+    int64_t i = i0;
+    do {
+        if ((n = agg_cold_piece(o, task, we, COLD_PIECE, err)) < 0) return n;
+        size_t at = 0;
+        for (int k = 0; k < n; k++) {
+            const unsigned char *p = (const unsigned char *)a->cold.p + at;
+            uint32_t tl;
+            memcpy(&tl, p, 4);
+            int64_t j = i;
+            while (j < i1 && closes_before(&a->closing[j], be64_get(p + 5), p + 4 + COLD_TAIL, tl - COLD_TAIL)) j++;
+            if ((rc = emit_closing(o, task, a, i, j, err))) return rc;
+            i = j;
+            agg_entry *e = agg_cold_entry(o, task, ws, we, &at, err);
+            if (!e) return err->code;
+            rc = agg_emit_window_entry(o, a, e, ws, we, 1, err);
+            agg_entry_free(a, e);
+            if (rc) return rc;
+            if (o->out.nrows >= EXEC_SLICE_ROWS) {
+                if ((rc = o->emit_down(o, task, &o->out, err))) return rc;
+                batch_reset(&o->out);
+            }
+        }
+    } while (n == COLD_PIECE);
+    return emit_closing(o, task, a, i, i1, err);
+}
+
 int agg_close(opinst *o, int task, int64_t wm, xerr *err)
 {
     agg_task *a = o->agg[task];
@@ -448,7 +525,9 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
                     return xerr_set(err, XE_NOMEM, "out of memory");
             }
         }
-    if (!a->nclosing) return 0;
+    int cold = 0; /* some closing window has entries in LMDB only */
+    for (int w = 0; w < nclose; w++) cold |= a->wl[w].ncold != 0;
+    if (!a->nclosing && !cold) return 0;
     if (is_session(o) || a->widx_broken)
         sort_closing(a->closing, a->nclosing);
     else /* fixed windows: the list is window by window, ascending */
@@ -458,26 +537,31 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
         }
     int rc = 0;
     batch_reset(&o->out);
-    /* what emit reads: the fast path's entries their second line, others all of it */
-    int first = a->fx_type ? 1 : 0, lines = a->fx_type ? 1 : (int)(a->pool_size ? a->pool_size / 64 : 4);
-    for (int64_t i = 0; i < a->nclosing; i++) {
-        const csort *c = &a->closing[i];
-        if (i + PF_AHEAD < a->nclosing) {
-            const char *f = (const char *)a->closing[i + PF_AHEAD].e;
-            for (int l = first; l < first + lines; l++) __builtin_prefetch(f + 64 * l);
+    if (op->emit == EMIT_CHANGES) {
+        /* every change went out as it came */
+    } else if (!cold) {
+        if ((rc = emit_closing(o, task, a, 0, a->nclosing, err))) return rc;
+    } else /* window by window: closing holds them in the index's order */
+        for (int64_t i = 0, j, w = 0; w < nclose; w++, i = j) {
+            for (j = i; j < a->nclosing && a->closing[j].wend == a->wends[w]; j++) {}
+            int64_t ws = a->wends[w] == WM_END ? WM_MIN : a->wends[w] - op->window.size_ms;
+            rc = a->wl[w].ncold ? close_merge(o, task, a, i, j, ws, a->wends[w], err) : emit_closing(o, task, a, i, j, err);
+            if (rc) return rc;
         }
-        if (op->emit != EMIT_CHANGES && (rc = agg_emit_window_entry(o, a, c->e, c->wstart, c->wend, 0, err))) return rc;
-        if (o->out.nrows >= EXEC_SLICE_ROWS) {
-            if ((rc = o->emit_down(o, task, &o->out, err))) return rc;
-            batch_reset(&o->out);
-        }
-    }
     if (o->out.nrows && (rc = o->emit_down(o, task, &o->out, err))) return rc;
     batch_reset(&o->out);
     int session = is_session(o);
     if (!session && nclose) {
         agg_dirty_drop_closed(a, a->wends[nclose - 1]);
         a->wlast_n = a->wl[nclose - 1].n;
+    }
+    for (int w = 0; w < nclose; w++) { /* cold entries: their records go with their window's at the flush */
+        if (!a->wl[w].ncold) continue;
+        int64_t we = a->wends[w];
+        if (we != WM_END && we + grace > a->max_closed) a->max_closed = we + grace;
+        if (skey_end(we) > a->del_to) a->del_to = skey_end(we);
+        a->ncold -= a->wl[w].ncold;
+        a->wl[w].ncold = 0;
     }
     for (int64_t i = 0; i < a->nclosing; i++) {
         agg_entry *e = a->closing[i].e;
@@ -496,5 +580,6 @@ int agg_close(opinst *o, int task, int64_t wm, xerr *err)
     agg_widx_drop(a, 0, nclose); /* the closed windows, whole (a fixed window's table with them) */
     a->wlast = 0;
     a->nclosing = 0;
+    if (a->eng->mem_budget) agg_mem_update(a);
     return 0;
 }

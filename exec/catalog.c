@@ -1038,6 +1038,7 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
         const char *k = key + strlen("setting/");
         if (!strcmp(k, "parallelism")) e->parallelism = atoi(sql) > 0 ? atoi(sql) : 1;
         else if (!strcmp(k, "offset")) eng_offset_parse(sql, &e->offset_earliest);
+        else if (!strcmp(k, "memory_budget")) eng_bytes_parse(sql, &e->mem_budget);
         else if (!strcmp(k, "placement")) snprintf(e->placement, sizeof e->placement, "%.31s", sql);
     }
 out:

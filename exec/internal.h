@@ -275,6 +275,8 @@ struct engine {
     uint32_t next_query_id;
     int parallelism;
     int offset_earliest;    /* SET offset = 'earliest': new queries read their streams' logs from the start */
+    uint64_t mem_budget;    /* SET memory_budget: bytes of window state kept in memory, the rest in LMDB (0: no bound) */
+    uint64_t agg_mem;       /* bytes of window state in memory now, over every aggregate task (agg_evict.c) */
     char placement[32];
     batch scratch;
     batch rbatch;           /* rows arriving from other nodes */
@@ -404,7 +406,8 @@ int agg_push(opinst *o, int task, const batch *in, xerr *err);
 int agg_close(opinst *o, int task, int64_t wm, xerr *err);
 int agg_flush(opinst *o, int task, store_txn *t, xerr *err);
 int agg_load(opinst *o, int task, store_txn *t, xerr *err);
-int64_t agg_open_groups(const agg_task *a);
+int64_t agg_open_groups(const agg_task *a); /* in memory and evicted to LMDB */
+int64_t agg_cold_groups(const agg_task *a);  /* evicted to LMDB (SET memory_budget) */
 uint64_t agg_state_bytes(const agg_task *a); /* the open entries' memory, about */
 /* The rows of b that an aggregate o whose windows have closed up to
  * `closed` drops as late, by the rules its tasks apply (push_*). */
@@ -445,6 +448,7 @@ int eng_catch_up_step(engine *e, query *q, size_t max, int *more, xerr *err);
 int eng_catch_up_wm(engine *e, query *q, xerr *err); /* q's watermarks at its streams', once it has read their logs */
 int eng_catch_up_committed(engine *e, query *q, xerr *err); /* epoch.c: eng_catch_up in steps, each epoch committed */
 int eng_offset_parse(const char *v, int *earliest); /* show.c: 'earliest' or 'latest'; -1 if neither */
+int eng_bytes_parse(const char *v, uint64_t *bytes); /* show.c: '64 MB', '512 KiB', '0'; -1 if not a size */
 int eng_release(engine *e, int si, uint64_t upto, xerr *err); /* logship.c */
 int eng_end_released(engine *e, int si, xerr *err);
 

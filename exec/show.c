@@ -7,9 +7,11 @@
  */
 #include "exec/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ SHOW, DESCRIBE, EXPLAIN, SET */
@@ -232,11 +234,15 @@ int eng_describe(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
         sbuf_printf(&b, "  %s %s\n", q->out_schema.names[c], sql_type_name(q->out_schema.types[c]));
     char wm[64];
     wm_text(query_wm(e, q), wm);
-    int64_t groups = 0;
+    int64_t groups = 0, cold = 0;
     for (int i = 0; i < q->dag->nops; i++)
-        for (int t = 0; q->ops[i].agg && t < q->ops[i].ntasks; t++) groups += agg_open_groups(q->ops[i].agg[t]);
+        for (int t = 0; q->ops[i].agg && t < q->ops[i].ntasks; t++) {
+            groups += agg_open_groups(q->ops[i].agg[t]);
+            cold += agg_cold_groups(q->ops[i].agg[t]);
+        }
     sbuf_printf(&b, "Rows in: %lld  rows out: %lld  late (dropped): %lld  open windows x groups: %lld  watermark: %s\n",
                 (long long)q->rows_in, (long long)q->rows_out, (long long)q->late, (long long)groups, wm);
+    if (cold) sbuf_printf(&b, "Groups in LMDB only (past memory_budget): %lld\n", (long long)cold);
     if (q->target >= 0) sbuf_printf(&b, "Writes: stream %s\n", q->eng->streams[q->target]->ps->name);
     if (q->sink_uri) {
         sbuf_printf(&b, "Sink: %s (%s", q->sink_uri, q->sink_format ? q->sink_format : "csv");
@@ -299,6 +305,9 @@ static const struct setting_def {
     {"offset", "latest",
      "where the queries created after it start reading their streams' logs: latest (new rows) or earliest (the whole "
      "retained log)"},
+    {"memory_budget", "0",
+     "bytes of window state the aggregates keep in memory, such as '64 MB'; past it the least recently updated groups "
+     "live in LMDB only (0 = no bound)"},
 };
 #define NSETTINGS (int)(sizeof settings / sizeof *settings)
 
@@ -406,6 +415,25 @@ int eng_offset_parse(const char *v, int *earliest)
     return 0;
 }
 
+int eng_bytes_parse(const char *v, uint64_t *bytes)
+{
+    static const struct { const char *unit; uint64_t mul; } units[] = {
+        {"", 1},          {"b", 1},         {"byte", 1},       {"bytes", 1},      {"kb", 1000},
+        {"kib", 1 << 10}, {"mb", 1000000},  {"mib", 1 << 20},  {"gb", 1000000000}, {"gib", 1 << 30},
+    };
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || errno || !(x >= 0) || x > 1e15) return -1;
+    while (*end == ' ') end++;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (!strcasecmp(end, units[i].unit)) {
+            *bytes = (uint64_t)(x * (double)units[i].mul);
+            return 0;
+        }
+    return -1;
+}
+
 int eng_set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     char val_text[128];
@@ -422,6 +450,13 @@ int eng_set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
         if (l->type != TY_TEXT || eng_offset_parse(val_text, &e->offset_earliest))
             return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "offset must be 'earliest' or 'latest', not '%s'",
                            val_text);
+    } else if (!strcmp(k, "memory_budget")) {
+        uint64_t b;
+        if ((l->type != TY_TEXT && l->type != TY_BIGINT) || eng_bytes_parse(val_text, &b))
+            return xerr_at(err, XE_INVAL, st->set_line, st->set_col,
+                           "memory_budget must be a size such as '64 MB', '512 KiB' or 0 (no bound), not '%s'",
+                           val_text);
+        e->mem_budget = b;
     } else if (!strcmp(k, "placement")) {
         nirvana_strategy ns;
         if (nirvana_strategy_parse(val_text, &ns))

@@ -76,7 +76,8 @@ const char *const parse_keywords[] = {
 /* What a SET that does not parse names (the engine's settings, as SHOW
  * SETTINGS lists them: t_engine_errors checks that they agree). */
 #define SETTINGS                                                                                                       \
-    "parallelism, placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold, offset"
+    "parallelism, placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold, "     \
+    "offset, memory_budget"
 
 /* ------------------------------------------------------------------ tokens of a whole input */
 

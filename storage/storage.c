@@ -1038,6 +1038,27 @@ int store_state_scan(store_txn *t, store_state_db db, uint32_t task, int64_t lo,
     return state_range(t, db, task, (uint64_t)lo ^ SIGN, (uint64_t)hi ^ SIGN, 1, fn, ctx, err);
 }
 
+int store_state_scan_at(store_txn *t, store_state_db db, uint32_t task, int64_t window_end, const void *from,
+                        size_t flen, store_state_fn fn, void *ctx, xerr *err)
+{
+    MDB_val k, v;
+    int rc = check_txn(t, 0, err);
+    if (rc < 0 || (rc = state_key(t, task, window_end, from, flen, &k, err)) < 0) return rc;
+    MDB_cursor *c;
+    if ((rc = mdb_cursor_open(t->txn, state_dbi(t->s, db), &c))) return lmdb_err(t->s, t, err, rc, "cursor");
+    unsigned char hdr[STATE_HDR];
+    state_hdr(hdr, task, (uint64_t)window_end ^ SIGN);
+    int ret = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size < STATE_HDR || memcmp(k.mv_data, hdr, STATE_HDR)) break;
+        const unsigned char *kp = k.mv_data;
+        if ((ret = fn(ctx, window_end, kp + STATE_HDR, k.mv_size - STATE_HDR, v.mv_data, v.mv_size))) break;
+    }
+    if (rc && rc != MDB_NOTFOUND) ret = lmdb_err(t->s, t, err, rc, "state scan");
+    mdb_cursor_close(c);
+    return ret;
+}
+
 int store_state_delete_range(store_txn *t, store_state_db db, uint32_t task, int64_t lo, int64_t hi, xerr *err)
 {
     int rc = check_txn(t, 1, err);

@@ -201,6 +201,12 @@ typedef int (*store_state_fn)(void *ctx, int64_t window_end, const void *key, si
                               const void *val, size_t vlen);
 int store_state_scan(store_txn *t, store_state_db db, uint32_t task, int64_t lo, int64_t hi,
                      store_state_fn fn, void *ctx, xerr *err);
+/* Visit the entries of one task and one window end whose key bytes are at
+ * or after from[0..flen), in key order, as store_state_scan does (fn may
+ * delete the entry it visits).  A window's records in pieces: the next
+ * piece starts after the last key seen. */
+int store_state_scan_at(store_txn *t, store_state_db db, uint32_t task, int64_t window_end, const void *from,
+                        size_t flen, store_state_fn fn, void *ctx, xerr *err);
 /* Delete the entries of one task with lo <= window_end < hi (a closed range of windows). */
 int store_state_delete_range(store_txn *t, store_state_db db, uint32_t task, int64_t lo, int64_t hi, xerr *err);
 /* Delete every entry of one task (DROP QUERY). */

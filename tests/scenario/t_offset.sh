@@ -32,12 +32,6 @@ oracle() {
               w AS (SELECT k, SUM(n) AS n, SUM(sv) AS sv, s.sec - x AS sec FROM s, j GROUP BY k, s.sec - x)
          SELECT k, n, sv, $ISO FROM w;" | sort >"$3" || fail "sqlite3 on $1"
 }
-# sink_rows FILE OUT: FILE's rows without the header, sorted; no row twice
-sink_rows() {
-    head -n 1 "$1" | grep -qx "k,n,s,window_start" || fail "$1's header"
-    tail -n +2 "$1" | sort >"$2"
-    [ "$(uniq -d "$2" | wc -l)" -eq 0 ] || fail "$1 repeats rows: $(uniq -d "$2" | head -3)"
-}
 
 # ---- 1. the setting
 "$A" --data "$T/d1" -e "SHOW offset" >out 2>err

@@ -8,10 +8,10 @@ set -u
 . "$(dirname "$0")/t_cluster_lib.inc"
 
 HDR="name,value,default,description"
-# check_settings FILE PARALLELISM PLACEMENT: the table's header, its nine rows and two values
+# check_settings FILE PARALLELISM PLACEMENT: the table's header, its ten rows and two values
 check_settings() {
     [ "$(head -n 1 "$1")" = "$HDR" ] || { cat "$1"; fail "$1: header"; }
-    [ "$(tail -n +2 "$1" | cut -d, -f1 | tr '\n' ' ')" = "parallelism placement replicas ft checkpoint_interval shadow rebalance_interval rebalance_threshold offset " ] ||
+    [ "$(tail -n +2 "$1" | cut -d, -f1 | tr '\n' ' ')" = "parallelism placement replicas ft checkpoint_interval shadow rebalance_interval rebalance_threshold offset memory_budget " ] ||
         { cat "$1"; fail "$1: the settings listed"; }
     grep -q "^parallelism,$2,1,tasks per keyed operator" "$1" || { cat "$1"; fail "$1: parallelism $2"; }
     grep -q "^placement,$3,nirvana,\"how a cluster places" "$1" || { cat "$1"; fail "$1: placement $3"; }
@@ -24,16 +24,16 @@ check_settings() {
 check_settings e1.csv 1 nirvana
 "$A" --data "$T/d" -q -e "SET parallelism = 3; SET placement = 'round-robin';" 2>e2.err || { cat e2.err; fail "SET"; }
 "$A" --data "$T/d" -q -e "SHOW SETTINGS; SHOW parallelism; SHOW Placement;" >e3.csv 2>e3.err || { cat e3.err; fail "after a restart"; }
-head -n 10 e3.csv >e3a.csv
+head -n 11 e3.csv >e3a.csv
 check_settings e3a.csv 3 round-robin
-[ "$(tail -n +11 e3.csv)" = "$(printf 'parallelism\n3\nplacement\nround-robin')" ] || { cat e3.csv; fail "SHOW name"; }
+[ "$(tail -n +12 e3.csv)" = "$(printf 'parallelism\n3\nplacement\nround-robin')" ] || { cat e3.csv; fail "SHOW name"; }
 rc=0
 "$A" --data "$T/d" -q -e "SHOW paralelism;" >e4.out 2>e4.err || rc=$?
 [ "$rc" -eq 1 ] || fail "SHOW of an unknown setting: exit $rc"
 grep -q "unknown setting 'paralelism'; did you mean 'parallelism'?" e4.err || { cat e4.err; fail "SHOW paralelism: message"; }
 rc=0
 "$A" --memory -q -e "SET debug = TRUE;" 2>e5.err || rc=$?
-[ "$rc" -eq 1 ] && grep -q "unknown setting 'debug' (known: parallelism, placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold, offset)" e5.err ||
+[ "$rc" -eq 1 ] && grep -q "unknown setting 'debug' (known: parallelism, placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold, offset, memory_budget)" e5.err ||
     { cat e5.err; fail "SET debug: exit $rc"; }
 
 # ---- a cluster, through --connect: the coordinator's values

@@ -144,6 +144,17 @@ static engine *restart_between(const engine_opts *o, const exec_out *out, const 
     return e;
 }
 
+/* The whole of file path, appended to text. */
+static void file_text(const char *path, sbuf *text)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sbuf_add(text, buf, n);
+    fclose(f);
+}
+
 static void rm_dir(const char *dir)
 {
     char cmd[300];
@@ -490,12 +501,7 @@ static void fast_run(int general, const char *sql_fmt, const char *in1, const ch
         engine_close(e);
         cap_fini(&c);
     }
-    FILE *f = fopen(sink, "r");
-    assert_non_null(f);
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sbuf_add(text, buf, n);
-    fclose(f);
+    file_text(sink, text);
     rm_dir(dir);
 }
 
@@ -560,6 +566,101 @@ static void test_fast_agg_same_as_general(void **state)
         sbuf_fini(&in1);
         sbuf_fini(&in2);
     }
+}
+
+/* SET memory_budget (exec/agg_evict.c): with a budget far below the working
+ * set (most groups evicted to LMDB, read back when their rows come and
+ * merged in when their window closes), every shape's output is the same,
+ * byte for byte, as without one: fixed windows on the fast path, TEXT keys
+ * and MIN of TEXT and COUNT(DISTINCT) (entries with extensions), hopping
+ * windows, the global window, EMIT CHANGES; over 40 epochs (the delta
+ * records of a long window compacted around its cold ones) and a restart
+ * in the middle (cold records counted, older deltas of cold groups
+ * skipped). */
+static void budget_run(const char *budget, const char *select, char **chunks, int nchunks, sbuf *text, int *cold_seen)
+{
+    char dir[] = "/tmp/ares-budget.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "SET memory_budget = '%s';"
+             "CREATE STREAM s (ts TIMESTAMP, k BIGINT, t TEXT, v DOUBLE) WITH (timestamp='ts', watermark='1 second');"
+             "CREATE QUERY q WITH (sink = 'file://%s/out.csv', format = 'csv') AS %s;",
+             budget, dir, select);
+    engine_opts o = {0};
+    o.data_dir = dir;
+    engine *e;
+    xerr err;
+    if (engine_open(&o, &e, &err)) fail_msg("engine_open: %s", err.msg);
+    cap c;
+    exec_out out = cap_out(&c);
+    run(e, &out, sql);
+    *cold_seen = 0;
+    for (int i = 0; i < nchunks; i++) {
+        if (i == nchunks / 2) { /* a restart */
+            engine_close(e);
+            if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+            sbuf_reset(&c.text);
+            run(e, &out, "DESCRIBE q;");
+            if (strstr(c.text.p ? c.text.p : "", "Groups in LMDB only")) *cold_seen = 1;
+        }
+        ingest(e, "s", chunks[i], i == nchunks - 1); /* each ingest commits an epoch */
+    }
+    engine_close(e);
+    cap_fini(&c);
+    char path[300];
+    snprintf(path, sizeof path, "%s/out.csv", dir);
+    file_text(path, text);
+    rm_dir(dir);
+}
+
+static void test_memory_budget_same_output(void **state)
+{
+    (void)state;
+    static const char *const selects[] = {
+        "SELECT k, COUNT(*) AS n, SUM(v) AS s, MAX(v) AS hi, window_start FROM s WINDOW TUMBLING (SIZE 2 SECONDS) GROUP BY k",
+        "SELECT t, COUNT(*) AS n, MIN(t) AS lo, COUNT(DISTINCT k) AS d, window_start FROM s "
+        "WINDOW HOPPING (SIZE 3 SECONDS, ADVANCE BY 1 SECOND) GROUP BY t",
+        "SELECT k, t, SUM(v) AS s, AVG(v) AS a, MIN(v) AS lo FROM s GROUP BY k, t",
+        "SELECT k, COUNT(*) AS n, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 500 MILLISECONDS) "
+        "GROUP BY k EMIT CHANGES",
+        "SELECT k, COUNT(*) AS n, SUM(v) AS s FROM s WINDOW TUMBLING (SIZE 1 HOUR) GROUP BY k",
+    };
+    enum { CHUNKS = 40, ROWS = 1500 };
+    char *chunks[CHUNKS];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int c = 0; c < CHUNKS; c++) {
+        sbuf b;
+        sbuf_init(&b);
+        for (int i = 0; i < ROWS; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int64_t row = (int64_t)c * ROWS + i, ts = 1000 + row * 2 - (int64_t)(x % 300);
+            int64_t k = (int64_t)(x >> 24) % 3000;
+            if (x % 5 == 0) k = (int64_t)(x >> 30) % 40; /* some hot keys */
+            double v = (double)((int64_t)(x >> 40) % 20001 - 10000) / 100.0;
+            sbuf_printf(&b, "%lld,%lld,g%lld%s,%.2f\n", (long long)ts, (long long)k, (long long)(k % 700),
+                        k % 7 == 0 ? "-a-text-longer-than-a-pooled-entry-holds-inline-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                   : "", v);
+        }
+        chunks[c] = sbuf_steal(&b);
+    }
+    for (size_t q = 0; q < sizeof selects / sizeof *selects; q++) {
+        sbuf got[2];
+        int cold[2];
+        sbuf_init(&got[0]);
+        sbuf_init(&got[1]);
+        budget_run("0", selects[q], chunks, CHUNKS, &got[0], &cold[0]);
+        budget_run("16 KB", selects[q], chunks, CHUNKS, &got[1], &cold[1]);
+        if (got[0].len != got[1].len || memcmp(got[0].p, got[1].p, got[0].len))
+            fail_msg("%s: the output under a memory budget differs from the output without (%zu and %zu bytes)",
+                     selects[q], got[0].len, got[1].len);
+        assert_true(got[0].len > 1000);
+        assert_false(cold[0]);
+        if (!cold[1]) fail_msg("%s: no group was in LMDB only at the restart", selects[q]);
+        sbuf_fini(&got[0]);
+        sbuf_fini(&got[1]);
+    }
+    for (int c = 0; c < CHUNKS; c++) free(chunks[c]);
 }
 
 /* Many fixed windows open at once (60 one-second hops) with few groups:
@@ -1771,6 +1872,7 @@ int main(void)
         cmocka_unit_test(test_hopping_and_having),
         cmocka_unit_test(test_windows_many_groups),
         cmocka_unit_test(test_fast_agg_same_as_general),
+        cmocka_unit_test(test_memory_budget_same_output),
         cmocka_unit_test(test_many_open_windows),
         cmocka_unit_test(test_session_windows),
         cmocka_unit_test(test_emit_changes_random),

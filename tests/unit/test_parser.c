@@ -760,11 +760,11 @@ static void test_set(void **state)
     ast_stmt_free(s);
     check_error("SET x", 1, 6, "unexpected end of input, expected '=' (SET name = value; settings: parallelism, "
                                "placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold, "
-                              "offset)");
+                              "offset, memory_budget)");
     /* issue 16: SET alone says what SET takes */
     check_error("SET;", 1, 4, "unexpected end of input, expected identifier (SET name = value; settings: parallelism, "
                               "placement, replicas, ft, checkpoint_interval, shadow, rebalance_interval, rebalance_threshold, "
-                              "offset)");
+                              "offset, memory_budget)");
     check_error_prefix("SET parallelism 4", 1, 17, "unexpected '4', expected '=' (SET name = value; settings: ");
     /* where key and value are, for the engine's errors */
     s = one("SET\n  parallelism =  -4");
