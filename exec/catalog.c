@@ -77,17 +77,25 @@ static int stream_taken(engine *e, const ast_stmt *st, const exec_out *out, xerr
  * query id that no query gets (meta "table/<name>" holds the id). */
 static uint32_t table_tid(uint32_t id) { return id * 4096u + 4095u; }
 
-static int table_id_new(engine *e, stream_rt *s, xerr *err)
+/* The table's id is id (CREATE TABLE AS: its query's), in the open epoch. */
+static int table_id_put(engine *e, stream_rt *s, uint32_t id, xerr *err)
 {
-    uint64_t id = e->next_query_id, nid = id + 1;
+    uint64_t v = id;
     char key[300];
     snprintf(key, sizeof key, "table/%s", s->ps->name);
-    int rc = eng_put_u64s(e->txn, key, &id, 1, err);
+    int rc = eng_put_u64s(e->txn, key, &v, 1, err);
+    if (!rc) s->table->tid = table_tid(id);
+    return rc;
+}
+
+/* A source table takes the next query id. */
+static int table_id_new(engine *e, stream_rt *s, xerr *err)
+{
+    uint64_t nid = e->next_query_id + 1;
+    int rc = table_id_put(e, s, e->next_query_id, err);
     if (!rc) rc = eng_put_u64s(e->txn, "next_query_id", &nid, 1, err);
-    if (rc) return rc;
-    e->next_query_id++;
-    s->table->tid = table_tid((uint32_t)id);
-    return 0;
+    if (!rc) e->next_query_id++;
+    return rc;
 }
 
 /* At open: the table's id, and how many rows it holds. */
@@ -180,12 +188,15 @@ static int get_setting_int(const ast_options *w, const char *key, int def, int l
 
 /* Plan and start a query.  sel is the SELECT, w its WITH options. */
 static int query_new(engine *e, const ast_select *sel, const ast_options *w, const char *name, const char *sql,
-                     uint32_t id, query **out, xerr *err)
+                     uint32_t id, int table_agg, query **out, xerr *err)
 {
     *out = NULL;
     plan_opts po = {e->parallelism};
     int rc;
     if ((rc = get_setting_int(w, "parallelism", e->parallelism, 1, 64, &po.parallelism, err))) return rc;
+    /* CREATE TABLE AS: one task, so its groups' state never moves between
+     * tasks when SET parallelism changes between runs */
+    if (table_agg) po.parallelism = 1;
     plan_dag *d;
     if ((rc = plan_query(sel, &e->cat, &po, &d, err))) return rc;
     query *q = calloc(1, sizeof *q);
@@ -200,6 +211,7 @@ static int query_new(engine *e, const ast_select *sel, const ast_options *w, con
         return xerr_set(err, XE_NOMEM, "out of memory");
     }
     q->target = -1;
+    q->table_agg = table_agg;
     if ((rc = query_start(e, q, err))) { query_free(q); return rc; }
     /* new queries read from the end of their streams' logs */
     for (int k = 0; k < q->nsrc; k++) {
@@ -281,7 +293,8 @@ static int standing_new(engine *e, const ast_stmt *st, const char *qname, const 
     int rc, earliest;
     query *q;
     *out = NULL;
-    if ((rc = query_new(e, st->select, st->with, qname, st->text ? st->text : "", e->next_query_id, &q, err)))
+    if ((rc = query_new(e, st->select, st->with, qname, st->text ? st->text : "", e->next_query_id,
+                         st->kind == ST_CREATE_TABLE_AS, &q, err)))
         return rc;
     const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
     if (so && (rc = eng_sink_open(q, so->value, fo ? fo->value : NULL, 0, err))) {
@@ -320,7 +333,8 @@ static int standing_commit(engine *e, query *q, stream_rt *made, xerr *err)
         char sk[300];
         snprintf(sk, sizeof sk, "stream/%s", made->ps->name);
         if ((rc = store_log_create(e->txn, made->ps->name, err)) ||
-            (rc = store_kv_put(e->txn, STORE_CATALOG, sk, made->sql, strlen(made->sql), err)))
+            (rc = store_kv_put(e->txn, STORE_CATALOG, sk, made->sql, strlen(made->sql), err)) ||
+            (made->table && (rc = table_id_put(e, made, q->id, err))))
             goto fail;
     }
     if ((rc = store_kv_put(e->txn, STORE_CATALOG, key, v.p, v.len, err)) ||
@@ -395,13 +409,29 @@ static void add_quoted(sbuf *b, const char *s)
  * the order of the chain): the SELECT's columns, its event time (WITH
  * timestamp, else the plan's), no watermark delay (its writers' watermark
  * is its own). */
+/* "CREATE <what> name (" into b, once every column of the SELECT has a type. */
+static int implied_head(const ast_stmt *st, const plan_schema *os, const char *what, sbuf *b, xerr *err)
+{
+    int line, col;
+    for (int c = 0; c < os->ncols; c++)
+        if (os->cols[c].type == TY_NULL) {
+            item_pos(st, c, &line, &col);
+            return xerr_at(err, XE_TYPE, line, col, "column '%s' has no type (a NULL literal): CAST it", os->cols[c].name);
+        }
+    sbuf_reset(b);
+    sbuf_printf(b, "CREATE %s ", what);
+    ast_print_ident(st->name, b);
+    sbuf_adds(b, " (");
+    return 0;
+}
+
 static int derived_stream_sql(const ast_stmt *st, const query *q, sbuf *b, xerr *err)
 {
     const plan_schema *os = &q->dag->ops[q->dag->sink].out;
     const ast_option *to = ast_option_get(st->with, "timestamp"), *ro = ast_option_get(st->with, "retention");
     /* the planner's event time, which the query's watermarks bound: the
      * input's time column, or window_end (else window_start) of an aggregate */
-    int ts = q->dag->ops[q->dag->ops[q->dag->sink].inputs[0]].ts_col, line, col;
+    int ts = q->dag->ops[q->dag->ops[q->dag->sink].inputs[0]].ts_col, rc;
     if (to) {
         ts = -1;
         for (int c = 0; c < os->ncols; c++)
@@ -415,15 +445,8 @@ static int derived_stream_sql(const ast_stmt *st, const query *q, sbuf *b, xerr 
         return xerr_at(err, XE_PLAN, st->line, st->col,
                        "stream '%s' needs an event time column: select window_end (a windowed aggregate) or the input's "
                        "event time, or name a TIMESTAMP column with WITH (timestamp = 'col')", st->name);
-    sbuf_reset(b);
-    sbuf_adds(b, "CREATE STREAM ");
-    ast_print_ident(st->name, b);
-    sbuf_adds(b, " (");
+    if ((rc = implied_head(st, os, "STREAM", b, err))) return rc;
     for (int c = 0; c < os->ncols; c++) {
-        if (os->cols[c].type == TY_NULL) {
-            item_pos(st, c, &line, &col);
-            return xerr_at(err, XE_TYPE, line, col, "column '%s' has no type (a NULL literal): CAST it", os->cols[c].name);
-        }
         if (c) sbuf_adds(b, ", ");
         ast_print_ident(os->cols[c].name, b);
         sbuf_printf(b, " %s", sql_type_name(os->cols[c].type));
@@ -435,6 +458,32 @@ static int derived_stream_sql(const ast_stmt *st, const query *q, sbuf *b, xerr 
         add_quoted(b, ro->value);
     }
     return sbuf_addc(b, ')') ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
+}
+
+static int table_as_sql(const ast_stmt *st, const query *q, sbuf *b, xerr *err);
+
+/* The stream (table = 0: CREATE STREAM AS) or table (CREATE TABLE AS)
+ * that q writes, made from the statement its SELECT implies, then q
+ * recorded and started (standing_commit); on failure both are gone. */
+static int standing_make(engine *e, const ast_stmt *st, query *q, int table, xerr *err)
+{
+    sbuf text;
+    sbuf_init(&text);
+    ast_stmt *cs = NULL;
+    int rc = table ? table_as_sql(st, q, &text, err) : derived_stream_sql(st, q, &text, err);
+    if (rc || (rc = parse_one(text.p, text.len, &cs, err)) || (rc = eng_streams_add(e, cs, text.p, err))) {
+        ast_stmt_free(cs);
+        sbuf_fini(&text);
+        query_free(q);
+        return rc;
+    }
+    ast_stmt_free(cs);
+    sbuf_fini(&text);
+    stream_rt *s = e->streams[e->nstreams - 1];
+    if (table) s->table->from_query = 1;
+    else s->derived = 1;
+    q->target = e->nstreams - 1;
+    return standing_commit(e, q, s, err);
 }
 
 int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
@@ -449,22 +498,7 @@ int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xer
     if ((rc = check_options(st->with, known, "derived stream", err)) || (rc = standing_check(e, st, err)) ||
         (rc = standing_new(e, st, st->name, out, &q, err)))
         return rc;
-    sbuf text;
-    sbuf_init(&text);
-    ast_stmt *cs = NULL;
-    if ((rc = derived_stream_sql(st, q, &text, err)) || (rc = parse_one(text.p, text.len, &cs, err)) ||
-        (rc = eng_streams_add(e, cs, text.p, err))) {
-        ast_stmt_free(cs);
-        sbuf_fini(&text);
-        query_free(q);
-        return rc;
-    }
-    ast_stmt_free(cs);
-    sbuf_fini(&text);
-    stream_rt *s = e->streams[e->nstreams - 1];
-    s->derived = 1;
-    q->target = e->nstreams - 1;
-    if ((rc = standing_commit(e, q, s, err))) return rc;
+    if ((rc = standing_make(e, st, q, 0, err))) return rc;
     eng_notice(out, "CREATE STREAM");
     return 0;
 }
@@ -569,7 +603,7 @@ static int rewind_bounded(engine *e, query *q, int all, const exec_out *out, int
 int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     query *q;
-    int rc = query_new(e, st->select, NULL, NULL, st->text, 0, &q, err);
+    int rc = query_new(e, st->select, NULL, NULL, st->text, 0, 0, &q, err);
     if (rc) return rc;
     q->transient = 1;
     if (out) q->out = *out;
@@ -652,9 +686,10 @@ int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
         }
         return xerr_at(err, XE_NOTFOUND, st->line, st->col, "query '%s' does not exist", st->name);
     }
-    if (q->target >= 0 && e->streams[q->target]->derived && !strcmp(e->streams[q->target]->ps->name, q->name))
-        return xerr_at(err, XE_PLAN, st->line, st->col,
-                       "query '%s' makes derived stream '%s'; DROP STREAM %s drops both", q->name, q->name, q->name);
+    if (q->target >= 0 && eng_stream_made_by_query(e->streams[q->target]) && !strcmp(e->streams[q->target]->ps->name, q->name))
+        return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' makes %s '%s'; DROP %s %s drops both", q->name,
+                       e->streams[q->target]->table ? "table" : "derived stream", q->name,
+                       e->streams[q->target]->table ? "TABLE" : "STREAM", q->name);
     if ((rc = forget_query(e, q, err)) || (rc = engine_commit(e, err))) return rc;
     eng_notice(out, "DROP QUERY");
     return 0;
@@ -716,7 +751,7 @@ int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     for (int i = 0; i < e->nqueries; i++) {
         query *w = e->queries[i];
         if (w->target != si) continue;
-        if (e->streams[si]->derived && !strcmp(w->name, st->name)) own = w;
+        if (eng_stream_made_by_query(e->streams[si]) && !strcmp(w->name, st->name)) own = w;
         else
             return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' writes stream '%s' (INSERT INTO); drop the query first",
                            w->name, st->name);
@@ -728,8 +763,9 @@ int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     for (int p = 0; p < np; p++) snprintf(names[p], sizeof names[p], "%s", e->streams[ix[p]]->ps->name);
     for (int p = np - 1; p >= 0; p--)
         if ((rc = drop_one(e, eng_stream_index(e, names[p]), err))) return rc;
+    int table = e->streams[si]->table != NULL;
     if ((rc = engine_commit(e, err))) return rc;
-    eng_notice(out, "DROP STREAM");
+    eng_notice(out, table ? "DROP TABLE" : "DROP STREAM");
     return 0;
 }
 
@@ -805,7 +841,7 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
         return xerr_set(err, XE_PLAN, "deploy needs a CREATE QUERY statement");
     }
     query *q;
-    rc = query_new(e, st->select, st->with, st->name, create_sql, qid, &q, err);
+    rc = query_new(e, st->select, st->with, st->name, create_sql, qid, 0, &q, err);
     ast_stmt_free(st);
     if (rc) return rc;
     q->deployed = 1;
@@ -999,18 +1035,28 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
         if (!sp) { c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is malformed", key); goto out; }
         uint32_t id = (uint32_t)strtoul(sql, NULL, 10);
         if ((c->rc = parse_stored(sp + 1, strlen(sp + 1), &st, c->err))) goto out;
-        if (st->kind != ST_CREATE_QUERY && st->kind != ST_CREATE_STREAM_AS && st->kind != ST_INSERT_SELECT) {
+        if (st->kind != ST_CREATE_QUERY && st->kind != ST_CREATE_STREAM_AS && st->kind != ST_INSERT_SELECT &&
+            st->kind != ST_CREATE_TABLE_AS) {
             c->rc = xerr_set(c->err, XE_CORRUPT, "catalog entry '%s' is not a query", key);
             goto out;
         }
         query *q;
-        if ((c->rc = query_new(e, st->select, st->with, key + strlen("query/"), sp + 1, id, &q, c->err))) goto out;
+        if ((c->rc = query_new(e, st->select, st->with, key + strlen("query/"), sp + 1, id, st->kind == ST_CREATE_TABLE_AS, &q,
+                               c->err))) goto out;
         if (st->kind != ST_CREATE_QUERY && (q->target = eng_stream_index(e, st->name)) < 0) {
             c->rc = xerr_set(c->err, XE_CORRUPT, "query '%s' writes stream '%s', which the catalog lacks", q->name, st->name);
             query_free(q);
             goto out;
         }
         if (st->kind == ST_CREATE_STREAM_AS) e->streams[q->target]->derived = 1;
+        if (st->kind == ST_CREATE_TABLE_AS) {
+            if (!e->streams[q->target]->table) {
+                c->rc = xerr_set(c->err, XE_CORRUPT, "query '%s' writes '%s', which is not a table", q->name, st->name);
+                query_free(q);
+                goto out;
+            }
+            e->streams[q->target]->table->from_query = 1;
+        }
         uint64_t m[6 + ENGINE_MAX_SRC];
         char mk[64];
         snprintf(mk, sizeof mk, "query/%u", id);
@@ -1064,8 +1110,92 @@ fail_lc:
     return rc;
 }
 
+/* The CREATE TABLE a CREATE TABLE AS implies: the SELECT's columns, its
+ * GROUP BY columns (which it must select, as columns) the PRIMARY KEY. */
+static int table_as_sql(const ast_stmt *st, const query *q, sbuf *b, xerr *err)
+{
+    const plan_schema *os = &q->dag->ops[q->dag->sink].out;
+    const ast_select *sel = st->select;
+    int key[TBL_MAX_KEY], line, col;
+    if (sel->group_by->n > TBL_MAX_KEY)
+        return xerr_at(err, XE_PLAN, st->line, st->col, "a table's PRIMARY KEY has at most %d columns", TBL_MAX_KEY);
+    for (int g = 0; g < sel->group_by->n; g++) {
+        const ast_expr *x = sel->group_by->v[g];
+        key[g] = -1;
+        for (int i = 0; x->kind == EX_COL && i < sel->items->n; i++) {
+            const ast_expr *it = sel->items->v[i].expr;
+            if (it && it->kind == EX_COL && !strcmp(it->name, x->name)) key[g] = i;
+        }
+        if (key[g] < 0)
+            return xerr_at(err, XE_PLAN, x->line, x->col,
+                           "GROUP BY of CREATE TABLE AS takes columns that the SELECT selects (they are the table's "
+                           "PRIMARY KEY)");
+    }
+    int rc = implied_head(st, os, "TABLE", b, err);
+    if (rc) return rc;
+    for (int c = 0; c < os->ncols; c++) {
+        if (!strcmp(os->cols[c].name, "op")) {
+            item_pos(st, c, &line, &col);
+            return xerr_at(err, XE_NAME, line, col, "a table's column cannot be called 'op' (its changelog's first column)");
+        }
+        ast_print_ident(os->cols[c].name, b);
+        sbuf_printf(b, " %s, ", sql_type_name(os->cols[c].type));
+    }
+    sbuf_adds(b, "PRIMARY KEY (");
+    for (int g = 0; g < sel->group_by->n; g++) {
+        if (g) sbuf_adds(b, ", ");
+        ast_print_ident(os->cols[key[g]].name, b);
+    }
+    sbuf_adds(b, "))");
+    const ast_option *ro = ast_option_get(st->with, "retention");
+    if (ro) {
+        sbuf_adds(b, " WITH (retention = ");
+        add_quoted(b, ro->value);
+        sbuf_addc(b, ')');
+    }
+    return b->p ? 0 : xerr_set(err, XE_NOMEM, "out of memory");
+}
+
+/* CREATE TABLE t AS SELECT k, COUNT(*), ... FROM s GROUP BY k: a query
+ * whose aggregate updates (table_agg.c) into a table keyed by its groups. */
 int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
-    (void)e, (void)out;
-    return xerr_at(err, XE_PLAN, st->line, st->col, "CREATE TABLE ... AS SELECT is not built yet");
+    static const char *known[] = {"retention", "offset", NULL};
+    const ast_select *sel = st->select;
+    int rc;
+    if ((rc = stream_taken(e, st, out, err))) return rc > 0 ? 0 : rc;
+    if (eng_find_query(e, st->name))
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "a query is called '%s' (a table's query takes its name)",
+                       st->name);
+    if ((rc = check_options(st->with, known, "CREATE TABLE AS", err))) return rc;
+    const char *no = !sel->group_by ? "a SELECT without GROUP BY (its groups are the table's rows)"
+                     : sel->window.kind != WIN_NONE ? "a WINDOW (a table's aggregate covers all time; a windowed one is "
+                                                      "CREATE STREAM AS)"
+                     : sel->having ? "HAVING (not yet: a group that stops passing it would have to be deleted)"
+                     : sel->join ? "a JOIN (not yet)"
+                     : sel->unnest ? "UNNEST (not yet)"
+                     : sel->emit == EMIT_FINAL ? "EMIT FINAL (a table's rows update as its input changes)"
+                     : sel->limit >= 0 ? "LIMIT" : NULL;
+    if (no) return xerr_at(err, XE_PLAN, st->line, st->col, "CREATE TABLE ... AS takes no %s", no);
+    query *q;
+    if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, st->name, out, &q, err))) return rc;
+    /* over a table, every change from its first: its log's start */
+    for (int k = 0; k < q->nsrc && !rc; k++) {
+        stream_rt *s = e->streams[q->src_stream[k]];
+        uint64_t begin = 0;
+        if (!s->table) continue;
+        if (!(rc = eng_txn(e, err)) && !(rc = store_log_begin(e->txn, s->ps->name, &begin, err)) && begin > 0)
+            rc = xerr_at(err, XE_PLAN, st->line, st->col,
+                         "table '%s' no longer holds its first changes in its log (retention dropped %llu records): an "
+                         "aggregate over it would miss their rows",
+                         s->ps->name, (unsigned long long)begin);
+        q->offset[k] = 0;
+    }
+    if (rc) {
+        query_free(q);
+        return rc;
+    }
+    if ((rc = standing_make(e, st, q, 1, err))) return rc;
+    eng_notice(out, "CREATE TABLE");
+    return 0;
 }

@@ -75,9 +75,10 @@ int engine_exec(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
                "(REBALANCE moves tasks between the nodes of a cluster)", st->name);
         return 0;
     case ST_SUBSCRIBE: {
-        query *q = eng_find_query(e, st->name);
-        int ti = q ? -1 : eng_stream_index(e, st->name);
+        /* a table's changelog (its query, for CREATE TABLE AS, has its name) */
+        int ti = eng_stream_index(e, st->name);
         if (ti >= 0 && e->streams[ti]->table) return eng_subscribe_table(e, st, out, err);
+        query *q = eng_find_query(e, st->name);
         if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
         struct lsub *v = realloc(e->lsubs, (size_t)(e->nlsubs + 1) * sizeof *v);
         if (!v) return xerr_set(err, XE_NOMEM, "out of memory");

@@ -151,6 +151,7 @@ int exec_ingest_open(engine *e, const char *stream, const exec_ingest_opts *opts
     }
     if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
     if (e->streams[si]->derived) return xerr_set(err, XE_PLAN, DERIVED_NO_ROWS, stream, stream);
+    if (eng_stream_made_by_query(e->streams[si])) return xerr_set(err, XE_PLAN, TABLE_AS_NO_ROWS, stream);
     exec_ingest *in = calloc(1, sizeof *in);
     if (!in) return xerr_set(err, XE_NOMEM, "out of memory");
     in->e = e;
@@ -428,6 +429,8 @@ int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     int si = eng_stream_index(e, st->name), rc;
     if (si < 0) return xerr_at(err, XE_NAME, st->line, st->col, "unknown stream '%s'", st->name);
     if (e->streams[si]->derived) return xerr_at(err, XE_PLAN, st->line, st->col, DERIVED_NO_ROWS, st->name, st->name);
+    if (eng_stream_made_by_query(e->streams[si]))
+        return xerr_at(err, XE_PLAN, st->line, st->col, TABLE_AS_NO_ROWS, st->name);
     stream_rt *s = e->streams[si];
     const plan_stream *ps = eng_stream_input(s);
     int nc = ps->schema.ncols;

@@ -61,6 +61,7 @@ typedef struct io_outlet io_outlet;
 #define RATE_SAMPLES 12
 typedef struct agg_task agg_task;
 typedef struct join_task join_task;
+typedef struct tagg_task tagg_task;
 
 /* One operator of a running query, with all of its tasks. */
 struct opinst {
@@ -83,6 +84,7 @@ struct opinst {
     batch *part;            /* exchange buffers, one per downstream task */
     agg_task **agg;         /* AGGREGATE: per task */
     join_task **join;       /* JOIN: per task */
+    tagg_task **tagg;       /* AGGREGATE of CREATE TABLE AS (table_agg.c), instead of agg: per task */
     int64_t wm[2];          /* input watermarks (min over the upstream tasks of each side) */
     int64_t *upwm[2];       /* per upstream task of each side */
     int nup[2];
@@ -197,6 +199,8 @@ struct query {
     engine_deploy_opts ft;
     int hold;               /* sources wait for engine_replay (also: a restart's catch-up, engine_open) */
     int target;             /* CREATE STREAM AS, INSERT INTO SELECT: the stream its rows enter, else -1 */
+    int table_agg;          /* CREATE TABLE AS: its aggregate updates and retracts (table_agg.c) */
+    int retracting;         /* table_agg.c is emitting groups that lost their last row: the target deletes them */
     int full_next;          /* the next replication is a whole snapshot */
     uint64_t ckpt_ns;       /* the last checkpoint's time */
     sbuf deltas;            /* committed-with-the-epoch changes for the replicas: (tid, len, bytes)... */
@@ -214,7 +218,8 @@ typedef struct table_rt {
     int nkey, key[TBL_MAX_KEY]; /* the PRIMARY KEY's columns of in */
     int op_col;             /* WITH op_column: its column of in, or -1 */
     int nval, *vmap;        /* the changelog's columns after op: columns of in */
-    int null_keys;          /* CREATE TABLE AS: a group key may be NULL (a source table refuses it) */
+    int from_query;         /* CREATE TABLE AS: its rows come from its query (a group key may be NULL; clients' rows are refused) */
+    int deleting;           /* the rows of this tbl_apply delete their keys (a group that lost its rows) */
     int64_t rows;           /* rows it holds */
     int64_t bad_rows;       /* rows skipped: NULL key or no op (the decoder and INSERT refuse them first) */
     batch chg;              /* the changes of the last tbl_apply */
@@ -332,6 +337,7 @@ void eng_notice(const exec_out *out, const char *fmt, ...) __attribute__((format
 void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d);
 /* The columns rows into s have: a table's declared ones (its readers see its changelog, s->ps). */
 const plan_stream *eng_stream_input(const stream_rt *s);
+int eng_stream_made_by_query(const stream_rt *s); /* CREATE STREAM AS, CREATE TABLE AS: clients' rows are refused */
 int eng_txn(engine *e, xerr *err); /* make sure an epoch transaction is open */
 int eng_put_u64s(store_txn *t, const char *key, const uint64_t *v, int n, xerr *err); /* be64 each, in meta */
 int eng_get_u64s(store_txn *t, const char *key, uint64_t *v, int n, sbuf *tmp, xerr *err);
@@ -414,6 +420,11 @@ uint64_t agg_state_bytes(const agg_task *a); /* the open entries' memory, about 
 int64_t agg_count_late(const opinst *o, const batch *b, int64_t closed);
 int64_t agg_min_open_start(const agg_task *a); /* smallest window start still open, WM_END if none */
 
+/* table_agg.c: CREATE TABLE AS's aggregate (no windows; retracts over a changelog) */
+tagg_task *tagg_new(opinst *o, int task);
+void tagg_free(tagg_task *a);
+int tagg_push(opinst *o, int task, const batch *in, xerr *err);
+
 /* join.c */
 join_task *join_new(opinst *o, int task);
 void join_free(join_task *j);
@@ -433,6 +444,7 @@ int eng_end_partial_slice(engine *e, int si, xerr *err);
  * it in replays as they do not live (ingest.c refuses them). */
 #define DERIVED_NO_ROWS \
     "stream '%s' is a derived stream (CREATE STREAM AS): its rows come from queries; INSERT INTO %s SELECT adds one"
+#define TABLE_AS_NO_ROWS "table '%s' is made by CREATE TABLE AS: its rows come from its query"
 int eng_derived_rows(query *q, const batch *b, xerr *err); /* q's output rows into q->target's log (derived_rows_cb) */
 int eng_derived_wm(query *q, xerr *err);  /* q's output watermark moved: its target's (derived_wm_cb) */
 int eng_end_stream(engine *e, int si, xerr *err); /* and its partitions' */

@@ -54,6 +54,7 @@ int64_t eng_stream_wm(const stream_rt *s)
 }
 
 const plan_stream *eng_stream_input(const stream_rt *s) { return s->table ? s->table->in : s->ps; }
+int eng_stream_made_by_query(const stream_rt *s) { return s->derived || (s->table && s->table->from_query); }
 
 void eng_dec_opts(const stream_rt *s, fmt_dec_opts *d)
 {

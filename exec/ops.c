@@ -67,6 +67,12 @@ static int op_init(query *q, opinst *o, const plan_op *op, xerr *err)
             if (!op->aggs[i].arg) continue;
             if ((rc = compile_list(o, (plan_expr **)&op->aggs[i].arg, 1, &o->progs, &o->nprogs, err))) return rc;
         }
+        if (o->q->table_agg) { /* CREATE TABLE AS: table_agg.c */
+            if (!(o->tagg = calloc((size_t)o->ntasks, sizeof *o->tagg))) return xerr_set(err, XE_NOMEM, "out of memory");
+            for (int t = 0; t < o->ntasks; t++)
+                if (!(o->tagg[t] = tagg_new(o, t))) return xerr_set(err, XE_NOMEM, "out of memory");
+            return 0;
+        }
         o->agg = calloc((size_t)o->ntasks, sizeof *o->agg);
         if (!o->agg) return xerr_set(err, XE_NOMEM, "out of memory");
         for (int t = 0; t < o->ntasks; t++)
@@ -117,6 +123,9 @@ static void op_fini(opinst *o)
     if (o->agg)
         for (int t = 0; t < o->ntasks; t++) agg_free(o->agg[t]);
     free(o->agg);
+    if (o->tagg)
+        for (int t = 0; t < o->ntasks; t++) tagg_free(o->tagg[t]);
+    free(o->tagg);
     if (o->join)
         for (int t = 0; t < o->ntasks; t++) join_free(o->join[t]);
     free(o->join);
@@ -604,6 +613,8 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
     case PO_UNNEST:
         return unnest_push(o, task, in, err);
     case PO_AGGREGATE:
+        if (o->tagg) return tagg_push(o, task, in, err);
+        /* fall through */
     case PO_JOIN: {
         int k = o->q->cur_slot;
         if (o->tsrc[side] >= 0 && k >= o->tsrc[side] && k < o->tsrc[side] + o->nsl[side] && o->q->tag[k]) {
@@ -711,7 +722,7 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
     if (o->op->ninputs == 2 && o->wm[1] < eff) eff = o->wm[1];
     if (eff <= o->out_wm) return 0;
     int64_t pass = eff;
-    if (o->op->kind == PO_AGGREGATE) {
+    if (o->op->kind == PO_AGGREGATE && !o->tagg) {
         for (int t = 0; t < o->ntasks; t++)
             if (task_local(o->q, o, t)) {
                 eng_span sp;

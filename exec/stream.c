@@ -149,6 +149,12 @@ int eng_derived_rows(query *q, const batch *b, xerr *err)
     engine *e = q->eng;
     stream_rt *s = e->streams[q->target];
     if (!b->nrows) return 0;
+    if (s->table) {
+        s->table->deleting = q->retracting;
+        int rc = eng_stream_rows(e, q->target, b, err);
+        s->table->deleting = 0;
+        return rc;
+    }
     if (!s->derived) return eng_stream_rows(e, q->target, b, err);
     int rc = process_rows(e, q->target, b, 0, err);
     if (!rc) s->rows_total += (uint64_t)b->nrows;

@@ -109,6 +109,7 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
     *cl = *ps;
     cl->name = strdup(ps->name);
     cl->ts_col = -1;
+    cl->changelog = 1;
     cl->schema.ncols = 0;
     if (!cl->name || !(cl->schema.cols = calloc((size_t)in->ncols + 1, sizeof *cl->schema.cols)) ||
         !(cl->schema.cols[0].name = strdup("op"))) {
@@ -184,14 +185,14 @@ int tbl_apply(table_rt *t, store_txn *txn, const batch *in, xerr *err)
     int rc;
     for (int r = 0; r < in->nrows; r++) {
         const val *row = batch_row(in, r);
-        int del = 0;
+        int del = t->deleting;
         if (t->op_col >= 0 && (del = tbl_op_kind(&row[t->op_col])) < 0) {
             t->bad_rows++; /* the decoder and INSERT refuse them first: a query's output only */
             continue;
         }
         int nullkey = 0;
         for (int i = 0; i < t->nkey; i++) nullkey |= (kv[i] = row[t->key[i]]).type == TY_NULL;
-        if (nullkey && !t->null_keys) {
+        if (nullkey && !t->from_query) {
             t->bad_rows++;
             continue;
         }

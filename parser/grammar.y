@@ -123,6 +123,8 @@ stmt(A) ::= INSERT INTO name(N) select(S).
     { A = ast_mk_standing(P, ST_INSERT_SELECT, 0, N, NULL, S); }
 stmt(A) ::= DROP STREAM ifexists(E) name(N).
     { A = ast_mk_drop(P, ST_DROP_STREAM, E, N); }
+stmt(A) ::= DROP TABLE ifexists(E) name(N).
+    { A = ast_mk_drop(P, ST_DROP_STREAM, E, N); }
 stmt(A) ::= DROP QUERY ifexists(E) name(N).
     { A = ast_mk_drop(P, ST_DROP_QUERY, E, N); }
 stmt(A) ::= SHOW STREAMS.  { A = ast_mk_show(P, SHOW_STREAMS); }

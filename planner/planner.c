@@ -814,6 +814,8 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
     pe_mark_cols(c->un_sep, used);
     if (c->has_unnest) used[nl] = 1; /* the element is the unnest's output, never pruned */
     if (c->L->ts_col >= 0) used[c->L->ts_col] = 1;
+    if (c->L->changelog && c->sub_op[0] < 0) used[0] = 1;
+    if (c->R && c->R->changelog && c->sub_op[1] < 0) used[nl] = 1;
     if (c->R && c->R->ts_col >= 0) used[nl + c->R->ts_col] = 1;
     /* a subquery's output is not pruned: every column of that side stays */
     for (int i = 0; c->sub_op[0] >= 0 && i < nl; i++) used[i] = 1;

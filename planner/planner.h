@@ -44,6 +44,9 @@ typedef struct plan_stream {
     /* WITH (partitions = P): the stream is P logs (partition p > 0 is the
      * engine stream "name#p"), and a query reads it with P source tasks */
     int partitions;
+    /* a table's changelog (exec/table.c): its column 0, op, says whether a
+     * row adds or retracts, so every source of it reads that column */
+    int changelog;
 } plan_stream;
 
 /* The planner sees the catalog through this interface. */

@@ -64,6 +64,11 @@ sqlc -e "CREATE STREAM d AS SELECT * FROM t;" 2>csas.err && fail "CREATE STREAM 
 grep -q "line 1, column 1: CREATE STREAM ... AS SELECT is not supported on a cluster yet" csas.err || { cat csas.err; fail "CREATE STREAM AS refusal"; }
 sqlc -e "INSERT INTO t SELECT * FROM t;" 2>ins.err && fail "INSERT INTO SELECT accepted on a cluster"
 grep -q "INSERT INTO ... SELECT is not supported on a cluster yet" ins.err || { cat ins.err; fail "INSERT INTO SELECT refusal"; }
+# tables too (exec/table.c runs on the embedded engine only)
+sqlc -e "CREATE TABLE tb (k BIGINT, PRIMARY KEY (k));" 2>ct.err && fail "CREATE TABLE accepted on a cluster"
+grep -q "line 1, column 1: CREATE TABLE is not supported on a cluster yet" ct.err || { cat ct.err; fail "CREATE TABLE refusal"; }
+sqlc -e "CREATE TABLE tc AS SELECT k, COUNT(*) AS n FROM t GROUP BY k;" 2>cta.err && fail "CREATE TABLE AS accepted on a cluster"
+grep -q "CREATE TABLE ... AS SELECT is not supported on a cluster yet" cta.err || { cat cta.err; fail "CREATE TABLE AS refusal"; }
 sqlc -e "EXPLAIN PLACEMENT hot;" >place.csv || fail "EXPLAIN PLACEMENT"
 [ "$(cut -d, -f4 place.csv | tail -n +2 | sort -u | wc -l)" -ge 5 ] || { cat place.csv; fail "hot is not spread"; }
 # ---- 4. garbage at two nodes' ports while the rows flow

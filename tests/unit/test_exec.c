@@ -1443,35 +1443,53 @@ static void test_derived_streams(void **state)
     rm_dir(dir);
 }
 
+/* A data directory in a new temp dir (dir, a mkdtemp template; data gets its path), opened. */
+static engine *open_tmp(char *dir, char *data, size_t n, engine_opts *o)
+{
+    assert_non_null(mkdtemp(dir));
+    snprintf(data, n, "%s/data", dir);
+    memset(o, 0, sizeof *o);
+    o->data_dir = data;
+    engine *e;
+    xerr err;
+    if (engine_open(o, &e, &err)) fail_msg("open: %s", err.msg);
+    return e;
+}
+
+/* Close e, open o again, and SUBSCRIBE to name into a new capture s. */
+static engine *reopen_subscribed(engine *e, const engine_opts *o, cap *s, exec_out *sub, const char *name)
+{
+    xerr err;
+    char sql[300];
+    engine_close(e);
+    cap_fini(s);
+    if (engine_open(o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    *sub = cap_out(s);
+    snprintf(sql, sizeof sql, "SUBSCRIBE %s;", name);
+    run(e, sub, sql);
+    return e;
+}
+
 /* A source table (exec/table.c): upserts, op_column deletes, its changelog
  * (op first, no change repeated), its state after a restart, and the bad
  * input it refuses with where the error is. */
 static void test_table_changelog(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/ares-test-exec.XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char data[256];
-    snprintf(data, sizeof data, "%s/data", dir);
-    engine_opts o = {0};
-    o.data_dir = data;
-    engine *e;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX", data[256];
+    engine_opts o;
+    engine *e = open_tmp(dir, data, sizeof data, &o);
     xerr err;
     cap c, s;
     exec_out out = cap_out(&c), sub = cap_out(&s);
-    if (engine_open(&o, &e, &err)) fail_msg("open: %s", err.msg);
     run(e, &out, "CREATE TABLE t (k BIGINT, v TEXT, op TEXT, PRIMARY KEY (k)) WITH (op_column = 'op');");
     run(e, &sub, "SUBSCRIBE t;");
     assert_int_equal(s.begins, 1);
     /* the same row again and the delete of an absent key change nothing */
     ingest(e, "t", "1,a,I\n2,b,I\n1,a,U\n1,c,U\n9,z,D\n2,b,D\n3,x,I\n", 0);
     assert_string_equal(s.text.p, "+I,1,a\n+I,2,b\n-U,1,a\n+U,1,c\n-D,2,b\n+I,3,x\n");
-    engine_close(e);
-    cap_fini(&s);
     /* reopened: the rows are kept (a change from the state read back) */
-    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
-    sub = cap_out(&s);
-    run(e, &sub, "SUBSCRIBE t;");
+    e = reopen_subscribed(e, &o, &s, &sub, "t");
     run(e, &out, "INSERT INTO t VALUES (1, 'd', 'U'), (3, NULL, 'D'), (4, 'e', 'i');");
     assert_string_equal(s.text.p, "-U,1,c\n+U,1,d\n-D,3,x\n+I,4,e\n");
     /* bad input: at the value, or the line of the data */
@@ -1496,6 +1514,44 @@ static void test_table_changelog(void **state)
     assert_int_equal(exec_ingest_close(in, 0, &st, &err), 0);
     assert_int_equal(st.rejected, 2);
     assert_string_equal(s.text.p, "-U,1,c\n+U,1,d\n-D,3,x\n+I,4,e\n+I,6,f\n");
+    engine_close(e);
+    cap_fini(&c);
+    cap_fini(&s);
+    rm_dir(dir);
+}
+
+/* CREATE TABLE AS over a table (exec/table_agg.c): a row that changes its
+ * group moves its count, a delete retracts it, MIN and MAX come back when
+ * their value leaves, a group without rows is deleted; the state survives
+ * a restart. */
+static void test_table_as_retracts(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX", data[256];
+    engine_opts o;
+    engine *e = open_tmp(dir, data, sizeof data, &o);
+    xerr err;
+    cap c, s;
+    exec_out out = cap_out(&c), sub = cap_out(&s);
+    run(e, &out, "CREATE TABLE t (k BIGINT, cat TEXT, v BIGINT, PRIMARY KEY (k));"
+                 "CREATE TABLE c AS SELECT cat, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi FROM t GROUP BY cat;");
+    run(e, &sub, "SUBSCRIBE c;");
+    run(e, &out, "INSERT INTO t VALUES (1, 'a', 5), (2, 'a', 9), (3, 'b', 1);");
+    assert_string_equal(s.text.p, "+I,a,2,14,5,9\n+I,b,1,1,1,1\n");
+    e = reopen_subscribed(e, &o, &s, &sub, "c");
+    /* row 2 moves from a to b: a's MAX falls back to 5 */
+    run(e, &out, "INSERT INTO t VALUES (2, 'b', 9);");
+    char *got = sorted(s.text.p);
+    assert_string_equal(got, "+U,a,1,5,5,5\n+U,b,2,10,1,9\n-U,a,2,14,5,9\n-U,b,1,1,1,1\n");
+    free(got);
+    sbuf_reset(&s.text);
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO c VALUES ('x', 1, 1, 1, 1);", &out, &err), XE_PLAN);
+    e = reopen_subscribed(e, &o, &s, &sub, "c");
+    /* a's last row goes: a is deleted */
+    run(e, &out, "INSERT INTO t VALUES (1, 'b', 0);");
+    got = sorted(s.text.p);
+    assert_string_equal(got, "+U,b,3,10,0,9\n-D,a,1,5,5,5\n-U,b,2,10,1,9\n");
+    free(got);
     engine_close(e);
     cap_fini(&c);
     cap_fini(&s);
@@ -1887,6 +1943,7 @@ int main(void)
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_derived_streams),
         cmocka_unit_test(test_table_changelog),
+        cmocka_unit_test(test_table_as_retracts),
         cmocka_unit_test(test_offset_earliest),
         cmocka_unit_test(test_distributed_hooks),
         cmocka_unit_test(test_subquery_highest_bid),
