@@ -292,6 +292,7 @@ static void on_tick(uv_timer_t *t)
     if (n->co) coord_tick(n);
     shadow_tick(n);
     chan_tick(n);
+    conn_tick(n);
     meas_report(n);
     if (++ticks % 10 == 0) {
         xerr err;

@@ -21,7 +21,12 @@
  * While a destination has overflow, every connection whose input produced
  * frames for it is paused (net_pause: TCP then slows the sender) and resumes
  * when the overflow has drained.  So a node holds at most send_hwm + the
- * output of one input frame per destination.
+ * output of one input frame per destination.  One exception keeps nodes
+ * from stopping each other for good: nodes whose tasks send to each other
+ * (two, or a ring of them) can each wait for the next to read, each paused
+ * on an overflow that only the next one's reading would drain.  An overflow
+ * that has not moved for NODE_STALL_MS releases the inputs that wait on it
+ * and pauses none until it has drained (conn_tick; docs/operations.md).
  */
 #ifndef CLUSTER_NODE_H
 #define CLUSTER_NODE_H
@@ -91,6 +96,8 @@ struct cs {
     int nwait, capwait;
     /* receive side */
     int blocked;         /* destinations whose overflow this connection waits on */
+    int64_t stuck_since; /* inputs wait on our overflow, which has not moved since (wall ms) */
+    int no_wait;         /* they were released (conn_tick): it pauses no one until it has drained */
     qframe *held;        /* a BATCH/WATERMARK for a query whose DEPLOY has not come yet */
     int64_t held_since;
     /* the coordinator's client session (coord.c) */

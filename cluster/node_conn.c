@@ -95,8 +95,11 @@ void cs_update_pause(cs *s)
     else net_resume(s->c);
 }
 
+#define NODE_STALL_MS 500
+
 static void wait_on(cs *in, cs *d)
 {
+    if (d->no_wait) return;
     for (int i = 0; i < d->nwait; i++)
         if (d->waiters[i] == in) return;
     if (d->nwait == d->capwait) {
@@ -106,6 +109,7 @@ static void wait_on(cs *in, cs *d)
         d->waiters = v;
         d->capwait = cap;
     }
+    if (!d->nwait) d->stuck_since = clock_wall_ms();
     d->waiters[d->nwait++] = in;
     in->blocked++;
     cs_update_pause(in);
@@ -119,6 +123,28 @@ void release_waiters(cs *d)
         cs *w = d->waiters[i];
         if (w->blocked > 0) w->blocked--;
         cs_update_pause(w);
+    }
+}
+
+/* Nodes whose tasks send to each other can stop each other for good: each
+ * pauses the input that made frames for the next, whose reading alone would
+ * drain them, and the next does the same (two nodes, each paused on its own
+ * overflow to the other: the word count's stall in session 10; or a ring of
+ * three, in session 11's).  Not one byte moves.  An overflow that has not
+ * moved for NODE_STALL_MS therefore lets its inputs read again, and pauses
+ * none until it has drained: it may grow past the bound meanwhile
+ * (docs/operations.md, "Memory").  A slow reader still moves it, and keeps
+ * its producers paused. */
+void conn_tick(node *n)
+{
+    int64_t now = clock_wall_ms();
+    for (cs *d = n->conns; d; d = d->next) {
+        if (!d->nwait || now - d->stuck_since < NODE_STALL_MS) continue;
+        node_log(n, NET_LOG_INFO, "the overflow to %s (%zu bytes) has not moved for %lld ms: the %d inputs that wait on "
+                 "it read again", d->peer ? d->peer->name : "a client", d->ovf_bytes, (long long)(now - d->stuck_since),
+                 d->nwait);
+        d->no_wait = 1;
+        release_waiters(d);
     }
 }
 
@@ -155,12 +181,14 @@ void ovf_flush(cs *d)
         if (!d->ovf) d->ovf_tail = NULL;
         d->ovf_bytes -= q->len;
         d->ovf_frames--;
+        d->stuck_since = clock_wall_ms(); /* it moves */
         free(q);
     }
     if (d->src_paused) {
         d->src_paused = 0;
         engine_pause_sources(d->n->eng, 0);
     }
+    d->no_wait = 0;
     release_waiters(d);
 }
 

@@ -83,6 +83,9 @@ void ovf_flush(cs *d);
 void ovf_drop(cs *d);
 /* d closes: the inputs that waited on it read again. */
 void release_waiters(cs *d);
+/* Every tick: an overflow that has not moved for NODE_STALL_MS releases
+ * the inputs that wait on it (node.h, "Backpressure"). */
+void conn_tick(node *n);
 void cs_on_writable(net_conn *c, void *ud);
 /* JOIN, to the coordinator on s. */
 void send_join(node *n, cs *s);
