@@ -29,7 +29,8 @@ void cli_help(FILE *f)
           "                      delimiter, null_string, header (true, false or auto)\n"
           "\n"
           "SQL statements end with ';' and may span lines:\n"
-          "  CREATE STREAM, CREATE QUERY, SELECT, INSERT, DROP STREAM, DROP QUERY,\n"
+          "  CREATE STREAM, CREATE TABLE, CREATE QUERY, SELECT, INSERT, DROP STREAM,\n"
+          "  DROP TABLE, DROP QUERY,\n"
           "  SUBSCRIBE, SHOW STREAMS | QUERIES | NODES | SETTINGS, SHOW setting,\n"
           "  DESCRIBE, EXPLAIN, SET\n"
           "A bare SELECT is a push query: its rows print as its windows close, while\n"
@@ -60,6 +61,18 @@ static const help_topic topics[] = {
      "  A derived stream: a standing query (called name) whose rows are the stream's,\n"
      "  read by other queries and SUBSCRIBE.  Its event time is window_end of a\n"
      "  windowed aggregate, else its input's; its watermark is its writers'.\n"},
+    {"CREATE TABLE",
+     "CREATE TABLE [IF NOT EXISTS] name (column type [, ...], PRIMARY KEY (column [, ...]))\n"
+     "    [WITH (op_column = 'column', format = 'csv' | 'json', source = ..., timestamp = ...)]\n"
+     "  A table: a row replaces the row of its key (upsert); with op_column, a row's\n"
+     "  op is I, U or D (D deletes its key).  Fed as a stream is (INSERT, \\copy,\n"
+     "  --ingest).  Its readers (SUBSCRIBE, SELECT * FROM t, derived streams) see its\n"
+     "  changelog: a column op first, +I, -U, +U or -D, then the row.\n"
+     "  Example: CREATE TABLE users (id BIGINT, name TEXT, PRIMARY KEY (id));\n"
+     "CREATE TABLE [IF NOT EXISTS] name AS SELECT k, COUNT(*), SUM(v) ... FROM s GROUP BY k\n"
+     "  An aggregate without a window, updated as its input changes, keyed by its\n"
+     "  GROUP BY columns; over a table it retracts (a row that changes its group\n"
+     "  moves; a group without rows is deleted).  Embedded engine only.\n"},
     {"CREATE QUERY",
      "CREATE QUERY [IF NOT EXISTS] name\n"
      "    [WITH (sink = 'tcp://HOST:PORT' | 'unix:///path' | 'file:///path',\n"
@@ -87,6 +100,7 @@ static const help_topic topics[] = {
      "  A standing query (stream_insert_<id>) appending its rows to the stream;\n"
      "  its columns must fit the stream's, in order.\n"},
     {"DROP STREAM", "DROP STREAM [IF EXISTS] name\n"},
+    {"DROP TABLE", "DROP TABLE [IF EXISTS] name\n  A table, its rows and its log (and the query of CREATE TABLE AS).\n"},
     {"DROP QUERY", "DROP QUERY [IF EXISTS] name\n"},
     {"ALTER QUERY",
      "ALTER QUERY name REBALANCE\n"

@@ -15,7 +15,8 @@
  *   ftstate.c   the operators' positions and kept rows (fault tolerance below the operators)
  *   sink.c      a query's output: file sinks, and the delivery to outlets and clients
  *   io.c        sockets: sources, sinks, subscribers, the tick
- *   meta.c      lookups, the epoch's transaction, meta records
+ *   table_agg.c CREATE TABLE AS's aggregate (beside agg.c)
+ *   meta.c      lookups, the epoch's transaction, meta records; table.c: a table's rows into its changelog
  *   expr.c      compiled expressions (with batch.c and the fmt_*.c files, the bottom)
  */
 #ifndef EXEC_INTERNAL_H
