@@ -235,14 +235,20 @@ int eng_describe(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
     char wm[64];
     wm_text(query_wm(e, q), wm);
     int64_t groups = 0, cold = 0;
+    uint64_t bytes = 0;
+    int aggs = 0;
     for (int i = 0; i < q->dag->nops; i++)
         for (int t = 0; q->ops[i].agg && t < q->ops[i].ntasks; t++) {
+            aggs = 1;
             groups += agg_open_groups(q->ops[i].agg[t]);
             cold += agg_cold_groups(q->ops[i].agg[t]);
+            bytes += agg_state_bytes(q->ops[i].agg[t]);
         }
     sbuf_printf(&b, "Rows in: %lld  rows out: %lld  late (dropped): %lld  open windows x groups: %lld  watermark: %s\n",
                 (long long)q->rows_in, (long long)q->rows_out, (long long)q->late, (long long)groups, wm);
-    if (cold) sbuf_printf(&b, "Groups in LMDB only (past memory_budget): %lld\n", (long long)cold);
+    if (aggs)
+        sbuf_printf(&b, "Window state: %lld groups in memory (%llu bytes), %lld in LMDB only (past memory_budget)\n",
+                    (long long)(groups - cold), (unsigned long long)bytes, (long long)cold);
     if (q->target >= 0) sbuf_printf(&b, "Writes: stream %s\n", q->eng->streams[q->target]->ps->name);
     if (q->sink_uri) {
         sbuf_printf(&b, "Sink: %s (%s", q->sink_uri, q->sink_format ? q->sink_format : "csv");

@@ -86,10 +86,10 @@ head -n 150000 in.csv >half.csv
   CREATE QUERY t WITH (sink = 'file://$T/t3.csv', format = 'csv') AS $TUMBLE" -e "\\copy ev FROM '$T/half.csv'" \
   -e "DESCRIBE t" >out 2>err
 expect_rc 0 $? "half the rows"
-cold=$(sed -n 's/.*Groups in LMDB only (past memory_budget): \([0-9]*\).*/\1/p' out)
+cold=$(sed -n 's/.*Window state: .* bytes), \([0-9]*\) in LMDB only.*/\1/p' out)
 [ "${cold:-0}" -gt 5000 ] || { cat out; fail "DESCRIBE shows no groups in LMDB only"; }
 "$A" --data "$T/d3" -e "DESCRIBE t" >out 2>err
-has out "Groups in LMDB only (past memory_budget): $cold"
+has out "bytes), $cold in LMDB only (past memory_budget)"
 
 # ---- 4. kill -9 in the middle of a file source, restarts until it ends
 gen 800000 12 >big.csv

@@ -602,7 +602,10 @@ static void budget_run(const char *budget, const char *select, char **chunks, in
             if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
             sbuf_reset(&c.text);
             run(e, &out, "DESCRIBE q;");
-            if (strstr(c.text.p ? c.text.p : "", "Groups in LMDB only")) *cold_seen = 1;
+            const char *w = strstr(c.text.p ? c.text.p : "", "Window state: ");
+            if (!w) fail_msg("DESCRIBE says nothing of the window state: %s", c.text.p ? c.text.p : "");
+            const char *l = strstr(w, "bytes), ");
+            if (l && atoll(l + strlen("bytes), ")) > 0) *cold_seen = 1;
         }
         ingest(e, "s", chunks[i], i == nchunks - 1); /* each ingest commits an epoch */
     }
