@@ -600,9 +600,43 @@ static int rewind_bounded(engine *e, query *q, int all, const exec_out *out, int
     return 0;
 }
 
+/* A bare SELECT of one table, without EMIT CHANGES: the table index, else -1. */
+static int pull_table(const engine *e, const ast_select *sel)
+{
+    if (!sel->from->stream || sel->join || sel->emit == EMIT_CHANGES || sel->window.kind != WIN_NONE) return -1;
+    int si = eng_stream_index(e, sel->from->stream);
+    return si >= 0 && e->streams[si]->table ? si : -1;
+}
+
+/* A pull query: the table's rows now, then the end (table_pull.c). */
+static int pull_query(engine *e, const ast_stmt *st, int si, const exec_out *out, xerr *err)
+{
+    query *q;
+    /* an aggregate answers once, over every row (an unwindowed one would
+     * default to EMIT CHANGES): the statement's SELECT, planned so */
+    ast_select *sel = st->select;
+    ast_emit was = sel->emit;
+    if (was == EMIT_DEFAULT) sel->emit = EMIT_FINAL;
+    e->pull_view = 1;
+    int rc = query_new(e, sel, NULL, NULL, st->text, 0, 0, &q, err), point;
+    e->pull_view = 0;
+    sel->emit = was;
+    if (rc) return rc;
+    q->transient = 1;
+    if (out) q->out = *out;
+    if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 0);
+    q->began = 1;
+    rc = eng_pull_run(e, q, si, st->select, &point, err);
+    if (!rc && q->out.end) rc = q->out.end(q->out.ctx);
+    query_free(q);
+    return rc;
+}
+
 int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     query *q;
+    int si = pull_table(e, st->select);
+    if (si >= 0) return pull_query(e, st, si, out, err);
     int rc = query_new(e, st->select, NULL, NULL, st->text, 0, 0, &q, err);
     if (rc) return rc;
     q->transient = 1;
@@ -620,13 +654,15 @@ int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
 }
 
 /* SUBSCRIBE t of a table: its changelog from now on, as SELECT * FROM t
- * (a push query; SET offset = 'earliest' gives what its log holds). */
+ * EMIT CHANGES (a push query; SET offset = 'earliest' gives what its log
+ * holds; without EMIT CHANGES it would be a pull query). */
 int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     sbuf q;
     sbuf_init(&q);
     sbuf_adds(&q, "SELECT * FROM ");
     ast_print_ident(st->name, &q);
+    sbuf_adds(&q, " EMIT CHANGES");
     ast_stmt *sel = NULL;
     int rc = q.p ? parse_one(q.p, q.len, &sel, err) : xerr_set(err, XE_NOMEM, "out of memory");
     if (!rc) rc = eng_push_query(e, sel, out, err);

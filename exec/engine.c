@@ -32,6 +32,7 @@ static const plan_stream *cat_find(void *ctx, const char *name)
 {
     engine *e = ctx;
     int i = eng_stream_index(e, name);
+    if (i >= 0 && e->pull_view && e->streams[i]->table) return e->streams[i]->table->rows_view;
     return i < 0 ? NULL : e->streams[i]->ps;
 }
 

@@ -7,7 +7,7 @@
  *   engine.c    open (recovery) and close, the statements' dispatch
  *   show.c      SHOW, DESCRIBE, EXPLAIN, SET
  *   catalog.c   CREATE and DROP, push queries, deployed queries, host records, the catalog's load
- *   ingest.c    input: exec_ingest, file sources, INSERT, pushed rows, socket sources' callbacks
+ *   ingest.c    input: exec_ingest, file sources, INSERT, pushed rows, socket sources' callbacks; table_pull.c: pull queries on a table
  *   epoch.c     epochs: the one place that commits
  *   ft.c        fault tolerance's API; logship.c: copies of a stream's log
  *   stream.c    streams: slices into the log and the queries, watermarks, ends, retention, replays
@@ -216,6 +216,7 @@ typedef struct table_rt {
     uint32_t tid;           /* its rows' task id in `state` (a query id's last task: tid_of) */
     plan_stream *in;        /* the declared columns: what its input rows are */
     plan_stream *cl;        /* the changelog's (op first), until stream_add makes it the stream's ps */
+    plan_stream *rows_view; /* its rows, the changelog's columns but op: what a pull query plans over */
     int nkey, key[TBL_MAX_KEY]; /* the PRIMARY KEY's columns of in */
     int op_col;             /* WITH op_column: its column of in, or -1 */
     int nval, *vmap;        /* the changelog's columns after op: columns of in */
@@ -234,6 +235,8 @@ int tbl_op_kind(const val *v); /* an op_column's value: 0 I or U, 1 D, -1 neithe
 int tbl_apply(table_rt *t, store_txn *txn, const batch *in, xerr *err);
 int tbl_scan(table_rt *t, store_txn *txn, int (*fn)(void *ctx, const val *row), void *ctx, xerr *err); /* rows in key order (op-less) */
 int tbl_load(table_rt *t, store_txn *txn, xerr *err); /* at open: counts its rows */
+/* The row of key (nkey values), to fn, if the table holds one: a point lookup. */
+int tbl_get(table_rt *t, store_txn *txn, const val *key, int (*fn)(void *ctx, const val *row), void *ctx, xerr *err);
 
 typedef struct stream_rt {
     plan_stream *ps;
@@ -281,6 +284,7 @@ struct engine {
     uint32_t next_query_id;
     int parallelism;
     int offset_earliest;    /* SET offset = 'earliest': new queries read their streams' logs from the start */
+    int pull_view;          /* planning a pull query: a table is its rows (table_rt.rows_view), not its changelog */
     uint64_t mem_budget;    /* SET memory_budget: bytes of window state kept in memory, the rest in LMDB (0: no bound) */
     uint64_t agg_mem;       /* bytes of window state in memory now, over every aggregate task (agg_evict.c) */
     char placement[32];
@@ -494,6 +498,10 @@ int eng_maybe_commit(engine *e, xerr *err); /* commit when the epoch is due */
 int io_stream_rows(engine *e, int si, const batch *b, xerr *err); /* rows from a socket producer (io_rows_cb) */
 int io_tick(engine *e, xerr *err);  /* live streams: end partial slices, commit (io_tick_cb) */
 int eng_insert_rows(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* INSERT */
+
+/* table_pull.c: feed q, a pull query planned over table si's rows, what the
+ * table holds (*point: a point lookup of WHERE key = literal), then the end */
+int eng_pull_run(engine *e, query *q, int si, const ast_select *sel, int *point, xerr *err);
 
 /* catalog.c */
 int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);

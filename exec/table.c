@@ -34,6 +34,7 @@ void tbl_free(table_rt *t)
 {
     if (!t) return;
     plan_stream_free(t->in);
+    plan_stream_free(t->rows_view);
     batch_fini(&t->chg);
     batch_fini(&t->old);
     sbuf_fini(&t->kbuf);
@@ -145,6 +146,28 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
         rc = xerr_set(err, XE_NOMEM, "out of memory");
         goto fail;
     }
+    /* what a pull query reads: the changelog's columns but op */
+    plan_stream *rv = calloc(1, sizeof *rv);
+    if (rv) {
+        *rv = *cl;
+        rv->changelog = 0;
+        rv->ts_col = cl->ts_col >= 0 ? cl->ts_col - 1 : -1;
+        rv->name = strdup(cl->name);
+        rv->schema.ncols = 0;
+        rv->schema.cols = calloc((size_t)cl->schema.ncols, sizeof *rv->schema.cols);
+        for (int c = 1; rv->name && rv->schema.cols && c < cl->schema.ncols; c++) {
+            if (!(rv->schema.cols[c - 1].name = strdup(cl->schema.cols[c].name))) break;
+            rv->schema.cols[c - 1].type = cl->schema.cols[c].type;
+            rv->schema.ncols = c;
+        }
+    }
+    if (!rv || rv->schema.ncols != cl->schema.ncols - 1) {
+        plan_stream_free(rv);
+        plan_stream_free(cl);
+        rc = xerr_set(err, XE_NOMEM, "out of memory");
+        goto fail;
+    }
+    t->rows_view = rv;
     t->cl = cl;
     *out = t;
     return 0;
@@ -267,6 +290,21 @@ static int count_one(void *ctx, const val *row)
     (void)row;
     ++*(int64_t *)ctx;
     return 0;
+}
+
+int tbl_get(table_rt *t, store_txn *txn, const val *key, int (*fn)(void *ctx, const val *row), void *ctx, xerr *err)
+{
+    sbuf_reset(&t->kbuf);
+    if (val_key_encode(key, t->nkey, &t->kbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
+    int rc = store_state_get(txn, STORE_STATE, t->tid, 0, t->kbuf.p, t->kbuf.len, &t->obuf, err);
+    if (rc == XE_NOTFOUND) return 0;
+    if (rc) return rc;
+    batch_reset(&t->old);
+    val *o = batch_add_row(&t->old);
+    if (!o) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (val_key_decode(t->obuf.p, t->obuf.len, o, t->nval, &t->old, err) < 0)
+        return xerr_set(err, XE_CORRUPT, "a row of table state is damaged");
+    return fn(ctx, o);
 }
 
 int tbl_load(table_rt *t, store_txn *txn, xerr *err)

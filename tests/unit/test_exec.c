@@ -1517,6 +1517,15 @@ static void test_table_changelog(void **state)
     assert_int_equal(exec_ingest_close(in, 0, &st, &err), 0);
     assert_int_equal(st.rejected, 2);
     assert_string_equal(s.text.p, "-U,1,c\n+U,1,d\n-D,3,x\n+I,4,e\n+I,6,f\n");
+    /* pull queries: the rows now (key order), a point lookup, an aggregate */
+    cap p;
+    exec_out pull = cap_out(&p);
+    run(e, &pull, "SELECT * FROM t; SELECT v FROM t WHERE k = 4; SELECT v FROM t WHERE 5 = k;"
+                  "SELECT COUNT(*) AS n, MAX(v) FROM t WHERE k > 1;");
+    assert_string_equal(p.text.p, "1,d\n4,e\n6,f\ne\n2,f\n");
+    assert_int_equal(p.begins, 4);
+    assert_int_equal(p.ends, 4);
+    cap_fini(&p);
     engine_close(e);
     cap_fini(&c);
     cap_fini(&s);
