@@ -10,6 +10,9 @@ cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node_base.c 
 cluster_USES := exec base
 BINS += ares-node:cluster
 UNIT_TESTS += test_cluster:cluster test_wire:cluster test_channel:cluster test_place:cluster
+# backpressure: node_conn.c's overflow and its release, the net layer wrapped (tests/unit/test_conn.c)
+UNIT_TESTS += test_conn:cluster
+$(BUILD)/tests/test_conn: LDFLAGS += $(foreach f,net_send net_pause net_resume,-Wl,--wrap=$(f))
 # the coordinator's decisions, with the I/O below it wrapped (tests/unit/test_coord.c)
 UNIT_TESTS += test_coord:cluster
 $(BUILD)/tests/test_coord: LDFLAGS += $(foreach f,engine_host_put engine_host_del engine_host_scan cs_send cs_send_msg \
