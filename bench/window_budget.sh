@@ -12,19 +12,22 @@
 # sampled besides (RSS counts the pages of LMDB's map the process has
 # read, which are the kernel's page cache, not the heap).  The three sinks must be
 # the same, byte for byte.  Takes a few minutes with the defaults.
-# Usage: sh bench/window_budget.sh [BUILD_DIR] [ROWS] [KEYS]   (default: build 4000000 2000000)
+# SKEW (default 1: uniform) draws keys as KEYS * u^SKEW (u uniform in [0, 1)):
+# with SKEW > 1 the low keys are hot, as in most real inputs.
+# Usage: sh bench/window_budget.sh [BUILD_DIR] [ROWS] [KEYS] [SKEW]   (default: build 4000000 2000000 1)
 set -eu
 BUILD=$(cd "${1:-build}" && pwd)
 ROWS=${2:-4000000}
 KEYS=${3:-2000000}
+SKEW=${4:-1}
 T=$(mktemp -d /tmp/ares-budget-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 A="$BUILD/ares-sql"
 EV="CREATE STREAM ev (ts TIMESTAMP, k BIGINT, v DOUBLE) WITH (timestamp = 'ts')"
 Q="SELECT k, COUNT(*) AS n, SUM(v) AS s, window_start FROM ev WINDOW TUMBLING (SIZE 1 HOUR) GROUP BY k EMIT FINAL"
-# ROWS rows over one hour (ts in ms), keys uniform in [0, KEYS)
-awk -v n="$ROWS" -v keys="$KEYS" 'BEGIN { srand(19); for (i = 0; i < n; i++)
-    print int(i * (3600000 / n)) "," int(rand() * keys) "," i % 13 }' >"$T/in.csv"
+# ROWS rows over one hour (ts in ms), keys in [0, KEYS)
+awk -v n="$ROWS" -v keys="$KEYS" -v skew="$SKEW" 'BEGIN { srand(19); for (i = 0; i < n; i++)
+    print int(i * (3600000 / n)) "," int(rand() ^ skew * keys) "," i % 13 }' >"$T/in.csv"
 
 # the bytes of one group: DESCRIBE of the same query over a few rows, its window open
 head -n 1000 "$T/in.csv" >"$T/few.csv"
