@@ -1207,7 +1207,6 @@ int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr
     const char *no = !sel->group_by ? "a SELECT without GROUP BY (its groups are the table's rows)"
                      : sel->window.kind != WIN_NONE ? "a WINDOW (a table's aggregate covers all time; a windowed one is "
                                                       "CREATE STREAM AS)"
-                     : sel->having ? "HAVING (not yet: a group that stops passing it would have to be deleted)"
                      : sel->join ? "a JOIN (not yet)"
                      : sel->unnest ? "UNNEST (not yet)"
                      : sel->emit == EMIT_FINAL ? "EMIT FINAL (a table's rows update as its input changes)"

@@ -566,6 +566,8 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
     }
     case PO_FILTER:
     case PO_HAVING: {
+        /* table_agg.c's deletes: groups that lost their rows or failed this condition */
+        if (op->kind == PO_HAVING && o->q->retracting) return op_emit(o, task, in, err);
         batch_reset(&o->out);
         for (int r = 0; r < in->nrows; r++) {
             const val *row = batch_row(in, r);

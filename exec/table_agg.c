@@ -4,8 +4,10 @@
  * An unwindowed aggregate whose answer updates: after each batch, every
  * group the batch touched is emitted once, with its new values, and the
  * table the query writes (table.c) turns that into -U/+U, or +I for a new
- * group.  A group whose rows are all retracted is emitted with the query's
- * `retracting` flag set: the table deletes its key (-D).
+ * group.  A group whose rows are all retracted, or (with HAVING) whose new
+ * row fails the HAVING operator's condition, is emitted with the query's
+ * `retracting` flag set: the HAVING operator lets it through and the table
+ * deletes its key (-D).
  *
  * Over a table the input is a changelog (its `op` column, which the
  * planner never prunes from a changelog's source): +I and +U rows add,
@@ -34,7 +36,8 @@
 typedef struct tg {
     sbuf key;
     int64_t cnt;   /* COUNT(*): rows added less rows retracted */
-    int had;       /* it had rows before the batch */
+    int had;       /* it had rows before the batch (or fails HAVING: the table may hold its key) */
+    int keep;      /* the table keeps it after the batch: it has rows and passes HAVING */
     int64_t *n;    /* per aggregate: non-NULL arguments */
     int64_t *isum; /* ... their integer sum */
     double *dsum;  /* ... their DOUBLE sum */
@@ -44,6 +47,7 @@ typedef struct tg {
 struct tagg_task {
     int naggs, ngroups;
     int op_col;    /* the input's op column (a changelog), or -1 */
+    int having;    /* the HAVING operator the groups go to, or -1 */
     uint32_t tid;
     tg *g;         /* the batch's groups (reused: their buffers stay) */
     int ng, capg;
@@ -70,6 +74,9 @@ tagg_task *tagg_new(opinst *o, int task)
     while (d->ops[up].kind != PO_SOURCE && d->ops[up].ninputs == 1) up = d->ops[up].inputs[0];
     int si = d->ops[up].kind == PO_SOURCE ? eng_stream_index(o->q->eng, d->ops[up].stream) : -1;
     if (si >= 0 && o->q->eng->streams[si]->table) a->op_col = plan_schema_find(&d->ops[op->inputs[0]].out, "op");
+    a->having = -1;
+    for (int i = 0; i < d->nops; i++)
+        if (d->ops[i].kind == PO_HAVING && d->ops[i].inputs[0] == op->id) a->having = i;
     if (!(a->kv = calloc((size_t)a->ngroups + 1, sizeof *a->kv))) {
         free(a);
         return NULL;
@@ -352,13 +359,26 @@ int tagg_push(opinst *o, int task, const batch *in, xerr *err)
         }
         if (q->scratch.nrows > 4096) batch_reset(&q->scratch);
     }
-    /* the state, then the rows: groups that still hold rows, then the ones that lost them */
+    /* Which groups the table keeps: those with rows that pass HAVING.  The
+     * state, then the rows: the kept groups, then those that held a row
+     * before and are not kept now (they lost their rows, or fail HAVING:
+     * the table deletes their keys, and ignores the delete of a key it does
+     * not hold, so a group that failed HAVING before stays silent). */
     int rc;
+    for (int i = 0; i < a->ng; i++) {
+        tg *g = &a->g[i];
+        g->keep = g->cnt > 0;
+        if (!g->keep || a->having < 0) continue;
+        batch_reset(&o->out);
+        if ((rc = out_row(o, a, g, err))) return rc;
+        g->keep = xprog_true(&q->ops[a->having].progs[0], batch_row(&o->out, 0), &q->scratch);
+        batch_reset(&q->scratch);
+        g->had |= !g->keep;
+    }
     for (int pass = 0; pass < 2; pass++) {
         batch_reset(&o->out);
         for (int i = 0; i < a->ng; i++) {
             tg *g = &a->g[i];
-            int holds = g->cnt > 0;
             if (pass == 0) {
                 if (g->cnt == 0 && !g->n[0] && (!a->naggs || !g->ms[0].len))
                     rc = store_state_del(txn, STORE_STATE, a->tid, 0, g->key.p, g->key.len, err);
@@ -368,7 +388,7 @@ int tagg_push(opinst *o, int task, const batch *in, xerr *err)
                     rc = xerr_set(err, XE_NOMEM, "out of memory");
                 if (rc) return rc;
             }
-            if (pass == 0 ? holds : !holds && g->had)
+            if (pass == 0 ? g->keep : !g->keep && g->had)
                 if ((rc = out_row(o, a, g, err))) return rc;
         }
         if (!o->out.nrows) continue;

@@ -13,11 +13,13 @@
 #     INSERT INTO a table of another shape (the column named);
 #  4. CREATE TABLE ... AS SELECT ... GROUP BY over the table (retracting:
 #     rows change groups and are deleted) and over a stream: COUNT, SUM,
-#     MIN, MAX against sqlite3's GROUP BY over the final rows;
+#     MIN, MAX against sqlite3's GROUP BY over the final rows; with HAVING
+#     (groups deleted when they stop passing, back when they pass again)
+#     against sqlite3's GROUP BY ... HAVING;
 #  5. kill -9 in the middle of a file source, restart until done: the
 #     changelogs of the table and of an aggregate over it, written by
 #     standing queries' sinks, equal an uninterrupted run's change for
-#     change, and their states sqlite3's.
+#     change, and their states sqlite3's (a HAVING aggregate's too).
 # Run by tests/scenario/run.sh with ARES_BUILD and a private ARES_TMP.
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/t_cli_lib.inc"
@@ -175,12 +177,21 @@ refused() { # refused SQL TEXT: SQL fails, its error holds TEXT
 refused "$TBL; CREATE TABLE c AS SELECT w, COUNT(*) AS n FROM t;" "CREATE TABLE ... AS takes no a SELECT without GROUP BY"
 refused "$TBL; CREATE TABLE c AS SELECT COUNT(*) AS n FROM t GROUP BY w;" \
     "GROUP BY of CREATE TABLE AS takes columns that the SELECT selects"
-refused "$TBL; CREATE TABLE c AS SELECT w, COUNT(*) AS n FROM t GROUP BY w HAVING COUNT(*) > 1;" "takes no HAVING"
+# HAVING: a group that stops passing is deleted, one that passes again comes back
+HV="HAVING SUM(v) > 300 AND COUNT(*) >= 2"
+"$A" --memory -q -e "$TBL; CREATE TABLE c AS $AGG FROM t GROUP BY w $HV; SUBSCRIBE c;" --ingest t <in.csv >out 2>err
+expect_rc 0 $? "CREATE TABLE AS with HAVING"
+tail -n +2 out >hagg.txt
+grep -q '^-D,' hagg.txt || fail "no group of the HAVING aggregate was deleted"
+awk -F, '$1 == "-D" { d[$2] = 1 } $1 == "+I" && d[$2] { back = 1 } END { exit !back }' hagg.txt ||
+    fail "no group of the HAVING aggregate came back after its -D"
+check_state "CREATE TABLE AS with HAVING" hagg.txt in.csv "${SQ%;} $HV;"
 refused "$TBL; CREATE TABLE c AS SELECT w, COUNT(*) AS n FROM t GROUP BY w; INSERT INTO c VALUES ('a', 1);" \
     "table 'c' is made by CREATE TABLE AS: its rows come from its query"
 
 # ---- 5. kill -9 in the middle of a file source, restart until done
 gen 400000 20000 5 >big.csv
+BHV="HAVING COUNT(*) > 52"
 setup() {
     mkdir -p "$1"
     cat >"$1/setup.sql" <<EOF
@@ -189,6 +200,8 @@ CREATE TABLE IF NOT EXISTS t (k BIGINT, v BIGINT, w TEXT, op TEXT, PRIMARY KEY (
 CREATE QUERY IF NOT EXISTS cl WITH (sink = 'file://$1/cl.csv') AS SELECT * FROM t;
 CREATE TABLE IF NOT EXISTS c AS $AGG FROM t GROUP BY w;
 CREATE QUERY IF NOT EXISTS ccl WITH (sink = 'file://$1/ccl.csv') AS SELECT * FROM c;
+CREATE TABLE IF NOT EXISTS h AS $AGG FROM t GROUP BY w $BHV;
+CREATE QUERY IF NOT EXISTS hcl WITH (sink = 'file://$1/hcl.csv') AS SELECT * FROM h;
 EOF
 }
 setup "$T/ref"
@@ -200,6 +213,9 @@ tail -n +2 "$T/ref/cl.csv" >ref_cl.txt
 check_state "a file source" ref_cl.txt big.csv
 tail -n +2 "$T/ref/ccl.csv" >ref_ccl.txt
 check_state "an aggregate over a file source" ref_ccl.txt big.csv "$SQ"
+tail -n +2 "$T/ref/hcl.csv" >ref_hcl.txt
+grep -q '^-D,' ref_hcl.txt || fail "no group of the HAVING aggregate over a file source was deleted"
+check_state "a HAVING aggregate over a file source" ref_hcl.txt big.csv "${SQ%;} $BHV;"
 setup "$T/crash"
 crash_show() { echo "$(wc -l <"$T/crash/cl.csv" 2>/dev/null) changes"; }
 crash_runs "$ref_ms" crash_show
@@ -212,4 +228,10 @@ expect_rc 0 $? "a pull query after kill -9"
 tail -n +2 out | sort -t, -k1,1 | cmp -s - want.txt || fail "the table's rows after kill -9 differ from sqlite3"
 tail -n +2 "$T/crash/ccl.csv" >crash_ccl.txt
 cmp -s ref_ccl.txt crash_ccl.txt || { diff ref_ccl.txt crash_ccl.txt | head; fail "the aggregate's changelog after kill -9 differs"; }
+tail -n +2 "$T/crash/hcl.csv" >crash_hcl.txt
+cmp -s ref_hcl.txt crash_hcl.txt || { diff ref_hcl.txt crash_hcl.txt | head; fail "the HAVING aggregate's changelog after kill -9 differs"; }
+"$A" --data "$T/crash/data" -q -e "SELECT * FROM h;" </dev/null >out 2>err
+expect_rc 0 $? "a pull query of the HAVING table after kill -9"
+oracle big.csv "${SQ%;} $BHV;" >want.txt
+tail -n +2 out | sort -t, -k1,1 | cmp -s - want.txt || fail "the HAVING table's rows after kill -9 differ from sqlite3"
 echo "ok: $(wc -l <ref_cl.txt) changes, $(wc -l <want.txt) rows"
