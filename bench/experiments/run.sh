@@ -741,6 +741,10 @@ recovery_run() {
                 "($(wc -l <"$CD/out.csv") of $(wc -l <"$CD/ref.csv") lines, none wrong)"
             figure "recovery_${2}_${st}_run$3" "NOT-CAUGHT-UP" "(output incomplete after ${EXP_REC_WAIT_S} s, none wrong)"
             eval "REC_${2}_${st}_$3=slow"
+            say "$1, ft $2 (run $3): logs kept in $CD (the last window per partition's sources: SHOW QUERIES there)"
+            timeout 5 "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -q -e "SHOW QUERIES; EXPLAIN PLACEMENT q;" \
+                >"$CD/not_caught_up.txt" 2>&1
+            KEEP_SCRATCH=1
             return
         fi
         rec_failed "${2}_${st}_run$3" "$1, ft $2 (run $3): the output after recovery differs from the embedded engine's" \
