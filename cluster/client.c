@@ -11,9 +11,8 @@
  * outlive their request (push queries, SUBSCRIBE) stay in `results` until
  * their END.
  *
- * Input for ingest is read only when the previous chunk went into the
- * connection's send queue (net_send did not say XE_BUSY), so a slow cluster
- * slows the reader and memory stays at one chunk plus the send queue.
+ * An ingest's session (its chunks, kept until acknowledged, and sending
+ * them again) is client_ingest.c, on top of this file (client_int.h).
  *
  * Failover (docs/architecture.md, "The coordinator").  With several
  * addresses, a lost connection is not the end: the client finds the
@@ -44,95 +43,12 @@
  * home (the copy, promoted), and the home skips the chunks it has.  The next
  * request reconnects to the coordinator (`away`).
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster/node.h"
+#include "cluster/client_int.h"
 
-#define INGEST_CHUNK (64 * 1024)
-#define UNACKED_MAX (64u * 1024 * 1024) /* ingest bytes sent but not yet in at the home and shadow */
-/* An interrupted ingest waits this long for the home's last answer (its
- * counts).  Up to UNACKED_MAX bytes may be queued ahead of it at a home that
- * is behind, which can take minutes; the client then says what it knows and
- * ends instead of ignoring the signal. */
-#define CUT_WAIT_MS 2000
-/* Input read waits this long for more before it goes as a chunk (as Kafka's
- * producer linger.ms, 5 ms by default since Kafka 4.0): a producer that
- * writes a few rows a millisecond then sends a chunk every 5 ms, not one per
- * read, and the coordinator and the home handle a fifth of the frames. */
-#define LINGER_MS 5
-#define FAILOVER_MS 30000               /* how long to look for a serving coordinator */
-#define KEEP_MS 60000                   /* a subscription's rows kept for attaching again */
-#define FAILOVER_DEAD_MS 2000           /* silence of the coordinator that starts a failover */
-#define FAILOVER_CONNECT_MS 1000        /* connect and handshake, per address, while failing over */
-#define HOME_RETRY_MS 100               /* a home that could not be reached: ask the coordinator again after this */
-
-typedef struct cres {
-    uint64_t req;
-    exec_out out;
-    int ncols;
-    char **names;
-    sql_type *types;
-    char *name;         /* a subscription's query (RES_NAME): it can attach again */
-    int64_t wm;         /* the sink's watermark of its last rows (RES_WM) */
-    rowtab rows;        /* the rows it got (by row_hash, count: how often), for attaching again */
-    struct cres *next;
-} cres;
-
-/* An ingest chunk not yet acknowledged. */
-typedef struct chunk {
-    struct chunk *next;
-    uint64_t seq, line0;
-    int last, end;
-    size_t len;
-    unsigned char data[];
-} chunk;
-
-struct clu_client {
-    uv_loop_t loop;
-    int loop_ok;
-    net_ctx *net;
-    net_conn *c;
-    auth_secret secret;
-    int ready, closed, why;
-    char close_msg[300];
-    uint64_t next_req;
-    /* the request in flight */
-    uint64_t cur;
-    int cur_done, cur_rc;
-    char cur_msg[1024];
-    exec_out cur_out;
-    const clu_ingest_opts *ing;
-    exec_ingest_stats ing_st;
-    int writable;
-    cres *results;
-    batch rb;
-    uv_timer_t timer;
-    /* failover */
-    char addrs[1024];
-    unsigned timeout_ms;
-    int (*interrupted)(void);
-    int active;         /* the coordinator announced its term on this connection */
-    int at;             /* the index in addrs of the address connected to */
-    uint64_t term;
-    int failovers;
-    /* the ingest session in flight */
-    const char *ing_stream;
-    uint64_t session, next_seq, lines_sent;
-    int resend;          /* RES_RESEND came: the stream's home moved (a copy of its log took over) */
-    chunk *unacked, *unacked_tail;
-    size_t unacked_bytes;
-    /* an ingest straight to the stream's home */
-    int may_direct;      /* this ingest asks for it (no result is open) */
-    int go_home;         /* RES_HOME came: move to home_addr */
-    char home_addr[128], home_name[WIRE_NAME_MAX + 1];
-    int away;            /* the connection is to a home, not to the coordinator */
-    uint64_t lost_at;    /* the home was lost at (mono ns), until a chunk is acknowledged again */
-};
 
 static void quiet_log(void *ud, int level, const char *who, const char *msg)
 {
@@ -421,7 +337,7 @@ static const net_handlers cl_handlers = {cl_on_ready, cl_on_frame, cl_on_writabl
 static void on_timer(uv_timer_t *t) { (void)t; }
 
 /* Run the loop once, waking at least every ms. */
-static void spin(clu_client *c, unsigned ms)
+void cl_spin(clu_client *c, unsigned ms)
 {
     uv_timer_start(&c->timer, on_timer, ms, 0);
     uv_run(&c->loop, UV_RUN_ONCE);
@@ -432,8 +348,6 @@ static int closed_err(clu_client *c, xerr *err)
     return xerr_set(err, c->why == NET_CLOSE_AUTH ? XE_AUTH : XE_IO, "the connection to the coordinator was lost: %s%s%s",
                     net_close_name(c->why), c->close_msg[0] ? ": " : "", c->close_msg);
 }
-
-static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p, size_t len, xerr *err);
 
 /* Each address in turn, from the one at index `from` (wrapping around),
  * until one answers as the active coordinator. */
@@ -459,13 +373,13 @@ static int connect_any(clu_client *c, int from, xerr *err)
         c->close_msg[0] = 0;
         if ((rc = net_connect(c->net, tok, port, c->timeout_ms, &cl_handlers, c, &c->c, err))) continue;
         uint64_t until = clock_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
-        while (!c->active && !c->closed && clock_mono_ns() < until) spin(c, 100);
+        while (!c->active && !c->closed && clock_mono_ns() < until) cl_spin(c, 100);
         if (c->active && !c->closed) {
             c->at = i;
             return 0;
         }
         if (!c->closed) net_abort(c->c, NET_CLOSE_LOCAL, "no answer");
-        while (!c->closed) spin(c, 10);
+        while (!c->closed) cl_spin(c, 10);
         if (c->why == NET_CLOSE_AUTH)
             rc = xerr_set(err, XE_AUTH,
                           "%s:%s refused our cluster secret (authentication failed): check --secret-file", tok,
@@ -480,7 +394,7 @@ static int connect_any(clu_client *c, int from, xerr *err)
 /* The connection is lost: find the coordinator that serves now and attach
  * the subscriptions and push queries again.  XE_IO when none answers
  * within FAILOVER_MS (or only one address was given). */
-static int failover(clu_client *c, xerr *err)
+int cl_failover(clu_client *c, xerr *err)
 {
     if (!strchr(c->addrs, ',')) {
         fail_results(c);
@@ -543,7 +457,7 @@ static int failover(clu_client *c, xerr *err)
         sbuf b;
         sbuf_init(&b);
         rc = wire_msg_payload(&b, &m, err);
-        if (!rc) rc = send_wait(c, WIRE_ATTACH, 0, b.p, b.len, err);
+        if (!rc) rc = cl_send_wait(c, WIRE_ATTACH, 0, b.p, b.len, err);
         sbuf_fini(&b);
         sbuf_fini(&rows);
     }
@@ -554,12 +468,12 @@ static int failover(clu_client *c, xerr *err)
 static void drop_conn(clu_client *c, const char *why)
 {
     if (c->c && !c->closed) net_close(c->c, why);
-    while (c->c && !c->closed) spin(c, 10);
+    while (c->c && !c->closed) cl_spin(c, 10);
 }
 
 /* After an ingest straight to a home, the next request goes to the
  * coordinator again: the one of the addresses that serves. */
-static int back_to_coord(clu_client *c, xerr *err)
+int cl_back_to_coord(clu_client *c, xerr *err)
 {
     if (!c->away) return 0;
     drop_conn(c, "bye");
@@ -577,15 +491,15 @@ static int back_to_coord(clu_client *c, xerr *err)
 
 /* Ready for a request: on the coordinator's connection (after an ingest
  * straight to a home), or failed over to the coordinator that serves now. */
-static int ready_for_request(clu_client *c, xerr *err)
+int cl_ready_for_request(clu_client *c, xerr *err)
 {
-    if (c->away) return back_to_coord(c, err);
-    return c->closed ? failover(c, err) : 0;
+    if (c->away) return cl_back_to_coord(c, err);
+    return c->closed ? cl_failover(c, err) : 0;
 }
 
 /* RES_HOME: the connection moves to the stream's home (its handshake only:
  * a home announces no term).  XE_IO when it cannot be reached. */
-static int connect_home(clu_client *c, xerr *err)
+int cl_connect_home(clu_client *c, xerr *err)
 {
     char host[sizeof c->home_addr];
     snprintf(host, sizeof host, "%s", c->home_addr);
@@ -602,7 +516,7 @@ static int connect_home(clu_client *c, xerr *err)
         return rc;
     }
     uint64_t until = clock_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
-    while (!c->ready && !c->closed && clock_mono_ns() < until) spin(c, 20);
+    while (!c->ready && !c->closed && clock_mono_ns() < until) cl_spin(c, 20);
     if (c->ready && !c->closed) return 0;
     drop_conn(c, "no answer");
     return xerr_set(err, XE_IO, "cannot connect to the stream's home %s at %s: %s%s%s", c->home_name, c->home_addr,
@@ -667,7 +581,7 @@ void clu_client_free(clu_client *c)
     if (c->net) {
         if (c->c) net_close(c->c, "bye");
         /* let BYE go out (bounded by the net layer's flush deadline) */
-        for (int i = 0; i < 200 && c->c && !c->closed; i++) spin(c, 10);
+        for (int i = 0; i < 200 && c->c && !c->closed; i++) cl_spin(c, 10);
         net_ctx_free(c->net);
         c->net = NULL;
     }
@@ -686,7 +600,7 @@ void clu_client_free(clu_client *c)
  * A coordinator that reads nothing (stopped, or its own sends backed up)
  * keeps it there: a signal ends the wait (XE_BUSY, "interrupted ..."), so
  * that an interrupted ingest or statement does not hang in it. */
-static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p, size_t len, xerr *err)
+int cl_send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p, size_t len, xerr *err)
 {
     for (;;) {
         if (c->closed) return closed_err(c, err);
@@ -697,7 +611,7 @@ static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p,
         while (!c->writable && !c->closed) {
             if (c->interrupted && c->interrupted())
                 return xerr_set(err, XE_BUSY, "interrupted while the coordinator was not reading");
-            spin(c, 100);
+            cl_spin(c, 100);
         }
     }
 }
@@ -705,7 +619,7 @@ static int send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p,
 int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *err)
 {
     int rc;
-    if ((rc = ready_for_request(c, err))) return rc;
+    if ((rc = cl_ready_for_request(c, err))) return rc;
     c->cur = c->next_req++;
     c->cur_done = 0;
     c->cur_rc = 0;
@@ -719,7 +633,7 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
     sbuf_init(&b);
     rc = wire_msg_payload(&b, &m, err);
     /* with somewhere to fail over to, a push query is kept for us to attach again */
-    if (!rc) rc = send_wait(c, WIRE_QUERY, strchr(c->addrs, ',') ? WIRE_F_FAILOVER : 0, b.p, b.len, err);
+    if (!rc) rc = cl_send_wait(c, WIRE_QUERY, strchr(c->addrs, ',') ? WIRE_F_FAILOVER : 0, b.p, b.len, err);
     sbuf_fini(&b);
     if (rc) return rc;
     while (!c->cur_done && !c->closed) {
@@ -728,13 +642,13 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
         if (c->interrupted && c->interrupted())
             return xerr_set(err, XE_BUSY, "interrupted while waiting for the coordinator's answer; the statement "
                             "may or may not have run");
-        spin(c, 100);
+        cl_spin(c, 100);
     }
     if (!c->cur_done) {
         rc = closed_err(c, err);
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        if (failover(c, err) == 0)
+        if (cl_failover(c, err) == 0)
             return xerr_set(err, XE_IO, "%s; the statement may or may not have run (reconnected: run it again if it "
                             "did not)", why);
         return rc;
@@ -743,249 +657,18 @@ int clu_client_exec(clu_client *c, const char *sql, const exec_out *out, xerr *e
     return 0;
 }
 
-/* Send a kept chunk (again, after a failover) as part of request c->cur. */
-static int send_kept(clu_client *c, const clu_ingest_opts *o, const chunk *k, xerr *err)
-{
-    wire_msg m = {.type = WIRE_INGEST, .flags = (k->last ? WIRE_F_LAST : 0) | (c->may_direct && !c->away ? WIRE_F_DIRECT : 0)};
-    m.u.ingest.req_id = c->cur;
-    m.u.ingest.stream = wire_str_of(c->ing_stream);
-    m.u.ingest.format = o->format_set ? (uint8_t)o->format : WIRE_FMT_STREAM;
-    m.u.ingest.header = (uint8_t)o->header;
-    m.u.ingest.end = (uint8_t)k->end;
-    m.u.ingest.session = c->session;
-    m.u.ingest.seq = k->seq;
-    m.u.ingest.line0 = k->line0;
-    m.u.ingest.delim = (uint8_t)o->delim;
-    m.u.ingest.has_null = o->null_string != NULL;
-    m.u.ingest.null_string = wire_str_of(o->null_string ? o->null_string : "");
-    m.u.ingest.data = (wire_str){(const char *)k->data, (uint32_t)k->len};
-    sbuf b;
-    sbuf_init(&b);
-    int rc = wire_msg_payload(&b, &m, err);
-    if (!rc) rc = send_wait(c, WIRE_INGEST, m.flags, b.p, b.len, err);
-    sbuf_fini(&b);
-    return rc;
-}
-
-/* A new chunk: kept until acknowledged, then sent. */
-static int send_chunk(clu_client *c, const clu_ingest_opts *o, const void *p, size_t n, int last, xerr *err)
-{
-    chunk *k = malloc(sizeof *k + n);
-    if (!k) return xerr_set(err, XE_NOMEM, "out of memory");
-    k->next = NULL;
-    k->seq = ++c->next_seq;
-    k->line0 = c->lines_sent;
-    k->last = last;
-    k->end = last && o->end_of_stream;
-    k->len = n;
-    if (n) memcpy(k->data, p, n);
-    for (size_t i = 0; i < n; i++) c->lines_sent += ((const unsigned char *)p)[i] == '\n';
-    if (c->unacked_tail) c->unacked_tail->next = k;
-    else c->unacked = k;
-    c->unacked_tail = k;
-    c->unacked_bytes += n;
-    return c->closed ? 0 : send_kept(c, o, k, err); /* a lost connection: resend_all sends it */
-}
-
-/* After a failover (or, straight to a home, after moving to it or away
- * from it): the ingest goes on under a new request id with every chunk not
- * acknowledged yet (the home skips those it has). */
-static int resend_all(clu_client *c, const clu_ingest_opts *o, xerr *err)
-{
-    int rc;
-    if (c->go_home) { /* RES_HOME */
-        c->go_home = 0;
-        rc = connect_home(c, err);
-        if (rc == XE_PROTO) return rc;
-        if (rc && !c->lost_at) c->lost_at = clock_mono_ns();
-    } else if (c->away) { /* the home was lost, or refused: ask the coordinator where it is now */
-        if (!c->lost_at) c->lost_at = clock_mono_ns();
-        else uv_sleep(HOME_RETRY_MS);
-        if (clock_mono_ns() - c->lost_at > FAILOVER_MS * 1000000ull)
-            return xerr_set(err, XE_IO, "the connection to stream %s's home %s was lost (%s) and no home took its "
-                            "input within %d s", c->ing_stream, c->home_name, c->close_msg, FAILOVER_MS / 1000);
-        if ((rc = back_to_coord(c, err))) return rc;
-    } else if ((rc = failover(c, err)))
-        return rc;
-    if (c->closed) return 0; /* the home could not be reached: back to the coordinator next */
-    c->cur = c->next_req++;
-    rc = 0;
-    for (chunk *k = c->unacked; k && !rc; k = k->next) rc = send_kept(c, o, k, err);
-    return rc;
-}
-
-/* The stream's home moved within the same coordinator (RES_RESEND): the
- * chunks not acknowledged go again, in order, to the new home. */
-static int resend_kept(clu_client *c, const clu_ingest_opts *o, xerr *err)
-{
-    c->resend = 0;
-    int rc = 0;
-    for (chunk *k = c->unacked; k && !rc; k = k->next) rc = send_kept(c, o, k, err);
-    return rc;
-}
-
-static void drop_unacked(clu_client *c)
-{
-    while (c->unacked) {
-        chunk *k = c->unacked;
-        c->unacked = k->next;
-        free(k);
-    }
-    c->unacked_tail = NULL;
-    c->unacked_bytes = 0;
-}
-
-static uint64_t new_session(void)
-{
-    uint64_t v = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
-        close(fd);
-    }
-    if (!v) v = clock_mono_ns() ^ ((uint64_t)getpid() << 32);
-    return v ? v : 1;
-}
-
-/* An interrupted ingest whose home has not answered within CUT_WAIT_MS: what
- * the client knows, through the ingest's notice callback.  The lines of the
- * chunks acknowledged are in the stream (at the home and its shadow); the
- * rest were sent, and whether they go in depends on how far they got (the
- * coordinator and the home append what reached them). */
-static void cut_unanswered(clu_client *c, const clu_ingest_opts *o)
-{
-    int64_t acked = (int64_t)(c->unacked ? c->unacked->line0 : c->lines_sent);
-    if (!o->on_notice) return;
-    char msg[320];
-    snprintf(msg, sizeof msg,
-             "interrupted: %lld input lines sent to stream %s, %lld of them acknowledged by its home; the other %lld "
-             "were on their way and may still be appended (the home did not answer within %d ms)",
-             (long long)c->lines_sent, c->ing_stream ? c->ing_stream : "?", (long long)acked,
-             (long long)(c->lines_sent - acked), CUT_WAIT_MS);
-    o->on_notice(o->ctx, 0, msg);
-}
-
-int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_ingest_opts *o, exec_ingest_stats *st,
-                      xerr *err)
-{
-    memset(st, 0, sizeof *st);
-    int rc = 0, cut = 0;
-    if ((rc = ready_for_request(c, err))) return rc;
-    c->may_direct = !c->results; /* a home cannot carry open results */
-    c->go_home = 0;
-    c->lost_at = 0;
-    c->cur = c->next_req++;
-    c->cur_done = 0;
-    c->cur_rc = 0;
-    c->cur_msg[0] = 0;
-    c->cur_out = (exec_out){0};
-    c->ing = o;
-    c->ing_stream = stream;
-    c->session = new_session();
-    c->resend = 0;
-    c->next_seq = c->lines_sent = 0;
-    memset(&c->ing_st, 0, sizeof c->ing_st);
-    char *buf = malloc(INGEST_CHUNK);
-    if (!buf) return xerr_set(err, XE_NOMEM, "out of memory");
-    size_t fill = 0; /* input read, not sent yet: it waits up to LINGER_MS for more */
-    uint64_t due = 0;
-    for (int eof = 0; !eof;) {
-        if (c->cur_done) break; /* an error came back: stop sending */
-        if (o->stop && o->stop(o->ctx)) {
-            cut = 1;
-            break;
-        }
-        if ((c->closed || c->go_home) && (rc = resend_all(c, o, err))) break;
-        if (c->resend && (rc = resend_kept(c, o, err))) break;
-        if (c->unacked_bytes > UNACKED_MAX) { /* the home is behind: wait for it */
-            spin(c, 20);
-            continue;
-        }
-        int wait = 20;
-        if (fill) {
-            uint64_t now = clock_mono_ns();
-            wait = now >= due ? 0 : (int)((due - now + 999999) / 1000000);
-        }
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pf, 1, wait);
-        uv_run(&c->loop, UV_RUN_NOWAIT);
-        if (pr > 0) {
-            ssize_t got = read(fd, buf + fill, INGEST_CHUNK - fill);
-            if (got < 0 && errno != EINTR && errno != EAGAIN) {
-                rc = xerr_set(err, XE_IO, "reading the input: %s", strerror(errno));
-                break;
-            }
-            if (got == 0) eof = 1;
-            if (got > 0) {
-                if (!fill) due = clock_mono_ns() + LINGER_MS * 1000000ull;
-                fill += (size_t)got;
-            }
-        }
-        if (fill && (eof || fill == INGEST_CHUNK || clock_mono_ns() >= due)) {
-            rc = send_chunk(c, o, buf, fill, 0, err);
-            fill = 0;
-            if (rc) {
-                if (rc == XE_BUSY && o->stop && o->stop(o->ctx)) rc = 0, cut = 1; /* stopped in send_wait */
-                break;
-            }
-        }
-    }
-    if (fill && !rc && !c->cur_done) { /* stopped with input read: it goes, as read input always did */
-        rc = send_chunk(c, o, buf, fill, 0, err);
-        if (rc == XE_BUSY) rc = 0;
-    }
-    free(buf);
-    if (!rc && !c->cur_done) {
-        /* the last chunk ends the stream when asked, unless the input was cut short */
-        clu_ingest_opts o2 = *o;
-        if (cut) o2.end_of_stream = 0;
-        rc = send_chunk(c, &o2, NULL, 0, 1, err);
-        int told = 0;
-        if (rc == XE_BUSY && cut) { /* the coordinator reads nothing: the last chunk could not go */
-            cut_unanswered(c, o);
-            rc = 0;
-            told = 1;
-        }
-        uint64_t give_up = cut ? clock_mono_ns() + CUT_WAIT_MS * 1000000ull : 0;
-        while (!rc && !c->cur_done && !told) {
-            /* a signal after the input's end (the last chunk sent, the home
-             * behind): the same bounded wait as a cut (an experiment's
-             * producers waited 13 minutes here for a stalled home) */
-            if (!give_up && o->stop && o->stop(o->ctx)) {
-                cut = 1;
-                give_up = clock_mono_ns() + CUT_WAIT_MS * 1000000ull;
-            }
-            if (give_up && clock_mono_ns() >= give_up) {
-                cut_unanswered(c, o);
-                break;
-            }
-            if (c->closed || c->go_home) rc = resend_all(c, &o2, err);
-            else if (c->resend) rc = resend_kept(c, &o2, err);
-            else spin(c, give_up ? 20 : 100);
-        }
-    }
-    drop_unacked(c);
-    c->may_direct = c->go_home = 0;
-    *st = c->ing_st;
-    c->ing = NULL;
-    c->ing_stream = NULL;
-    if (rc) return rc;
-    if (c->cur_rc) return wire_error_parse(err, c->cur_rc, c->cur_msg, strlen(c->cur_msg));
-    return cut ? XE_BUSY : 0;
-}
-
 int clu_client_poll(clu_client *c, int timeout_ms, xerr *err)
 {
-    if (c->away) return back_to_coord(c, err);
+    if (c->away) return cl_back_to_coord(c, err);
     if (timeout_ms <= 0 && !c->closed) uv_run(&c->loop, UV_RUN_NOWAIT);
     uint64_t until = clock_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
     while (!c->closed) {
         uint64_t now = clock_mono_ns();
         if (now >= until) break;
         unsigned ms = (unsigned)((until - now) / 1000000ull);
-        spin(c, ms ? ms : 1);
+        cl_spin(c, ms ? ms : 1);
     }
-    return c->closed ? failover(c, err) : 0;
+    return c->closed ? cl_failover(c, err) : 0;
 }
 
 int clu_client_open_results(const clu_client *c)
@@ -1005,10 +688,10 @@ int clu_client_cancel(clu_client *c, int timeout_ms, xerr *err)
         sbuf b;
         sbuf_init(&b);
         rc = wire_msg_payload(&b, &m, err);
-        if (!rc) rc = send_wait(c, WIRE_CANCEL, 0, b.p, b.len, err);
+        if (!rc) rc = cl_send_wait(c, WIRE_CANCEL, 0, b.p, b.len, err);
         sbuf_fini(&b);
         uint64_t until = clock_mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
-        while (!rc && c->results && !c->closed && clock_mono_ns() < until) spin(c, 20);
+        while (!rc && c->results && !c->closed && clock_mono_ns() < until) cl_spin(c, 20);
     }
     /* the coordinator did not answer in time (or is gone): end them here */
     fail_results(c);
