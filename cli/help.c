@@ -72,16 +72,20 @@ static const help_topic topics[] = {
      "CREATE TABLE [IF NOT EXISTS] name AS SELECT k, COUNT(*), SUM(v) ... FROM s GROUP BY k\n"
      "  An aggregate without a window, updated as its input changes, keyed by its\n"
      "  GROUP BY columns; over a table it retracts (a row that changes its group\n"
-     "  moves; a group without rows is deleted).  Embedded engine only.\n"},
+     "  moves; a group without rows is deleted).  With HAVING a group that stops\n"
+     "  passing it is deleted, and comes back when it passes again.  Embedded only.\n"},
     {"CREATE QUERY",
      "CREATE QUERY [IF NOT EXISTS] name\n"
      "    [WITH (sink = 'tcp://HOST:PORT' | 'unix:///path' | 'file:///path',\n"
-     "           format = 'csv' | 'json', offset = 'latest' | 'earliest')]\n"
+     "           format = 'csv' | 'json', offset = 'latest' | 'earliest',\n"
+     "           changelog = 'full' | 'upsert')]\n"
      "    AS SELECT ...\n"
      "  A standing query, kept in the catalog: it runs until DROP QUERY, across\n"
      "  restarts.  A socket sink connects there and writes one line per row,\n"
      "  reconnecting while the peer is away.  SUBSCRIBE name shows its rows.\n"
-     "  offset = 'earliest' reads its streams' logs from the start first.\n"},
+     "  offset = 'earliest' reads its streams' logs from the start first.\n"
+     "  changelog = 'upsert' (over a table) writes the sink only the new row of a\n"
+     "  key, and a -D of its key for a delete.\n"},
     {"SELECT",
      "SELECT expr [AS alias] [, ...] FROM stream [alias]\n"
      "    [WINDOW TUMBLING (SIZE n unit [, GRACE n unit])\n"

@@ -27,7 +27,7 @@ static const char *known_stream_options[] = {"timestamp", "watermark", "source",
 static const char *known_table_options[] = {"timestamp", "watermark", "source", "format", "retention",
                                             "delimiter", "null_string", "op_column", NULL};
 static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
-                                            "checkpoint_interval", "offset", NULL};
+                                            "checkpoint_interval", "offset", "changelog", NULL};
 
 static int check_options(const ast_options *w, const char **known, const char *what, xerr *err)
 {
@@ -187,6 +187,40 @@ static int get_setting_int(const ast_options *w, const char *key, int def, int l
 }
 
 /* Plan and start a query.  sel is the SELECT, w its WITH options. */
+/* WITH (changelog = 'full' | 'upsert') of a query with a sink over a
+ * table's changelog: under 'upsert' its sink gets +I and +U rows, no -U,
+ * and a -D row with only op and the key's columns (sink.c). */
+static int changelog_opt(engine *e, query *q, const ast_options *w, xerr *err)
+{
+    const ast_option *o = ast_option_get(w, "changelog");
+    if (!o) return 0;
+    if (!strcasecmp(o->value, "full")) return 0;
+    if (strcasecmp(o->value, "upsert"))
+        return xerr_at(err, XE_INVAL, o->line, o->col, "changelog must be 'full' or 'upsert', not '%s'", o->value);
+    if (!ast_option_get(w, "sink"))
+        return xerr_at(err, XE_INVAL, o->line, o->col, "changelog = 'upsert' is a sink's: it needs WITH (sink = ...)");
+    const table_rt *t = q->nsrc == 1 ? e->streams[q->src_stream[0]]->table : NULL;
+    const fmt_schema *os = &q->out_schema;
+    if (!t || !os->ncols || strcmp(os->names[0], "op"))
+        return xerr_at(err, XE_INVAL, o->line, o->col,
+                       "changelog = 'upsert' needs a query over one table's changelog, its op column first (SELECT * "
+                       "FROM t)");
+    if (!(q->upsert = calloc((size_t)os->ncols, 1)) || batch_init(&q->ups, os->ncols, 256))
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    q->upsert[0] = 1;
+    for (int k = 0; k < t->nkey; k++) {
+        const char *kn = t->in->schema.cols[t->key[k]].name;
+        int c = 1;
+        while (c < os->ncols && strcasecmp(os->names[c], kn)) c++;
+        if (c == os->ncols)
+            return xerr_at(err, XE_INVAL, o->line, o->col,
+                           "changelog = 'upsert' writes a delete as its key: the SELECT must select the key column '%s'",
+                           kn);
+        q->upsert[c] = 1;
+    }
+    return 0;
+}
+
 static int query_new(engine *e, const ast_select *sel, const ast_options *w, const char *name, const char *sql,
                      uint32_t id, int table_agg, query **out, xerr *err)
 {
@@ -213,6 +247,7 @@ static int query_new(engine *e, const ast_select *sel, const ast_options *w, con
     q->target = -1;
     q->table_agg = table_agg;
     if ((rc = query_start(e, q, err))) { query_free(q); return rc; }
+    if ((rc = changelog_opt(e, q, w, err))) { query_free(q); return rc; }
     /* new queries read from the end of their streams' logs */
     for (int k = 0; k < q->nsrc; k++) {
         stream_rt *s = e->streams[q->src_stream[k]];
@@ -488,7 +523,7 @@ static int standing_make(engine *e, const ast_stmt *st, query *q, int table, xer
 
 int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
-    static const char *known[] = {"timestamp", "retention", "parallelism", "sink", "format", "offset", NULL};
+    static const char *known[] = {"timestamp", "retention", "parallelism", "sink", "format", "offset", "changelog", NULL};
     int rc;
     if ((rc = stream_taken(e, st, out, err))) return rc > 0 ? 0 : rc;
     if (eng_find_query(e, st->name))

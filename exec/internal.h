@@ -172,6 +172,8 @@ struct query {
     sink_file *sink;        /* file sink of a standing query */
     char *sink_uri;         /* WITH sink, as written (file, tcp or unix), or NULL */
     char *sink_format;      /* WITH format of the sink, or NULL (csv) */
+    unsigned char *upsert;  /* WITH changelog = 'upsert': per output column, 1 for op and the key's; else NULL */
+    batch ups;              /* the sink's rows of a batch under changelog = 'upsert' */
     fmt_schema out_schema;
     const char **out_names;
     sql_type *out_types;

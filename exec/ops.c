@@ -275,6 +275,8 @@ void query_free(query *q)
     free(q->sql);
     free(q->sink_uri);
     free(q->sink_format);
+    free(q->upsert);
+    batch_fini(&q->ups);
     free(q);
 }
 

@@ -187,6 +187,22 @@ int eng_sink_sync(query *q, xerr *err)
     return 0;
 }
 
+/* b under changelog = 'upsert' (q->upsert): no -U rows, and a -D row with
+ * only op and the key's columns (the others NULL), into q->ups. */
+static const batch *upsert_rows(query *q, const batch *b)
+{
+    batch_reset(&q->ups);
+    for (int r = 0; r < b->nrows; r++) {
+        const val *row = batch_row(b, r);
+        int minus = row[0].type == TY_TEXT && row[0].len == 2 && row[0].s[0] == '-';
+        if (minus && row[0].s[1] == 'U') continue;
+        val *d = batch_add_row(&q->ups);
+        if (!d) return NULL;
+        for (int c = 0; c < b->ncols; c++) d[c] = !minus || q->upsert[c] ? row[c] : val_null();
+    }
+    return &q->ups; /* TEXT stays in b's arena, as a filter's rows do */
+}
+
 int query_emit(query *q, const batch *b, xerr *err)
 {
     q->rows_out += b->nrows;
@@ -197,11 +213,13 @@ int query_emit(query *q, const batch *b, xerr *err)
     /* CREATE STREAM AS, INSERT INTO SELECT: into the target's log, in this epoch */
     int rc;
     if (q->target >= 0 && q->eng->derived_rows_cb && (rc = q->eng->derived_rows_cb(q, b, err))) return rc;
-    if (q->sink && sink_rows(q->sink, b)) /* encoded and written by the sink's writer (eng_sink_sync reports its errors) */
+    const batch *sb = q->upsert && (q->sink || q->outlet) ? upsert_rows(q, b) : b;
+    if (!sb) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (q->sink && sink_rows(q->sink, sb)) /* encoded and written by the sink's writer (eng_sink_sync reports its errors) */
         return xerr_set(err, XE_NOMEM, "out of memory");
     /* a deployed query's socket sink gets its rows from the host, once it
      * dropped the repeats of a recovery (engine_deployed_sink_rows) */
-    if (q->outlet && !q->deployed && io_outlet_rows(q->outlet, b)) return xerr_set(err, XE_NOMEM, "out of memory");
+    if (q->outlet && !q->deployed && io_outlet_rows(q->outlet, sb)) return xerr_set(err, XE_NOMEM, "out of memory");
     for (int i = 0; i < q->nsubs; i++)
         if (io_outlet_rows(q->subs[i], b)) return xerr_set(err, XE_NOMEM, "out of memory");
     engine *e = q->eng;

@@ -3,6 +3,8 @@
 #  1. a source table with an op_column (I, U, D) fed by --ingest: its
 #     changelog (SUBSCRIBE) never repeats a change, and consolidates to the
 #     state sqlite3 reaches over the same input (INSERT OR REPLACE, DELETE);
+#  1b. a sink WITH (changelog = 'upsert'): no -U, a -D of the key only,
+#     consolidating to sqlite3's state; its bad values;
 #  2. an upsert table without op_column, fed by \copy in two runs with a
 #     restart between: the state survives (the second run's -U rows carry
 #     what the first wrote), against sqlite3;
@@ -19,7 +21,8 @@
 #  5. kill -9 in the middle of a file source, restart until done: the
 #     changelogs of the table and of an aggregate over it, written by
 #     standing queries' sinks, equal an uninterrupted run's change for
-#     change, and their states sqlite3's (a HAVING aggregate's too).
+#     change, and their states sqlite3's (a HAVING aggregate's too, and
+#     its upsert sink's).
 # Run by tests/scenario/run.sh with ARES_BUILD and a private ARES_TMP.
 set -u
 . "$(cd "$(dirname "$0")" && pwd)/t_cli_lib.inc"
@@ -59,6 +62,20 @@ consolidate() {
         END { if (err) exit 1; if (pend != "") { print "a -U at the end"; exit 1 }
               for (k in st) print st[k] }' "$1" | sort -t, -k1,1
 }
+# upsert_consolidate FILE: replay an upsert changelog (changelog = 'upsert':
+# +I of a new key, +U of a held one, -D of a held one with only the key);
+# fail on a -U, a repeat, or a change that does not follow; print the rows left
+upsert_consolidate() {
+    awk -F, 'function bad(why) { print "change " NR ": " why ": " $0; err = 1; exit 1 }
+        { row = substr($0, length($1) + 2)
+          if ($1 == "+I") { if ($2 in st) bad("+I of a key held"); st[$2] = row }
+          else if ($1 == "+U") { if (!($2 in st)) bad("+U of a key not held"); if (st[$2] == row) bad("a repeat"); st[$2] = row }
+          else if ($1 == "-D") { if (!($2 in st)) bad("-D of a key not held"); if (row !~ /^[^,]*,*$/) bad("a -D with more than its key"); delete st[$2] }
+          else bad("op " $1) }
+        END { if (err) exit 1; for (k in st) print st[k] }' "$1" | sort -t, -k1,1
+}
+# as_upsert FILE: a full changelog (key in its first column) as changelog = 'upsert' writes it
+as_upsert() { awk -F, -v OFS=, '$1 == "-U" { next } $1 == "-D" { for (i = 3; i <= NF; i++) $i = "" } { print }' "$1"; }
 check_state() { # check_state WHAT CHANGELOG INPUT [SELECT]
     consolidate "$2" >got.txt || { tail -3 got.txt; fail "$1: the changelog is not consistent"; }
     oracle "$3" "${4:-}" >want.txt
@@ -91,6 +108,27 @@ tail -n +2 out | cmp -s - tcl.txt || fail "SELECT * FROM t EMIT CHANGES is not t
 expect_rc 0 $? "a derived stream of the table"
 head -n 1 out | grep -qx "op,ts,k,v,w" || fail "the derived stream's header: $(head -n 1 out)"
 tail -n +2 out | cmp -s - tcl.txt || fail "the derived stream's rows are not the table's changelog"
+
+# a sink WITH (changelog = 'upsert'): the new row of a key, a -D of its key for a delete
+"$A" --memory -q -e "$TBL; CREATE QUERY u WITH (sink = 'file://$T/ucl_t.csv', changelog = 'upsert') AS SELECT * FROM t;" \
+    --ingest t <in.csv >out 2>err
+expect_rc 0 $? "an upsert sink"
+head -n 1 ucl_t.csv | grep -qx "op,k,v,w" || fail "the upsert sink's header: $(head -n 1 ucl_t.csv)"
+tail -n +2 ucl_t.csv >ucl_t.txt
+grep -q '^-D,[0-9]*,,$' ucl_t.txt || fail "the upsert sink wrote no -D of a key"
+upsert_consolidate ucl_t.txt >got.txt || { tail -3 got.txt; fail "the upsert sink's changes are not consistent"; }
+oracle in.csv >want.txt
+cmp -s want.txt got.txt || { diff want.txt got.txt | head; fail "the upsert sink consolidates to other rows than sqlite3"; }
+as_upsert cl.txt | cmp -s - ucl_t.txt || fail "the upsert sink is not the changelog without -U (and -D as its key)"
+for bad in "changelog = 'upserts'|changelog must be 'full' or 'upsert', not 'upserts'" \
+    "changelog = 'upsert'|changelog = 'upsert' is a sink's: it needs WITH (sink = ...)"; do
+    "$A" --memory -e "$TBL; CREATE QUERY u WITH (${bad%%|*}) AS SELECT * FROM t;" </dev/null >out 2>err &&
+        fail "accepted: ${bad%%|*}"
+    has err "line 1, column 129: ${bad#*|}"
+done
+"$A" --memory -e "$TBL; CREATE QUERY u WITH (sink = 'file://$T/x.csv', changelog = 'upsert') AS SELECT op, v FROM t;" \
+    </dev/null >out 2>err && fail "an upsert sink without the key was accepted"
+has err "the SELECT must select the key column 'k'"
 
 # ---- 2. upserts without op_column, two runs with a restart between
 awk -F, 'NR > 1 && $4 != "D" { print $1 "," $2 "," $3 }' in.csv >ups.csv
@@ -202,6 +240,7 @@ CREATE TABLE IF NOT EXISTS c AS $AGG FROM t GROUP BY w;
 CREATE QUERY IF NOT EXISTS ccl WITH (sink = 'file://$1/ccl.csv') AS SELECT * FROM c;
 CREATE TABLE IF NOT EXISTS h AS $AGG FROM t GROUP BY w $BHV;
 CREATE QUERY IF NOT EXISTS hcl WITH (sink = 'file://$1/hcl.csv') AS SELECT * FROM h;
+CREATE QUERY IF NOT EXISTS hup WITH (sink = 'file://$1/hup.csv', changelog = 'upsert') AS SELECT * FROM h;
 EOF
 }
 setup "$T/ref"
@@ -216,6 +255,10 @@ check_state "an aggregate over a file source" ref_ccl.txt big.csv "$SQ"
 tail -n +2 "$T/ref/hcl.csv" >ref_hcl.txt
 grep -q '^-D,' ref_hcl.txt || fail "no group of the HAVING aggregate over a file source was deleted"
 check_state "a HAVING aggregate over a file source" ref_hcl.txt big.csv "${SQ%;} $BHV;"
+tail -n +2 "$T/ref/hup.csv" >ref_hup.txt
+as_upsert ref_hcl.txt | cmp -s - ref_hup.txt || fail "the HAVING table's upsert sink is not its changelog without -U"
+upsert_consolidate ref_hup.txt >got.txt || { tail -3 got.txt; fail "the HAVING table's upsert sink is not consistent"; }
+oracle big.csv "${SQ%;} $BHV;" | cmp -s - got.txt || fail "the HAVING table's upsert sink differs from sqlite3"
 setup "$T/crash"
 crash_show() { echo "$(wc -l <"$T/crash/cl.csv" 2>/dev/null) changes"; }
 crash_runs "$ref_ms" crash_show
@@ -230,6 +273,7 @@ tail -n +2 "$T/crash/ccl.csv" >crash_ccl.txt
 cmp -s ref_ccl.txt crash_ccl.txt || { diff ref_ccl.txt crash_ccl.txt | head; fail "the aggregate's changelog after kill -9 differs"; }
 tail -n +2 "$T/crash/hcl.csv" >crash_hcl.txt
 cmp -s ref_hcl.txt crash_hcl.txt || { diff ref_hcl.txt crash_hcl.txt | head; fail "the HAVING aggregate's changelog after kill -9 differs"; }
+tail -n +2 "$T/crash/hup.csv" | cmp -s ref_hup.txt - || fail "the upsert sink after kill -9 differs"
 "$A" --data "$T/crash/data" -q -e "SELECT * FROM h;" </dev/null >out 2>err
 expect_rc 0 $? "a pull query of the HAVING table after kill -9"
 oracle big.csv "${SQ%;} $BHV;" >want.txt

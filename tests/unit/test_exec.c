@@ -1620,6 +1620,56 @@ static void test_table_as_having(void **state)
     rm_dir(dir);
 }
 
+/* A sink WITH (changelog = 'upsert') (exec/sink.c): no -U rows, a -D with
+ * only op and the key's columns; across a restart; its bad values. */
+static void test_upsert_sink(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX", data[256], sql[1024], path[300];
+    engine_opts o;
+    engine *e = open_tmp(dir, data, sizeof data, &o);
+    xerr err;
+    cap c;
+    exec_out out = cap_out(&c);
+    snprintf(path, sizeof path, "%s/u.csv", dir);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE t (k BIGINT, v BIGINT, w TEXT, op TEXT, PRIMARY KEY (k)) WITH (op_column = 'op');"
+             "CREATE QUERY u WITH (sink = 'file://%s', changelog = 'upsert') AS SELECT * FROM t;"
+             "INSERT INTO t VALUES (1, 5, 'a', 'I'), (2, 6, 'b', 'I');"
+             "INSERT INTO t VALUES (1, 7, 'c', 'U'), (2, 0, NULL, 'D');",
+             path);
+    run(e, &out, sql);
+    engine_close(e);
+    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    run(e, &out, "INSERT INTO t VALUES (3, 1, 'x', 'I'), (3, 2, 'y', 'U'), (1, 0, NULL, 'D');");
+    engine_close(e);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[512] = "";
+    buf[fread(buf, 1, sizeof buf - 1, f)] = 0;
+    fclose(f);
+    assert_string_equal(buf, "op,k,v,w\n+I,1,5,a\n+I,2,6,b\n+U,1,7,c\n-D,2,,\n+I,3,1,x\n+U,3,2,y\n-D,1,,\n");
+    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    assert_int_equal(engine_exec_sql(e, "CREATE QUERY v WITH (sink = 'file:///dev/null', changelog = 'diff') AS "
+                                        "SELECT * FROM t;", &out, &err), XE_INVAL);
+    assert_string_equal(err.msg, "changelog must be 'full' or 'upsert', not 'diff'");
+    assert_int_equal(err.col, 61);
+    assert_int_equal(engine_exec_sql(e, "CREATE QUERY v WITH (changelog = 'upsert') AS SELECT * FROM t;", &out, &err),
+                     XE_INVAL);
+    assert_string_equal(err.msg, "changelog = 'upsert' is a sink's: it needs WITH (sink = ...)");
+    assert_int_equal(engine_exec_sql(e, "CREATE QUERY v WITH (sink = 'file:///dev/null', changelog = 'upsert') AS "
+                                        "SELECT op, w FROM t;", &out, &err), XE_INVAL);
+    assert_string_equal(err.msg, "changelog = 'upsert' writes a delete as its key: the SELECT must select the key "
+                                 "column 'k'");
+    run(e, &out, "CREATE STREAM s (k BIGINT);");
+    assert_int_equal(engine_exec_sql(e, "CREATE QUERY v WITH (sink = 'file:///dev/null', changelog = 'upsert') AS "
+                                        "SELECT * FROM s;", &out, &err), XE_INVAL);
+    assert_non_null(strstr(err.msg, "needs a query over one table's changelog"));
+    engine_close(e);
+    cap_fini(&c);
+    rm_dir(dir);
+}
+
 static void test_subquery_highest_bid(void **state)
 {
     (void)state;
@@ -2007,6 +2057,7 @@ int main(void)
         cmocka_unit_test(test_table_changelog),
         cmocka_unit_test(test_table_as_retracts),
         cmocka_unit_test(test_table_as_having),
+        cmocka_unit_test(test_upsert_sink),
         cmocka_unit_test(test_offset_earliest),
         cmocka_unit_test(test_distributed_hooks),
         cmocka_unit_test(test_subquery_highest_bid),
