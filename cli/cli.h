@@ -213,8 +213,12 @@ int cli_keep_running(cli *c, int follow);
 /* Print "error: [name: ]msg" on stderr. */
 void cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Signals: SIGINT, SIGTERM and SIGHUP set the flag (and wake cli_signal_fd). */
+/* Signals: SIGINT, SIGTERM and SIGHUP set the flag (and wake cli_signal_fd);
+ * SIGPIPE ends the process only when stdout is the broken pipe. */
 int cli_signals_install(void);
+/* fd is a pipe (or socket) whose reader has gone: a write would raise
+ * SIGPIPE.  The SIGPIPE handler ends the process only when stdout is. */
+int cli_fd_broken(int fd);
 int cli_interrupted(void);
 void cli_interrupt_clear(void);
 int cli_signal_fd(void);      /* readable after a signal; drain with cli_signal_drain */

@@ -5,7 +5,7 @@
  * A session (cli) runs its statements through a backend (c->be): the
  * embedded engine defined here, or a cluster's coordinator (client.c).
  * This file holds what the layers above it call and never calls them back:
- * signals and their self-pipe, the session's set-up and end, the settings of
+ * signals and their self-pipe (SIGPIPE only for stdout), the session's set-up and end, the settings of
  * a statement's output (cli_out_opts_for), error messages (cli_error),
  * waiting (cli_wait, cli_keep_running) and ingest from a file descriptor
  * (cli_ingest_fd, the embedded backend's \copy and --ingest).
@@ -52,6 +52,28 @@ static void on_signal(int signo)
     errno = saved;
 }
 
+/* A broken pipe on stdout ends ares-sql, as SIGPIPE always did (`ares-sql
+ * ... | head`); one on a socket (a node that closed a connection while the
+ * client was still writing to it: a home that refused an ingest, a
+ * coordinator that died) must not: the write fails with EPIPE, libuv
+ * reports the connection lost and the client fails over.  A pipe whose
+ * reader has gone polls as POLLERR on its write end. */
+int cli_fd_broken(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLERR) != 0;
+}
+
+static void on_sigpipe(int signo)
+{
+    int saved = errno;
+    if (cli_fd_broken(STDOUT_FILENO)) {
+        signal(signo, SIG_DFL);
+        raise(signo);
+    }
+    errno = saved;
+}
+
 int cli_signals_install(void)
 {
     if (g_pipe[0] < 0 && pipe2(g_pipe, O_NONBLOCK | O_CLOEXEC) < 0) return XE_IO;
@@ -64,6 +86,12 @@ int cli_signals_install(void)
      * remove a --memory directory) */
     if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGHUP, &sa, NULL) < 0)
         return XE_IO;
+    struct sigaction sp;
+    memset(&sp, 0, sizeof sp);
+    sp.sa_handler = on_sigpipe;
+    sigemptyset(&sp.sa_mask);
+    sp.sa_flags = SA_RESTART;
+    if (sigaction(SIGPIPE, &sp, NULL) < 0) return XE_IO;
     return 0;
 }
 

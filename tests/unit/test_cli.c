@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 
 #include "cli/cli.h"
 
@@ -578,6 +582,60 @@ static void test_completion(void **state)
     expect_cands(c, "FROM clo", 1, (const char *const[]){"clocks", NULL}, 3);
 }
 
+/* SIGPIPE ends ares-sql only when stdout is the broken pipe: a socket whose
+ * peer has gone (a home that refused an ingest while the client was still
+ * writing) fails the write with EPIPE instead, so the client fails over (an
+ * experiment's producer died of it silently, and its partition with it). */
+static void test_sigpipe_only_for_stdout(void **state)
+{
+    (void)state;
+    int pp[2];
+    assert_int_equal(pipe(pp), 0);
+    assert_int_equal(cli_fd_broken(pp[1]), 0);
+    close(pp[0]);
+    assert_int_equal(cli_fd_broken(pp[1]), 1);
+    close(pp[1]);
+    int fd = open("/dev/null", O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(cli_fd_broken(fd), 0);
+
+    /* a socket's peer gone, stdout fine: the write says EPIPE, no death */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fd, STDOUT_FILENO);
+        int sv[2];
+        if (cli_signals_install() || socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) _exit(2);
+        close(sv[1]);
+        ssize_t w = write(sv[0], "x", 1);
+        _exit(w < 0 && errno == EPIPE ? 0 : 3);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+
+    /* stdout a pipe whose reader has gone: SIGPIPE ends it, as always */
+    assert_int_equal(pipe(pp), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(pp[0]);
+        dup2(pp[1], STDOUT_FILENO);
+        if (cli_signals_install()) _exit(2);
+        for (int i = 0; i < 500 && !cli_fd_broken(STDOUT_FILENO); i++) usleep(10000); /* the parent's end too */
+        ssize_t w = write(STDOUT_FILENO, "x", 1);
+        (void)w;
+        _exit(4);
+    }
+    close(pp[0]);
+    close(pp[1]);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), SIGPIPE);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -600,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_output_table),
         cmocka_unit_test(test_output_write_error),
         cmocka_unit_test(test_ingest_reports),
+        cmocka_unit_test(test_sigpipe_only_for_stdout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
