@@ -186,7 +186,6 @@ static int get_setting_int(const ast_options *w, const char *key, int def, int l
     return 0;
 }
 
-/* Plan and start a query.  sel is the SELECT, w its WITH options. */
 /* WITH (changelog = 'full' | 'upsert') of a query with a sink over a
  * table's changelog: under 'upsert' its sink gets +I and +U rows, no -U,
  * and a -D row with only op and the key's columns (sink.c). */
@@ -221,6 +220,7 @@ static int changelog_opt(engine *e, query *q, const ast_options *w, xerr *err)
     return 0;
 }
 
+/* Plan and start a query.  sel is the SELECT, w its WITH options. */
 static int query_new(engine *e, const ast_select *sel, const ast_options *w, const char *name, const char *sql,
                      uint32_t id, int table_agg, query **out, xerr *err)
 {
