@@ -17,7 +17,9 @@ static int64_t max_of(const int64_t *v, int n)
     return m;
 }
 
-int catchup_begin(catchup *c, const int64_t *wm, int n)
+static int64_t target(const int64_t *wm, int t, int64_t rows) { return wm[t] > rows ? wm[t] : rows; }
+
+int catchup_begin(catchup *c, const int64_t *wm, int n, int64_t rows)
 {
     if (n < 0) n = 0;
     if (c->n == n || !c->wm) {
@@ -30,10 +32,11 @@ int catchup_begin(catchup *c, const int64_t *wm, int n)
             c->n = n;
         }
         for (int t = 0; t < n; t++)
-            if (wm[t] > c->wm[t]) c->wm[t] = wm[t];
+            if (target(wm, t, rows) > c->wm[t]) c->wm[t] = target(wm, t, rows);
     } else {
         /* the task counts differ: one target, the largest of all */
         int64_t a = max_of(c->wm, c->n), b = max_of(wm, n);
+        if (rows > b) b = rows;
         c->wm[0] = a > b ? a : b;
         c->n = 1;
     }

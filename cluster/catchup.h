@@ -12,7 +12,9 @@
  * sink heard from t (each task emits a window before it passes the
  * watermark on, and a task's rows go to the sink through its own index:
  * same plan, same partitioning).  When the number of upstream tasks differs
- * (a re-planned query), every new task must pass the largest old one.
+ * (a re-planned query), every new task must pass the largest old one.  And
+ * since a task sends a step's rows before its watermark, rows delivered
+ * past the watermark heard from their task count too (catchup_begin).
  */
 #ifndef CLUSTER_CATCHUP_H
 #define CLUSTER_CATCHUP_H
@@ -26,11 +28,16 @@ typedef struct catchup {
 } catchup;
 
 /* A failure strikes: the old deployment's sink had heard wm[t] from its
- * upstream task t (n of them).  Merged into the targets of an unfinished
- * (or an earlier) catch-up by their maximum, so a second failure during a
- * catch-up waits for both.  0, or XE_NOMEM (the catch-up is then on with
- * the targets it had). */
-int catchup_begin(catchup *c, const int64_t *wm, int n);
+ * upstream task t (n of them), and the rows it had got reached event time
+ * `rows` (INT64_MIN: none, or untimed).  Task t's target is the larger of
+ * the two: a task sends the rows of a step before the watermark that ends
+ * it, so a failure between the two leaves delivered rows beyond wm[t] (the
+ * windows a task had just closed), and the sink cannot tell which task sent
+ * a row, so every task must pass the latest row's time.  Merged into the
+ * targets of an unfinished (or an earlier) catch-up by their maximum, so a
+ * second failure during a catch-up waits for both.  0, or XE_NOMEM (the
+ * catch-up is then on with the targets it had). */
+int catchup_begin(catchup *c, const int64_t *wm, int n, int64_t rows);
 
 /* 1 when a new deployment whose sink heard cur[t] from upstream task t (n
  * of them) can no longer produce a row the old ones delivered and it has

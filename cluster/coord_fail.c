@@ -193,14 +193,16 @@ void ft_recover(node *n)
         const int64_t *in = NULL;
         int nin = 0;
         if (engine_deployed_sink_inputs(n->eng, old, &in, &nin, &err)) nin = 0;
-        if (catchup_begin(&q->cu, in, nin))
+        int64_t rows_t = INT64_MIN; /* and the rows it had got: a task sends them before its watermark */
+        if (engine_deployed_sink_time(n->eng, old, &rows_t, &err)) rows_t = INT64_MIN;
+        if (catchup_begin(&q->cu, in, nin, rows_t))
             node_log(n, NET_LOG_ERROR, "query %u: out of memory for its output's catch-up", old);
         sbuf ws;
         sbuf_init(&ws);
         for (int t = 0; t < nin; t++)
             sbuf_printf(&ws, "%s%lld", t ? " " : "", in[t] == INT64_MIN ? -1LL : (long long)in[t]);
-        node_log(n, NET_LOG_INFO, "query %u: its sink's inputs had reached watermarks %s (-1: none)", old,
-                 ws.len ? ws.p : "-");
+        node_log(n, NET_LOG_INFO, "query %u: its sink's inputs had reached watermarks %s (-1: none), its rows time %lld",
+                 old, ws.len ? ws.p : "-", rows_t == INT64_MIN ? -1LL : (long long)rows_t);
         sbuf_fini(&ws);
         if (node_undeploy(n, old, 1, &err)) node_log(n, NET_LOG_WARN, "undeploying query %u here: %s", old, err.msg);
         send_undeploy(n, q, 1);

@@ -16,5 +16,6 @@ $(BUILD)/tests/test_conn: LDFLAGS += $(foreach f,net_send net_pause net_resume,-
 # the coordinator's decisions, with the I/O below it wrapped (tests/unit/test_coord.c)
 UNIT_TESTS += test_coord:cluster
 $(BUILD)/tests/test_coord: LDFLAGS += $(foreach f,engine_host_put engine_host_del engine_host_scan cs_send cs_send_msg \
-    node_tick_in node_deploy node_undeploy engine_deployed_sink_wm engine_deployed_sink_inputs,-Wl,--wrap=$(f))
+    node_tick_in node_deploy node_undeploy engine_deployed_sink_wm engine_deployed_sink_inputs \
+    engine_deployed_sink_time,-Wl,--wrap=$(f))
 FUZZ_TARGETS += fuzz_wire:cluster fuzz_state:cluster

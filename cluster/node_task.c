@@ -162,7 +162,8 @@ static int unreachable(node *n, peer *to, uint32_t qid)
     return 0;
 }
 
-static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t len)
+static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p,
+                      size_t len)
 {
     dep *d = ctx;
     node *n = d->n;
@@ -174,7 +175,8 @@ static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint6
     be64_put(h, qid);
     be32_put(h + 8, CHAN(op, side, task));
     be64_put(h + 12, tag); /* the epoch field carries the source record's tag */
-    be64_put(h + 20, ++n->out_batches);
+    be64_put(h + 20, (uint64_t)stamp);
+    n->out_batches++;
     be32_put(h + 28, (uint32_t)(rows < 0 ? 0 : rows));
     sbuf b;
     sbuf_init(&b);
@@ -573,7 +575,7 @@ int node_data_frame(node *n, cs *s, const wire_msg *m)
         uint32_t ch = m->u.batch.channel;
         n->in_batches++;
         rc = engine_remote_batch(n->eng, qid, CHAN_OP(ch), CHAN_TASK(ch), CHAN_SIDE(ch), m->u.batch.epoch,
-                                 m->u.batch.rows.p, m->u.batch.rows.n, &err);
+                                 m->u.batch.stamp, m->u.batch.rows.p, m->u.batch.rows.n, &err);
     } else if (m->type == WIRE_WATERMARK) {
         uint32_t ch = m->u.watermark.channel;
         rc = engine_remote_watermark(n->eng, qid, CHAN_OP(ch), CHAN_SIDE(ch), CHAN_TASK(ch), m->u.watermark.wm,

@@ -966,13 +966,13 @@ int engine_undeploy(engine *e, uint32_t qid, int keep_state, xerr *err)
     return engine_commit(e, err);
 }
 
-int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n,
-                        xerr *err)
+int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p,
+                        size_t n, xerr *err)
 {
     query *q = find_query_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
     int rc = eng_txn(e, err);
-    if (!rc) rc = query_remote_batch(q, op, task, side, tag, p, n, err);
+    if (!rc) rc = query_remote_batch(q, op, task, side, tag, stamp, p, n, err);
     return rc ? rc : eng_maybe_commit(e, err);
 }
 
@@ -1009,6 +1009,15 @@ int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int
         return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
     *wm = q->ops[q->dag->sink].upwm[0];
     *n = q->ops[q->dag->sink].nup[0];
+    return 0;
+}
+
+int engine_deployed_sink_time(engine *e, uint32_t qid, int64_t *t, xerr *err)
+{
+    query *q = find_query_id(e, qid);
+    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
+        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    *t = q->sink_tmax;
     return 0;
 }
 

@@ -228,9 +228,11 @@ typedef struct engine_remote {
     void *ctx;
     /* rows for task `task` of operator `op` (input side `side`), encoded with
      * batch_encode; tag = log offset + 1 of the source record they come from
-     * (0: not from a source record).  The receiver passes it back to
-     * engine_remote_batch. */
-    int (*batch)(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n);
+     * (0: not from a source record); stamp = the rows' event time (the
+     * largest; INT64_MIN: none), for the sink's catch-up after a recovery.
+     * The receiver passes both back to engine_remote_batch. */
+    int (*batch)(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p,
+                 size_t n);
     /* upstream task `from_task` (global index) of op's input `side` reached watermark wm
      * (after the source record tagged tag); deliver to every node running a task of op */
     int (*watermark)(void *ctx, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag);
@@ -282,8 +284,8 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
 /* keep_state: leave the local tasks' state in LMDB for a redeployment
  * (engine_deploy_opts.prev) instead of deleting it with the replicas. */
 int engine_undeploy(engine *e, uint32_t qid, int keep_state, xerr *err);
-int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n,
-                        xerr *err);
+int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p,
+                        size_t n, xerr *err);
 int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag,
                             xerr *err);
 /* Plan a SELECT (or the SELECT of a CREATE QUERY) against this engine's
@@ -299,6 +301,13 @@ int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err);
  * until the query is undeployed.  engine_deployed_sink_wm is their minimum.
  * XE_NOTFOUND as there. */
 int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int *n, xerr *err);
+/* The largest event time of the rows that reached the sink of deployed
+ * query qid (INT64_MIN: none, or none had a time): an upstream task has
+ * emitted every row of a time at or below a watermark it passed on, so a
+ * redeployment has produced again every row delivered once each of its
+ * sink's inputs passed this (and what engine_deployed_sink_inputs said).
+ * XE_NOTFOUND as there. */
+int engine_deployed_sink_time(engine *e, uint32_t qid, int64_t *t, xerr *err);
 /* Rows of deployed query qid for its socket sink here (WITH sink =
  * 'tcp://...' or 'unix://...'), once the host dropped what a recovery
  * repeated; nothing when it has none here. */

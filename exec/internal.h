@@ -165,6 +165,11 @@ struct query {
     int src_stream[ENGINE_MAX_SRC]; /* engine stream index of the partition it reads */
     uint64_t offset[ENGINE_MAX_SRC]; /* next log offset to consume, per slot */
     int cur_slot;           /* the slot whose record is being pushed (set by every push) */
+    /* The event time of the rows being pushed: the largest of the last
+     * batch emitted by an op that has a time column (op_emit), or the one
+     * a remote batch came with; what flows on through ops without one. */
+    int64_t cur_stamp;
+    int64_t sink_tmax;      /* the largest cur_stamp of the rows that reached the sink */
     exec_out out;           /* push query output */
     int began;
     int finished;
@@ -398,7 +403,8 @@ int query_start(engine *e, query *q, xerr *err);     /* build operator instances
 void query_free(query *q);
 int query_push(query *q, int src, const batch *b, uint64_t tag, xerr *err); /* one log record of a source stream */
 int query_watermark(query *q, int src, int64_t wm, xerr *err);
-int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const void *p, size_t n, xerr *err);
+int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p, size_t n,
+                       xerr *err);
 int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm, uint64_t tag, xerr *err);
 /* A tag sent to another node (BATCH, WATERMARK) carries its slot's
  * partition in the top byte: 0 for a source of one task, so that those are

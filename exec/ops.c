@@ -244,6 +244,7 @@ int query_start(engine *e, query *q, xerr *err)
     }
     q->out_schema = (fmt_schema){os->ncols, q->out_names, q->out_types};
     q->limit_left = d->ops[d->sink].limit;
+    q->cur_stamp = q->sink_tmax = WM_MIN;
     query_rate_sample(q, clock_mono_ns(), 1);
     return 0;
 }
@@ -452,9 +453,26 @@ static int deliver(opinst *o, int from, int t, const batch *b, xerr *err)
     if (batch_encode(b, buf)) return xerr_set(err, XE_NOMEM, "out of memory");
     o->dest_bytes[at] += buf->len;
     o->meas[from].bytes_out += buf->len;
-    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, op_tag(o, from), buf->p, buf->len))
+    if (q->remote.batch(q->remote.ctx, q->id, d->op->id, t, o->down_side, op_tag(o, from), q->cur_stamp, buf->p,
+                        buf->len))
         return xerr_set(err, XE_IO, "query %u: cannot send rows to task %d of operator %d", q->id, t, d->op->id);
     return 0;
+}
+
+/* The event time of b's rows for the sink's catch-up after a recovery
+ * (cluster/catchup.h): once an upstream task has passed a watermark at or
+ * past a row's time, it has emitted that row.  Ops whose output has no time
+ * column (a projection that dropped it) pass on their input's. */
+static void stamp_rows(opinst *o, const batch *b)
+{
+    int tc = o->op->ts_col;
+    if (tc < 0 || !o->q->deployed) return;
+    int64_t m = WM_MIN;
+    for (int r = 0; r < b->nrows; r++) {
+        const val *v = &batch_row(b, r)[tc];
+        if (v->type != TY_NULL && v->i > m) m = v->i;
+    }
+    if (m != WM_MIN) o->q->cur_stamp = m;
 }
 
 int op_emit(opinst *o, int task, const batch *b, xerr *err)
@@ -462,6 +480,7 @@ int op_emit(opinst *o, int task, const batch *b, xerr *err)
     opinst *d = o->down;
     if (!d || b->nrows == 0) return 0;
     o->meas[task].rows_out += (uint64_t)b->nrows;
+    stamp_rows(o, b);
     if (o->emitted) {
         /* kept for a takeover: the rows may be lost in flight with a node */
         sbuf *x = &o->emitted[task];
@@ -634,6 +653,7 @@ static int op_push_body(opinst *o, int task, int side, const batch *in, xerr *er
     case PO_SINK: {
         query *q = o->q;
         if (q->finished) return 0;
+        if (q->cur_stamp > q->sink_tmax) q->sink_tmax = q->cur_stamp;
         if (q->limit_left >= 0 && in->nrows > q->limit_left) {
             batch cut = *in;
             cut.nrows = (int)q->limit_left;
@@ -809,8 +829,10 @@ int query_remote_watermark(query *q, int op, int side, int from_task, int64_t wm
     return rc;
 }
 
-int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, const void *p, size_t n, xerr *err)
+int query_remote_batch(query *q, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p, size_t n,
+                       xerr *err)
 {
+    q->cur_stamp = stamp;
     if (op >= 0 && op < q->dag->nops && side >= 0 && side < 2) set_tag(&q->ops[op], side, tag);
     if (op < 0 || op >= q->dag->nops || side < 0 || side >= (q->ops[op].op->ninputs > 1 ? 2 : 1) ||
         task < 0 || task >= q->ops[op].ntasks || !task_local(q, &q->ops[op], task))

@@ -90,7 +90,7 @@ static void sample_msg(int type, wire_msg *m, sbuf *scratch)
         m->u.batch.query_id = 11;
         m->u.batch.channel = 12;
         m->u.batch.epoch = 13;
-        m->u.batch.seq = 14;
+        m->u.batch.stamp = 14;
         m->u.batch.nrows = 15;
         m->u.batch.rows = wire_str_of(big_rows);
         break;
@@ -1084,7 +1084,7 @@ static void h_frame(net_conn *c, const wire_frame *f, void *ud)
     xerr e;
     assert_int_equal(wire_msg_get(f, &m, &e), 0);
     if (f->type == WIRE_BATCH) {
-        assert_int_equal(m.u.batch.seq, pe->next_seq);
+        assert_int_equal(m.u.batch.stamp, pe->next_seq);
         pe->next_seq++;
         pe->batches++;
     }
@@ -1476,7 +1476,7 @@ static void pump_run(pump *p)
 {
     while (p->sent < BP_TOTAL) {
         wire_msg m = {.type = WIRE_BATCH};
-        m.u.batch.seq = p->sent;
+        m.u.batch.stamp = p->sent;
         m.u.batch.nrows = 1;
         m.u.batch.rows.p = (const char *)p->payload;
         m.u.batch.rows.n = BP_FRAME;
@@ -1684,7 +1684,7 @@ static void test_catchup_per_input(void **state)
     catchup c = {0};
     assert_false(catchup_done(&c, NULL, 0)); /* none on */
     const int64_t old[2] = {50000, 20000};
-    assert_int_equal(catchup_begin(&c, old, 2), 0);
+    assert_int_equal(catchup_begin(&c, old, 2, INT64_MIN), 0);
     assert_true(c.on);
     int64_t cur[2] = {INT64_MIN, INT64_MIN};
     assert_false(catchup_done(&c, cur, 2));
@@ -1716,8 +1716,8 @@ static void test_catchup_merge(void **state)
     catchup c = {0};
     const int64_t first[3] = {30000, 10000, 20000};
     const int64_t second[3] = {15000, 40000, 15000};
-    assert_int_equal(catchup_begin(&c, first, 3), 0);
-    assert_int_equal(catchup_begin(&c, second, 3), 0);
+    assert_int_equal(catchup_begin(&c, first, 3, INT64_MIN), 0);
+    assert_int_equal(catchup_begin(&c, second, 3, INT64_MIN), 0);
     int64_t cur[3] = {30000, 40000, 19999};
     assert_false(catchup_done(&c, cur, 3));
     cur[2] = 20000;
@@ -1727,7 +1727,7 @@ static void test_catchup_merge(void **state)
     assert_false(catchup_done(&c, two_lo, 2));
     assert_true(catchup_done(&c, two_hi, 2));
     const int64_t other[2] = {45000, INT64_MIN};
-    assert_int_equal(catchup_begin(&c, other, 2), 0);
+    assert_int_equal(catchup_begin(&c, other, 2, INT64_MIN), 0);
     assert_int_equal(c.n, 1);
     const int64_t two[2] = {45000, 44999};
     assert_false(catchup_done(&c, two, 2));
@@ -1736,11 +1736,46 @@ static void test_catchup_merge(void **state)
     catchup_fini(&c);
     /* no watermark heard before the failure: any will do */
     const int64_t none[2] = {INT64_MIN, INT64_MIN};
-    assert_int_equal(catchup_begin(&c, none, 2), 0);
+    assert_int_equal(catchup_begin(&c, none, 2, INT64_MIN), 0);
     const int64_t some[2] = {1, 1};
     assert_true(catchup_done(&c, some, 2));
     catchup_fini(&c);
     catchup_fini(&c); /* twice: a no-op */
+}
+
+/* The case that delivered 170 rows twice (round-robin, ft = upstream, a
+ * second failure): the old deployment's tasks had sent the rows of the
+ * window ending at 40 s, then the kill came before the watermarks that end
+ * that step, so the sink had heard only 39 s from each.  Reaching 39 s is
+ * not the end: the windows up to the delivered rows' time come first. */
+static void test_catchup_rows_past_watermark(void **state)
+{
+    (void)state;
+    catchup c = {0};
+    const int64_t heard[3] = {39000, 39000, 38000};
+    assert_int_equal(catchup_begin(&c, heard, 3, 40000), 0);
+    int64_t cur[3] = {39000, 39000, 39000};
+    assert_false(catchup_done(&c, cur, 3)); /* the rule that failed said done */
+    cur[0] = cur[1] = 40000;
+    assert_false(catchup_done(&c, cur, 3)); /* a task may have sent the rows: all must pass them */
+    cur[2] = 40000;
+    assert_true(catchup_done(&c, cur, 3));
+    /* a watermark beyond the rows' time still counts */
+    const int64_t later[3] = {45000, 39000, 39000};
+    assert_int_equal(catchup_begin(&c, later, 3, 40000), 0);
+    const int64_t at40[3] = {40000, 40000, 40000}, at45[3] = {45000, 40000, 40000};
+    assert_false(catchup_done(&c, at40, 3));
+    assert_true(catchup_done(&c, at45, 3));
+    catchup_fini(&c);
+    /* another number of tasks: the rows' time joins the largest target */
+    const int64_t two[2] = {10000, 12000};
+    assert_int_equal(catchup_begin(&c, two, 2, INT64_MIN), 0);
+    const int64_t three[3] = {10000, 12000, 9000};
+    assert_int_equal(catchup_begin(&c, three, 3, 20000), 0);
+    const int64_t one_lo[1] = {19999}, one_hi[1] = {20000};
+    assert_false(catchup_done(&c, one_lo, 1));
+    assert_true(catchup_done(&c, one_hi, 1));
+    catchup_fini(&c);
 }
 
 int main(void)
@@ -1748,6 +1783,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_type),
         cmocka_unit_test(test_catchup_per_input),
+        cmocka_unit_test(test_catchup_rows_past_watermark),
         cmocka_unit_test(test_catchup_merge),
         cmocka_unit_test(test_fields_survive),
         cmocka_unit_test(test_stats_and_heartbeat_echo),

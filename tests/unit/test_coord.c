@@ -122,6 +122,13 @@ int __wrap_engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **
     return XE_NOTFOUND;
 }
 
+int __wrap_engine_deployed_sink_time(engine *e, uint32_t qid, int64_t *t, xerr *err);
+int __wrap_engine_deployed_sink_time(engine *e, uint32_t qid, int64_t *t, xerr *err)
+{
+    (void)e, (void)qid, (void)t, (void)err;
+    return XE_NOTFOUND;
+}
+
 /* ------------------------------------------------------------ a coordinator and its members */
 
 #define MAXP 10

@@ -1767,11 +1767,12 @@ static void test_log_retention(void **state)
 static engine *peer_of[2];
 static engine *E[2];
 
-static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n)
+static int hook_batch(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p,
+                      size_t n)
 {
     engine *other = *(engine **)ctx;
     xerr err;
-    int rc = engine_remote_batch(other, qid, op, task, side, tag, p, n, &err);
+    int rc = engine_remote_batch(other, qid, op, task, side, tag, stamp, p, n, &err);
     if (rc) fprintf(stderr, "remote batch: %s\n", err.msg);
     return rc;
 }
@@ -1832,7 +1833,15 @@ static void test_distributed_hooks(void **state)
     engine_remote r0 = {&peer_of[0], hook_batch, hook_wm, NULL}, r1 = {&peer_of[1], hook_batch, hook_wm, NULL};
     if (engine_deploy(E[1], 7, q, own1, n, &r1, &out, NULL, &err)) fail_msg("deploy 1: %s", err.msg);
     if (engine_deploy(E[0], 7, q, own0, n, &r0, &out, NULL, &err)) fail_msg("deploy 0: %s", err.msg);
+    int64_t t = 0;
+    assert_int_equal(engine_deployed_sink_time(E[0], 7, &t, &err), XE_NOTFOUND); /* the sink runs on 1 */
+    assert_int_equal(engine_deployed_sink_time(E[1], 7, &t, &err), 0);
+    assert_true(t == INT64_MIN); /* no row yet */
     ingest(E[0], "s", data.p, 1);
+    /* the rows' time reached the sink through the remote batches: the
+     * projection keeps window_start, the last window starts at 14 s */
+    assert_int_equal(engine_deployed_sink_time(E[1], 7, &t, &err), 0);
+    assert_true(t == 14000);
     char *got = sorted(c.text.p);
     assert_true(strlen(want) > 100);
     assert_string_equal(got, want);
@@ -1857,13 +1866,14 @@ static engine *FE[3];
 static int f_base[16], f_owner[64], f_dead;
 static int64_t f_deltas;
 
-static int f_batch(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, const void *p, size_t n)
+static int f_batch(void *ctx, uint32_t qid, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p,
+                   size_t n)
 {
     (void)ctx;
     int o = f_owner[f_base[op] + task];
     if (o == f_dead) return 0; /* lost in flight */
     xerr err;
-    int rc = engine_remote_batch(FE[o], qid, op, task, side, tag, p, n, &err);
+    int rc = engine_remote_batch(FE[o], qid, op, task, side, tag, stamp, p, n, &err);
     if (rc) fprintf(stderr, "remote batch: %s\n", err.msg);
     return rc;
 }

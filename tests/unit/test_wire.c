@@ -76,7 +76,7 @@ static void golden_msg(int i, wire_msg *m, sbuf *scratch)
         break;
     case 9: m->u.undeploy = (wire_undeploy){.query_id = 5, .epoch = 6}; break;
     case 10:
-        m->u.batch = (wire_batch){.query_id = 11, .channel = 12, .epoch = 13, .seq = 14, .nrows = 15,
+        m->u.batch = (wire_batch){.query_id = 11, .channel = 12, .epoch = 13, .stamp = -14, .nrows = 15,
                                   .rows = wire_str_of("rows-rows")};
         break;
     case 11: m->u.ack = (wire_ack){.query_id = 21, .channel = 22, .epoch = 23, .seq = 24}; break;
@@ -249,9 +249,9 @@ static const golden goldens[NSAMPLES] = {
     {"415245530109090100000010152d0d4900000000000000050000000000000006",
      0x47efad78u},
     /* 10 BATCH */
-    {"41524553010a0a01000000298ba7eb43000000000000000b0000000c000000000000000d000000000000000e"
+    {"41524553010a0a01000000296319d7f1000000000000000b0000000c000000000000000dfffffffffffffff2"
      "0000000f726f77732d726f7773",
-     0xd0ae2961u},
+     0x97164c80u},
     /* 11 ACK */
     {"41524553010b0b010000001cc97d017b00000000000000150000001600000000000000170000000000000018",
      0x27e0abb4u},
