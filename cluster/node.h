@@ -444,8 +444,14 @@ int place_run(place_game *g, place_query *qs, int nq, xerr *err);
  * query, fixed or not; only the players on dead nodes re-play, the others
  * stay); every query's node[]/rnode[] are rewritten. */
 int place_again(place_game *g, place_query *qs, int nq, xerr *err);
+/* The capacity rule of a rebalance (nirvana_config.max_util): no measured
+ * task or replica moves onto a node its measured load would fill past 80 %
+ * of its capacity (docs/nirvana.md, "The capacity rule"). */
+#define PLACE_MAX_UTIL 0.8
+
 /* Live re-placement (nirvana_rebalance, with hysteresis threshold) from the
- * current node[]/rnode[]; the players of fixed queries and the homes stay.
+ * current node[]/rnode[]; the players of fixed queries and the homes stay,
+ * and no move breaks the capacity rule (PLACE_MAX_UTIL).
  * Every query's node[]/rnode[] are rewritten; moves[] (max entries) and
  * *nmoves say what moved, g->r gets the costs after. */
 int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, nirvana_rb_move *moves, int max,

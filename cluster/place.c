@@ -142,6 +142,7 @@ static int use_measured(place_game *g, const place_query *qs, int nq)
                 x->repl_traffic = m->repl_traffic;
             }
             g->measured[first + t] = 1;
+            x->measured = 1;
         }
         for (int e = 0; e < p->nedges; e++) {
             nirvana_edge *ed = &p->edges[e];
@@ -363,6 +364,7 @@ int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, ni
             }
         }
     }
+    g->c.max_util = PLACE_MAX_UTIL;
     if ((rc = nirvana_rebalance_avoiding(g->p, &g->c, as, mode, avoid, threshold, max, moves, nmoves, err)) < 0)
         goto out;
     nirvana_result_free(g->r);

@@ -83,6 +83,8 @@ typedef struct nirvana_task {
     double recovery_s;   /* seconds to bring it back after its node dies, at speed 1.0 */
     double replica_load; /* CPU demand of one replica applying deltas */
     double repl_traffic; /* delta stream to each replica, in link units */
+    int measured;        /* load and replica_load are measured CPU, in the nodes' speed units (the
+                            capacity rule, nirvana_config.max_util, weighs only such players) */
 } nirvana_task;
 
 typedef struct nirvana_edge {
@@ -195,6 +197,14 @@ typedef struct nirvana_config {
     int repair_rounds; /* full rounds after a re-placement (default 2) */
     uint64_t seed;     /* for NIRVANA_RANDOM */
     double eps;        /* a move must gain more than eps * (1 + |cost|) (default 1e-9) */
+    /* The capacity rule of a rebalance (nirvana_rebalance): a measured player
+     * may not move onto a node whose measured load (its base_load and its
+     * measured players', the mover's included) would pass max_util * speed.
+     * The processing term is linear in the load and blind to a node that
+     * saturates; the rule keeps the game off such nodes while every move
+     * still lowers the potential by the mover's gain (docs/nirvana.md,
+     * "The capacity rule").  0 = off (the default). */
+    double max_util;
     nirvana_move_fn on_move; /* optional trace of every move */
     void *on_move_arg;
 } nirvana_config;

@@ -12,7 +12,11 @@
  *     anything; and by more than theta of the median player's cost (at the
  *     call's start), so that a player whose cost is a speck of the game's
  *     does not move to save a speck;
- *   - the potential falls (by more than eps).  The game is an exact
+ *   - the potential falls (by more than eps);
+ *   - the capacity rule (nirvana_config.max_util): a measured player does
+ *     not move onto a node its load would fill past max_util of its speed.
+ *     The rule only removes moves, so every move made still lowers the
+ *     potential by the mover's gain, and nothing here can cycle.  The game is an exact
  *     potential game, so a unilateral move lowers the potential by exactly the
  *     mover's gain; a swap of a primary with its replica moves two players,
  *     and then the potential is what tells a real gain from a shuffle.
@@ -53,6 +57,26 @@ static int judge(const nirvana_problem *p, const nirvana_config *c, const nv_gra
     *phi = sc.potential;
     if (!sc.legal) return 0;
     return nv_cost_at(p, c, g, as, i, cost, e);
+}
+
+/* Player i's load, when it is measured (the capacity rule's); else 0. */
+static double measured_load(const nirvana_problem *p, const nv_graph *g, int i)
+{
+    int t = nv_is_replica(g, i) ? nv_primary_of(g, i) : i;
+    const nirvana_task *x = &p->tasks[t];
+    return x->measured ? (t == i ? x->load : x->replica_load) : 0;
+}
+
+/* The capacity rule (nirvana_config.max_util): 1 when measured player i may
+ * sit on node n under `as` (which has it there): the node's base load and
+ * its measured players' stay within max_util of its speed. */
+static int fits(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g, const int *as, int i, int n)
+{
+    if (!(c->max_util > 0) || !(measured_load(p, g, i) > 0)) return 1;
+    double L = p->nodes[n].base_load;
+    for (int j = 0; j < g->P; j++)
+        if (as[j] == n) L += measured_load(p, g, j);
+    return L <= c->max_util * p->nodes[n].speed * (1 + 1e-12);
 }
 
 /* 1 if node n held task t's state when the call began (its primary or a replica). */
@@ -149,6 +173,8 @@ int nirvana_rebalance_avoiding(const nirvana_problem *p, const nirvana_config *c
                     memcpy(cand, assign, (size_t)g.P * sizeof *cand);
                     cand[i] = n;
                     if (other >= 0) cand[other] = x;
+                    /* the capacity rule: no move onto a node it would fill past max_util */
+                    if (!fits(p, c, &g, cand, i, n) || (other >= 0 && !fits(p, c, &g, cand, other, x))) continue;
                     double cost, phi;
                     if ((rc = judge(p, c, &g, cand, i, &cost, &phi, &legal, e)) < 0) goto out;
                     if (!legal || cost >= bar || phi >= phi0 - c->eps * (1.0 + fabs(phi0))) continue;

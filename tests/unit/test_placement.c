@@ -1034,6 +1034,58 @@ static void test_rebalance_ignores_specks(void **state)
     nirvana_problem_free(p);
 }
 
+/* The capacity rule (session 12's bad move, reduced): a window task saves
+ * its transfer by joining its source on the source's node, which decodes
+ * and logs the stream (base load) and runs the other window task already.
+ * The linear processing term lets it move, and the node then runs past its
+ * capacity; with max_util = 0.8 it stays, while the same move onto a node
+ * with room is made. */
+static void test_rebalance_capacity_rule(void **state)
+{
+    (void)state;
+    for (int room = 0; room < 2; room++)
+        for (int rule = 0; rule < 2; rule++) {
+            nirvana_problem *p = nirvana_problem_new();
+            p->replicas = 0;
+            assert_true(nirvana_add_node(p, "home", 0, 4, 0.25) >= 0);
+            assert_true(nirvana_add_node(p, "other", 1, 4, 0.25) >= 0);
+            p->nodes[0].base_load = room ? 0.04 : 0.12; /* the stream's decoding and log */
+            const double load[] = {0.001, 0.06, 0.06};
+            for (int t = 0; t < 3; t++) {
+                nirvana_task tk = {0};
+                snprintf(tk.name, sizeof tk.name, t ? "WINDOW#%d" : "SOURCE#0", t - 1);
+                tk.op = t ? 1 : 0;
+                tk.depth = t ? 1 : 0;
+                tk.parallelism = t ? 2 : 1;
+                tk.load = load[t];
+                tk.measured = 1;
+                assert_true(nirvana_add_task(p, &tk) >= 0);
+            }
+            assert_true(nirvana_add_edge(p, 0, 1, 1.0) >= 0);
+            assert_true(nirvana_add_edge(p, 0, 2, 1.0) >= 0);
+            assert_int_equal(nirvana_pin(p, 0, -1, 0), 0);
+            nirvana_config c;
+            nirvana_config_init(&c);
+            c.max_util = rule ? 0.8 : 0;
+            int as[3] = {0, 0, 1};
+            unsigned char mode[3] = {NIRVANA_RB_FREE, NIRVANA_RB_FREE, NIRVANA_RB_FREE};
+            nirvana_rb_move mv[8];
+            int nm = -1;
+            xerr e;
+            assert_int_equal(nirvana_rebalance(p, &c, as, mode, 0.2, 8, mv, &nm, &e), 0);
+            /* home after the move: 0.12 + 0.001 + 0.12 = 0.241 of 0.25 (96 %); with room 0.161 (64 %) */
+            int moved = as[2] == 0;
+            printf("capacity rule %s, home %s: WINDOW#1 %s\n", rule ? "on" : "off", room ? "with room" : "busy",
+                   moved ? "joins its source" : "stays");
+            assert_int_equal(moved, !rule || room);
+            if (moved) {
+                assert_int_equal(nm, 1);
+                assert_true(mv[0].cost_after < mv[0].cost_before);
+            }
+            nirvana_problem_free(p);
+        }
+}
+
 /* No flapping.  Over random instances, from a settled placement, costs are
  * measured again and again with noise (speeds and loads within 3 %): with
  * unilateral moves only nothing ever moves (a gain of 20 % cannot come from
@@ -1294,6 +1346,7 @@ int main(void)
         cmocka_unit_test(test_rebalance_leaves_a_slowed_node),
         cmocka_unit_test(test_rebalance_does_not_flap),
         cmocka_unit_test(test_rebalance_ignores_specks),
+        cmocka_unit_test(test_rebalance_capacity_rule),
         cmocka_unit_test(test_pins),
     };
     return cmocka_run_group_tests_name("placement", tests, NULL, NULL);
