@@ -17,7 +17,9 @@ ROOT=$(cd "$HERE/../.." && pwd)
 BUILD="$ROOT/build"
 EVENTS=500000
 SEED=1
-QUERIES="0 1 2 3 4 5 7 8"
+# q4 is a pipeline of a derived stream and two tables (q4.sql), and a
+# cluster refuses tables yet (docs/sql.md, CREATE TABLE)
+QUERIES="0 1 2 3 5 7 8"
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
     case "$1" in
