@@ -993,20 +993,29 @@ int engine_deployed_sink_rows(engine *e, uint32_t qid, const batch *b, xerr *err
     return io_outlet_rows(q->outlet, b) ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
 }
 
-int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)
+/* Deployed query qid when its sink runs here, else NULL (err says so). */
+static query *deployed_sink(engine *e, uint32_t qid, xerr *err)
 {
     query *q = find_query_id(e, qid);
-    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
-        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    if (!q || !task_local(q, &q->ops[q->dag->sink], 0)) {
+        xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+        return NULL;
+    }
+    return q;
+}
+
+int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)
+{
+    query *q = deployed_sink(e, qid, err);
+    if (!q) return XE_NOTFOUND;
     *wm = q->ops[q->dag->sink].wm[0];
     return 0;
 }
 
 int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int *n, xerr *err)
 {
-    query *q = find_query_id(e, qid);
-    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
-        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    query *q = deployed_sink(e, qid, err);
+    if (!q) return XE_NOTFOUND;
     *wm = q->ops[q->dag->sink].upwm[0];
     *n = q->ops[q->dag->sink].nup[0];
     return 0;
@@ -1014,9 +1023,8 @@ int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int
 
 int engine_deployed_sink_time(engine *e, uint32_t qid, int64_t *t, xerr *err)
 {
-    query *q = find_query_id(e, qid);
-    if (!q || !task_local(q, &q->ops[q->dag->sink], 0))
-        return xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
+    query *q = deployed_sink(e, qid, err);
+    if (!q) return XE_NOTFOUND;
     *t = q->sink_tmax;
     return 0;
 }
