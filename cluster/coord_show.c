@@ -350,7 +350,8 @@ static json_t *inputs_json(const place_inputs *x)
 
 /* Which inputs the game used: the query's, the nodes' capacities, the distances. */
 /* The measured load of the players on node i (tasks of every query with
- * measured inputs, and their replicas). */
+ * measured inputs, and their replicas), at the rate they were measured at
+ * (the game plays them scaled to the peak, g->peak). */
 static double measured_load_on(const place_game *g, int i)
 {
     double l = 0;
@@ -359,7 +360,7 @@ static double measured_load_on(const place_game *g, int i)
         if (p->node != i || !g->measured[p->task]) continue;
         l += p->replica < 0 ? g->p->tasks[p->task].load : g->p->tasks[p->task].replica_load;
     }
-    return l;
+    return l / g->peak;
 }
 
 static void inputs_summary(sbuf *t, const meas_store *ms, const place_game *g, const place_query *pq,
@@ -379,6 +380,10 @@ static void inputs_summary(sbuf *t, const meas_store *ms, const place_game *g, c
                         100 * measured_load_on(g, i) / pl[i].speed);
         sbuf_printf(t, ")");
     }
+    if (g->peak > 1)
+        sbuf_printf(t, "\npeak: measured loads and traffic played at %.3gx their rate, the rate the live nodes can "
+                       "carry (docs/nirvana.md, \"Placing for the peak\")",
+                    g->peak);
     sbuf_printf(t, "\ndistances: %s\n", g->dist_measured ? "domain defaults, raised by measured round trips"
                                                         : "domain defaults (0.2 within, 1.0 across)");
     int rm;
@@ -407,6 +412,7 @@ static json_t *inputs_summary_json(const meas_store *ms, const place_game *g, co
     double bps = meas_store_restore_bps(ms, &rm);
     json_object_set_new(o, "used", json_string(pq->meas ? "measured" : "seed"));
     json_object_set_new(o, "nodes", nodes);
+    json_object_set_new(o, "peak_scale", json_real(g->peak));
     json_object_set_new(o, "distances_measured", json_boolean(g->dist_measured));
     json_object_set_new(o, "restore_bytes_per_s", json_real(bps));
     json_object_set_new(o, "restore_measured", json_boolean(rm));

@@ -7,8 +7,8 @@
  * coordinator a STATS: its capacity (its cgroup quota, re-read each time so
  * that a quota cut while it runs shows up, unless --speed fixed it), its
  * utilisation (process CPU over wall time since the last report, over the
- * capacity), the smoothed round trip to each peer it has a connection to
- * (net_rtt_us, from heartbeats), and the cumulative counters of every local
+ * capacity), the round trip to each peer it has a connection to (the
+ * least of the last 32 heartbeats', net_rtt_min_us), and the cumulative counters of every local
  * task of every deployed query (engine_task_stats_each).  The coordinator's
  * own node puts its report straight into the store.
  *

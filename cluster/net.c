@@ -64,6 +64,7 @@ typedef struct wreq {
 } wreq;
 
 #define NET_HB_RING 8 /* heartbeats whose echo can still be timed */
+#define NET_RTT_WIN 32 /* round trips net_rtt_min_us takes the least of */
 
 struct net_ctx {
     uv_loop_t *loop;
@@ -140,6 +141,8 @@ struct net_conn {
     struct { uint64_t seq, at_us; } hb_sent[NET_HB_RING];
     uint64_t peer_hb_seq, peer_hb_at_us;
     uint32_t rtt_us;      /* smoothed; 0 = none measured yet */
+    uint32_t rtt_win[NET_RTT_WIN]; /* the last round trips (net_rtt_min_us) */
+    uint32_t rtt_n;                /* how many were timed, in all */
 };
 
 /* ------------------------------------------------------------------ logging */
@@ -664,12 +667,21 @@ static void hb_heard(net_conn *c, const wire_msg *hm)
         uint64_t rtt = span > h->held_us ? span - h->held_us : 1;
         if (rtt > UINT32_MAX / 2) rtt = UINT32_MAX / 2;
         c->rtt_us = c->rtt_us ? (uint32_t)((7 * (uint64_t)c->rtt_us + rtt) / 8) : (uint32_t)(rtt ? rtt : 1);
+        c->rtt_win[c->rtt_n++ % NET_RTT_WIN] = (uint32_t)(rtt ? rtt : 1);
         c->hb_sent[i].seq = 0;
         return;
     }
 }
 
 uint32_t net_rtt_us(const net_conn *c) { return c ? c->rtt_us : 0; }
+
+uint32_t net_rtt_min_us(const net_conn *c)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; c && i < c->rtt_n && i < NET_RTT_WIN; i++)
+        if (!m || c->rtt_win[i] < m) m = c->rtt_win[i];
+    return m;
+}
 
 static void ready_frame(net_conn *c, const wire_frame *f)
 {

@@ -246,5 +246,11 @@ void net_get_stats(const net_conn *c, net_stats *s);
 /* The smoothed round trip to the peer, from heartbeats that echo ours
  * (docs/protocol.md, HEARTBEAT); 0 until one has been timed or for NULL. */
 uint32_t net_rtt_us(const net_conn *c);
+/* The least of the last 32 round trips timed (0 as net_rtt_us): the path's
+ * own delay, without the time either end's loop held the heartbeat before
+ * it ran (a node at its CPU quota holds it for up to a period), as TCP
+ * keeps min_rtt beside its SRTT (RFC 6298; BBR's RTprop).  The nodes
+ * report this one in STATS, for the distances of placement. */
+uint32_t net_rtt_min_us(const net_conn *c);
 
 #endif

@@ -423,6 +423,9 @@ typedef struct place_game {
     double *seed_out, *used_out;
     unsigned char *measured;
     int dist_measured;  /* some distance came from round trips */
+    /* the measured players' loads and traffic were scaled by peak to the
+     * rate the live nodes can carry (place.c, peak_scale); 1: none were */
+    double peak;
 } place_game;
 
 /* Build the problem: every node (dead ones marked so), every query's tasks
@@ -445,8 +448,9 @@ int place_run(place_game *g, place_query *qs, int nq, xerr *err);
  * stay); every query's node[]/rnode[] are rewritten. */
 int place_again(place_game *g, place_query *qs, int nq, xerr *err);
 /* The capacity rule of a rebalance (nirvana_config.max_util): no measured
- * task or replica moves onto a node its measured load would fill past 80 %
- * of its capacity (docs/nirvana.md, "The capacity rule"). */
+ * task or replica moves onto a node its measured load, at the rate it was
+ * measured at (not scaled to the peak), would fill past 80 % of its
+ * capacity (docs/nirvana.md, "The capacity rule"). */
 #define PLACE_MAX_UTIL 0.8
 
 /* Live re-placement (nirvana_rebalance, with hysteresis threshold) from the
@@ -481,6 +485,7 @@ void place_player_inputs(const place_game *g, const place_query *qs, int q, int 
  * coordinator's store keeps moving averages and turns them into placement
  * inputs.  The store is pure (no I/O), for tests. */
 #define MEAS_REPORT_MS 1000
+#define MEAS_PEAK_MAX 1000.0  /* the most place_build scales measured rates up by, to the peak */
 #define MEAS_TAU_S 5.0        /* time constant of the moving averages (a rate rising) */
 #define MEAS_TAU_FALL_S 60.0  /* ... and of a task's rates falling (the larger of the two averages counts) */
 #define MEAS_RESTORE_BPS 100e6 /* restore rate until measured: state bytes per second a recovery brings back */

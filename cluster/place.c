@@ -24,6 +24,9 @@
  * A query whose place_query carries meas has its tasks' load, state,
  * recovery, replica costs and edge traffic replaced by the measured ones;
  * the planner's seeds are kept in the game (seed, seed_out) for EXPLAIN.
+ * The measured loads and traffic are the rates the query runs at now; like
+ * the seeds, they are then scaled to the peak (peak_scale), so that a
+ * placement does not depend on the rate the query happened to run at.
  * A node's speed is what place_node says (the capacity it reported, when
  * it did).  Distances are the library's defaults by domain (0 on a node,
  * 0.2 within a domain, 1.0 across), raised by measured round trips where
@@ -158,6 +161,44 @@ static int use_measured(place_game *g, const place_query *qs, int nq)
     return 0;
 }
 
+/* The peak (docs/nirvana.md, "Placing for the peak").  A query is placed
+ * for the rate the live nodes can carry, as its seeds are
+ * (plan_placement_tasks): every measured player's load and replica load,
+ * and every measured edge's traffic and replica deltas, grow by one factor,
+ * so that the measured players would fill the live nodes' capacity less
+ * their background loads.  Measured at a lower rate (a paced input, or a
+ * placement held back by its bottleneck), processing costs, quadratic in
+ * the rate, would otherwise shrink beside transfer, linear in it, and the
+ * game would trade balance for locality at exactly the rate where balance
+ * decides the throughput.  Never scaled down (a query measured past the
+ * capacity runs at what it runs at), and at most MEAS_PEAK_MAX times (an
+ * idle query's loads are noise). */
+static void peak_scale(place_game *g)
+{
+    nirvana_problem *p = g->p;
+    double room = 0, used = 0;
+    for (int n = 0; n < p->nnodes; n++)
+        if (p->nodes[n].alive) room += p->nodes[n].speed - p->nodes[n].base_load;
+    for (int t = 0; t < p->ntasks; t++)
+        if (g->measured[t]) used += p->tasks[t].load + (p->tasks[t].stateful ? p->replicas * p->tasks[t].replica_load : 0);
+    g->peak = 1;
+    if (!(used > 0) || !(room > used)) return;
+    double k = room / used;
+    if (k > MEAS_PEAK_MAX) k = MEAS_PEAK_MAX;
+    g->peak = k;
+    for (int t = 0; t < p->ntasks; t++) {
+        if (!g->measured[t]) continue;
+        nirvana_task *x = &p->tasks[t];
+        x->load *= k;
+        x->replica_load *= k;
+        x->repl_traffic *= k;
+    }
+    for (int e = 0; e < p->nedges; e++)
+        if (g->measured[p->edges[e].from]) p->edges[e].traffic *= k;
+    for (int t = 0; t < p->ntasks; t++)
+        if (g->measured[t]) g->used_out[t] *= k;
+}
+
 /* The distance matrix from the round trips the nodes reported, when any. */
 static int use_distances(place_game *g, const place_node *nodes, int nn)
 {
@@ -185,6 +226,7 @@ int place_build(place_game *g, const place_node *nodes, int nn, const place_quer
                 nirvana_strategy s, xerr *err)
 {
     memset(g, 0, sizeof *g);
+    g->peak = 1;
     int rc = 0, nlive = 0;
     if (!(g->p = nirvana_problem_new()) || !(g->first = calloc((size_t)nq + 1, sizeof *g->first))) {
         rc = xerr_set(err, XE_NOMEM, "out of memory");
@@ -224,6 +266,7 @@ int place_build(place_game *g, const place_node *nodes, int nn, const place_quer
         goto fail;
     }
     base_loads(g, nodes, nn, qs, nq);
+    peak_scale(g);
     for (int q = 0; q < nq; q++) {
         const place_query *pq = &qs[q];
         int t = g->first[q];
@@ -365,6 +408,7 @@ int place_rebalance(place_game *g, place_query *qs, int nq, double threshold, ni
         }
     }
     g->c.max_util = PLACE_MAX_UTIL;
+    g->c.util_scale = g->peak; /* judged at the measured rate, not the peak's */
     if ((rc = nirvana_rebalance_avoiding(g->p, &g->c, as, mode, avoid, threshold, max, moves, nmoves, err)) < 0)
         goto out;
     nirvana_result_free(g->r);
@@ -391,8 +435,8 @@ void place_player_inputs(const place_game *g, const place_query *qs, int q, int 
         out->traffic_seed = g->seed_out[id];
         out->rec_seed = seed->stateful ? seed->recovery_s : 0;
         if (m) {
-            out->load_meas = used->load;
-            out->traffic_meas = g->used_out[id];
+            out->load_meas = used->load / g->peak;
+            out->traffic_meas = g->used_out[id] / g->peak;
             out->rec_meas = used->stateful ? used->recovery_s : 0;
         }
     } else {
@@ -401,8 +445,8 @@ void place_player_inputs(const place_game *g, const place_query *qs, int q, int 
         out->rec_seed = seed->recovery_s;
         if (m) {
             out->derived = !m->replica_measured;
-            out->load_meas = used->replica_load;
-            out->traffic_meas = used->repl_traffic;
+            out->load_meas = used->replica_load / g->peak;
+            out->traffic_meas = used->repl_traffic / g->peak;
             out->rec_meas = used->recovery_s;
         }
     }

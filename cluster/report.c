@@ -73,7 +73,7 @@ void meas_report(node *n)
     for (int i = 0; i < n->npeers; i++) {
         peer *p = n->peers[i];
         cs *c = p->is_coord && n->coord_link ? n->coord_link : p->link;
-        uint32_t rtt = c && c->c && c->ready ? net_rtt_us(c->c) : 0;
+        uint32_t rtt = c && c->c && c->ready ? net_rtt_min_us(c->c) : 0;
         if (!rtt) continue;
         wire_stats_peer sp = {.name = wire_str_of(p->name), .rtt_us = rtt};
         wire_put_stats_peer(&pr.w, &sp);

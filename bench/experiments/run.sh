@@ -162,7 +162,8 @@
 #   EXP_SLOTS=6 EXP_DEAD_MS=10000
 #   EXP_WARMUP_S=6 EXP_SETTLE_S=2 (before each measurement, the query runs on paced input for
 #     EXP_WARMUP_S s, then ALTER QUERY q REBALANCE re-places it on what was measured (the game's
-#     strategies; the baselines' placement is not the game and stays), then EXP_SETTLE_S s; 0: none)
+#     strategies; the baselines' placement is not the game and stays), then, after a move, until
+#     the moved tasks have caught up with the output (30 s at most), and EXP_SETTLE_S s; 0: none)
 #   EXP_REBALANCE=0 (rebalance_interval during the measurements; 0: only the warm-up's rebalance)
 #   EXP_NETNS=1 (each domain in a network namespace where root can make one; 0: loopback)
 #   EXP_PARTITIONS=3 (the stream's partitions, a generator and a producer each)
@@ -330,7 +331,8 @@ feed_stream() {
 # it goes before the throughput run) for EXP_WARMUP_S s, so that every task and node reports what it
 # costs; then ALTER QUERY q REBALANCE, on which the game's strategies
 # re-place on the measured costs (a baseline answers that its placement is
-# not the game, and stays); then EXP_SETTLE_S s for a move to settle.  Sets
+# not the game, and stays); then, after a move, until the moved tasks have
+# caught up with the output, and EXP_SETTLE_S s more.  Sets
 # WARM_END (ms; 0 without a warm-up).  COPY: the warm-up's rows, merged in
 # time order, into COPY.
 warm_up() {
@@ -340,6 +342,15 @@ warm_up() {
     wait $INGP
     [ -n "${1:-}" ] && sort -t, -k1,1n -m "$1".* >"$1"
     "$B/ares-sql" --connect "$CADDR" --secret-file "$W/secret" -e "ALTER QUERY q REBALANCE;" >"$CD/warmup_rebalance.txt" 2>&1
+    # a move hands its state over and the moved tasks catch up with the
+    # output (EXPLAIN PLACEMENT: "catching up now"): the measurement starts
+    # from the placement's steady state, whatever it moved (30 s at most)
+    _cw=0
+    while [ $_cw -lt 60 ] && sqlc -e "EXPLAIN PLACEMENT q;" 2>/dev/null | grep -q "catching up now"; do
+        sleep 0.5
+        _cw=$((_cw + 1))
+    done
+    [ $_cw -gt 0 ] && say "warm-up: the rebalance's moves caught up in about $((_cw / 2)) s"
     sleep "$EXP_SETTLE_S"
     WARM_END=$(date +%s%3N)
 }

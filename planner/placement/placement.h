@@ -205,6 +205,11 @@ typedef struct nirvana_config {
      * still lowers the potential by the mover's gain (docs/nirvana.md,
      * "The capacity rule").  0 = off (the default). */
     double max_util;
+    /* The measured players' loads are this many times the rate they were
+     * measured at (a caller that plays them at a peak rate); the capacity
+     * rule judges them at the measured rate, load / util_scale.  0 or 1: as
+     * they are. */
+    double util_scale;
     nirvana_move_fn on_move; /* optional trace of every move */
     void *on_move_arg;
 } nirvana_config;

@@ -69,14 +69,15 @@ static double measured_load(const nirvana_problem *p, const nv_graph *g, int i)
 
 /* The capacity rule (nirvana_config.max_util): 1 when measured player i may
  * sit on node n under `as` (which has it there): the node's base load and
- * its measured players' stay within max_util of its speed. */
+ * its measured players' (at the rate measured: over util_scale) stay within
+ * max_util of its speed. */
 static int fits(const nirvana_problem *p, const nirvana_config *c, const nv_graph *g, const int *as, int i, int n)
 {
     if (!(c->max_util > 0) || !(measured_load(p, g, i) > 0)) return 1;
-    double L = p->nodes[n].base_load;
+    double L = 0, k = c->util_scale > 0 ? c->util_scale : 1;
     for (int j = 0; j < g->P; j++)
         if (as[j] == n) L += measured_load(p, g, j);
-    return L <= c->max_util * p->nodes[n].speed * (1 + 1e-12);
+    return p->nodes[n].base_load + L / k <= c->max_util * p->nodes[n].speed * (1 + 1e-12);
 }
 
 /* 1 if node n held task t's state when the call began (its primary or a replica). */

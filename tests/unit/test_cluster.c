@@ -1266,6 +1266,35 @@ static void test_handshake_and_echo(void **state)
     assert_int_equal(net_ctx_nconns(fx->srv.ctx), 0);
 }
 
+/* Round trips: the smoothed one takes in a transient hold of the
+ * heartbeats (here the server's send delay of 40 ms for 300 ms; on a testbed, a
+ * loop at its CPU quota); the least of the last 32, which the nodes report
+ * for placement's distances, stays the path's own. */
+static void test_rtt_min_ignores_held_heartbeats(void **state)
+{
+    netfix *fx = *state;
+    tpeer *cli = &fx->cli;
+    net_config cfg = {.heartbeat_ms = 10, .dead_ms = 2000};
+    restart_server(fx, &cfg);
+    peer_init(fx, cli, "n1", WIRE_ROLE_NODE, &fx->secret, &cfg);
+    net_conn *c = connect_client(fx, cli);
+    assert_true(run_until(fx, &cli->ready, 1, 3000));
+    assert_true(run_until(fx, &fx->srv.ready, 1, 3000));
+    assert_int_equal(net_rtt_min_us(c), 0);
+    run_for(fx, 200); /* idle round trips */
+    uint32_t idle = net_rtt_min_us(c);
+    assert_true(idle > 0 && idle <= net_rtt_us(c) + 1);
+    net_set_send_delay_ms(fx->srv.conn, 40); /* within the 8 heartbeats whose echo is timed */
+    uint32_t most = 0; /* the smoothed one's peak */
+    for (int i = 0; i < 80; i++) {
+        run_for(fx, 5);
+        if (i == 60) net_set_send_delay_ms(fx->srv.conn, 0);
+        if (net_rtt_us(c) > most) most = net_rtt_us(c);
+    }
+    assert_true(most > 10000);                          /* smoothed: the holds are in it */
+    assert_true(net_rtt_min_us(c) <= idle);             /* the least: the path's */
+}
+
 /* A standby that takes over changes its context's role while members'
  * handshakes are in flight: a connection proves the role its HELLO said. */
 static void test_role_change_mid_handshake(void **state)
@@ -1796,6 +1825,7 @@ int main(void)
         cmocka_unit_test(test_secret_file),
         cmocka_unit_test(test_hmac_proofs),
         cmocka_unit_test_setup_teardown(test_handshake_and_echo, setup_net, teardown_net),
+        cmocka_unit_test_setup_teardown(test_rtt_min_ignores_held_heartbeats, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_role_change_mid_handshake, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_wrong_secret_refused, setup_net, teardown_net),
         cmocka_unit_test_setup_teardown(test_garbage_then_good_client, setup_net, teardown_net),
