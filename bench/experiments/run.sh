@@ -57,6 +57,18 @@
 #               (link delay), slowed nodes, queueing.  Histogram in 1 ms
 #               buckets over every result row of the windows that closed
 #               while input was flowing; p50/p99 and the CDF come from it.
+#               A result row that never came (the strategy could not keep
+#               up, and the drain gave up) counts as later than any that did:
+#               every key has a row in every full window, so the full
+#               windows' rows that did not come are known, and a percentile
+#               that falls among them is "slow" (at least the drain's
+#               horizon, the time from the input's end to the drain's).
+#   latency at a high rate: the same at EXP_RATE_HIGH rows/s, the second
+#               operating point (figures latency_high_*): at EXP_RATE every
+#               strategy keeps up and the window's close dominates; at
+#               EXP_RATE_HIGH, a quarter of the sustained throughput the
+#               game's placement reaches here, a task on a slowed node
+#               queues, as the paper's overloaded default scheduler did.
 #               Per window also its first row's latency (what all its rows
 #               share: the slice's cut, the watermark's way) and the spread
 #               of its rows after it (what differs between the aggregates'
@@ -156,6 +168,7 @@
 #
 # Usage: run.sh [--build DIR]   (settings through the environment:)
 #   EXP_RUNS=3 EXP_SECONDS=15 EXP_TUPLES=15000000 EXP_EVENT_RATE=100000 EXP_LAT_SECONDS=10 EXP_RATE=20000
+#   EXP_RATE_HIGH=500000 (the second latency point; 0: not measured)
 #   EXP_KEYS=1000 EXP_PARALLELISM=6 EXP_LINK_DELAY_MS=5
 #   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.5 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
 #   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
@@ -190,6 +203,7 @@ EXP_TUPLES=${EXP_TUPLES:-15000000}
 EXP_EVENT_RATE=${EXP_EVENT_RATE:-100000}
 EXP_LAT_SECONDS=${EXP_LAT_SECONDS:-10}
 EXP_RATE=${EXP_RATE:-20000}
+EXP_RATE_HIGH=${EXP_RATE_HIGH:-500000}
 EXP_KEYS=${EXP_KEYS:-1000}
 EXP_PARALLELISM=${EXP_PARALLELISM:-6}
 EXP_SLOW_FACTOR=${EXP_SLOW_FACTOR:-50}
@@ -350,7 +364,7 @@ warm_up() {
         sleep 0.5
         _cw=$((_cw + 1))
     done
-    [ $_cw -gt 0 ] && say "warm-up: the rebalance's moves caught up in about $((_cw / 2)) s"
+    [ $_cw -gt 0 ] && say "warm-up: the rebalance's moves caught up within $((_cw * 500)) ms"
     sleep "$EXP_SETTLE_S"
     WARM_END=$(date +%s%3N)
 }
@@ -407,15 +421,18 @@ cpu_report() {
         print "experiments: " what ": CPU per node over " ms " ms:" out }' >&2
 }
 
-# percentiles HIST CDF: p50 p99 (sets p50, p99) and the CDF of a histogram "ms count"
+# percentiles HIST CDF [MISSING]: p50 p99 (sets p50, p99) and the CDF of a
+# histogram "ms count"; MISSING rows that never came count as later than
+# every one that did (a percentile among them is "slow")
 percentiles() {
-    awk '{ t += $2; c[NR] = $2; v[NR] = $1 } END {
+    awk -v miss="${3:-0}" '{ t += $2; c[NR] = $2; v[NR] = $1 } END {
+            t += miss
             if (!t) { print "- -"; exit }
             a = 0; p50 = p99 = "";
             for (i = 1; i <= NR; i++) { a += c[i]; if (p50 == "" && a >= 0.50 * t) p50 = v[i]; if (p99 == "" && a >= 0.99 * t) p99 = v[i] }
-            print p50, p99 }' "$1" >"$1.pct"
+            print (p50 == "" ? "slow" : p50), (p99 == "" ? "slow" : p99) }' "$1" >"$1.pct"
     # (the 0 ms bucket, under 1 ms, is drawn at 0.5 ms on the log scale)
-    awk '{ t += $2; c[NR] = $2; v[NR] = $1 } END { a = 0; for (i = 1; i <= NR; i++) { a += c[i]; print (v[i] == 0 ? 0.5 : v[i]), a / t } }' "$1" >"$2"
+    awk -v miss="${3:-0}" '{ t += $2; c[NR] = $2; v[NR] = $1 } END { t += miss; a = 0; for (i = 1; i <= NR; i++) { a += c[i]; print (v[i] == 0 ? 0.5 : v[i]), a / t } }' "$1" >"$2"
     read -r p50 p99 <"$1.pct"
 }
 
@@ -481,42 +498,63 @@ median_col() {
     awk -v k="$1" '{ print $k }' "$2" | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'
 }
 
-# lat_run STRATEGY RUN: latency, paced input
+# full_rows: the result rows so far of the full windows of the last ingest
+# (1 s windows ending in [GEN_START + 1000, GEN_END])
+full_rows() {
+    awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 >= s + 1000 { got++ } END { print got + 0 }' "$CD/sub.csv"
+}
+
+# lat_run STRATEGY RUN [RATE KIND]: latency, input paced at RATE rows/s
+# (EXP_RATE); KIND "high": the figures latency_high_*, files hist_high_*
 lat_run() {
     st=$(tag "$1")
-    paper9 "lat_${st}_$2"
+    _rate=${3:-$EXP_RATE} _k=${4:+${4}_}
+    _lk=$(echo "${4:-}" | cut -c1 | tr a-z A-Z) # P50_ or HP50_ ...
+    paper9 "lat_${_k}${st}_$2"
     setup "$1"
-    warm_up
+    WARM_RATE=$_rate warm_up
     subscribe
-    say "$1 (run $2): latency run, ${EXP_LAT_SECONDS} s at $EXP_RATE rows/s"
+    say "$1 (run $2): latency run, ${EXP_LAT_SECONDS} s at $_rate rows/s"
     c0cpu=$(node_cpu)
-    ingest "$EXP_LAT_SECONDS" "$EXP_RATE"
+    ingest "$EXP_LAT_SECONDS" "$_rate"
+    # until every full window's rows are in (a row per key and window), or
+    # 20 s: a strategy that falls behind gets that long to deliver
+    _want=$(awk -v e="$GEN_END" -v s="$GEN_START" -v keys="$EXP_KEYS" 'BEGIN { nw = int(e / 1000) - int((s + 999) / 1000); print (nw > 0 ? nw * keys : 0) }')
+    _wi=0
+    while [ $_wi -lt 40 ] && [ "$(full_rows)" -lt "$_want" ]; do
+        sleep 0.5
+        _wi=$((_wi + 1))
+    done
     drain
-    cpu_report "$1 (run $2) latency" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
+    SUB_STOP=$(date +%s%3N)
+    cpu_report "$1 (run $2) latency at $_rate rows/s" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
     # histogram in 1 ms buckets: every result row of a window that closed
     # while input flowed (the windows the end of the input closes are left out)
     awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s { l = $1 - $5; if (l < 0) l = 0; h[l]++ }
-        END { for (k in h) print k, h[k] }' "$CD/sub.csv" | sort -n >"$W/hist_$st.dat"
-    percentiles "$W/hist_$st.dat" "$W/cdf_$st.dat"
+        END { for (k in h) print k, h[k] }' "$CD/sub.csv" | sort -n >"$W/hist_${_k}$st.dat"
+    # the rows that never came: every key has a row in every full window
+    # (1 s windows ending in [s + 1000, e])
+    miss=$(($_want - $(full_rows)))
+    [ "$miss" -gt 0 ] || miss=0
+    percentiles "$W/hist_${_k}$st.dat" "$W/cdf_${_k}$st.dat" "$miss"
     lrate=$(awk -F, -v s="$GEN_START" -v e="$GEN_END" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s + 1000 { t += $3; w[$5] = 1 }
         END { n = 0; for (k in w) n++; if (n) printf "%.0f", t / n; else print 0 }' "$CD/sub.csv")
-    # the rows of the windows that closed while input flowed, against what went in
-    seen=$(awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s { t += $3 } END { print t + 0 }' "$CD/sub.csv")
-    figure "latency_p50_${st}_run$2" "$p50" "ms"
-    figure "latency_p99_${st}_run$2" "$p99" "ms"
+    figure "latency_${_k}p50_${st}_run$2" "$p50" "ms"
+    figure "latency_${_k}p99_${st}_run$2" "$p99" "ms"
+    [ "$miss" -gt 0 ] && say "$1 (run $2): $miss result rows of the full windows never came (counted as later than every one that did; the drain's horizon: $((SUB_STOP - GEN_END)) ms)"
     # where a window's latency goes: its first row (the part every row of it
     # shares: the slice's cut, the watermark's way to the aggregates) and the
     # spread of its rows after that (what differs between the aggregates'
     # nodes and paths); the medians over the windows
     awk -F, -v e="$GEN_END" -v s="$GEN_START" 'NR > 1 && $5 ~ /^[0-9]+$/ && $5 <= e && $5 > s {
             l = $1 - $5; if (!($5 in lo) || l < lo[$5]) lo[$5] = l; if (!($5 in hi) || l > hi[$5]) hi[$5] = l }
-        END { for (w in lo) print lo[w], hi[w] - lo[w] }' "$CD/sub.csv" >"$W/wsplit_$st.dat"
-    wsplit="$(median_col 1 "$W/wsplit_$st.dat") $(median_col 2 "$W/wsplit_$st.dat")"
-    figure "latency_window_first_p50_${st}_run$2" "${wsplit% *}" "ms"
-    figure "latency_window_spread_p50_${st}_run$2" "${wsplit#* }" "ms"
-    figure "latency_run_throughput_${st}_run$2" "$lrate" "tuples/s"
+        END { for (w in lo) print lo[w], hi[w] - lo[w] }' "$CD/sub.csv" >"$W/wsplit_${_k}$st.dat"
+    wsplit="$(median_col 1 "$W/wsplit_${_k}$st.dat") $(median_col 2 "$W/wsplit_${_k}$st.dat")"
+    figure "latency_${_k}window_first_p50_${st}_run$2" "${wsplit% *}" "ms"
+    figure "latency_${_k}window_spread_p50_${st}_run$2" "${wsplit#* }" "ms"
+    figure "latency_${_k}run_throughput_${st}_run$2" "$lrate" "tuples/s"
     [ "$p50" = "-" ] && say "$1 (run $2): no window closed while the input flowed came out within the drain (it never caught up)"
-    eval "P50_${st}_$2=$p50 P99_${st}_$2=$p99"
+    eval "${_lk}P50_${st}_$2=$p50 ${_lk}P99_${st}_$2=$p99 ${_lk}LB_${st}_$2=$((SUB_STOP - GEN_END))"
 }
 
 # join_run STRATEGY RUN: the windowed (interval) join, latency only, paced input
@@ -808,6 +846,7 @@ while [ $r -le "$EXP_RUNS" ]; do
         if [ -z "${EXP_ONLY_WORKLOADS:-}" ]; then
             tp_run "$s" $r
             lat_run "$s" $r
+            [ "$EXP_RATE_HIGH" -gt 0 ] 2>/dev/null && lat_run "$s" $r "$EXP_RATE_HIGH" high
             [ "$EXP_JOIN" = 1 ] && join_run "$s" $r
         fi
         for wl in $EXP_WORKLOADS; do wl_run "$wl" "$s" $r; done
@@ -829,6 +868,13 @@ stop_cluster
 # no latency ("-") has no ratio in that run.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-" && a != "") printf "%.2f", a / b; else print "n/a" }'; }
 change() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-" && a != "" && a != "slow") printf "%+.1f", 100 * (a - b) / b; else print "n/a" }'; }
+# lchange A B BOUND: change() of latencies, where B "slow" (the baseline's
+# percentile never came, so it is at least BOUND ms) gives a bound "<x"
+lchange() {
+    if [ "$2" = slow ] && [ -n "$1" ] && [ "$1" != slow ] && [ "$1" != - ] && [ "${3:-0}" -gt 0 ]; then
+        awk -v a="$1" -v b="$3" 'BEGIN { printf "<%+.1f", 100 * (a - b) / b }'
+    else change "$1" "$2"; fi
+}
 median() { tr ' ' '\n' | grep -v '^n/a$' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 case " $EXP_STRATEGIES " in *" nirvana "*) HAVE_NV=1 ;; *) HAVE_NV="" ;; esac
 echo "experiments: Nirvana against the baselines, run by run, then the medians (paper: 3.6x, -50.2 %, -52.5 %):" | tee -a "$FIG"
@@ -836,14 +882,16 @@ for b in roundrobin:rr resourceaware:ra nirvananorecovery:nr random:rnd; do
     bs=${b%:*} short=${b#*:}
     [ -n "$HAVE_NV" ] || continue
     case " $(echo "$EXP_STRATEGIES" | tr -d -) " in *" $bs "*) ;; *) continue ;; esac
-    tps="" p50s="" p99s="" jps="" recs=""
+    tps="" p50s="" p99s="" hp50s="" hp99s="" jps="" recs=""
     for wl in $EXP_WORKLOADS; do eval "wls_$wl=''"; done
     for m in $FT_MODES; do eval "recs_$m=''"; done
     r=1
     while [ $r -le "$EXP_RUNS" ]; do
         tps="$tps $(ratio "$(val "TP_nirvana_$r")" "$(val "TP_${bs}_$r")")"
-        p50s="$p50s $(change "$(val "P50_nirvana_$r")" "$(val "P50_${bs}_$r")")"
-        p99s="$p99s $(change "$(val "P99_nirvana_$r")" "$(val "P99_${bs}_$r")")"
+        p50s="$p50s $(lchange "$(val "P50_nirvana_$r")" "$(val "P50_${bs}_$r")" "$(val "LB_${bs}_$r")")"
+        p99s="$p99s $(lchange "$(val "P99_nirvana_$r")" "$(val "P99_${bs}_$r")" "$(val "LB_${bs}_$r")")"
+        hp50s="$hp50s $(lchange "$(val "HP50_nirvana_$r")" "$(val "HP50_${bs}_$r")" "$(val "HLB_${bs}_$r")")"
+        hp99s="$hp99s $(lchange "$(val "HP99_nirvana_$r")" "$(val "HP99_${bs}_$r")" "$(val "HLB_${bs}_$r")")"
         jps="$jps $(change "$(val "JP50_nirvana_$r")" "$(val "JP50_${bs}_$r")")"
         for wl in $EXP_WORKLOADS; do
             c=$(ratio "$(val "WL_${wl}_nirvana_$r")" "$(val "WL_${wl}_${bs}_$r")")
@@ -864,15 +912,19 @@ for b in roundrobin:rr resourceaware:ra nirvananorecovery:nr random:rnd; do
         r=$((r + 1))
     done
     echo "experiments: against $bs, per run: throughput x$tps; latency p50 %$p50s; p99 %$p99s; join p50 %$jps" | tee -a "$FIG"
+    [ "$EXP_RATE_HIGH" -gt 0 ] 2>/dev/null && echo "experiments:   latency at $EXP_RATE_HIGH rows/s: p50 %$hp50s; p99 %$hp99s" | tee -a "$FIG"
     for m in $FT_MODES; do echo "experiments:   recovery (ft $m) %$(val "recs_$m")" | tee -a "$FIG"; done
     for wl in $EXP_WORKLOADS; do
         echo "experiments:   $wl throughput x$(val "wls_$wl")" | tee -a "$FIG"
         # a bound (>x) counts at x in the median
         eval "MED_WL_${wl}_$short=\$(echo \"\$wls_$wl\" | tr -d '>' | median)"
     done
-    MED_TP=$(echo "$tps" | median) MED_P50=$(echo "$p50s" | median) MED_P99=$(echo "$p99s" | median)
+    MED_TP=$(echo "$tps" | median) MED_P50=$(echo "$p50s" | tr -d '<' | median) MED_P99=$(echo "$p99s" | tr -d '<' | median)
     MED_JP=$(echo "$jps" | median)
+    # a bound (<x) counts at x in the median
+    MED_HP50=$(echo "$hp50s" | tr -d '<' | median) MED_HP99=$(echo "$hp99s" | tr -d '<' | median)
     eval "MED_TP_$short=\$MED_TP MED_P50_$short=\$MED_P50 MED_P99_$short=\$MED_P99 MED_JP_$short=\$MED_JP"
+    eval "MED_HP50_$short=\$MED_HP50 MED_HP99_$short=\$MED_HP99"
     for m in $FT_MODES; do
         # a bound (<x) counts at x in the median
         eval "MED_REC_${m}_$short=\$(echo \"\$recs_$m\" | tr -d '<' | median)"
@@ -883,6 +935,10 @@ for short in rr ra nr rnd; do
     figure "nirvana_vs_${short}_throughput" "$(val "MED_TP_$short")" "x (median of $EXP_RUNS runs)"
     figure "nirvana_vs_${short}_latency_p50_pct" "$(val "MED_P50_$short")" "% (median of $EXP_RUNS runs)"
     figure "nirvana_vs_${short}_latency_p99_pct" "$(val "MED_P99_$short")" "% (median of $EXP_RUNS runs)"
+    if [ "$EXP_RATE_HIGH" -gt 0 ] 2>/dev/null; then
+        figure "nirvana_vs_${short}_latency_high_p50_pct" "$(val "MED_HP50_$short")" "% (at $EXP_RATE_HIGH rows/s, median of $EXP_RUNS runs)"
+        figure "nirvana_vs_${short}_latency_high_p99_pct" "$(val "MED_HP99_$short")" "% (at $EXP_RATE_HIGH rows/s, median of $EXP_RUNS runs)"
+    fi
     [ "$EXP_JOIN" = 1 ] && figure "nirvana_vs_${short}_join_latency_p50_pct" "$(val "MED_JP_$short")" "% (median of $EXP_RUNS runs)"
     for wl in $EXP_WORKLOADS; do
         figure "nirvana_vs_${short}_${wl}_throughput" "$(val "MED_WL_${wl}_$short")" "x (median of $EXP_RUNS runs)"
@@ -928,6 +984,9 @@ EOF
     done
     plot_lines "$EXP_PLOTS/latency-cdf.svg" "Aggregation latency CDF at $EXP_RATE tuples/s (result arrival - window close)" \
         "latency (ms, log scale)" "fraction of result rows" cdf_ "set logscale x; set yrange [0:1]"
+    [ "$EXP_RATE_HIGH" -gt 0 ] 2>/dev/null && plot_lines "$EXP_PLOTS/latency-high-cdf.svg" \
+        "Aggregation latency CDF at $EXP_RATE_HIGH tuples/s (rows that never came: the curve stops short of 1)" \
+        "latency (ms, log scale)" "fraction of result rows" cdf_high_ "set logscale x; set yrange [0:1]"
     [ "$EXP_JOIN" = 1 ] && plot_lines "$EXP_PLOTS/join-latency-cdf.svg" \
         "Join latency CDF at $EXP_RATE tuples/s (result arrival - ingest of the later input row)" \
         "latency (ms, log scale; under 1 ms drawn at 0.5)" "fraction of result rows" jcdf_ "set logscale x; set yrange [0:1]"
