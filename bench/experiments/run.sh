@@ -3,7 +3,7 @@
 # testbed (bench/testbed/lib.sh): for each placement strategy a fresh cluster
 # of 9 ares-node processes on loopback, in 3 failure domains (c0 n1 n2 |
 # n3 n4 n5 | n6 n7 n8), every node in a CPU cgroup of its own with a hard
-# quota: EXP_NODE_CPUS each (default: the nine share EXP_TOTAL_CPUS = 1.5 of
+# quota: EXP_NODE_CPUS each (default: the nine share EXP_TOTAL_CPUS = 1.0 of
 # the machine's CPUs), n2, n5 and n8 at EXP_NODE_CPUS / EXP_SLOW_FACTOR
 # (default 50, the paper's lambda).  No node sleeps: each tells placement
 # the capacity its quota gives it.  Every node holds its frames to another
@@ -170,7 +170,7 @@
 #   EXP_RUNS=3 EXP_SECONDS=15 EXP_TUPLES=15000000 EXP_EVENT_RATE=100000 EXP_LAT_SECONDS=10 EXP_RATE=20000
 #   EXP_RATE_HIGH=500000 (the second latency point; 0: not measured)
 #   EXP_KEYS=1000 EXP_PARALLELISM=6 EXP_LINK_DELAY_MS=5
-#   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.5 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
+#   EXP_SLOW_FACTOR=50 EXP_TOTAL_CPUS=1.0 EXP_NODE_CPUS=(from EXP_TOTAL_CPUS)
 #   EXP_STRATEGIES="nirvana nirvana-no-recovery round-robin resource-aware random"
 #   EXP_SLOTS=6 EXP_DEAD_MS=10000
 #   EXP_WARMUP_S=6 EXP_SETTLE_S=2 (before each measurement, the query runs on paced input for
@@ -207,7 +207,7 @@ EXP_RATE_HIGH=${EXP_RATE_HIGH:-500000}
 EXP_KEYS=${EXP_KEYS:-1000}
 EXP_PARALLELISM=${EXP_PARALLELISM:-6}
 EXP_SLOW_FACTOR=${EXP_SLOW_FACTOR:-50}
-EXP_TOTAL_CPUS=${EXP_TOTAL_CPUS:-1.5}
+EXP_TOTAL_CPUS=${EXP_TOTAL_CPUS:-1.0}
 EXP_NODE_CPUS=${EXP_NODE_CPUS:-$(awk -v t="$EXP_TOTAL_CPUS" -v f="$EXP_SLOW_FACTOR" 'BEGIN { printf "%.4f", t / (6 + 3 / f) }')}
 EXP_SLOW_CPUS=$(awk -v c="$EXP_NODE_CPUS" -v f="$EXP_SLOW_FACTOR" 'BEGIN { printf "%.5f", c / f }')
 EXP_LINK_DELAY_MS=${EXP_LINK_DELAY_MS:-5}
@@ -459,7 +459,22 @@ tp_run() {
         got=$(awk -F, -v w="$WARM_END" 'NR > 1 && $3 ~ /^[0-9]+$/ && $5 > w { t += $3 } END { print t + 0 }' "$CD/sub.csv")
         [ "$got" -ge "$EXP_TUPLES" ] && { TP_END=done; break; }
     done
-    cpu_report "$1 (run $2) throughput" "$c0cpu" "$(node_cpu)" "$(($(date +%s%3N) - GEN_START))"
+    _after=$(node_cpu) _ms=$(($(date +%s%3N) - GEN_START))
+    cpu_report "$1 (run $2) throughput" "$c0cpu" "$_after" "$_ms"
+    # the busiest full-speed node's CPU over the run, of its quota: a run in
+    # which none was near its quota was held back by something else (the
+    # machine's cores, shared with the generators and producers)
+    _busy=$(echo "$c0cpu" "$_after" | awk -v ms="$_ms" -v q="$EXP_NODE_CPUS" '{
+        n = NF / 2; m = 0; who = ""
+        for (i = 1; i <= n; i++) { split($i, a, ":"); split($(i + n), b, ":")
+            if (a[1] ~ /^(n2|n5|n8)$/) continue
+            u = (b[2] - a[2]) / (ms * q); if (u > m) { m = u; who = a[1] } }
+        printf "%s %.0f", who, 100 * m }')
+    _all=$(echo "$c0cpu" "$_after" | awk -v ms="$_ms" '{ n = NF / 2; t = 0
+        for (i = 1; i <= n; i++) { split($i, a, ":"); split($(i + n), b, ":"); t += b[2] - a[2] }
+        printf "%.2f", t / ms }')
+    figure "tp_busiest_node_${st}_run$2" "${_busy#* }" "% of its quota (${_busy% *})"
+    [ "${_busy#* }" -lt 90 ] && say "$1 (run $2): no full-speed node was past 90 % of its quota (the busiest: ${_busy% *} at ${_busy#* } %): the nodes used $_all of the machine's $(nproc) cores; the input, not the nodes, set this run's rate"
     # live re-placement during the run (the game's strategies only)
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement_end.csv" 2>/dev/null
     mv=$(sed -n 's/.*rebalanced: \([0-9]*\) moves in \([0-9]*\) redeployments.*/\1 \2/p' "$CD/placement_end.csv")
