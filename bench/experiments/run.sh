@@ -474,7 +474,7 @@ tp_run() {
         for (i = 1; i <= n; i++) { split($i, a, ":"); split($(i + n), b, ":"); t += b[2] - a[2] }
         printf "%.2f", t / ms }')
     figure "tp_busiest_node_${st}_run$2" "${_busy#* }" "% of its quota (${_busy% *})"
-    [ "${_busy#* }" -lt 90 ] && say "$1 (run $2): no full-speed node was past 90 % of its quota (the busiest: ${_busy% *} at ${_busy#* } %): the nodes used $_all of the machine's $(nproc) cores; the input, not the nodes, set this run's rate"
+    [ "${_busy#* }" -lt 90 ] && say "$1 (run $2): no full-speed node was past 90 % of its quota (the busiest: ${_busy% *} at ${_busy#* } %): the nodes used $_all of the machine's $(nproc) cores; a task on a slowed node or the input, not the full-speed nodes, set this run's rate"
     # live re-placement during the run (the game's strategies only)
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement_end.csv" 2>/dev/null
     mv=$(sed -n 's/.*rebalanced: \([0-9]*\) moves in \([0-9]*\) redeployments.*/\1 \2/p' "$CD/placement_end.csv")
