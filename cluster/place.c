@@ -192,11 +192,10 @@ static void peak_scale(place_game *g)
         x->load *= k;
         x->replica_load *= k;
         x->repl_traffic *= k;
+        g->used_out[t] *= k;
     }
     for (int e = 0; e < p->nedges; e++)
         if (g->measured[p->edges[e].from]) p->edges[e].traffic *= k;
-    for (int t = 0; t < p->ntasks; t++)
-        if (g->measured[t]) g->used_out[t] *= k;
 }
 
 /* The distance matrix from the round trips the nodes reported, when any. */
