@@ -9,7 +9,8 @@
  * (RES_ACKED, client.c frees it); after a failover, a move to the home
  * (RES_HOME) or away from a lost one, the kept chunks go again under a new
  * request id and the home skips the ones it has.  Unacknowledged bytes are
- * bounded (UNACKED_MAX).
+ * bounded (UNACKED_MAX).  A chunk ends at a line's end (whole_lines): a
+ * producer stopped by a signal sends its whole lines and reports the cut one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,17 @@
  * writes a few rows a millisecond then sends a chunk every 5 ms, not one per
  * read, and the coordinator and the home handle a fifth of the frames. */
 #define LINGER_MS 5
+
+/* How much of buf[0, fill) a chunk takes: up to its last line's end, so
+ * that a chunk holds whole lines and an interrupted producer never sends half
+ * of one; all of it when one line fills the buffer (it goes in pieces). 0 when
+ * the input so far is one line without its end. */
+static size_t whole_lines(const char *buf, size_t fill)
+{
+    const char *nl = memrchr(buf, '\n', fill);
+    if (nl) return (size_t)(nl - buf) + 1;
+    return fill == INGEST_CHUNK ? fill : 0;
+}
 
 /* Send a kept chunk (again, after a failover) as part of request c->cur. */
 static int send_kept(clu_client *c, const clu_ingest_opts *o, const chunk *k, xerr *err)
@@ -212,16 +224,32 @@ int clu_client_ingest(clu_client *c, const char *stream, int fd, const clu_inges
             }
         }
         if (fill && (eof || fill == INGEST_CHUNK || clock_mono_ns() >= due)) {
-            rc = send_chunk(c, o, buf, fill, 0, err);
-            fill = 0;
+            size_t n = eof ? fill : whole_lines(buf, fill);
+            if (!n) { /* a line without its end yet: it waits for the rest */
+                due = clock_mono_ns() + LINGER_MS * 1000000ull;
+                continue;
+            }
+            rc = send_chunk(c, o, buf, n, 0, err);
+            memmove(buf, buf + n, fill - n);
+            fill -= n;
+            if (fill) due = clock_mono_ns() + LINGER_MS * 1000000ull;
             if (rc) {
                 if (rc == XE_BUSY && o->stop && o->stop(o->ctx)) rc = 0, cut = 1; /* stopped in send_wait */
                 break;
             }
         }
     }
-    if (fill && !rc && !c->cur_done) { /* stopped with input read: it goes, as read input always did */
-        rc = send_chunk(c, o, buf, fill, 0, err);
+    /* stopped with input read: its whole lines go, as read input always did;
+     * a line the signal cut short does not (it may parse as a shorter row) */
+    size_t n = fill ? (cut ? whole_lines(buf, fill) : fill) : 0;
+    if (n < fill && o->on_notice) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "interrupted: the last line read (%zu bytes) had no end yet and was not sent",
+                 fill - n);
+        o->on_notice(o->ctx, 0, msg);
+    }
+    if (n && !rc && !c->cur_done) {
+        rc = send_chunk(c, o, buf, n, 0, err);
         if (rc == XE_BUSY) rc = 0;
     }
     free(buf);
