@@ -131,7 +131,7 @@ run: deps
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; (cd tests && ../$$t 2>&1); done
 
-scenario: $(BIN_FILES)
+scenario: $(BIN_FILES) $(BUILD)/tests/table_bench
 	@./tests/scenario/run.sh $(BUILD)
 
 # The USES lists are true (scripts/check_uses.sh): one argument per module,

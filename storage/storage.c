@@ -1542,10 +1542,13 @@ int store_open(const char *dir, const store_opts *opts, store **out, xerr *err)
     }
     /* MDB_NOSYNC: commits reach the OS page cache (safe against kill -9) and
      * store_sync() flushes them once per epoch.  Not MDB_WRITEMAP, so a crash
-     * cannot leave a torn page in the file. */
+     * cannot leave a torn page in the file.  MDB_NORDAHEAD: a fault on the
+     * map reads its page, not the readahead window; a process whose memory
+     * is capped below its data otherwise re-reads the same pages without end
+     * (docs/architecture.md, "Memory"). */
     mdb_env_set_assert(s->env, on_lmdb_assert);
     if ((code = verify_environment(dir, err)) < 0) goto fail;
-    rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NOSYNC, 0600);
+    rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NOSYNC | MDB_NORDAHEAD, 0600);
     if (rc == MDB_INVALID || rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) {
         code = xerr_set(err, XE_CORRUPT, "storage %s: data.mdb is not an LMDB environment or is corrupt (%s)",
                         dir, errtext(rc));
