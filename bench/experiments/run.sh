@@ -178,6 +178,7 @@
 #     strategies; the baselines' placement is not the game and stays), then, after a move, until
 #     the moved tasks have caught up with the output (30 s at most), and EXP_SETTLE_S s; 0: none)
 #   EXP_REBALANCE=0 (rebalance_interval during the measurements; 0: only the warm-up's rebalance)
+#   EXP_REBALANCE_THRESHOLD (unset: the engine's rebalance_threshold, 0.2; the game's hysteresis)
 #   EXP_NETNS=1 (each domain in a network namespace where root can make one; 0: loopback)
 #   EXP_PARTITIONS=3 (the stream's partitions, a generator and a producer each)
 #   EXP_HOME=n1,n4,n7 (the partitions' homes: their logs and the query's source tasks)
@@ -288,7 +289,8 @@ setup() {
     [ -n "${2:-}" ] && ftset="SET ft = '$2'; SET replicas = 1;"
     sqlc -e "SET shadow = '$EXP_SHADOW'; ${SETUP_DDL:-CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts', partitions = $EXP_PARTITIONS, home = '$EXP_HOME');}
              SET parallelism = $EXP_PARALLELISM; SET placement = '$1'; $ftset
-             SET rebalance_interval = '$EXP_REBALANCE';" || die "setup ($1)"
+             SET rebalance_interval = '$EXP_REBALANCE'; ${EXP_REBALANCE_THRESHOLD:+SET rebalance_threshold = $EXP_REBALANCE_THRESHOLD;}" ||
+        die "setup ($1)"
     sqlc -e "CREATE QUERY q AS ${3:-$Q};" || die "CREATE QUERY ($1)"
     sqlc -e "EXPLAIN PLACEMENT q;" >"$CD/placement.csv" || die "EXPLAIN PLACEMENT ($1)"
     grep -q "placement: $1;" "$CD/placement.csv" || { cat "$CD/placement.csv" >&2; die "q not placed by $1"; }
