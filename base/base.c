@@ -374,3 +374,21 @@ const char *sql_type_name(sql_type t)
 }
 
 const char *sql_type_article(sql_type t) { return t == TY_INT || t == TY_INTERVAL ? "an" : "a"; }
+
+long base_proc_status_kb(int pid, const char *field)
+{
+    char path[64], line[256];
+    if (pid) snprintf(path, sizeof path, "/proc/%d/status", pid);
+    else snprintf(path, sizeof path, "/proc/self/status");
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long v = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n) && line[n] == ':') {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}

@@ -290,6 +290,11 @@ void base_log_line(const char *who, int level, const char *tag, const char *msg)
  * no such heap). */
 size_t base_huge_heap(size_t reserve_mb);
 
+/* A field of /proc/PID/status in kB (pid 0: this process), such as
+ * "RssAnon", "RssFile" or "VmHWM"; -1 when the file or the field is not
+ * there.  For the benchmarks' memory figures. */
+long base_proc_status_kb(int pid, const char *field);
+
 /* The CPUs this process may use (base/cpu.c): the smallest of its affinity
  * mask and any CPU cgroup quota over it (v2 cpu.max, v1 cpu.cfs_quota_us /
  * cpu.cfs_period_us, from its own group up to the root), e.g. 0.25 for a

@@ -392,23 +392,6 @@ static int fold_line(const char *line, result *r)
     return 0;
 }
 
-/* RssAnon of a process in KiB, or 0. */
-static long anon_rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long v = 0;
-    if (!f) return 0;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "RssAnon:", 8)) {
-            v = strtol(line + 8, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 /* Run ares-sql with stdin from in_fd (a file, or a pipe fed by a writer
  * process generating n tuples when in_fd < 0); read its stdout and fold the
  * rows into r.  r->secs is the child's wall time; *rss_kib its peak RSS
@@ -462,7 +445,7 @@ static int run_ares_sql(const bopts *o, int in_fd, int64_t n, result *r, long *r
     struct pollfd pfd = {outp[0], POLLIN, 0};
     for (;;) {
         int pr = poll(&pfd, 1, 50);
-        long a = anon_rss_kib(pid);
+        long a = base_proc_status_kb((int)pid, "RssAnon");
         if (a > anon) anon = a;
         if (pr < 0 && errno != EINTR) break;
         if (pr <= 0) continue;

@@ -40,16 +40,18 @@ cleanup_cg() {
 trap cleanup_cg EXIT
 echo $((CAP_MB * 1024 * 1024)) >"$G/$LIMIT_FILE" || fail "cannot cap $G at $CAP_MB MB"
 
-# capped CMD...: CMD inside the group, at most 120 s
+# capped SECONDS CMD...: CMD inside the group, for at most SECONDS
 capped() {
-    timeout 120 sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' capped "$G" "$@"
+    _s=$1
+    shift
+    timeout "$_s" sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' capped "$G" "$@"
 }
 
 awk -v n=$KEYS 'BEGIN { for (k = 0; k < n; k++) printf "%d,%d,w%d\n", k, k * 7 % 1000, k % 300 }' >in.csv
 want=$(awk -F, '{ n++; s += $2 } END { printf "%d,%d\n", n, s }' in.csv)
 
 t0=$(date +%s%N)
-capped "$A" --data "$T/d" -q -e "CREATE TABLE t (k BIGINT, v BIGINT, w TEXT, PRIMARY KEY (k));" --ingest t \
+capped 120 "$A" --data "$T/d" -q -e "CREATE TABLE t (k BIGINT, v BIGINT, w TEXT, PRIMARY KEY (k));" --ingest t \
     <in.csv >load.out 2>load.err
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
@@ -60,19 +62,19 @@ echo "ok   $KEYS keys loaded under a $CAP_MB MB memory cap in $ms ms (the data d
 echo "figure: table_capped_load_ms = $ms ms"
 [ "$size" -gt $CAP_MB ] || fail "the data directory ($size MB) fits in the cap: the test shows nothing"
 
-capped "$A" --data "$T/d" -q --format csv -e "SELECT COUNT(*) AS n, SUM(v) AS s FROM t;" </dev/null >sum.out 2>sum.err ||
+capped 120 "$A" --data "$T/d" -q --format csv -e "SELECT COUNT(*) AS n, SUM(v) AS s FROM t;" </dev/null >sum.out 2>sum.err ||
     { cat sum.err; fail "the aggregate under the cap"; }
 got=$(grep -v '^n,s$' sum.out)
 [ "$got" = "$want" ] || fail "COUNT and SUM over the table under the cap: $got, want $want"
 echo "ok   the table's COUNT and SUM under the cap equal awk's ($got)"
-capped "$A" --data "$T/d" -q --format csv -e "SELECT * FROM t WHERE k = 777777;" </dev/null >pt.out 2>pt.err ||
+capped 120 "$A" --data "$T/d" -q --format csv -e "SELECT * FROM t WHERE k = 777777;" </dev/null >pt.out 2>pt.err ||
     { cat pt.err; fail "a point lookup under the cap"; }
 grep -qx "777777,$((777777 * 7 % 1000)),w$((777777 % 300))" pt.out || { cat pt.out; fail "the point lookup's row"; }
 echo "ok   a point lookup under the cap"
 
 TB="$ARES_BUILD/tests/table_bench"
 [ -x "$TB" ] || fail "$TB is not built (make scenario builds it)"
-timeout 90 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --keys 2000000 --lookups 20000' tb "$G" "$TB" >tb.out 2>tb.err
+capped 90 "$TB" --keys 2000000 --lookups 20000 >tb.out 2>tb.err
 rc=$?
 [ $rc = 124 ] && { cat tb.out; fail "table_bench: 2000000 keys under a $CAP_MB MB cap did not end within 90 s"; }
 [ $rc = 0 ] || { cat tb.out tb.err; fail "table_bench under a $CAP_MB MB cap: exit $rc"; }

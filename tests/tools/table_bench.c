@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "exec/exec.h"
 
 static int64_t found;
@@ -31,27 +32,10 @@ static int on_rows(void *ctx, const batch *b) { (void)ctx; found += b->nrows; re
 static int on_end(void *ctx) { (void)ctx; return 0; }
 static void on_notice(void *ctx, const char *m) { (void)ctx, (void)m; }
 
-/* A /proc/self/status field in kB (VmHWM, RssAnon, RssFile), -1 if absent. */
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':') {
-            v = atol(line + n + 1);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 static void print_memory(const char *when)
 {
-    printf("table: memory %s: anon %.1f MB, file-backed %.1f MB, peak %.1f MB\n", when, status_kb("RssAnon") / 1024.0,
-           status_kb("RssFile") / 1024.0, status_kb("VmHWM") / 1024.0);
+    printf("table: memory %s: anon %.1f MB, file-backed %.1f MB, peak %.1f MB\n", when, base_proc_status_kb(0, "RssAnon") / 1024.0,
+           base_proc_status_kb(0, "RssFile") / 1024.0, base_proc_status_kb(0, "VmHWM") / 1024.0);
 }
 
 static double now_s(void)
@@ -103,7 +87,7 @@ int main(int argc, char **argv)
     }
     double dt = now_s() - t0;
     print_memory("after the lookups");
-    long anon = status_kb("RssAnon"), file = status_kb("RssFile"), peak = status_kb("VmHWM");
+    long anon = base_proc_status_kb(0, "RssAnon"), file = base_proc_status_kb(0, "RssFile"), peak = base_proc_status_kb(0, "VmHWM");
     engine_close(e);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -435,6 +435,18 @@ static void test_rowtab(void **state)
     rowtab_fini(&t);
 }
 
+/* base_proc_status_kb: this process's resident memory is there and not
+ * zero; a field or a process that does not exist gives -1. */
+static void test_proc_status(void **state)
+{
+    (void)state;
+    assert_true(base_proc_status_kb(0, "VmRSS") > 0);
+    assert_true(base_proc_status_kb((int)getpid(), "VmRSS") > 0);
+    assert_int_equal(base_proc_status_kb(0, "NoSuchField"), -1);
+    assert_int_equal(base_proc_status_kb(0, "VmRS"), -1); /* a prefix of a field is not the field */
+    assert_int_equal(base_proc_status_kb(999999999, "VmRSS"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_hostport),
         cmocka_unit_test(test_log_line),
         cmocka_unit_test(test_rowtab),
+        cmocka_unit_test(test_proc_status),
     };
     return cmocka_run_group_tests_name("base", tests, NULL, NULL);
 }
