@@ -10,7 +10,7 @@
 # on every page fault of its map, and a capped process re-read the same
 # pages without end: table_bench's 2 M keys under 40 MB did not load within
 # 60 s, its 10 M under 128 MB read 1 TB from disk in 10 minutes and did
-# not finish; with MDB_NORDAHEAD (storage/storage.c) the 2 M load at 250 k
+# not finish; with MDB_NORDAHEAD (storage/env.c) the 2 M load at 250 k
 # rows/s.
 # Needs a writable memory cgroup (v1 memory.limit_in_bytes or v2
 # memory.max), as root has on the CI machine; says so and skips otherwise.

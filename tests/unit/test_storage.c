@@ -401,7 +401,7 @@ static void check_bounds(store *s, const char *stream, uint64_t begin_want, uint
 
 /* Records of sizes around whole overflow pages (4 KB pages: 4,080 bytes in
  * one, 8,176 in two): those just over are stored as a head and a tail
- * (storage.c) and must read back whole, from any offset, after trims and a
+ * (storage/log.c) and must read back whole, from any offset, after trims and a
  * reopen, and inside the transaction that wrote them. */
 static size_t split_size(uint64_t off)
 {
