@@ -288,6 +288,41 @@ static int rewind_source(engine *e, query *q, int k, const exec_out *out, xerr *
     return 0;
 }
 
+/* Is q's source k the table side of a stream-table join? */
+static int table_side(const query *q, int k)
+{
+    for (int i = 0; i < q->dag->nops; i++) {
+        const plan_op *op = &q->dag->ops[i];
+        if (op->kind == PO_JOIN && op->temporal && op->inputs[1] == q->src_op[k]) return 1;
+    }
+    return 0;
+}
+
+/* q's sources that read their table from its first change, so that they
+ * see the rows it holds, not only its changes from now: every table of a
+ * CREATE TABLE AS (all), the table side of a stream-table join.  A table
+ * whose first changes retention dropped is refused (what: what would miss
+ * them).  *n: how many sources were set back. */
+static int tables_from_start(engine *e, query *q, int all, const char *what, int line, int col, int *n, xerr *err)
+{
+    *n = 0;
+    for (int k = 0; k < q->nsrc; k++) {
+        stream_rt *s = e->streams[q->src_stream[k]];
+        uint64_t begin = 0;
+        int rc;
+        if (!s->table || (!all && !table_side(q, k))) continue;
+        if ((rc = eng_txn(e, err)) || (rc = store_log_begin(e->txn, s->ps->name, &begin, err))) return rc;
+        if (begin > 0)
+            return xerr_at(err, XE_PLAN, line, col,
+                           "table '%s' no longer holds its first changes in its log (retention dropped %llu records): %s "
+                           "would miss their rows",
+                           s->ps->name, (unsigned long long)begin, what);
+        q->offset[k] = 0;
+        (*n)++;
+    }
+    return 0;
+}
+
 /* WITH (offset = ...) of a query, else SET offset: *earliest. */
 static int offset_opt(const engine *e, const ast_options *w, int *earliest, xerr *err)
 {
@@ -344,6 +379,11 @@ static int standing_new(engine *e, const ast_stmt *st, const char *qname, const 
             query_free(q);
             return rc;
         }
+    int n;
+    if ((rc = tables_from_start(e, q, 0, "a join with it", st->line, st->col, &n, err))) {
+        query_free(q);
+        return rc;
+    }
     *out = q;
     return 0;
 }
@@ -679,8 +719,10 @@ int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
     if ((rc = add_query(e, q, err))) { query_free(q); return rc; }
     if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
     q->began = 1;
-    int rewound;
+    int rewound, tables;
     if ((rc = rewind_bounded(e, q, e->offset_earliest, out, &rewound, err))) return rc;
+    if ((rc = tables_from_start(e, q, 0, "a join with it", st->line, st->col, &tables, err))) return rc;
+    rewound |= tables > 0;
     if (rewound && (rc = eng_catch_up(e, q, err))) return rc;
     for (int k = 0; k < q->nsrc && !rewound; k++)
         if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
@@ -1267,17 +1309,8 @@ int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr
     query *q;
     if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, st->name, out, &q, err))) return rc;
     /* over a table, every change from its first: its log's start */
-    for (int k = 0; k < q->nsrc && !rc; k++) {
-        stream_rt *s = e->streams[q->src_stream[k]];
-        uint64_t begin = 0;
-        if (!s->table) continue;
-        if (!(rc = eng_txn(e, err)) && !(rc = store_log_begin(e->txn, s->ps->name, &begin, err)) && begin > 0)
-            rc = xerr_at(err, XE_PLAN, st->line, st->col,
-                         "table '%s' no longer holds its first changes in its log (retention dropped %llu records): an "
-                         "aggregate over it would miss their rows",
-                         s->ps->name, (unsigned long long)begin);
-        q->offset[k] = 0;
-    }
+    int n;
+    rc = tables_from_start(e, q, 1, "an aggregate over it", st->line, st->col, &n, err);
     if (rc) {
         query_free(q);
         return rc;

@@ -11,7 +11,7 @@
  *   epoch.c     epochs: the one place that commits
  *   ft.c        fault tolerance's API; logship.c: copies of a stream's log
  *   stream.c    streams: slices into the log and the queries, watermarks, ends, retention, replays
- *   ops.c       the operator runtime; agg*.c (agg.h: its files), join.c: the stateful operators
+ *   ops.c       the operator runtime; agg*.c (agg.h: its files), join.c (over tjoin.c, jstore.c): the stateful operators
  *   ftstate.c   the operators' positions and kept rows (fault tolerance below the operators)
  *   sink.c      a query's output: file sinks, and the delivery to outlets and clients
  *   io.c        sockets: sources, sinks, subscribers, the tick
@@ -438,7 +438,40 @@ tagg_task *tagg_new(opinst *o, int task);
 void tagg_free(tagg_task *a);
 int tagg_push(opinst *o, int task, const batch *in, xerr *err);
 
-/* join.c */
+/* jstore.c: the joins' row stores (time, key hash, sequence, hash chains per row) */
+typedef struct jside {
+    batch rows;
+    int64_t *ts;        /* event time per row; WM_MIN: gone */
+    uint64_t *kh;       /* key hash per row */
+    uint64_t *seq;      /* persistence sequence per row */
+    int32_t *next;      /* hash chain */
+    int32_t *heads;     /* buckets */
+    uint32_t nbuckets;
+    int cap;
+    int live;
+    int persisted;      /* rows [0, persisted) are in LMDB */
+    uint64_t next_seq;
+} jside;
+int jside_init(jside *s, int ncols);
+void jside_fini(jside *s);
+int jside_add(jside *s, const val *row, int64_t ts, uint64_t kh, uint64_t seq);
+void jside_kill(jside *s, int r);
+int jside_compact(jside *s); /* copy the live rows into a fresh store (the persisted stay so) */
+uint64_t jkey_hash(const val *k, int n);
+int jkey_eval(opinst *o, int side, const val *row, val *out); /* side's join key of row; 0 when one is NULL */
+int jkey_equal(const val *a, const val *b, int n);
+
+/* tjoin.c: the stream-table join (a join without WITHIN), below join.c */
+typedef struct tjoin tjoin;
+tjoin *tjoin_new(opinst *o);
+void tjoin_free(tjoin *j);
+int tjoin_push(opinst *o, int task, tjoin *j, int side, const batch *in, xerr *err);
+int tjoin_expire(opinst *o, int task, tjoin *j, xerr *err); /* after either watermark moved */
+int tjoin_flush(opinst *o, int task, tjoin *j, store_txn *t, xerr *err);
+int tjoin_load(opinst *o, int task, tjoin *j, store_txn *t, xerr *err);
+uint64_t tjoin_state_bytes(const tjoin *j);
+
+/* join.c: the join WITHIN a time bound; a stream-table join's calls go to tjoin.c */
 join_task *join_new(opinst *o, int task);
 void join_free(join_task *j);
 int join_push(opinst *o, int task, int side, const batch *in, xerr *err);

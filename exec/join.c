@@ -21,21 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct jside {
-    batch rows;
-    int64_t *ts;        /* event time per row */
-    uint64_t *kh;       /* key hash per row */
-    uint64_t *seq;      /* persistence sequence per row */
-    int32_t *next;      /* hash chain */
-    int32_t *heads;     /* buckets */
-    uint32_t nbuckets;
-    int cap;
-    int live;
-    int persisted;      /* rows [0, persisted) are in LMDB */
-    uint64_t next_seq;
-} jside;
-
 struct join_task {
+    tjoin *tj;          /* a stream-table join (tjoin.c) does all the work */
     jside side[2];
     int64_t expired_wm; /* rows with ts < expired_wm - within are gone */
     int64_t persisted_wm;
@@ -46,32 +33,13 @@ struct join_task {
 uint64_t join_state_bytes(const join_task *j)
 {
     uint64_t b = 0;
+    if (j && j->tj) return tjoin_state_bytes(j->tj);
     for (int k = 0; j && k < 2; k++) {
         const jside *s = &j->side[k];
         /* a row's values, its time, key hash, sequence and chain link */
         b += (uint64_t)s->live * ((uint64_t)s->rows.ncols * sizeof(val) + 3 * sizeof(uint64_t) + sizeof(int32_t));
     }
     return b;
-}
-
-static int jside_init(jside *s, int ncols)
-{
-    memset(s, 0, sizeof *s);
-    s->nbuckets = 256;
-    s->heads = malloc(s->nbuckets * sizeof *s->heads);
-    if (!s->heads || batch_init(&s->rows, ncols, 64)) return XE_NOMEM;
-    memset(s->heads, 0xff, s->nbuckets * sizeof *s->heads);
-    return 0;
-}
-
-static void jside_fini(jside *s)
-{
-    batch_fini(&s->rows);
-    free(s->ts);
-    free(s->kh);
-    free(s->seq);
-    free(s->next);
-    free(s->heads);
 }
 
 join_task *join_new(opinst *o, int task)
@@ -81,6 +49,13 @@ join_task *join_new(opinst *o, int task)
     if (!j) return NULL;
     const plan_op *op = o->op;
     const plan_dag *d = o->q->dag;
+    if (op->temporal) {
+        if (!(j->tj = tjoin_new(o))) {
+            free(j);
+            return NULL;
+        }
+        return j;
+    }
     if (jside_init(&j->side[0], d->ops[op->inputs[0]].out.ncols) ||
         jside_init(&j->side[1], d->ops[op->inputs[1]].out.ncols)) {
         join_free(j);
@@ -99,6 +74,11 @@ join_task *join_new(opinst *o, int task)
 void join_free(join_task *j)
 {
     if (!j) return;
+    if (j->tj) {
+        tjoin_free(j->tj);
+        free(j);
+        return;
+    }
     jside_fini(&j->side[0]);
     jside_fini(&j->side[1]);
     sbuf_fini(&j->key);
@@ -108,71 +88,10 @@ void join_free(join_task *j)
     free(j);
 }
 
-static void reindex(jside *s, uint32_t nb)
-{
-    free(s->heads);
-    s->nbuckets = nb;
-    s->heads = malloc(nb * sizeof *s->heads);
-    if (!s->heads) return;
-    memset(s->heads, 0xff, nb * sizeof *s->heads);
-    for (int r = 0; r < s->rows.nrows; r++) {
-        uint32_t b = (uint32_t)(s->kh[r] & (nb - 1));
-        s->next[r] = s->heads[b];
-        s->heads[b] = r;
-    }
-}
-
-static int jside_add(jside *s, const val *row, int64_t ts, uint64_t kh, uint64_t seq)
-{
-    int r = s->rows.nrows;
-    if (r == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 256;
-        int64_t *t = realloc(s->ts, (size_t)cap * sizeof *t);
-        if (t) s->ts = t;
-        uint64_t *k = realloc(s->kh, (size_t)cap * sizeof *k);
-        if (k) s->kh = k;
-        uint64_t *q = realloc(s->seq, (size_t)cap * sizeof *q);
-        if (q) s->seq = q;
-        int32_t *n = realloc(s->next, (size_t)cap * sizeof *n);
-        if (n) s->next = n;
-        if (!t || !k || !q || !n) return XE_NOMEM;
-        s->cap = cap;
-    }
-    if (batch_append_row(&s->rows, row)) return XE_NOMEM;
-    s->ts[r] = ts;
-    s->kh[r] = kh;
-    s->seq[r] = seq;
-    if ((uint32_t)s->rows.nrows > s->nbuckets * 2) reindex(s, s->nbuckets * 4);
-    else {
-        uint32_t b = (uint32_t)(kh & (s->nbuckets - 1));
-        s->next[r] = s->heads[b];
-        s->heads[b] = r;
-    }
-    s->live++;
-    return 0;
-}
-
-static uint64_t key_hash(const val *k, int n)
-{
-    uint64_t h = 0x2545f4914f6cdd1dULL;
-    for (int i = 0; i < n; i++) h = hash64_mix(h ^ val_hash(&k[i], (uint64_t)i));
-    return h;
-}
-
-/* Evaluate side s's key over row into out; 0 when a key is NULL (never matches). */
-static int eval_key(opinst *o, int s, const val *row, val *out)
-{
-    int n = o->op->njoinkeys;
-    for (int i = 0; i < n; i++) {
-        out[i] = xprog_eval(&o->progs[s * n + i], row, &o->q->scratch);
-        if (out[i].type == TY_NULL) return 0;
-    }
-    return 1;
-}
-
 int join_push(opinst *o, int task, int s, const batch *in, xerr *err)
 {
     join_task *j = o->join[task];
+    if (j->tj) return tjoin_push(o, task, j->tj, s, in, err);
     const plan_op *op = o->op;
     jside *me = &j->side[s], *other = &j->side[!s];
     int tscol = s ? op->rts_col : op->lts_col;
@@ -185,14 +104,14 @@ int join_push(opinst *o, int task, int s, const batch *in, xerr *err)
         int64_t ts = row[tscol].i;
         /* a row that every possible partner has already passed can never match */
         if (j->expired_wm != WM_MIN && ts + op->within_ms < j->expired_wm) { o->q->late++; continue; }
-        if (!eval_key(o, s, row, j->k0)) { batch_reset(&o->q->scratch); continue; }
-        uint64_t kh = key_hash(j->k0, nk);
+        if (!jkey_eval(o, s, row, j->k0)) { batch_reset(&o->q->scratch); continue; }
+        uint64_t kh = jkey_hash(j->k0, nk);
         for (int32_t c = other->heads[kh & (other->nbuckets - 1)]; c >= 0; c = other->next[c]) {
             if (other->kh[c] != kh || other->ts[c] == WM_MIN) continue;
             int64_t d = other->ts[c] - ts;
             if (d > op->within_ms || -d > op->within_ms) continue;
             const val *orow = batch_row(&other->rows, c);
-            if (!eval_key(o, !s, orow, j->k1)) continue;
+            if (!jkey_eval(o, !s, orow, j->k1)) continue;
             int eq = 1;
             for (int k = 0; k < nk && eq; k++) eq = val_equal(&j->k0[k], &j->k1[k]);
             if (!eq) continue;
@@ -214,27 +133,10 @@ int join_push(opinst *o, int task, int s, const batch *in, xerr *err)
     return 0;
 }
 
-/* Copy the live rows into a fresh store (rows already in LMDB stay there). */
-static int compact(jside *s)
-{
-    jside n;
-    if (jside_init(&n, s->rows.ncols)) { jside_fini(&n); return XE_NOMEM; }
-    n.next_seq = s->next_seq;
-    int persisted = 0;
-    for (int r = 0; r < s->rows.nrows; r++) {
-        if (s->ts[r] == WM_MIN) continue;
-        if (jside_add(&n, batch_row(&s->rows, r), s->ts[r], s->kh[r], s->seq[r])) { jside_fini(&n); return XE_NOMEM; }
-        if (r < s->persisted) persisted++;
-    }
-    n.persisted = persisted;
-    jside_fini(s);
-    *s = n;
-    return 0;
-}
-
 int join_expire(opinst *o, int task, int64_t wm, xerr *err)
 {
     join_task *j = o->join[task];
+    if (j->tj) return tjoin_expire(o, task, j->tj, err);
     if (wm <= j->expired_wm) return 0;
     j->expired_wm = wm;
     int64_t cut = wm == WM_END ? WM_END : wm - o->op->within_ms;
@@ -245,7 +147,7 @@ int join_expire(opinst *o, int task, int64_t wm, xerr *err)
                 sd->ts[r] = WM_MIN;
                 sd->live--;
             }
-        if (sd->rows.nrows > 256 && sd->live * 2 < sd->rows.nrows && compact(sd))
+        if (sd->rows.nrows > 256 && sd->live * 2 < sd->rows.nrows && jside_compact(sd))
             return xerr_set(err, XE_NOMEM, "out of memory");
     }
     return 0;
@@ -254,6 +156,7 @@ int join_expire(opinst *o, int task, int64_t wm, xerr *err)
 int join_flush(opinst *o, int task, store_txn *t, xerr *err)
 {
     join_task *j = o->join[task];
+    if (j->tj) return tjoin_flush(o, task, j->tj, t, err);
     uint32_t tid = query_task_id(o->q, o->op->id, task);
     int rc;
     int64_t cut = j->expired_wm == WM_END ? WM_END - 1 : j->expired_wm - o->op->within_ms;
@@ -296,9 +199,9 @@ static int jload_one(void *ctx, int64_t ts, const void *kp, size_t kl, const voi
     jside *sd = &c->j->side[s];
     batch_reset(&c->tmp);
     if (val_key_decode(vp, vl, c->row, sd->rows.ncols, &c->tmp, c->err) < 0) goto corrupt;
-    if (!eval_key(c->o, s, c->row, c->j->k0)) return 0;
+    if (!jkey_eval(c->o, s, c->row, c->j->k0)) return 0;
     uint64_t seq = be64_get(k + 1);
-    if (jside_add(sd, c->row, ts, key_hash(c->j->k0, c->o->op->njoinkeys), seq)) {
+    if (jside_add(sd, c->row, ts, jkey_hash(c->j->k0, c->o->op->njoinkeys), seq)) {
         c->rc = xerr_set(c->err, XE_NOMEM, "out of memory");
         return 1;
     }
@@ -315,6 +218,7 @@ corrupt:
 int join_load(opinst *o, int task, store_txn *t, xerr *err)
 {
     join_task *j = o->join[task];
+    if (j->tj) return tjoin_load(o, task, j->tj, t, err);
     int nc = j->side[0].rows.ncols > j->side[1].rows.ncols ? j->side[0].rows.ncols : j->side[1].rows.ncols;
     jload c = {o, j, calloc((size_t)nc + 1, sizeof(val)), {0}, err, 0};
     if (!c.row || batch_init(&c.tmp, nc, 4)) {

@@ -431,6 +431,16 @@ static void set_tag(opinst *o, int side, uint64_t tag)
     o->q->tag[k + part] = tag & TAG_OFF_MASK;
 }
 
+/* The watermark o's output may pass: the least of its inputs', but a
+ * stream-table join whose table has no event time (or whose stream has
+ * none) answers with the table as it is, so only the stream's counts. */
+static int64_t op_eff_wm(const opinst *o)
+{
+    int64_t eff = o->wm[0];
+    if (o->op->ninputs == 2 && o->wm[1] < eff && !(o->op->temporal && !o->op->versioned)) eff = o->wm[1];
+    return eff;
+}
+
 /* Deliver task from's rows to task t of the downstream op: here, or
  * through the remote hook. */
 static int deliver(opinst *o, int from, int t, const batch *b, xerr *err)
@@ -444,9 +454,7 @@ static int deliver(opinst *o, int from, int t, const batch *b, xerr *err)
     if (d->op->kind == PO_AGGREGATE) {
         /* what that task will drop: the watermark it closes windows at is
          * the one this node's tasks passed it (ingest_late tells it) */
-        int64_t eff = d->wm[0];
-        if (d->op->ninputs == 2 && d->wm[1] < eff) eff = d->wm[1];
-        q->late_sent += agg_count_late(d, b, eff);
+        q->late_sent += agg_count_late(d, b, op_eff_wm(d));
     }
     sbuf *buf = &q->eng->tmp2;
     sbuf_reset(buf);
@@ -708,6 +716,20 @@ static int pass_down(opinst *o, int64_t pass, xerr *err)
     return 0;
 }
 
+/* fn(o, t, wm) for each of o's tasks on this node, its time counted as the task's. */
+static int each_local_task(opinst *o, int (*fn)(opinst *, int, int64_t, xerr *), int64_t wm, xerr *err)
+{
+    for (int t = 0; t < o->ntasks; t++)
+        if (task_local(o->q, o, t)) {
+            eng_span sp;
+            eng_span_begin(o->q->eng, &sp);
+            int rc = fn(o, t, wm, err);
+            span_end(o->q, o, t, &sp);
+            if (rc) return rc;
+        }
+    return 0;
+}
+
 /* Input side `side` of o heard watermark wm from upstream task `from`. */
 static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *err)
 {
@@ -742,19 +764,14 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
         wm = m;
     }
     o->wm[side] = wm;
-    int64_t eff = o->wm[0];
-    if (o->op->ninputs == 2 && o->wm[1] < eff) eff = o->wm[1];
+    /* a stream-table join lets waiting rows go as the table's watermark
+     * moves, whether or not its output's does */
+    if (o->op->kind == PO_JOIN && o->op->temporal && (rc = each_local_task(o, join_expire, wm, err))) return rc;
+    int64_t eff = op_eff_wm(o);
     if (eff <= o->out_wm) return 0;
     int64_t pass = eff;
     if (o->op->kind == PO_AGGREGATE && !o->tagg) {
-        for (int t = 0; t < o->ntasks; t++)
-            if (task_local(o->q, o, t)) {
-                eng_span sp;
-                eng_span_begin(o->q->eng, &sp);
-                rc = agg_close(o, t, eff, err);
-                span_end(o->q, o, t, &sp);
-                if (rc) return rc;
-            }
+        if ((rc = each_local_task(o, agg_close, eff, err))) return rc;
         /* windows still open end after eff - grace, so rows emitted later
          * carry a window end above that.  When their time is the window's
          * start, hold back by what a window can span as well. */
@@ -772,15 +789,8 @@ static int op_watermark_from(opinst *o, int side, int from, int64_t wm, xerr *er
                     pass -= w->size_ms;
             }
         }
-    } else if (o->op->kind == PO_JOIN) {
-        for (int t = 0; t < o->ntasks; t++)
-            if (task_local(o->q, o, t)) {
-                eng_span sp;
-                eng_span_begin(o->q->eng, &sp);
-                rc = join_expire(o, t, eff, err);
-                span_end(o->q, o, t, &sp);
-                if (rc) return rc;
-            }
+    } else if (o->op->kind == PO_JOIN && !o->op->temporal) {
+        if ((rc = each_local_task(o, join_expire, eff, err))) return rc;
         /* a match can carry a left time up to `within` behind the inputs */
         if (eff != WM_END && eff != WM_MIN) pass = eff - o->op->within_ms;
     }

@@ -139,8 +139,11 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
             goto fail;
         }
         pc->type = in->cols[c].type;
+        for (int k = 0; k < t->nkey; k++)
+            if (t->key[k] == c) cl->pkey[k] = cl->schema.ncols;
         cl->schema.ncols++;
     }
+    cl->npkey = t->nkey;
     if (batch_init(&t->chg, cl->schema.ncols, 1024) || batch_init(&t->old, t->nval, 16)) {
         plan_stream_free(cl);
         rc = xerr_set(err, XE_NOMEM, "out of memory");
@@ -152,6 +155,7 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
         *rv = *cl;
         rv->changelog = 0;
         rv->ts_col = cl->ts_col >= 0 ? cl->ts_col - 1 : -1;
+        for (int k = 0; k < rv->npkey; k++) rv->pkey[k]--;
         rv->name = strdup(cl->name);
         rv->schema.ncols = 0;
         rv->schema.cols = calloc((size_t)cl->schema.ncols, sizeof *rv->schema.cols);

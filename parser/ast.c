@@ -645,7 +645,7 @@ ast_source *ast_mk_subquery(pctx *P, const token *lp, ast_select *sub, char *ali
     return s;
 }
 
-ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within)
+ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within, int left)
 {
     ast_join *j = zalloc(P, sizeof *j);
     if (!j) {
@@ -655,7 +655,8 @@ ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within)
     }
     j->src = src;
     j->on = on;
-    j->within_ms = within.ms;
+    j->within_ms = within.ms; /* -1 from ast_ival_none */
+    j->left = left;
     return j;
 }
 
@@ -702,6 +703,7 @@ ast_select *ast_mk_select(pctx *P, ast_items *items, ast_source *from, ast_unnes
             s->join = join->src;
             s->join_on = join->on;
             s->within_ms = join->within_ms;
+            s->join_left = join->left;
             free(join);
         }
         return s;
@@ -1092,7 +1094,7 @@ static int select_equal(const ast_select *a, const ast_select *b)
                       !ast_expr_equal(a->unnest->expr, b->unnest->expr)))
         return 0;
     return source_equal(a->from, b->from) && source_equal(a->join, b->join) &&
-           ast_expr_equal(a->join_on, b->join_on) && (!a->join || a->within_ms == b->within_ms) &&
+           ast_expr_equal(a->join_on, b->join_on) && (!a->join || (a->within_ms == b->within_ms && a->join_left == b->join_left)) &&
            ast_expr_equal(a->where, b->where) && exprs_equal(a->group_by, b->group_by) &&
            ast_expr_equal(a->having, b->having) && a->emit == b->emit && a->limit == b->limit;
 }

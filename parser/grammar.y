@@ -67,7 +67,7 @@ int parser_accepts(void *p, int tok)
        STREAMS QUERIES NODES DESCRIBE EXPLAIN PLACEMENT FORMAT JSON SUBSCRIBE SET
        ALTER REBALANCE TABLE PRIMARY KEY
        SELECT DISTINCT FROM WINDOW TUMBLING HOPPING SESSION SIZE ADVANCE BY GAP
-       GRACE PERIOD JOIN ON WITHIN CROSS UNNEST WHERE GROUP HAVING EMIT CHANGES FINAL LIMIT
+       GRACE PERIOD JOIN ON WITHIN CROSS UNNEST LEFT INNER OUTER WHERE GROUP HAVING EMIT CHANGES FINAL LIMIT
        AND OR IS NULL BETWEEN IN LIKE CASE WHEN THEN ELSE END CAST TRUE FALSE
        INTERVAL MILLISECONDS SECONDS MINUTES HOURS DAYS
        BIGINT INT INTEGER DOUBLE FLOAT REAL TEXT VARCHAR STRING BOOLEAN BOOL
@@ -294,7 +294,16 @@ grace(A) ::= COMMA GRACE PERIOD interval(I). { A = I; }
 %type join_opt {ast_join *}
 %destructor join_opt { ast_join_free($$); }
 join_opt(A) ::= .                                          { A = NULL; }
-join_opt(A) ::= JOIN source(S) ON expr(E) WITHIN interval(I). { A = ast_mk_join(P, S, E, I); }
+join_opt(A) ::= join_kind(K) source(S) ON expr(E) WITHIN interval(I). { A = ast_mk_join(P, S, E, I, K); }
+/* Without WITHIN: a join of a stream with a table (the planner checks),
+ * each stream row with the table's row of its key as of its time. */
+join_opt(A) ::= join_kind(K) source(S) ON expr(E).  { A = ast_mk_join(P, S, E, ast_ival_none(), K); }
+
+%type join_kind {int}
+join_kind(A) ::= JOIN.                    { A = 0; }
+join_kind(A) ::= INNER JOIN.              { A = 0; }
+join_kind(A) ::= LEFT JOIN.               { A = 1; }
+join_kind(A) ::= LEFT OUTER JOIN.         { A = 1; }
 
 %type where_opt {ast_expr *}
 %destructor where_opt { ast_expr_free($$); }

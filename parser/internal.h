@@ -96,11 +96,12 @@ typedef struct optval {
     int line, col; /* where it starts: the '-' or t */
 } optval;
 
-/* JOIN source ON expr WITHIN interval, before it is folded into a select. */
+/* [LEFT] JOIN source ON expr [WITHIN interval], before it is folded into a select. */
 typedef struct ast_join {
     ast_source *src;
     ast_expr *on;
-    int64_t within_ms;
+    int64_t within_ms; /* -1 without WITHIN */
+    int left;
 } ast_join;
 
 /* ------------------------------------------------------------------ constructors (ast.c) */
@@ -148,7 +149,7 @@ ast_source *ast_mk_source(pctx *P, const token *name, char *alias);
 ast_source *ast_mk_subquery(pctx *P, const token *lp, ast_select *sub, char *alias);
 void ast_source_free(ast_source *s);
 
-ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within);
+ast_join *ast_mk_join(pctx *P, ast_source *src, ast_expr *on, ival within, int left);
 void ast_join_free(ast_join *j);
 
 /* UNNEST's alias (and column), then its expression once the rule is complete. */

@@ -149,6 +149,9 @@ int lex_next(lexer *lx, token *t)
         'on'          { code = TK_ON; goto tok; }
         'within'      { code = TK_WITHIN; goto tok; }
         'cross'       { code = TK_CROSS; goto tok; }
+        'left'        { code = TK_LEFT; goto tok; }
+        'inner'       { code = TK_INNER; goto tok; }
+        'outer'       { code = TK_OUTER; goto tok; }
         'unnest'      { code = TK_UNNEST; goto tok; }
         'where'       { code = TK_WHERE; goto tok; }
         'group'       { code = TK_GROUP; goto tok; }

@@ -140,7 +140,8 @@ typedef struct ast_select {
     ast_window window;
     ast_source *join;    /* or NULL */
     ast_expr *join_on;   /* with join */
-    int64_t within_ms;   /* with join */
+    int64_t within_ms;   /* with join: WITHIN, or -1 (a stream-table join) */
+    int join_left;       /* with join: LEFT JOIN */
     ast_expr *where;     /* or NULL */
     ast_exprs *group_by; /* or NULL */
     ast_expr *having;    /* or NULL */

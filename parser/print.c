@@ -266,9 +266,10 @@ int ast_print_select(const ast_select *s, sbuf *b)
                       (rc = sbuf_addc(b, ')'))))
         return rc;
     if ((rc = print_window(&s->window, b))) return rc;
-    if (s->join && ((rc = sbuf_adds(b, " JOIN ")) || (rc = print_source(s->join, b)) ||
+    if (s->join && ((rc = sbuf_adds(b, s->join_left ? " LEFT JOIN " : " JOIN ")) || (rc = print_source(s->join, b)) ||
                     (rc = sbuf_adds(b, " ON ")) || (rc = ast_print_expr(s->join_on, b)) ||
-                    (rc = sbuf_adds(b, " WITHIN ")) || (rc = time_iv_print(s->within_ms, b))))
+                    (s->within_ms >= 0 &&
+                     ((rc = sbuf_adds(b, " WITHIN ")) || (rc = time_iv_print(s->within_ms, b))))))
         return rc;
     if (s->where && ((rc = sbuf_adds(b, " WHERE ")) || (rc = ast_print_expr(s->where, b)))) return rc;
     if (s->group_by && ((rc = sbuf_adds(b, " GROUP BY ")) || (rc = print_exprs(s->group_by, b)))) return rc;

@@ -222,7 +222,7 @@ const ast_expr *ast_find_agg(const ast_expr *e)
 static void suggest_cb_col(const bind_scope *sc, const char *name, char *best, size_t n, int *bestd)
 {
     for (int s = 0; s < sc->nsides; s++)
-        for (int i = 0; i < sc->side[s].schema->ncols; i++) {
+        for (int i = sc->side[s].hidden; i < sc->side[s].schema->ncols; i++) {
             int d = str_distance(name, sc->side[s].schema->cols[i].name);
             if (d < *bestd) {
                 *bestd = d;
@@ -248,7 +248,7 @@ static int resolve_col(const bind_scope *sc, const ast_expr *e, int *pos, sql_ty
         if (!side_matches(sd, e->qual)) continue;
         qual_ok = 1;
         int i = plan_schema_find(sd->schema, e->name);
-        if (i >= 0) {
+        if (i >= 0 && i >= sd->hidden) {
             if (nfound == 0) {
                 found = sd->offset + i;
                 *type = sd->schema->cols[i].type;

@@ -92,7 +92,16 @@ static void op_detail(const plan_dag *d, const plan_op *op, sbuf *b)
             sbuf_adds(b, " = ");
             plan_expr_print(op->rkeys[i], rin, b);
         }
-        sbuf_printf(b, ") within=%lldms", (long long)op->within_ms);
+        if (op->temporal) {
+            sbuf_printf(b, ")%s %s", op->outer ? " left" : "",
+                        op->versioned ? "table as of the row's time" : "table's current row");
+            if (op->residual) {
+                sbuf_adds(b, " and=(");
+                plan_expr_print(op->residual, &op->out, b);
+                sbuf_addc(b, ')');
+            }
+        } else
+            sbuf_printf(b, ") within=%lldms", (long long)op->within_ms);
         break;
     }
     case PO_UNNEST:

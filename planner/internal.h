@@ -12,6 +12,7 @@ typedef struct bind_side {
     const char *alias;         /* alias or NULL */
     const plan_schema *schema; /* columns of this side */
     int offset;                /* position of its first column in the scope's row */
+    int hidden;                /* its first `hidden` columns have no name here (a table's op) */
 } bind_side;
 
 typedef struct bind_scope {

@@ -290,6 +290,8 @@ typedef struct pctx {
     /* pre-aggregation expressions, over the full joined layout */
     pe_list where_l, where_r, where_post; /* pushed to the left / right source, after the join */
     pe_list lkeys, rkeys;                /* equi-join keys */
+    pe_list on_rest;                     /* a LEFT JOIN's ON conjuncts beyond the key */
+    int temporal, versioned;             /* a stream-table join (as of event time) */
     pe_list groups;
     plan_agg *aggs;
     int naggs;
@@ -315,6 +317,7 @@ static void pctx_fini(pctx *c)
     pl_free(&c->where_post);
     pl_free(&c->lkeys);
     pl_free(&c->rkeys);
+    pl_free(&c->on_rest);
     pl_free(&c->groups);
     for (int i = 0; i < c->naggs; i++) plan_expr_free(c->aggs[i].arg);
     free(c->aggs);
@@ -374,7 +377,7 @@ static int plan_unnest(pctx *c)
     c->U.ts_col = -1;
     if (schema_add(&c->U.schema, u->column, TY_TEXT)) return xerr_set(c->err, XE_NOMEM, "out of memory");
     c->scope.nsides = 2;
-    c->scope.side[1] = (bind_side){u->alias, u->alias, &c->U.schema, c->L->schema.ncols};
+    c->scope.side[1] = (bind_side){u->alias, u->alias, &c->U.schema, c->L->schema.ncols, 0};
     return 0;
 }
 
@@ -596,7 +599,7 @@ static int rewrite_post(pctx *c, const ast_expr *x, plan_expr **out)
     }
     {
         plan_schema fs = {total, cols};
-        bind_scope fsc = {1, {{"", NULL, &fs, 0}}, 0, NULL};
+        bind_scope fsc = {1, {{"", NULL, &fs, 0, 0}}, 0, NULL};
         copy = calloc(1, sizeof *copy);
         fake = calloc((size_t)total, sizeof *fake);
         if (!copy || !fake) { rc = xerr_set(err, XE_NOMEM, "out of memory"); goto done; }
@@ -654,7 +657,7 @@ static int plan_select_list(pctx *c)
                                        (!strcmp(sd->name, it->star_qual))))
                     continue;
                 found = 1;
-                for (int k = 0; k < sd->schema->ncols; k++) {
+                for (int k = sd->hidden; k < sd->schema->ncols; k++) {
                     plan_expr *e = pe_new(PE_COL, sd->schema->cols[k].type);
                     if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
                     e->col = sd->offset + k;
@@ -714,7 +717,9 @@ static int plan_where_and_join(pctx *c)
     for (int i = 0; i < conj.n; i++) {
         int in = 0, outside = 0;
         pe_cols_within(conj.v[i], 0, nl, &in, &outside);
-        pe_list *dst = !outside ? &c->where_l : c->R && !in ? &c->where_r : &c->where_post;
+        /* never below a table's side: a filtered-out update would leave
+         * the key's old row standing */
+        pe_list *dst = !outside ? &c->where_l : c->R && !in && !c->temporal ? &c->where_r : &c->where_post;
         rc = pl_add(dst, conj.v[i]);
         conj.v[i] = NULL;
         if (rc) { pl_free(&conj); return xerr_set(err, rc, "out of memory"); }
@@ -733,16 +738,26 @@ static int plan_where_and_join(pctx *c)
         return xerr_at(err, XE_TYPE, on->line, on->col, "ON needs a BOOLEAN condition");
     }
     if ((rc = split_and(w, &conj))) return xerr_set(err, rc, "out of memory");
+    unsigned covered = 0; /* a table's key columns ON equates */
     for (int i = 0; i < conj.n; i++) {
         plan_expr *l, *r;
-        if (equi_key(conj.v[i], nl, ntot, &l, &r)) {
+        int key = equi_key(conj.v[i], nl, ntot, &l, &r);
+        if (key && c->temporal) {
+            /* a table's side of a key is one of its PRIMARY KEY's columns */
+            int k = -1;
+            for (int j = 0; r->kind == PE_COL && j < c->R->npkey; j++)
+                if (r->col == nl + c->R->pkey[j] && !(covered & (1u << j))) k = j;
+            if (k < 0) key = 0;
+            else covered |= 1u << k;
+        }
+        if (key) {
             plan_expr *ld = pe_dup(l), *rd = pe_dup(r);
             if (!ld || !rd || pl_add(&c->lkeys, ld) || pl_add(&c->rkeys, rd)) {
                 pl_free(&conj);
                 return xerr_set(err, XE_NOMEM, "out of memory");
             }
             plan_expr_free(conj.v[i]);
-        } else if ((rc = pl_add(&c->where_post, conj.v[i]))) {
+        } else if ((rc = pl_add(c->temporal && sel->join_left ? &c->on_rest : &c->where_post, conj.v[i]))) {
             conj.v[i] = NULL;
             pl_free(&conj);
             return xerr_set(err, rc, "out of memory");
@@ -750,6 +765,42 @@ static int plan_where_and_join(pctx *c)
         conj.v[i] = NULL;
     }
     pl_free(&conj);
+    if (c->temporal && covered != (1u << c->R->npkey) - 1) {
+        char miss[256] = "";
+        for (int j = 0; j < c->R->npkey; j++)
+            if (!(covered & (1u << j))) {
+                size_t n = strlen(miss);
+                snprintf(miss + n, sizeof miss - n, "%s%s", n ? ", " : "", c->R->schema.cols[c->R->pkey[j]].name);
+            }
+        return xerr_at(err, XE_PLAN, on->line, on->col,
+                       "a join with table '%s' must equate its whole PRIMARY KEY with the stream's columns in ON "
+                       "(a row of the table is the newest of its key); missing: %s",
+                       c->R->name, miss);
+    }
+    return 0;
+}
+
+/* FROM stream [LEFT] JOIN table ON ... (no WITHIN): each stream row meets
+ * the table's row of its key, as of the row's event time when both have
+ * one, else as the table is when the row arrives. */
+static int plan_temporal(pctx *c)
+{
+    const ast_select *sel = c->sel;
+    if (c->L->changelog)
+        return xerr_at(c->err, XE_PLAN, sel->from->line, sel->from->col,
+                       "'%s' is a table: a stream-table join reads the stream on the left and the table on the right "
+                       "(FROM stream JOIN table ON ...)",
+                       c->L->name);
+    if (!c->R->changelog)
+        return xerr_at(c->err, XE_PLAN, sel->join->line, sel->join->col,
+                       "'%s' is a stream: a join of two streams needs a time bound (JOIN %s ON ... WITHIN 10 SECONDS); "
+                       "a join without WITHIN reads a table on its right",
+                       c->R->name, c->R->name);
+    if (c->R->npkey <= 0 || c->R->npkey > 8)
+        return xerr_at(c->err, XE_PLAN, sel->join->line, sel->join->col, "table '%s' has no PRIMARY KEY", c->R->name);
+    c->temporal = 1;
+    c->versioned = c->L->ts_col >= 0 && c->R->ts_col >= 0;
+    c->scope.side[1].hidden = 1; /* its op */
     return 0;
 }
 
@@ -804,7 +855,7 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
     unsigned char *used = calloc((size_t)ntot + 1, 1);
     int *map = calloc((size_t)ntot + 1, sizeof *map);
     if (!used || !map) { free(used); free(map); return xerr_set(err, XE_NOMEM, "out of memory"); }
-    pe_list *pre[] = {&c->where_l, &c->where_r, &c->where_post, &c->lkeys, &c->rkeys, &c->groups};
+    pe_list *pre[] = {&c->where_l, &c->where_r, &c->where_post, &c->lkeys, &c->rkeys, &c->on_rest, &c->groups};
     for (size_t k = 0; k < sizeof pre / sizeof pre[0]; k++)
         for (int i = 0; i < pre[k]->n; i++) pe_mark_cols(pre[k]->v[i], used);
     for (int i = 0; i < c->naggs; i++) pe_mark_cols(c->aggs[i].arg, used);
@@ -913,6 +964,10 @@ static int build_dag(pctx *c, plan_dag *d, int top, int *out_op)
         op->inputs[1] = last[1];
         op->in_edge[1] = keyed ? EDGE_HASH : EDGE_GATHER;
         op->within_ms = c->sel->within_ms;
+        op->temporal = c->temporal;
+        op->versioned = c->versioned;
+        op->outer = c->sel->join_left;
+        if (c->on_rest.n) op->residual = join_and(&c->on_rest);
         op->lts_col = d->ops[last[0]].ts_col;
         op->rts_col = d->ops[last[1]].ts_col;
         op->njoinkeys = c->lkeys.n;
@@ -1106,7 +1161,7 @@ static int plan_select_into(const ast_select *sel, const plan_catalog *cat, cons
     if (!(c.L = find_stream(&c, sel->from, 0))) goto fail;
     if (sel->join && !(c.R = find_stream(&c, sel->join, 1))) goto fail;
     c.scope.nsides = 1;
-    c.scope.side[0] = (bind_side){c.L->name, sel->from->alias, &c.L->schema, 0};
+    c.scope.side[0] = (bind_side){c.L->name, sel->from->alias, &c.L->schema, 0, 0};
     if (sel->unnest && (rc = plan_unnest(&c))) goto fail;
     if (c.R) {
         const char *la = sel->from->alias ? sel->from->alias : c.L->name;
@@ -1115,8 +1170,14 @@ static int plan_select_into(const ast_select *sel, const plan_catalog *cat, cons
             { rc = xerr_at(err, XE_NAME, sel->join->line, sel->join->col,
                            "both sides of the join are called '%s'; give one an alias", la); goto fail; }
         c.scope.nsides = 2;
-        c.scope.side[1] = (bind_side){c.R->name, sel->join->alias, &c.R->schema, c.L->schema.ncols};
-        if (c.L->ts_col < 0 || c.R->ts_col < 0) {
+        c.scope.side[1] = (bind_side){c.R->name, sel->join->alias, &c.R->schema, c.L->schema.ncols, 0};
+        if (sel->within_ms < 0) {
+            if ((rc = plan_temporal(&c))) goto fail;
+        } else if (sel->join_left) {
+            rc = xerr_at(err, XE_PLAN, sel->join->line, sel->join->col,
+                         "LEFT JOIN ... WITHIN is not supported: a LEFT JOIN reads a table on its right, without WITHIN");
+            goto fail;
+        } else if (c.L->ts_col < 0 || c.R->ts_col < 0) {
             const ast_source *s = c.L->ts_col < 0 ? sel->from : sel->join;
             { rc = xerr_at(err, XE_PLAN, s->line, s->col,
                            "a join WITHIN a time bound needs event time: stream '%s' has no timestamp column "

@@ -47,6 +47,9 @@ typedef struct plan_stream {
     /* a table's changelog (exec/table.c): its column 0, op, says whether a
      * row adds or retracts, so every source of it reads that column */
     int changelog;
+    /* a changelog's PRIMARY KEY: its columns' indices in schema (a table's
+     * row is the newest of its key); npkey 0 for a stream */
+    int npkey, pkey[8];
 } plan_stream;
 
 /* The planner sees the catalog through this interface. */
@@ -121,7 +124,7 @@ typedef enum plan_op_kind {
     PO_PROJECT,
     PO_WINDOW,    /* window assign: tags rows with their windows (fused with the aggregate at run time) */
     PO_AGGREGATE, /* hash aggregate per (window, group) */
-    PO_JOIN,      /* windowed stream-stream join (WITHIN) */
+    PO_JOIN,      /* stream-stream join WITHIN a time bound, or stream-table (temporal) */
     PO_HAVING,
     PO_SINK,
     PO_UNNEST,    /* flat map: each input row once per element of split(exprs[0], exprs[1]), the element last */
@@ -182,8 +185,13 @@ typedef struct plan_op {
     /* PO_JOIN: output = left columns ++ right columns */
     int njoinkeys;
     plan_expr **lkeys, **rkeys; /* over the left / right input */
-    plan_expr *residual;        /* over the joined row, or NULL */
+    plan_expr *residual;        /* over the joined row, or NULL (a LEFT JOIN's ON beyond the key) */
     int64_t within_ms;
+    /* a stream-table join: the right input is a table's changelog (op
+     * first, kept in the output but hidden from names and *), the keys its
+     * PRIMARY KEY; each left row meets the table's row of its key as of its
+     * event time (versioned) or as it is when the row arrives */
+    int temporal, versioned, outer;
     int lts_col, rts_col;
 
     /* PO_SINK */

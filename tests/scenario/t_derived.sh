@@ -168,10 +168,7 @@ CREATE QUERY IF NOT EXISTS per60 WITH (sink = 'file://$1/per60.csv') AS
 EOF
 }
 setup "$T/ref"
-t0=$(date +%s%N)
-"$A" --data "$T/ref/data" -q -f "$T/ref/setup.sql" </dev/null >"$T/ref/stdout" 2>"$T/ref/stderr" ||
-    { cat "$T/ref/stderr"; fail "the uninterrupted run failed"; }
-ref_ms=$((($(date +%s%N) - t0) / 1000000))
+ref_run
 [ "$(wc -l <"$T/ref/per60.csv")" -gt 100 ] || fail "the uninterrupted run wrote $(wc -l <"$T/ref/per60.csv") rows"
 setup "$T/crash"
 crash_show() { echo "per10 $(wc -l <"$T/crash/per10.csv" 2>/dev/null) lines, per60 $(wc -l <"$T/crash/per60.csv" 2>/dev/null)"; }

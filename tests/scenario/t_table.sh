@@ -244,10 +244,7 @@ CREATE QUERY IF NOT EXISTS hup WITH (sink = 'file://$1/hup.csv', changelog = 'up
 EOF
 }
 setup "$T/ref"
-t0=$(date +%s%N)
-"$A" --data "$T/ref/data" -q -f "$T/ref/setup.sql" </dev/null >"$T/ref/stdout" 2>"$T/ref/stderr" ||
-    { cat "$T/ref/stderr"; fail "the uninterrupted run failed"; }
-ref_ms=$((($(date +%s%N) - t0) / 1000000))
+ref_run
 tail -n +2 "$T/ref/cl.csv" >ref_cl.txt
 check_state "a file source" ref_cl.txt big.csv
 tail -n +2 "$T/ref/ccl.csv" >ref_ccl.txt

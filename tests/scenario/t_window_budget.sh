@@ -104,10 +104,7 @@ CREATE QUERY IF NOT EXISTS h WITH (sink = 'file://$1/h.csv', format = 'csv') AS 
 SQL
 }
 setup "$T/ref"
-t0=$(date +%s%N)
-"$A" --data "$T/ref/data" -q -f "$T/ref/setup.sql" </dev/null >"$T/ref/stdout" 2>"$T/ref/stderr" ||
-    { cat "$T/ref/stderr"; fail "the uninterrupted run failed"; }
-ref_ms=$((($(date +%s%N) - t0) / 1000000))
+ref_run
 oracle_both big.csv ref/t.csv ref/h.csv "with a budget, uninterrupted,"
 setup "$T/crash"
 crash_show() { echo "$(wc -l <"$T/crash/t.csv" 2>/dev/null) and $(wc -l <"$T/crash/h.csv" 2>/dev/null) rows"; }

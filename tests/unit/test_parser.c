@@ -902,7 +902,7 @@ static void test_syntax_messages(void **state)
     check_error("SELECT a FROM s WERE x > 1", 1, 17, "unexpected 'WERE', expected WHERE");
     check_error("SELECT a FROM s JION t ON a = b WITHIN 1 SECOND", 1, 17, "unexpected 'JION', expected JOIN");
     check_error("select a from s x y", 1, 19,
-                "unexpected 'y', expected one of: WINDOW, JOIN, CROSS, WHERE, GROUP, HAVING, EMIT, LIMIT, ...");
+                "unexpected 'y', expected one of: WINDOW, JOIN, CROSS, LEFT, INNER, WHERE, GROUP, HAVING, ...");
     check_error("SELECT a FROM s\nWHERE x >\n", 2, 10,
                 "unexpected end of input, expected one of: NOT, NULL, CASE, CAST, TRUE, FALSE, INTERVAL, "
                 "identifier, ...");
@@ -910,8 +910,9 @@ static void test_syntax_messages(void **state)
                 "unexpected '=', expected one of: NOT, NULL, CASE, CAST, TRUE, FALSE, INTERVAL, identifier, ...");
     check_error("SELECT a FROM (SELECT b FROM t)", 1, 32, "unexpected end of input, expected one of: AS, identifier");
     check_error("SELECT a FROM s EMIT", 1, 21, "unexpected end of input, expected one of: CHANGES, FINAL");
-    check_error("SELECT * FROM s JOIN t ON a = b", 1, 32,
-                "unexpected end of input, expected one of: WITHIN, AND, OR, IS, BETWEEN, IN, LIKE, '(', ...");
+    check_error("SELECT * FROM s JOIN t ON a = b WITHIN", 1, 39,
+                "unexpected end of input, expected one of: INTERVAL, integer, number");
+    check_error("SELECT * FROM s LEFT t ON a = b", 1, 22, "unexpected 't', expected one of: JOIN, OUTER");
     check_error("FOO BAR", 1, 1, "unexpected 'FOO', expected one of: CREATE, INSERT, DROP, SHOW, DESCRIBE, "
                                  "EXPLAIN, SUBSCRIBE, SET, ...");
     check_error("SELECT a FROM s LIMIT x", 1, 23, "unexpected 'x', expected integer");
@@ -1121,6 +1122,8 @@ static void test_printer(void **state)
     check_print("insert into s (a) values (1), (2)", "INSERT INTO s (a) VALUES (1), (2)");
     check_print("SELECT * FROM a x JOIN b y ON x.k = y.k WITHIN interval '2' minute",
                 "SELECT * FROM a AS x JOIN b AS y ON x.k = y.k WITHIN 2 MINUTES");
+    check_print("select * from s left outer join t on s.k = t.k", "SELECT * FROM s LEFT JOIN t ON s.k = t.k");
+    check_print("SELECT * FROM s INNER JOIN t ON s.k = t.k", "SELECT * FROM s JOIN t ON s.k = t.k");
     check_print("SELECT \"Timestamp\", \"timestamp\".x, timestamp FROM s",
                 "SELECT \"Timestamp\", \"timestamp\".x, \"timestamp\" FROM s");
 }
