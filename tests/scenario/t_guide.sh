@@ -34,11 +34,11 @@ mkdir -p "$W/docs" "$T/home"
 ln -s "$ARES_BUILD" "$W/build"
 ln -s "$ROOT/docs/examples" "$W/docs/examples"
 cd "$W" || exit 1
-TMPFILES="/tmp/views.csv /tmp/temps.sock"
+TMPFILES="/tmp/views.csv /tmp/temps.sock /tmp/products-upsert.csv /tmp/shop /tmp/shop2"
 BG=""
-trap 'for p in $BG; do pkill -P $p 2>/dev/null; kill $p 2>/dev/null; done; tm_cleanup; rm -f $TMPFILES' EXIT
+trap 'for p in $BG; do pkill -P $p 2>/dev/null; kill $p 2>/dev/null; done; tm_cleanup; rm -rf $TMPFILES' EXIT
 trap 'exit 1' INT TERM
-rm -f $TMPFILES
+rm -rf $TMPFILES
 fail() { echo "FAIL: $*"; tm_screen; exit 1; }
 screen() { tm capture-pane -t $S -p -J -S - -E - 2>/dev/null; }
 
