@@ -5,7 +5,7 @@
  * Named databases:
  *   catalog       name -> bytes        streams, queries, settings (the engine encodes values)
  *   log:<stream>  be64 offset -> bytes one encoded batch per offset, append-only (a record a little
- *                 over whole LMDB pages keeps its last bytes under be64 offset || 0x01: storage.c)
+ *                 over whole LMDB pages keeps its last bytes under be64 offset || 0x01: storage/log.c)
  *   state         (be32 task, be64 window end ^ sign, key bytes) -> bytes   window state
  *   replica       same layout as state, for state replicated from other nodes
  *   meta          name -> bytes        format version, epochs, committed offsets
@@ -64,7 +64,7 @@
 
 #include "base/base.h"
 
-#define STORE_FORMAT_VERSION 3 /* 3: split log records (storage.c); a version 2 directory is upgraded at open */
+#define STORE_FORMAT_VERSION 3 /* 3: split log records (storage/log.c); a version 2 directory is upgraded at open */
 
 typedef struct store store;
 typedef struct store_txn store_txn;
