@@ -457,11 +457,11 @@ void jside_fini(jside *s);
 int jside_add(jside *s, const val *row, int64_t ts, uint64_t kh, uint64_t seq);
 void jside_kill(jside *s, int r);
 int jside_compact(jside *s); /* copy the live rows into a fresh store (the persisted stay so) */
+
+/* tjoin.c: the stream-table join (a join without WITHIN), below join.c; and the joins' keys */
 uint64_t jkey_hash(const val *k, int n);
 int jkey_eval(opinst *o, int side, const val *row, val *out); /* side's join key of row; 0 when one is NULL */
 int jkey_equal(const val *a, const val *b, int n);
-
-/* tjoin.c: the stream-table join (a join without WITHIN), below join.c */
 typedef struct tjoin tjoin;
 tjoin *tjoin_new(opinst *o);
 void tjoin_free(tjoin *j);

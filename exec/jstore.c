@@ -10,8 +10,7 @@
  * table's versions in one and the stream rows that wait for the table in
  * another.
  *
- * Below join.c and tjoin.c; uses only the batches and the expression
- * programs.  Engine thread.
+ * Below join.c and tjoin.c; uses only the batches.  Engine thread.
  */
 #include "exec/internal.h"
 
@@ -104,28 +103,4 @@ int jside_compact(jside *s)
     jside_fini(s);
     *s = n;
     return 0;
-}
-
-uint64_t jkey_hash(const val *k, int n)
-{
-    uint64_t h = 0x2545f4914f6cdd1dULL;
-    for (int i = 0; i < n; i++) h = hash64_mix(h ^ val_hash(&k[i], (uint64_t)i));
-    return h;
-}
-
-int jkey_eval(opinst *o, int s, const val *row, val *out)
-{
-    int n = o->op->njoinkeys;
-    for (int i = 0; i < n; i++) {
-        out[i] = xprog_eval(&o->progs[s * n + i], row, &o->q->scratch);
-        if (out[i].type == TY_NULL) return 0;
-    }
-    return 1;
-}
-
-int jkey_equal(const val *a, const val *b, int n)
-{
-    for (int k = 0; k < n; k++)
-        if (!val_equal(&a[k], &b[k])) return 0;
-    return 1;
 }

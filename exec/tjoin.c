@@ -35,12 +35,38 @@
  * the rows added since the last one and deletes the persisted rows that
  * have gone (the graves), once per epoch.
  *
- * Below join.c (which dispatches here); uses jstore.c.  Engine thread.
+ * Below join.c (which dispatches here, and uses its jkey_* functions);
+ * uses jstore.c and the expression programs.  Engine thread.
  */
 #include "exec/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The joins' keys (join.c's too): hashed, evaluated, compared. */
+uint64_t jkey_hash(const val *k, int n)
+{
+    uint64_t h = 0x2545f4914f6cdd1dULL;
+    for (int i = 0; i < n; i++) h = hash64_mix(h ^ val_hash(&k[i], (uint64_t)i));
+    return h;
+}
+
+int jkey_eval(opinst *o, int s, const val *row, val *out)
+{
+    int n = o->op->njoinkeys;
+    for (int i = 0; i < n; i++) {
+        out[i] = xprog_eval(&o->progs[s * n + i], row, &o->q->scratch);
+        if (out[i].type == TY_NULL) return 0;
+    }
+    return 1;
+}
+
+int jkey_equal(const val *a, const val *b, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (!val_equal(&a[k], &b[k])) return 0;
+    return 1;
+}
 
 enum { TJ_PEND = 0, TJ_VER = 1, TJ_META = 2 };
 
