@@ -302,10 +302,10 @@ static int table_side(const query *q, int k)
  * see the rows it holds, not only its changes from now: every table of a
  * CREATE TABLE AS (all), the table side of a stream-table join.  A table
  * whose first changes retention dropped is refused (what: what would miss
- * them).  *n: how many sources were set back. */
+ * them).  *n (if not NULL): how many sources were set back. */
 static int tables_from_start(engine *e, query *q, int all, const char *what, int line, int col, int *n, xerr *err)
 {
-    *n = 0;
+    int set = 0;
     for (int k = 0; k < q->nsrc; k++) {
         stream_rt *s = e->streams[q->src_stream[k]];
         uint64_t begin = 0;
@@ -318,8 +318,9 @@ static int tables_from_start(engine *e, query *q, int all, const char *what, int
                            "would miss their rows",
                            s->ps->name, (unsigned long long)begin, what);
         q->offset[k] = 0;
-        (*n)++;
+        set++;
     }
+    if (n) *n = set;
     return 0;
 }
 
@@ -379,8 +380,7 @@ static int standing_new(engine *e, const ast_stmt *st, const char *qname, const 
             query_free(q);
             return rc;
         }
-    int n;
-    if ((rc = tables_from_start(e, q, 0, "a join with it", st->line, st->col, &n, err))) {
+    if ((rc = tables_from_start(e, q, 0, "a join with it", st->line, st->col, NULL, err))) {
         query_free(q);
         return rc;
     }
@@ -1309,8 +1309,7 @@ int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr
     query *q;
     if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, st->name, out, &q, err))) return rc;
     /* over a table, every change from its first: its log's start */
-    int n;
-    rc = tables_from_start(e, q, 1, "an aggregate over it", st->line, st->col, &n, err);
+    rc = tables_from_start(e, q, 1, "an aggregate over it", st->line, st->col, NULL, err);
     if (rc) {
         query_free(q);
         return rc;
