@@ -48,7 +48,7 @@ LDFLAGS   += $(SANFLAGS)
 # Link order: highest module first (static libraries resolve left to right).
 MODULES := cli cluster exec storage planner placement parser base
 
-.PHONY: all build run test check-uses unit scenario asan fuzz fuzz-smoke deps clean \
+.PHONY: all build run test check-uses check-layers unit scenario asan fuzz fuzz-smoke deps clean \
         bench-engine bench-nirvana bench-cluster bench-recovery bench-smoke experiments
 
 all: deps
@@ -139,9 +139,15 @@ scenario: $(BIN_FILES) $(BUILD)/tests/table_bench
 check-uses:
 	@./scripts/check_uses.sh $(foreach m,$(MODULES),$(m)=$(patsubst %/,%,$(dir $(firstword $($(m)_SRCS)))):$(subst $(space),$(comma),$(strip $($(m)_USES))))
 
+# The files of exec/ call only the layers below them (docs/architecture.md's
+# table, checked on the objects' symbols by scripts/check_layers.sh).
+check-layers: build
+	@./scripts/check_layers.sh docs/architecture.md $(BUILD)/exec
+
 test: deps
 	@$(MAKE) --no-print-directory check-uses
 	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory check-layers
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory scenario
 	@$(MAKE) --no-print-directory asan

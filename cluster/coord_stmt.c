@@ -278,6 +278,12 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
          * target's home; not built yet (docs/sql.md says so) */
         return xerr_at(err, XE_PLAN, st->line, st->col, "%s is not supported on a cluster yet (an embedded engine runs it)",
                        st->kind == ST_INSERT_SELECT ? "INSERT INTO ... SELECT" : "CREATE STREAM ... AS SELECT");
+    case ST_CREATE_TABLE:
+    case ST_CREATE_TABLE_AS:
+        /* ares-sql --connect refuses them first (cli/client.c); a client of
+         * its own would otherwise reach the coordinator's own engine */
+        return xerr_at(err, XE_PLAN, st->line, st->col, "%s is not supported on a cluster yet (an embedded engine runs it)",
+                       st->kind == ST_CREATE_TABLE ? "CREATE TABLE" : "CREATE TABLE ... AS SELECT");
     case ST_SELECT: return coord_create_query(n, s, req, st, 1, err);
     case ST_DROP_QUERY: return coord_drop_query(n, s, req, st, err);
     case ST_ALTER_QUERY_REBALANCE: return alter_rebalance(n, s, req, st, err);

@@ -675,6 +675,110 @@ static int rewind_bounded(engine *e, query *q, int all, const exec_out *out, int
     return 0;
 }
 
+/* The output columns of sel's GROUP BY columns into key[] (at most
+ * TBL_MAX_KEY of them): NULL, or the first that the SELECT does not
+ * select as a column. */
+static const ast_expr *group_key_cols(const ast_select *sel, int *key)
+{
+    for (int g = 0; g < sel->group_by->n; g++) {
+        const ast_expr *x = sel->group_by->v[g];
+        key[g] = -1;
+        for (int i = 0; x->kind == EX_COL && sel->items && i < sel->items->n; i++) {
+            const ast_expr *it = sel->items->v[i].expr;
+            if (it && it->kind == EX_COL && !strcmp(it->name, x->name)) key[g] = i;
+        }
+        if (key[g] < 0) return x;
+    }
+    return NULL;
+}
+
+/* A push query whose answer updates and retracts as CREATE TABLE AS's
+ * does: an aggregate without a window (EMIT CHANGES) that selects its
+ * GROUP BY columns, with no JOIN, UNNEST or LIMIT.  Its group columns'
+ * output positions go into key[], their count is returned; else 0. */
+static int updating_agg(const ast_select *sel, int *key)
+{
+    if (!sel->group_by || !sel->group_by->n || sel->group_by->n > TBL_MAX_KEY || sel->window.kind != WIN_NONE ||
+        sel->emit == EMIT_FINAL || sel->join || sel->unnest || sel->limit >= 0)
+        return 0;
+    return group_key_cols(sel, key) ? 0 : sel->group_by->n;
+}
+
+/* q's output as a changelog (sink.c's changes_of): op, then its columns,
+ * keyed by its groups; its state under q's id, named in meta (push/<id>)
+ * until the query ends, so that a crash's leftovers go at the next open. */
+static int changes_open(engine *e, query *q, const int *key, int nkey, xerr *err)
+{
+    const plan_schema *os = &q->dag->ops[q->dag->sink].out;
+    for (int c = 0; c < os->ncols; c++)
+        if (!strcasecmp(os->cols[c].name, "op"))
+            return xerr_set(err, XE_NAME,
+                            "column %d is called 'op', the first column of the changelog an updating aggregate "
+                            "prints: name it otherwise (AS ...)",
+                            c + 1);
+    plan_stream *ps = calloc(1, sizeof *ps);
+    if (!ps || !(ps->name = strdup("push")) || plan_schema_copy(&ps->schema, os)) {
+        plan_stream_free(ps);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    ps->ts_col = -1;
+    int rc = tbl_new_keyed(ps, key, nkey, table_tid(q->id), &q->changes, err);
+    if (rc) {
+        plan_stream_free(ps);
+        return rc;
+    }
+    const plan_schema *cs = &q->changes->cl->schema;
+    const char **nm = calloc((size_t)cs->ncols + 1, sizeof *nm);
+    sql_type *ty = calloc((size_t)cs->ncols + 1, sizeof *ty);
+    if (!nm || !ty) {
+        free(nm);
+        free(ty);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    for (int c = 0; c < cs->ncols; c++) {
+        nm[c] = cs->cols[c].name;
+        ty[c] = cs->cols[c].type;
+    }
+    free(q->out_names);
+    free(q->out_types);
+    q->out_names = nm;
+    q->out_types = ty;
+    q->out_schema = (fmt_schema){cs->ncols, nm, ty};
+    char mk[32];
+    snprintf(mk, sizeof mk, "push/%u", q->id);
+    uint64_t nid = e->next_query_id + 1;
+    if ((rc = eng_txn(e, err)) || (rc = store_kv_put(e->txn, STORE_META, mk, "", 0, err)) ||
+        (rc = eng_put_u64s(e->txn, "next_query_id", &nid, 1, err)))
+        return rc;
+    e->next_query_id++;
+    return 0;
+}
+
+static int drop_leftover(void *ctx, const char *key, const void *v, size_t n)
+{
+    (void)v;
+    (void)n;
+    uint32_t *ids = ctx;
+    if (ids[0] < 63) ids[++ids[0]] = (uint32_t)strtoul(key + strlen("push/"), NULL, 10);
+    return 0;
+}
+
+/* At open: the state of push queries that a crash or a close left. */
+static int push_sweep(engine *e, xerr *err)
+{
+    for (;;) {
+        uint32_t ids[64] = {0};
+        int rc = store_kv_scan(e->txn, STORE_META, "push/", drop_leftover, ids, err);
+        if (rc || !ids[0]) return rc;
+        for (uint32_t i = 1; i <= ids[0]; i++) {
+            char mk[32];
+            snprintf(mk, sizeof mk, "push/%u", ids[i]);
+            for (uint32_t t = 0; t < 4096 && !rc; t++) rc = store_state_drop_task(e->txn, STORE_STATE, ids[i] * 4096u + t, err);
+            if (rc || (rc = store_kv_del(e->txn, STORE_META, mk, err))) return rc;
+        }
+    }
+}
+
 /* A bare SELECT of one table, without EMIT CHANGES: the table index, else -1. */
 static int pull_table(const engine *e, const ast_select *sel)
 {
@@ -712,16 +816,28 @@ int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
     query *q;
     int si = pull_table(e, st->select);
     if (si >= 0) return pull_query(e, st, si, out, err);
-    int rc = query_new(e, st->select, NULL, NULL, st->text, 0, 0, &q, err);
+    int key[TBL_MAX_KEY], nkey = updating_agg(st->select, key);
+    /* an updating aggregate runs as CREATE TABLE AS's (table_agg.c), under
+     * an id of its own (its state is in LMDB until it ends) */
+    int rc = query_new(e, st->select, NULL, NULL, st->text, nkey ? e->next_query_id : 0, nkey > 0, &q, err);
     if (rc) return rc;
     q->transient = 1;
+    if (nkey && (rc = changes_open(e, q, key, nkey, err))) {
+        err->line = st->line;
+        err->col = st->col;
+        query_free(q);
+        return rc;
+    }
     if (out) q->out = *out;
     if ((rc = add_query(e, q, err))) { query_free(q); return rc; }
     if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
     q->began = 1;
     int rewound, tables;
     if ((rc = rewind_bounded(e, q, e->offset_earliest, out, &rewound, err))) return rc;
-    if ((rc = tables_from_start(e, q, 0, "a join with it", st->line, st->col, &tables, err))) return rc;
+    /* an aggregate over a table counts every row it holds: its log's start */
+    if ((rc = tables_from_start(e, q, nkey > 0, nkey ? "an aggregate over it" : "a join with it", st->line, st->col,
+                                &tables, err)))
+        return rc;
     rewound |= tables > 0;
     if (rewound && (rc = eng_catch_up(e, q, err))) return rc;
     for (int k = 0; k < q->nsrc && !rewound; k++)
@@ -1234,7 +1350,7 @@ int eng_catalog_load(engine *e, xerr *err)
     if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "stream/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
     lc.kind = 1;
     if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "query/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
-    return 0;
+    return push_sweep(e, err);
 fail_lc:
     if (!rc) rc = lc.rc;
     return rc;
@@ -1249,18 +1365,11 @@ static int table_as_sql(const ast_stmt *st, const query *q, sbuf *b, xerr *err)
     int key[TBL_MAX_KEY], line, col;
     if (sel->group_by->n > TBL_MAX_KEY)
         return xerr_at(err, XE_PLAN, st->line, st->col, "a table's PRIMARY KEY has at most %d columns", TBL_MAX_KEY);
-    for (int g = 0; g < sel->group_by->n; g++) {
-        const ast_expr *x = sel->group_by->v[g];
-        key[g] = -1;
-        for (int i = 0; x->kind == EX_COL && i < sel->items->n; i++) {
-            const ast_expr *it = sel->items->v[i].expr;
-            if (it && it->kind == EX_COL && !strcmp(it->name, x->name)) key[g] = i;
-        }
-        if (key[g] < 0)
-            return xerr_at(err, XE_PLAN, x->line, x->col,
-                           "GROUP BY of CREATE TABLE AS takes columns that the SELECT selects (they are the table's "
-                           "PRIMARY KEY)");
-    }
+    const ast_expr *x = group_key_cols(sel, key);
+    if (x)
+        return xerr_at(err, XE_PLAN, x->line, x->col,
+                       "GROUP BY of CREATE TABLE AS takes columns that the SELECT selects (they are the table's "
+                       "PRIMARY KEY)");
     int rc = implied_head(st, os, "TABLE", b, err);
     if (rc) return rc;
     for (int c = 0; c < os->ncols; c++) {

@@ -209,6 +209,7 @@ struct query {
     int target;             /* CREATE STREAM AS, INSERT INTO SELECT: the stream its rows enter, else -1 */
     int table_agg;          /* CREATE TABLE AS: its aggregate updates and retracts (table_agg.c) */
     int retracting;         /* table_agg.c is emitting groups that lost their last row: the target deletes them */
+    struct table_rt *changes; /* a push query's updating aggregate: its output as a changelog (sink.c), else NULL */
     int full_next;          /* the next replication is a whole snapshot */
     uint64_t ckpt_ns;       /* the last checkpoint's time */
     sbuf deltas;            /* committed-with-the-epoch changes for the replicas: (tid, len, bytes)... */
@@ -236,6 +237,7 @@ typedef struct table_rt {
     sbuf kbuf, vbuf, obuf;
 } table_rt;
 int tbl_new(const ast_stmt *st, plan_stream *in, table_rt **out, xerr *err); /* CREATE TABLE's checks; in stays the caller's until it succeeds */
+int tbl_new_keyed(plan_stream *ps, const int *key, int nkey, uint32_t tid, table_rt **out, xerr *err); /* a push query's changes */
 void tbl_free(table_rt *t);
 int tbl_op_kind(const val *v); /* an op_column's value: 0 I or U, 1 D, -1 neither */
 /* The changes in's rows make (into t->chg), applied to the state in txn. */
@@ -505,8 +507,8 @@ int eng_catch_up(engine *e, query *q, xerr *err); /* replay q's logs from q->off
 int eng_catch_up_step(engine *e, query *q, size_t max, int *more, xerr *err);
 int eng_catch_up_wm(engine *e, query *q, xerr *err); /* q's watermarks at its streams', once it has read their logs */
 int eng_catch_up_committed(engine *e, query *q, xerr *err); /* epoch.c: eng_catch_up in steps, each epoch committed */
-int eng_offset_parse(const char *v, int *earliest); /* show.c: 'earliest' or 'latest'; -1 if neither */
-int eng_bytes_parse(const char *v, uint64_t *bytes); /* show.c: '64 MB', '512 KiB', '0'; -1 if not a size */
+int eng_offset_parse(const char *v, int *earliest); /* meta.c: 'earliest' or 'latest'; -1 if neither */
+int eng_bytes_parse(const char *v, uint64_t *bytes); /* meta.c: '64 MB', '512 KiB', '0'; -1 if not a size */
 int eng_release(engine *e, int si, uint64_t upto, xerr *err); /* logship.c */
 int eng_end_released(engine *e, int si, xerr *err);
 

@@ -2,16 +2,20 @@
  * meta.c: what every layer of the engine reads: the lookups of a stream or
  * a query by name, a stream's watermark, a notice to the client, the open
  * epoch's write transaction (eng_txn: the epoch begins here and commits in
- * epoch.c, the one place that commits) and the u64 records of `meta`.
+ * epoch.c, the one place that commits), the u64 records of `meta`, and the
+ * parsers of the settings' values that the catalog's load reads too.
  *
  * The bottom of the engine's runtime: it calls only storage/ and base/.
  * Runs on the engine's thread.
  */
 #include "exec/internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void eng_notice(const exec_out *out, const char *fmt, ...)
 {
@@ -130,4 +134,32 @@ int eng_catalog_count(store_txn *t, uint64_t *n, xerr *err)
 uint32_t query_task_id(const query *q, int op, int task)
 {
     return q->id * 4096u + (uint32_t)op * 64u + (uint32_t)task;
+}
+
+/* Settings' values that the catalog's load reads as SET does (show.c). */
+int eng_offset_parse(const char *v, int *earliest)
+{
+    if (!strcmp(v, "earliest")) *earliest = 1;
+    else if (!strcmp(v, "latest")) *earliest = 0;
+    else return -1;
+    return 0;
+}
+
+int eng_bytes_parse(const char *v, uint64_t *bytes)
+{
+    static const struct { const char *unit; uint64_t mul; } units[] = {
+        {"", 1},          {"b", 1},         {"byte", 1},       {"bytes", 1},      {"kb", 1000},
+        {"kib", 1 << 10}, {"mb", 1000000},  {"mib", 1 << 20},  {"gb", 1000000000}, {"gib", 1 << 30},
+    };
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || errno || !(x >= 0) || x > 1e15) return -1;
+    while (*end == ' ') end++;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (!strcasecmp(end, units[i].unit)) {
+            *bytes = (uint64_t)(x * (double)units[i].mul);
+            return 0;
+        }
+    return -1;
 }

@@ -278,6 +278,7 @@ void query_free(query *q)
     free(q->sink_format);
     free(q->upsert);
     batch_fini(&q->ups);
+    tbl_free(q->changes);
     free(q);
 }
 
@@ -899,5 +900,5 @@ int query_drop_state(query *q, store_txn *t, xerr *err)
             if ((rc = store_kv_del(t, STORE_META, key, err))) return rc;
             if ((rc = ft_drop_out(t, "out/%u/", query_task_id(q, i, k), 0, err))) return rc;
         }
-    return 0;
+    return q->changes ? store_state_drop_task(t, STORE_STATE, q->changes->tid, err) : 0;
 }

@@ -413,33 +413,6 @@ int engine_rebalance_setting(const char *key, const ast_lit *v, double *out, xer
     return 0;
 }
 
-int eng_offset_parse(const char *v, int *earliest)
-{
-    if (!strcmp(v, "earliest")) *earliest = 1;
-    else if (!strcmp(v, "latest")) *earliest = 0;
-    else return -1;
-    return 0;
-}
-
-int eng_bytes_parse(const char *v, uint64_t *bytes)
-{
-    static const struct { const char *unit; uint64_t mul; } units[] = {
-        {"", 1},          {"b", 1},         {"byte", 1},       {"bytes", 1},      {"kb", 1000},
-        {"kib", 1 << 10}, {"mb", 1000000},  {"mib", 1 << 20},  {"gb", 1000000000}, {"gib", 1 << 30},
-    };
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || errno || !(x >= 0) || x > 1e15) return -1;
-    while (*end == ' ') end++;
-    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-        if (!strcasecmp(end, units[i].unit)) {
-            *bytes = (uint64_t)(x * (double)units[i].mul);
-            return 0;
-        }
-    return -1;
-}
-
 int eng_set_stmt(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     char val_text[128];

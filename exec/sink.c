@@ -203,15 +203,32 @@ static const batch *upsert_rows(query *q, const batch *b)
     return &q->ups; /* TEXT stays in b's arena, as a filter's rows do */
 }
 
+/* A push query's updating aggregate: the groups its batch touched (and,
+ * while q->retracting, those it deletes) into the changes they make to
+ * the rows it printed before, kept as a table's are (table.c, in the
+ * epoch's transaction): +I, -U and +U, -D. */
+static int changes_of(query *q, const batch **b, xerr *err)
+{
+    table_rt *t = q->changes;
+    int rc = eng_txn(q->eng, err);
+    if (rc) return rc;
+    t->deleting = q->retracting;
+    rc = tbl_apply(t, q->eng->txn, *b, err);
+    t->deleting = 0;
+    *b = &t->chg;
+    return rc;
+}
+
 int query_emit(query *q, const batch *b, xerr *err)
 {
+    int rc;
+    if (q->changes && ((rc = changes_of(q, &b, err)) || !b->nrows)) return rc;
     q->rows_out += b->nrows;
     if (q->limit_left >= 0) {
         q->limit_left -= b->nrows;
         if (q->limit_left <= 0) q->finished = 1;
     }
     /* CREATE STREAM AS, INSERT INTO SELECT: into the target's log, in this epoch */
-    int rc;
     if (q->target >= 0 && q->eng->derived_rows_cb && (rc = q->eng->derived_rows_cb(q, b, err))) return rc;
     const batch *sb = q->upsert && (q->sink || q->outlet) ? upsert_rows(q, b) : b;
     if (!sb) return xerr_set(err, XE_NOMEM, "out of memory");

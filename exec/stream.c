@@ -16,6 +16,7 @@
  */
 #include "exec/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -186,6 +187,16 @@ int eng_derived_wm(query *q, xerr *err)
     return advance_wm(e, si, err);
 }
 
+/* A finished push query's changes and aggregate state go, with the record
+ * that names them (catalog.c's push_sweep drops what a crash left). */
+static void drop_push_state(engine *e, query *q)
+{
+    char key[32];
+    snprintf(key, sizeof key, "push/%u", q->id);
+    xerr err = {0};
+    if (!eng_txn(e, &err) && !query_drop_state(q, e->txn, &err)) store_kv_del(e->txn, STORE_META, key, &err);
+}
+
 void eng_finish_ended_push(engine *e)
 {
     for (int i = 0; i < e->nqueries; i++) {
@@ -201,6 +212,7 @@ void eng_finish_ended_push(engine *e)
         if (q->transient && q->finished) {
             if (!q->began && q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
             if (q->out.end) q->out.end(q->out.ctx);
+            if (q->changes) drop_push_state(e, q);
             query_free(q);
             memmove(&e->queries[i], &e->queries[i + 1], (size_t)(e->nqueries - i - 1) * sizeof *e->queries);
             e->nqueries--;

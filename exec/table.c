@@ -34,6 +34,7 @@ void tbl_free(table_rt *t)
 {
     if (!t) return;
     plan_stream_free(t->in);
+    plan_stream_free(t->cl); /* a push query's; a stream's table gave it to the stream */
     plan_stream_free(t->rows_view);
     batch_fini(&t->chg);
     batch_fini(&t->old);
@@ -51,6 +52,8 @@ static int find_col(const plan_schema *s, const char *name)
         if (!strcasecmp(s->cols[c].name, name)) return c;
     return -1;
 }
+
+static int tbl_build(table_rt *t, const char *tname, int line, int col, xerr *err);
 
 int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
 {
@@ -100,12 +103,50 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
                 goto fail;
             }
     }
+    if ((rc = tbl_build(t, st->name, st->line, st->col, err))) goto fail;
+    *out = t;
+    return 0;
+fail:
+    t->in = NULL; /* the caller's still */
+    tbl_free(t);
+    return rc;
+}
+
+/* A push query's changes (catalog.c): a table over its output, keyed by
+ * the columns key[0 .. nkey), not a stream: its changelog goes to the
+ * query's client.  ps becomes the table's on success. */
+int tbl_new_keyed(plan_stream *ps, const int *key, int nkey, uint32_t tid, table_rt **out, xerr *err)
+{
+    *out = NULL;
+    if (nkey > TBL_MAX_KEY) return xerr_set(err, XE_PLAN, "a key has at most %d columns", TBL_MAX_KEY);
+    table_rt *t = calloc(1, sizeof *t);
+    if (!t) return xerr_set(err, XE_NOMEM, "out of memory");
+    t->op_col = -1;
+    t->in = ps;
+    t->tid = tid;
+    t->from_query = 1;
+    for (int i = 0; i < nkey; i++) t->key[t->nkey++] = key[i];
+    int rc = tbl_build(t, ps->name, 0, 0, err);
+    if (rc) {
+        t->in = NULL;
+        tbl_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+/* The changelog's schema (t->cl), the pull queries' (t->rows_view) and
+ * the buffers, for t with its input, key and op_column set. */
+static int tbl_build(table_rt *t, const char *tname, int line, int col, xerr *err)
+{
+    const plan_stream *ps = t->in;
+    const plan_schema *in = &ps->schema;
     /* the changelog's columns: op, then the declared ones but op_column */
     plan_stream *cl = calloc(1, sizeof *cl);
     if (!cl || !(t->vmap = calloc((size_t)in->ncols, sizeof *t->vmap))) {
         free(cl);
-        rc = xerr_set(err, XE_NOMEM, "out of memory");
-        goto fail;
+        return xerr_set(err, XE_NOMEM, "out of memory");
     }
     *cl = *ps;
     cl->name = strdup(ps->name);
@@ -115,8 +156,7 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
     if (!cl->name || !(cl->schema.cols = calloc((size_t)in->ncols + 1, sizeof *cl->schema.cols)) ||
         !(cl->schema.cols[0].name = strdup("op"))) {
         plan_stream_free(cl);
-        rc = xerr_set(err, XE_NOMEM, "out of memory");
-        goto fail;
+        return xerr_set(err, XE_NOMEM, "out of memory");
     }
     cl->schema.cols[0].type = TY_TEXT;
     cl->schema.ncols = 1;
@@ -124,19 +164,17 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
         if (c == t->op_col) continue;
         if (!strcasecmp(in->cols[c].name, "op")) {
             plan_stream_free(cl);
-            rc = xerr_at(err, XE_NAME, st->line, st->col,
-                         "column 'op' of table '%s' would clash with its changelog's first column (op): name it "
-                         "otherwise, or make it the op_column",
-                         st->name);
-            goto fail;
+            return xerr_at(err, XE_NAME, line, col,
+                           "column 'op' of table '%s' would clash with its changelog's first column (op): name it "
+                           "otherwise, or make it the op_column",
+                           tname);
         }
         if (c == ps->ts_col) cl->ts_col = cl->schema.ncols;
         t->vmap[t->nval++] = c;
         plan_column *pc = &cl->schema.cols[cl->schema.ncols];
         if (!(pc->name = strdup(in->cols[c].name))) {
             plan_stream_free(cl);
-            rc = xerr_set(err, XE_NOMEM, "out of memory");
-            goto fail;
+            return xerr_set(err, XE_NOMEM, "out of memory");
         }
         pc->type = in->cols[c].type;
         for (int k = 0; k < t->nkey; k++)
@@ -146,8 +184,7 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
     cl->npkey = t->nkey;
     if (batch_init(&t->chg, cl->schema.ncols, 1024) || batch_init(&t->old, t->nval, 16)) {
         plan_stream_free(cl);
-        rc = xerr_set(err, XE_NOMEM, "out of memory");
-        goto fail;
+        return xerr_set(err, XE_NOMEM, "out of memory");
     }
     /* what a pull query reads: the changelog's columns but op */
     plan_stream *rv = calloc(1, sizeof *rv);
@@ -168,17 +205,11 @@ int tbl_new(const ast_stmt *st, plan_stream *ps, table_rt **out, xerr *err)
     if (!rv || rv->schema.ncols != cl->schema.ncols - 1) {
         plan_stream_free(rv);
         plan_stream_free(cl);
-        rc = xerr_set(err, XE_NOMEM, "out of memory");
-        goto fail;
+        return xerr_set(err, XE_NOMEM, "out of memory");
     }
     t->rows_view = rv;
     t->cl = cl;
-    *out = t;
     return 0;
-fail:
-    t->in = NULL; /* the caller's still */
-    tbl_free(t);
-    return rc;
 }
 
 /* 0: an upsert (I, U, or no op column), 1: a delete, -1: not an op. */

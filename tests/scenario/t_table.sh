@@ -17,7 +17,8 @@
 #     rows change groups and are deleted) and over a stream: COUNT, SUM,
 #     MIN, MAX against sqlite3's GROUP BY over the final rows; with HAVING
 #     (groups deleted when they stop passing, back when they pass again)
-#     against sqlite3's GROUP BY ... HAVING;
+#     against sqlite3's GROUP BY ... HAVING; a push query's aggregate
+#     without a window prints the same changelogs;
 #  5. kill -9 in the middle of a file source, restart until done: the
 #     changelogs of the table and of an aggregate over it, written by
 #     standing queries' sinks, equal an uninterrupted run's change for
@@ -226,6 +227,22 @@ awk -F, '$1 == "-D" { d[$2] = 1 } $1 == "+I" && d[$2] { back = 1 } END { exit !b
 check_state "CREATE TABLE AS with HAVING" hagg.txt in.csv "${SQ%;} $HV;"
 refused "$TBL; CREATE TABLE c AS SELECT w, COUNT(*) AS n FROM t GROUP BY w; INSERT INTO c VALUES ('a', 1);" \
     "table 'c' is made by CREATE TABLE AS: its rows come from its query"
+# a push query's aggregate without a window prints the same changelog:
+# over the table, with HAVING, and over a stream
+"$A" --memory -q -e "$TBL; $AGG FROM t GROUP BY w EMIT CHANGES;" --ingest t <in.csv >out 2>err
+expect_rc 0 $? "a push query's aggregate over a table"
+head -n 1 out | grep -qx "op,w,n,s,lo,hi" || fail "the push aggregate's header: $(head -n 1 out)"
+tail -n +2 out >pagg.txt
+check_state "a push query's aggregate over a table" pagg.txt in.csv "$SQ"
+cmp -s pagg.txt agg.txt || fail "the push query's changelog is not CREATE TABLE AS's"
+"$A" --memory -q -e "$TBL; $AGG FROM t GROUP BY w $HV EMIT CHANGES;" --ingest t <in.csv >out 2>err
+expect_rc 0 $? "a push query's aggregate with HAVING"
+tail -n +2 out >phagg.txt
+check_state "a push query's aggregate with HAVING" phagg.txt in.csv "${SQ%;} $HV;"
+cmp -s phagg.txt hagg.txt || fail "the push query's HAVING changelog is not CREATE TABLE AS's"
+"$A" --memory -q -e "CREATE STREAM s (k BIGINT, v BIGINT, w TEXT); $AGG FROM s GROUP BY w;" --ingest s <rows.csv >out 2>err
+expect_rc 0 $? "a push query's aggregate over a stream"
+tail -n +2 out | cmp -s - sagg.txt || fail "the push query's changelog over a stream is not CREATE TABLE AS's"
 
 # ---- 5. kill -9 in the middle of a file source, restart until done
 gen 400000 20000 5 >big.csv

@@ -1671,6 +1671,57 @@ static void test_table_as_having(void **state)
     rm_dir(dir);
 }
 
+/* A push query's aggregate without a window (issue 19): its output is a
+ * changelog (op first) that retracts as a table's does: a group that
+ * stops passing HAVING gets -D, and over a table a row that changes its
+ * group moves its count (read from the table's start); one that does not
+ * select its GROUP BY columns prints its rows as before; a column called
+ * op is refused; after a restart the finished query's state is gone and a
+ * new one starts from nothing. */
+static void test_push_changes(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX", data[256];
+    engine_opts o;
+    engine *e = open_tmp(dir, data, sizeof data, &o);
+    xerr err;
+    cap c, s, t, u;
+    exec_out out = cap_out(&c), sub = cap_out(&s), sub2 = cap_out(&t), sub3 = cap_out(&u);
+    run(e, &out, "CREATE STREAM s (id BIGINT, v BIGINT);");
+    run(e, &sub, "SELECT id, SUM(v) AS s, COUNT(*) AS n FROM s GROUP BY id HAVING SUM(v) / COUNT(*) > 25 EMIT CHANGES;");
+    run(e, &sub3, "SELECT COUNT(*) AS n FROM s GROUP BY id;");
+    run(e, &out, "INSERT INTO s VALUES (0, 50); INSERT INTO s VALUES (0, 10); INSERT INTO s VALUES (0, 15);"
+                 "INSERT INTO s VALUES (1, 5); INSERT INTO s VALUES (1, 7);");
+    assert_string_equal(s.text.p, "+I,0,50,1\n-U,0,50,1\n+U,0,60,2\n-D,0,60,2\n");
+    assert_string_equal(u.text.p, "1\n2\n3\n1\n2\n");
+    run(e, &out, "CREATE TABLE t (k BIGINT, cat TEXT, v BIGINT, PRIMARY KEY (k));"
+                 "INSERT INTO t VALUES (1, 'a', 5), (2, 'a', 9), (3, 'b', 20), (4, 'z', 1);");
+    run(e, &sub2, "SELECT cat, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY cat HAVING SUM(v) > 10 EMIT CHANGES;");
+    char *got = sorted(t.text.p);
+    assert_string_equal(got, "+I,a,2,14\n+I,b,1,20\n");
+    free(got);
+    sbuf_reset(&t.text);
+    run(e, &out, "INSERT INTO t VALUES (2, 'b', 9);");
+    got = sorted(t.text.p);
+    assert_string_equal(got, "+U,b,2,29\n-D,a,2,14\n-U,b,1,20\n");
+    free(got);
+    assert_int_equal(engine_exec_sql(e, "SELECT id AS op, COUNT(*) AS n FROM s GROUP BY id;", &out, &err), XE_NAME);
+    assert_non_null(strstr(err.msg, "'op'"));
+    assert_int_equal(err.line, 1);
+    engine_close(e);
+    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    sbuf_reset(&s.text);
+    run(e, &sub, "SELECT id, SUM(v) AS s, COUNT(*) AS n FROM s GROUP BY id EMIT CHANGES;");
+    run(e, &out, "INSERT INTO s VALUES (0, 1);");
+    assert_string_equal(s.text.p, "+I,0,1,1\n");
+    engine_close(e);
+    cap_fini(&c);
+    cap_fini(&s);
+    cap_fini(&t);
+    cap_fini(&u);
+    rm_dir(dir);
+}
+
 /* A sink WITH (changelog = 'upsert') (exec/sink.c): no -U rows, a -D with
  * only op and the key's columns; across a restart; its bad values. */
 static void test_upsert_sink(void **state)
@@ -2119,6 +2170,7 @@ int main(void)
         cmocka_unit_test(test_table_changelog),
         cmocka_unit_test(test_table_as_retracts),
         cmocka_unit_test(test_table_as_having),
+        cmocka_unit_test(test_push_changes),
         cmocka_unit_test(test_upsert_sink),
         cmocka_unit_test(test_offset_earliest),
         cmocka_unit_test(test_distributed_hooks),
