@@ -1291,8 +1291,11 @@ static void test_rtt_min_ignores_held_heartbeats(void **state)
         if (i == 60) net_set_send_delay_ms(fx->srv.conn, 0);
         if (net_rtt_us(c) > most) most = net_rtt_us(c);
     }
-    assert_true(most > 10000);                          /* smoothed: the holds are in it */
-    assert_true(net_rtt_min_us(c) <= idle);             /* the least: the path's */
+    assert_true(most > 10000); /* smoothed: the holds are in it */
+    /* the least: the path's, not the 40 ms holds. The window (32 round
+     * trips) has slid past the idle ones by now, so the least is of later
+     * trips, whose jitter (ASan, a shared machine) may put it above idle. */
+    assert_true(net_rtt_min_us(c) < 20000);
 }
 
 /* A standby that takes over changes its context's role while members'
