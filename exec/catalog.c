@@ -5,13 +5,15 @@
  * Catalog (LMDB `catalog`):  stream/<name> -> CREATE STREAM text
  *                            query/<name>  -> "<id> <CREATE QUERY text>"
  *                            setting/<key> -> value
- *                            host/<key>    -> a host's own records
- * CREATE and DROP of streams and queries, a push query (SELECT), the
- * queries a cluster's coordinator deploys here (engine_deploy), and the
- * host's records.  Each change commits at once (engine_commit).  At open
- * the catalog is replayed (eng_catalog_load): streams are re-created with
- * their progress, standing queries re-planned and their state loaded.
- * Runs on the engine's thread.
+ *                            host/<key>    -> a host's own records (deploy.c)
+ * CREATE and DROP of streams, tables and standing queries, the derived
+ * streams and tables that queries write (CREATE STREAM AS, INSERT INTO
+ * SELECT with its cycle check, CREATE TABLE AS).  Each change commits at
+ * once (engine_commit).  At open the catalog is replayed
+ * (eng_catalog_load): streams are re-created with their progress,
+ * standing queries re-planned and their state loaded.  A query's start
+ * is start.c's; push queries are push.c's, a cluster's deployed queries
+ * deploy.c's.  Runs on the engine's thread.
  */
 #include "exec/internal.h"
 
@@ -26,27 +28,7 @@ static const char *known_stream_options[] = {"timestamp", "watermark", "source",
                                              "delimiter", "null_string", "home", "partitions", NULL};
 static const char *known_table_options[] = {"timestamp", "watermark", "source", "format", "retention",
                                             "delimiter", "null_string", "op_column", NULL};
-static const char *known_query_options[] = {"parallelism", "sink", "format", "placement", "ft", "replicas",
-                                            "checkpoint_interval", "offset", "changelog", NULL};
 
-static int check_options(const ast_options *w, const char **known, const char *what, xerr *err)
-{
-    for (int i = 0; w && i < w->n; i++) {
-        int ok = 0;
-        for (int k = 0; known[k]; k++)
-            if (!strcasecmp(known[k], w->v[i].key)) ok = 1;
-        if (!ok) {
-            char list[256] = "";
-            for (int k = 0; known[k]; k++) {
-                size_t l = strlen(list);
-                snprintf(list + l, sizeof list - l, "%s%s", k ? ", " : "", known[k]);
-            }
-            return xerr_at(err, XE_INVAL, w->v[i].key_line, w->v[i].key_col, "unknown %s option '%s' (known: %s)", what,
-                           w->v[i].key, list);
-        }
-    }
-    return 0;
-}
 
 /* delimiter and null_string: their values, and that they fit the format. */
 static int check_input_options(const ast_options *w, fmt_kind k, xerr *err)
@@ -73,10 +55,6 @@ static int stream_taken(engine *e, const ast_stmt *st, const exec_out *out, xerr
     return xerr_at(err, XE_EXISTS, st->line, st->col, "stream '%s' already exists", st->name);
 }
 
-/* A table's rows are kept under a task id of their own: the last task of a
- * query id that no query gets (meta "table/<name>" holds the id). */
-static uint32_t table_tid(uint32_t id) { return id * 4096u + 4095u; }
-
 /* The table's id is id (CREATE TABLE AS: its query's), in the open epoch. */
 static int table_id_put(engine *e, stream_rt *s, uint32_t id, xerr *err)
 {
@@ -84,7 +62,7 @@ static int table_id_put(engine *e, stream_rt *s, uint32_t id, xerr *err)
     char key[300];
     snprintf(key, sizeof key, "table/%s", s->ps->name);
     int rc = eng_put_u64s(e->txn, key, &v, 1, err);
-    if (!rc) s->table->tid = table_tid(id);
+    if (!rc) s->table->tid = eng_table_tid(id);
     return rc;
 }
 
@@ -111,7 +89,7 @@ static int table_id_load(engine *e, stream_rt *s, xerr *err)
     if (rc == XE_NOTFOUND) return xerr_set(err, XE_CORRUPT, "table '%s' has no id in the meta records", s->ps->name);
     if (rc) return rc;
     if (id >= e->next_query_id) e->next_query_id = (uint32_t)id + 1;
-    s->table->tid = table_tid((uint32_t)id);
+    s->table->tid = eng_table_tid((uint32_t)id);
     return tbl_load(s->table, e->txn, err);
 }
 
@@ -120,7 +98,7 @@ int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     int rc;
     if ((rc = stream_taken(e, st, out, err))) return rc > 0 ? 0 : rc;
     int table = st->kind == ST_CREATE_TABLE;
-    if ((rc = check_options(st->with, table ? known_table_options : known_stream_options, table ? "table" : "stream",
+    if ((rc = eng_check_options(st->with, table ? known_table_options : known_stream_options, table ? "table" : "stream",
                             err)))
         return rc;
     const ast_option *o = ast_option_get(st->with, "source");
@@ -173,157 +151,6 @@ int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *
 
 /* ------------------------------------------------------------------ queries */
 
-static int get_setting_int(const ast_options *w, const char *key, int def, int lo, int hi, int *out, xerr *err)
-{
-    const ast_option *o = ast_option_get(w, key);
-    if (!o) { *out = def; return 0; }
-    char *end;
-    long v = strtol(o->value, &end, 10);
-    if (*end || v < lo || v > hi)
-        return xerr_at(err, XE_INVAL, o->line, o->col, "option %s = '%s' must be an integer from %d to %d", key, o->value,
-                       lo, hi);
-    *out = (int)v;
-    return 0;
-}
-
-/* WITH (changelog = 'full' | 'upsert') of a query with a sink over a
- * table's changelog: under 'upsert' its sink gets +I and +U rows, no -U,
- * and a -D row with only op and the key's columns (sink.c). */
-static int changelog_opt(engine *e, query *q, const ast_options *w, xerr *err)
-{
-    const ast_option *o = ast_option_get(w, "changelog");
-    if (!o) return 0;
-    if (!strcasecmp(o->value, "full")) return 0;
-    if (strcasecmp(o->value, "upsert"))
-        return xerr_at(err, XE_INVAL, o->line, o->col, "changelog must be 'full' or 'upsert', not '%s'", o->value);
-    if (!ast_option_get(w, "sink"))
-        return xerr_at(err, XE_INVAL, o->line, o->col, "changelog = 'upsert' is a sink's: it needs WITH (sink = ...)");
-    const table_rt *t = q->nsrc == 1 ? e->streams[q->src_stream[0]]->table : NULL;
-    const fmt_schema *os = &q->out_schema;
-    if (!t || !os->ncols || strcmp(os->names[0], "op"))
-        return xerr_at(err, XE_INVAL, o->line, o->col,
-                       "changelog = 'upsert' needs a query over one table's changelog, its op column first (SELECT * "
-                       "FROM t)");
-    if (!(q->upsert = calloc((size_t)os->ncols, 1)) || batch_init(&q->ups, os->ncols, 256))
-        return xerr_set(err, XE_NOMEM, "out of memory");
-    q->upsert[0] = 1;
-    for (int k = 0; k < t->nkey; k++) {
-        const char *kn = t->in->schema.cols[t->key[k]].name;
-        int c = 1;
-        while (c < os->ncols && strcasecmp(os->names[c], kn)) c++;
-        if (c == os->ncols)
-            return xerr_at(err, XE_INVAL, o->line, o->col,
-                           "changelog = 'upsert' writes a delete as its key: the SELECT must select the key column '%s'",
-                           kn);
-        q->upsert[c] = 1;
-    }
-    return 0;
-}
-
-/* Plan and start a query.  sel is the SELECT, w its WITH options. */
-static int query_new(engine *e, const ast_select *sel, const ast_options *w, const char *name, const char *sql,
-                     uint32_t id, int table_agg, query **out, xerr *err)
-{
-    *out = NULL;
-    plan_opts po = {e->parallelism};
-    int rc;
-    if ((rc = get_setting_int(w, "parallelism", e->parallelism, 1, 64, &po.parallelism, err))) return rc;
-    /* CREATE TABLE AS: one task, so its groups' state never moves between
-     * tasks when SET parallelism changes between runs */
-    if (table_agg) po.parallelism = 1;
-    plan_dag *d;
-    if ((rc = plan_query(sel, &e->cat, &po, &d, err))) return rc;
-    query *q = calloc(1, sizeof *q);
-    if (!q) { plan_free(d); return xerr_set(err, XE_NOMEM, "out of memory"); }
-    q->dag = d;
-    q->id = id;
-    q->name = name ? strdup(name) : NULL;
-    q->sql = sql ? strdup(sql) : NULL;
-    const ast_option *so = ast_option_get(w, "sink"), *fo = ast_option_get(w, "format");
-    if ((so && !(q->sink_uri = strdup(so->value))) || (so && fo && !(q->sink_format = strdup(fo->value)))) {
-        query_free(q);
-        return xerr_set(err, XE_NOMEM, "out of memory");
-    }
-    q->target = -1;
-    q->table_agg = table_agg;
-    if ((rc = query_start(e, q, err))) { query_free(q); return rc; }
-    if ((rc = changelog_opt(e, q, w, err))) { query_free(q); return rc; }
-    /* new queries read from the end of their streams' logs */
-    for (int k = 0; k < q->nsrc; k++) {
-        stream_rt *s = e->streams[q->src_stream[k]];
-        int own = !e->txn;
-        if (own && (rc = store_begin(e->st, 0, &e->txn, err))) { query_free(q); return rc; }
-        rc = store_log_end(e->txn, s->ps->name, &q->offset[k], err);
-        if (own) { store_abort(e->txn); e->txn = NULL; }
-        if (rc) { query_free(q); return rc; }
-    }
-    *out = q;
-    return 0;
-}
-
-static int add_query(engine *e, query *q, xerr *err)
-{
-    query **v = realloc(e->queries, (size_t)(e->nqueries + 1) * sizeof *v);
-    if (!v) return xerr_set(err, XE_NOMEM, "out of memory");
-    e->queries = v;
-    e->queries[e->nqueries++] = q;
-    return 0;
-}
-
-/* q's source k reads its log from its start: the first record retention
- * kept (out hears how many it dropped). */
-static int rewind_source(engine *e, query *q, int k, const exec_out *out, xerr *err)
-{
-    stream_rt *s = e->streams[q->src_stream[k]];
-    uint64_t begin, end;
-    int rc = eng_txn(e, err);
-    if (!rc) rc = store_log_begin(e->txn, s->ps->name, &begin, err);
-    if (!rc) rc = store_log_end(e->txn, s->ps->name, &end, err);
-    if (rc) return rc;
-    if (begin > 0)
-        eng_notice(out, "stream '%s': retention has dropped the %llu oldest of its %llu log records; "
-                    "this query reads only the rows that came after them", s->ps->name,
-               (unsigned long long)begin, (unsigned long long)end);
-    q->offset[k] = begin;
-    return 0;
-}
-
-/* Is q's source k the table side of a stream-table join? */
-static int table_side(const query *q, int k)
-{
-    for (int i = 0; i < q->dag->nops; i++) {
-        const plan_op *op = &q->dag->ops[i];
-        if (op->kind == PO_JOIN && op->temporal && op->inputs[1] == q->src_op[k]) return 1;
-    }
-    return 0;
-}
-
-/* q's sources that read their table from its first change, so that they
- * see the rows it holds, not only its changes from now: every table of a
- * CREATE TABLE AS (all), the table side of a stream-table join.  A table
- * whose first changes retention dropped is refused (what: what would miss
- * them).  *n (if not NULL): how many sources were set back. */
-static int tables_from_start(engine *e, query *q, int all, const char *what, int line, int col, int *n, xerr *err)
-{
-    int set = 0;
-    for (int k = 0; k < q->nsrc; k++) {
-        stream_rt *s = e->streams[q->src_stream[k]];
-        uint64_t begin = 0;
-        int rc;
-        if (!s->table || (!all && !table_side(q, k))) continue;
-        if ((rc = eng_txn(e, err)) || (rc = store_log_begin(e->txn, s->ps->name, &begin, err))) return rc;
-        if (begin > 0)
-            return xerr_at(err, XE_PLAN, line, col,
-                           "table '%s' no longer holds its first changes in its log (retention dropped %llu records): %s "
-                           "would miss their rows",
-                           s->ps->name, (unsigned long long)begin, what);
-        q->offset[k] = 0;
-        set++;
-    }
-    if (n) *n = set;
-    return 0;
-}
-
 /* WITH (offset = ...) of a query, else SET offset: *earliest. */
 static int offset_opt(const engine *e, const ast_options *w, int *earliest, xerr *err)
 {
@@ -364,7 +191,7 @@ static int standing_new(engine *e, const ast_stmt *st, const char *qname, const 
     int rc, earliest;
     query *q;
     *out = NULL;
-    if ((rc = query_new(e, st->select, st->with, qname, st->text ? st->text : "", e->next_query_id,
+    if ((rc = eng_query_new(e, st->select, st->with, qname, st->text ? st->text : "", e->next_query_id,
                          st->kind == ST_CREATE_TABLE_AS, &q, err)))
         return rc;
     const ast_option *so = ast_option_get(st->with, "sink"), *fo = ast_option_get(st->with, "format");
@@ -376,11 +203,11 @@ static int standing_new(engine *e, const ast_stmt *st, const char *qname, const 
     }
     offset_opt(e, st->with, &earliest, err); /* standing_check took it */
     for (int k = 0; earliest && k < q->nsrc; k++)
-        if ((rc = rewind_source(e, q, k, no, err))) {
+        if ((rc = eng_rewind_source(e, q, k, no, err))) {
             query_free(q);
             return rc;
         }
-    if ((rc = tables_from_start(e, q, 0, "a join with it", st->line, st->col, NULL, err))) {
+    if ((rc = eng_tables_from_start(e, q, 0, "a join with it", st->line, st->col, NULL, err))) {
         query_free(q);
         return rc;
     }
@@ -398,7 +225,7 @@ static int standing_commit(engine *e, query *q, stream_rt *made, xerr *err)
     sbuf_init(&v);
     sbuf_printf(&v, "%u %s", q->id, q->sql);
     uint64_t nid = e->next_query_id + 1;
-    int rc = add_query(e, q, err);
+    int rc = eng_query_add(e, q, err);
     if (rc) {
         query_free(q);
         goto undo_stream;
@@ -444,7 +271,7 @@ int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *e
         return xerr_at(err, XE_EXISTS, st->line, st->col, "query '%s' already exists", st->name);
     }
     query *q;
-    if ((rc = check_options(st->with, known_query_options, "query", err)) || (rc = standing_check(e, st, err)) ||
+    if ((rc = eng_check_query_options(st->with, err)) || (rc = standing_check(e, st, err)) ||
         (rc = standing_new(e, st, st->name, out, &q, err)) || (rc = standing_commit(e, q, NULL, err)))
         return rc;
     eng_notice(out, "CREATE QUERY");
@@ -570,7 +397,7 @@ int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xer
         return xerr_at(err, XE_EXISTS, st->line, st->col,
                        "a query is called '%s' (the query of a derived stream takes the stream's name)", st->name);
     query *q;
-    if ((rc = check_options(st->with, known, "derived stream", err)) || (rc = standing_check(e, st, err)) ||
+    if ((rc = eng_check_options(st->with, known, "derived stream", err)) || (rc = standing_check(e, st, err)) ||
         (rc = standing_new(e, st, st->name, out, &q, err)))
         return rc;
     if ((rc = standing_make(e, st, q, 0, err))) return rc;
@@ -653,241 +480,7 @@ int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     return 0;
 }
 
-/* A bounded stream (a file source, or an input that has ended) has in its
- * log all it will get, or will get the rest from where its source stopped:
- * a push query reads it from the start of the log, so that a SELECT run
- * again answers as the first one did (the file is not read twice; the
- * recorded watermark steps replay, so the same rows are late).  New rows
- * of an unbounded stream are what a push query waits for, as in ksqlDB,
- * unless SET offset = 'earliest' (all = 1) asks for its log too.
- * *rewound: some source was. */
-static int rewind_bounded(engine *e, query *q, int all, const exec_out *out, int *rewound, xerr *err)
-{
-    *rewound = 0;
-    for (int k = 0; k < q->nsrc; k++) {
-        stream_rt *s = e->streams[q->src_stream[k]];
-        int file = s->source && !strncmp(s->source, "file://", 7);
-        if (s->guard || !(file || s->ended || all)) continue;
-        int rc = rewind_source(e, q, k, out, err);
-        if (rc) return rc;
-        *rewound = 1;
-    }
-    return 0;
-}
-
-/* The output columns of sel's GROUP BY columns into key[] (at most
- * TBL_MAX_KEY of them): NULL, or the first that the SELECT does not
- * select as a column. */
-static const ast_expr *group_key_cols(const ast_select *sel, int *key)
-{
-    for (int g = 0; g < sel->group_by->n; g++) {
-        const ast_expr *x = sel->group_by->v[g];
-        key[g] = -1;
-        for (int i = 0; x->kind == EX_COL && sel->items && i < sel->items->n; i++) {
-            const ast_expr *it = sel->items->v[i].expr;
-            if (it && it->kind == EX_COL && !strcmp(it->name, x->name)) key[g] = i;
-        }
-        if (key[g] < 0) return x;
-    }
-    return NULL;
-}
-
-/* A push query whose answer updates and retracts as CREATE TABLE AS's
- * does: an aggregate without a window (EMIT CHANGES) that selects its
- * GROUP BY columns, with no JOIN, UNNEST or LIMIT.  Its group columns'
- * output positions go into key[], their count is returned; else 0. */
-static int updating_agg(const ast_select *sel, int *key)
-{
-    if (!sel->group_by || !sel->group_by->n || sel->group_by->n > TBL_MAX_KEY || sel->window.kind != WIN_NONE ||
-        sel->emit == EMIT_FINAL || sel->join || sel->unnest || sel->limit >= 0)
-        return 0;
-    return group_key_cols(sel, key) ? 0 : sel->group_by->n;
-}
-
-/* q's output as a changelog (sink.c's changes_of): op, then its columns,
- * keyed by its groups; its state under q's id, named in meta (push/<id>)
- * until the query ends, so that a crash's leftovers go at the next open. */
-static int changes_open(engine *e, query *q, const int *key, int nkey, xerr *err)
-{
-    const plan_schema *os = &q->dag->ops[q->dag->sink].out;
-    for (int c = 0; c < os->ncols; c++)
-        if (!strcasecmp(os->cols[c].name, "op"))
-            return xerr_set(err, XE_NAME,
-                            "column %d is called 'op', the first column of the changelog an updating aggregate "
-                            "prints: name it otherwise (AS ...)",
-                            c + 1);
-    plan_stream *ps = calloc(1, sizeof *ps);
-    if (!ps || !(ps->name = strdup("push")) || plan_schema_copy(&ps->schema, os)) {
-        plan_stream_free(ps);
-        return xerr_set(err, XE_NOMEM, "out of memory");
-    }
-    ps->ts_col = -1;
-    int rc = tbl_new_keyed(ps, key, nkey, table_tid(q->id), &q->changes, err);
-    if (rc) {
-        plan_stream_free(ps);
-        return rc;
-    }
-    const plan_schema *cs = &q->changes->cl->schema;
-    const char **nm = calloc((size_t)cs->ncols + 1, sizeof *nm);
-    sql_type *ty = calloc((size_t)cs->ncols + 1, sizeof *ty);
-    if (!nm || !ty) {
-        free(nm);
-        free(ty);
-        return xerr_set(err, XE_NOMEM, "out of memory");
-    }
-    for (int c = 0; c < cs->ncols; c++) {
-        nm[c] = cs->cols[c].name;
-        ty[c] = cs->cols[c].type;
-    }
-    free(q->out_names);
-    free(q->out_types);
-    q->out_names = nm;
-    q->out_types = ty;
-    q->out_schema = (fmt_schema){cs->ncols, nm, ty};
-    char mk[32];
-    snprintf(mk, sizeof mk, "push/%u", q->id);
-    uint64_t nid = e->next_query_id + 1;
-    if ((rc = eng_txn(e, err)) || (rc = store_kv_put(e->txn, STORE_META, mk, "", 0, err)) ||
-        (rc = eng_put_u64s(e->txn, "next_query_id", &nid, 1, err)))
-        return rc;
-    e->next_query_id++;
-    return 0;
-}
-
-static int drop_leftover(void *ctx, const char *key, const void *v, size_t n)
-{
-    (void)v;
-    (void)n;
-    uint32_t *ids = ctx;
-    if (ids[0] < 63) ids[++ids[0]] = (uint32_t)strtoul(key + strlen("push/"), NULL, 10);
-    return 0;
-}
-
-/* At open: the state of push queries that a crash or a close left. */
-static int push_sweep(engine *e, xerr *err)
-{
-    for (;;) {
-        uint32_t ids[64] = {0};
-        int rc = store_kv_scan(e->txn, STORE_META, "push/", drop_leftover, ids, err);
-        if (rc || !ids[0]) return rc;
-        for (uint32_t i = 1; i <= ids[0]; i++) {
-            char mk[32];
-            snprintf(mk, sizeof mk, "push/%u", ids[i]);
-            for (uint32_t t = 0; t < 4096 && !rc; t++) rc = store_state_drop_task(e->txn, STORE_STATE, ids[i] * 4096u + t, err);
-            if (rc || (rc = store_kv_del(e->txn, STORE_META, mk, err))) return rc;
-        }
-    }
-}
-
-/* A bare SELECT of one table, without EMIT CHANGES: the table index, else -1. */
-static int pull_table(const engine *e, const ast_select *sel)
-{
-    if (!sel->from->stream || sel->join || sel->emit == EMIT_CHANGES || sel->window.kind != WIN_NONE) return -1;
-    int si = eng_stream_index(e, sel->from->stream);
-    return si >= 0 && e->streams[si]->table ? si : -1;
-}
-
-/* A pull query: the table's rows now, then the end (table_pull.c). */
-static int pull_query(engine *e, const ast_stmt *st, int si, const exec_out *out, xerr *err)
-{
-    query *q;
-    /* an aggregate answers once, over every row (an unwindowed one would
-     * default to EMIT CHANGES): the statement's SELECT, planned so */
-    ast_select *sel = st->select;
-    ast_emit was = sel->emit;
-    if (was == EMIT_DEFAULT) sel->emit = EMIT_FINAL;
-    e->pull_view = 1;
-    int rc = query_new(e, sel, NULL, NULL, st->text, 0, 0, &q, err), point;
-    e->pull_view = 0;
-    sel->emit = was;
-    if (rc) return rc;
-    q->transient = 1;
-    if (out) q->out = *out;
-    if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 0);
-    q->began = 1;
-    rc = eng_pull_run(e, q, si, st->select, &point, err);
-    if (!rc && q->out.end) rc = q->out.end(q->out.ctx);
-    query_free(q);
-    return rc;
-}
-
-int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
-{
-    query *q;
-    int si = pull_table(e, st->select);
-    if (si >= 0) return pull_query(e, st, si, out, err);
-    int key[TBL_MAX_KEY], nkey = updating_agg(st->select, key);
-    /* an updating aggregate runs as CREATE TABLE AS's (table_agg.c), under
-     * an id of its own (its state is in LMDB until it ends) */
-    int rc = query_new(e, st->select, NULL, NULL, st->text, nkey ? e->next_query_id : 0, nkey > 0, &q, err);
-    if (rc) return rc;
-    q->transient = 1;
-    if (nkey && (rc = changes_open(e, q, key, nkey, err))) {
-        err->line = st->line;
-        err->col = st->col;
-        query_free(q);
-        return rc;
-    }
-    if (out) q->out = *out;
-    if ((rc = add_query(e, q, err))) { query_free(q); return rc; }
-    if (q->out.begin) q->out.begin(q->out.ctx, &q->out_schema, 1);
-    q->began = 1;
-    int rewound, tables;
-    if ((rc = rewind_bounded(e, q, e->offset_earliest, out, &rewound, err))) return rc;
-    /* an aggregate over a table counts every row it holds: its log's start */
-    if ((rc = tables_from_start(e, q, nkey > 0, nkey ? "an aggregate over it" : "a join with it", st->line, st->col,
-                                &tables, err)))
-        return rc;
-    rewound |= tables > 0;
-    if (rewound && (rc = eng_catch_up(e, q, err))) return rc;
-    for (int k = 0; k < q->nsrc && !rewound; k++)
-        if ((rc = query_watermark(q, k, eng_stream_wm(e->streams[q->src_stream[k]]), err))) return rc;
-    eng_finish_ended_push(e);
-    return 0;
-}
-
-/* SUBSCRIBE t of a table: its changelog from now on, as SELECT * FROM t
- * EMIT CHANGES (a push query; SET offset = 'earliest' gives what its log
- * holds; without EMIT CHANGES it would be a pull query). */
-int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
-{
-    sbuf q;
-    sbuf_init(&q);
-    sbuf_adds(&q, "SELECT * FROM ");
-    ast_print_ident(st->name, &q);
-    sbuf_adds(&q, " EMIT CHANGES");
-    ast_stmt *sel = NULL;
-    int rc = q.p ? parse_one(q.p, q.len, &sel, err) : xerr_set(err, XE_NOMEM, "out of memory");
-    if (!rc) rc = eng_push_query(e, sel, out, err);
-    ast_stmt_free(sel);
-    sbuf_fini(&q);
-    return rc;
-}
-
-void eng_detach_query_io(engine *e, query *q)
-{
-    if (q->outlet) io_outlet_close(e, q->outlet);
-    while (q->nsubs) io_outlet_close(e, q->subs[0]);
-    free(q->subs);
-    q->subs = NULL;
-    for (int i = 0; i < e->nlsubs; i++)
-        if (e->lsubs[i].q == q) {
-            if (e->lsubs[i].out.end) e->lsubs[i].out.end(e->lsubs[i].out.ctx);
-            e->lsubs[i--] = e->lsubs[--e->nlsubs];
-        }
-}
-
-static void remove_query(engine *e, query *q)
-{
-    eng_detach_query_io(e, q);
-    for (int i = 0; i < e->nqueries; i++)
-        if (e->queries[i] == q) {
-            memmove(&e->queries[i], &e->queries[i + 1], (size_t)(e->nqueries - i - 1) * sizeof *e->queries);
-            e->nqueries--;
-            break;
-        }
-    query_free(q);
-}
+/* ------------------------------------------------------------------ drops */
 
 /* Drop standing query q: its state, its catalog and meta records. */
 static int forget_query(engine *e, query *q, xerr *err)
@@ -900,7 +493,7 @@ static int forget_query(engine *e, query *q, xerr *err)
     if ((rc = eng_txn(e, err)) || (rc = query_drop_state(q, e->txn, err)) ||
         (rc = store_kv_del(e->txn, STORE_CATALOG, key, err)) || (rc = store_kv_del(e->txn, STORE_META, mkey, err)))
         return rc;
-    remove_query(e, q);
+    eng_query_remove(e, q);
     return 0;
 }
 
@@ -998,236 +591,6 @@ int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *er
     return 0;
 }
 
-/* ------------------------------------------------------------------ deployed queries (cluster) */
-
-static query *find_query_id(const engine *e, uint32_t qid)
-{
-    for (int i = 0; i < e->nqueries; i++)
-        if (!e->queries[i]->transient && e->queries[i]->id == qid && e->queries[i]->deployed) return e->queries[i];
-    return NULL;
-}
-
-int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err)
-{
-    ast_stmt *st;
-    *out = NULL;
-    int rc = parse_one(sql, strlen(sql), &st, err);
-    if (rc) return rc;
-    if (!st->select) {
-        ast_stmt_free(st);
-        return xerr_set(err, XE_PLAN, "not a query");
-    }
-    plan_opts po = {e->parallelism};
-    /* a cluster plans here first: the options are checked as a CREATE QUERY's are */
-    if ((rc = check_options(st->with, known_query_options, "query", err)) == 0 &&
-        (rc = get_setting_int(st->with, "parallelism", e->parallelism, 1, 64, &po.parallelism, err)) == 0)
-        rc = plan_query(st->select, &e->cat, &po, out, err);
-    ast_stmt_free(st);
-    return rc;
-}
-
-/* A deployed query's counts survive its redeployment after a failure on
- * the nodes that ran it before: undeploy (keep_state) writes them as
- * "qcount/<qid>" (rows_in, rows_out, late, the next record of each local
- * source), the redeployment (prev) takes them. */
-static int keep_counts(query *q, xerr *err)
-{
-    char key[32];
-    snprintf(key, sizeof key, "qcount/%u", q->id);
-    uint64_t v[3 + ENGINE_MAX_SRC] = {(uint64_t)q->rows_in, (uint64_t)q->rows_out, (uint64_t)q->late};
-    for (int k = 0; k < 2 + eng_meta_extra(q); k++) v[3 + k] = q->offset[k] > q->counted[k] ? q->offset[k] : q->counted[k];
-    return eng_put_u64s(q->eng->txn, key, v, 5 + eng_meta_extra(q), err);
-}
-
-static int take_counts(query *q, xerr *err)
-{
-    if (!q->ft.prev) return 0;
-    char key[32];
-    snprintf(key, sizeof key, "qcount/%u", q->ft.prev);
-    uint64_t v[3 + ENGINE_MAX_SRC];
-    sbuf tmp;
-    sbuf_init(&tmp);
-    int rc = eng_get_u64s(q->eng->txn, key, v, 5 + eng_meta_extra(q), &tmp, err);
-    sbuf_fini(&tmp);
-    if (rc == XE_NOTFOUND) return 0; /* it ran nothing here that counts, or this node is new to it */
-    if (rc) return rc;
-    q->rows_in = (int64_t)v[0];
-    q->rows_out = (int64_t)v[1];
-    q->late = (int64_t)v[2];
-    for (int k = 0; k < 2 + eng_meta_extra(q); k++) q->counted[k] = v[3 + k];
-    return store_kv_del(q->eng->txn, STORE_META, key, err);
-}
-
-int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigned char *own, int nown,
-                  const engine_remote *remote, const exec_out *out, const engine_deploy_opts *fo, xerr *err)
-{
-    if (find_query_id(e, qid)) return xerr_set(err, XE_EXISTS, "query %u is already deployed here", qid);
-    ast_stmt *st;
-    int rc = parse_one(create_sql, strlen(create_sql), &st, err);
-    if (rc) return rc;
-    if (st->kind != ST_CREATE_QUERY) {
-        ast_stmt_free(st);
-        return xerr_set(err, XE_PLAN, "deploy needs a CREATE QUERY statement");
-    }
-    query *q;
-    rc = query_new(e, st->select, st->with, st->name, create_sql, qid, 0, &q, err);
-    ast_stmt_free(st);
-    if (rc) return rc;
-    q->deployed = 1;
-    if (own) {
-        if (nown != plan_task_count(q->dag)) {
-            query_free(q);
-            return xerr_set(err, XE_PLAN, "placement has %d tasks, the plan %d", nown, plan_task_count(q->dag));
-        }
-        if (!(q->own = malloc((size_t)nown))) { query_free(q); return xerr_set(err, XE_NOMEM, "out of memory"); }
-        memcpy(q->own, own, (size_t)nown);
-    }
-    if (remote) q->remote = *remote;
-    if (out) q->out = *out;
-    if (fo) q->ft = *fo;
-    q->ckpt_ns = clock_mono_ns();
-    if ((rc = eng_txn(e, err)) || (rc = ft_restore(q, e->txn, err)) || (rc = take_counts(q, err)) ||
-        (rc = query_load_state(q, e->txn, err)) || (rc = add_query(e, q, err))) {
-        query_free(q);
-        return rc;
-    }
-    /* a socket sink runs where the sink task does (the coordinator); a
-     * file sink needs an engine of its own (the coordinator refuses it) */
-    if (q->sink_uri && task_local(q, &q->ops[q->dag->sink], 0) &&
-        (!strncmp(q->sink_uri, "tcp://", 6) || !strncmp(q->sink_uri, "unix://", 7)) &&
-        (rc = io_sink_open(e, q, q->sink_uri, q->sink_format, err))) {
-        remove_query(e, q);
-        return rc;
-    }
-    /* Results the tasks it took over emitted lately go again (the sink
-     * drops what it has).  No watermark yet: the next slice brings one.  A
-     * query redeployed after a failure replays its log first
-     * (engine_replay), and a watermark sent now would make every replayed
-     * row late. */
-    if ((rc = ft_reemit(q, err))) return rc;
-    return engine_commit(e, err);
-}
-
-int engine_undeploy(engine *e, uint32_t qid, int keep_state, xerr *err)
-{
-    query *q = find_query_id(e, qid);
-    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
-    int rc = eng_txn(e, err);
-    /* kept: as of now, with its positions, for the redeployment to take over */
-    if (!rc && keep_state) rc = query_flush_state(q, e->txn, err);
-    if (!rc && keep_state) rc = keep_counts(q, err);
-    if (!rc && !keep_state) rc = query_drop_state(q, e->txn, err);
-    if (!rc && !keep_state) rc = ft_drop_replicas(e, qid, err);
-    sbuf_reset(&q->deltas);
-    if (rc) return rc;
-    remove_query(e, q);
-    return engine_commit(e, err);
-}
-
-int engine_remote_batch(engine *e, uint32_t qid, int op, int task, int side, uint64_t tag, int64_t stamp, const void *p,
-                        size_t n, xerr *err)
-{
-    query *q = find_query_id(e, qid);
-    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
-    int rc = eng_txn(e, err);
-    if (!rc) rc = query_remote_batch(q, op, task, side, tag, stamp, p, n, err);
-    return rc ? rc : eng_maybe_commit(e, err);
-}
-
-int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_task, int64_t wm, uint64_t tag,
-                            xerr *err)
-{
-    query *q = find_query_id(e, qid);
-    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
-    int rc = eng_txn(e, err);
-    if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, tag, err);
-    return rc ? rc : eng_maybe_commit(e, err);
-}
-
-int engine_deployed_sink_rows(engine *e, uint32_t qid, const batch *b, xerr *err)
-{
-    query *q = find_query_id(e, qid);
-    if (!q || !q->outlet) return 0;
-    return io_outlet_rows(q->outlet, b) ? xerr_set(err, XE_NOMEM, "out of memory") : 0;
-}
-
-/* Deployed query qid when its sink runs here, else NULL (err says so). */
-static query *deployed_sink(engine *e, uint32_t qid, xerr *err)
-{
-    query *q = find_query_id(e, qid);
-    if (!q || !task_local(q, &q->ops[q->dag->sink], 0)) {
-        xerr_set(err, XE_NOTFOUND, "query %u has no sink here", qid);
-        return NULL;
-    }
-    return q;
-}
-
-int engine_deployed_sink_wm(engine *e, uint32_t qid, int64_t *wm, xerr *err)
-{
-    query *q = deployed_sink(e, qid, err);
-    if (!q) return XE_NOTFOUND;
-    *wm = q->ops[q->dag->sink].wm[0];
-    return 0;
-}
-
-int engine_deployed_sink_inputs(engine *e, uint32_t qid, const int64_t **wm, int *n, xerr *err)
-{
-    query *q = deployed_sink(e, qid, err);
-    if (!q) return XE_NOTFOUND;
-    *wm = q->ops[q->dag->sink].upwm[0];
-    *n = q->ops[q->dag->sink].nup[0];
-    return 0;
-}
-
-int engine_deployed_sink_time(engine *e, uint32_t qid, int64_t *t, xerr *err)
-{
-    query *q = deployed_sink(e, qid, err);
-    if (!q) return XE_NOTFOUND;
-    *t = q->sink_tmax;
-    return 0;
-}
-
-/* ------------------------------------------------------------------ host records */
-
-int engine_host_put(engine *e, const char *key, const void *v, size_t n, xerr *err)
-{
-    char k[512];
-    if (snprintf(k, sizeof k, "host/%s", key) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
-    int rc = eng_txn(e, err);
-    if (!rc) rc = store_kv_put(e->txn, STORE_CATALOG, k, v, n, err);
-    return rc ? rc : engine_commit(e, err);
-}
-
-int engine_host_del(engine *e, const char *key, xerr *err)
-{
-    char k[512];
-    if (snprintf(k, sizeof k, "host/%s", key) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
-    int rc = eng_txn(e, err);
-    if (!rc) rc = store_kv_del(e->txn, STORE_CATALOG, k, err);
-    return rc ? rc : engine_commit(e, err);
-}
-
-typedef struct host_scan {
-    int (*fn)(void *ctx, const char *key, const void *v, size_t n);
-    void *ctx;
-} host_scan;
-
-static int host_scan_one(void *ctx, const char *key, const void *v, size_t n)
-{
-    host_scan *h = ctx;
-    return h->fn(h->ctx, key + 5, v, n);
-}
-
-int engine_host_scan(engine *e, const char *prefix,
-                     int (*fn)(void *ctx, const char *key, const void *v, size_t n), void *ctx, xerr *err)
-{
-    char k[512];
-    if (snprintf(k, sizeof k, "host/%s", prefix) >= (int)sizeof k) return xerr_set(err, XE_INVAL, "host key too long");
-    host_scan h = {fn, ctx};
-    int rc = eng_txn(e, err);
-    return rc ? rc : store_kv_scan(e->txn, STORE_CATALOG, k, host_scan_one, &h, err);
-}
-
 /* ------------------------------------------------------------------ the catalog's load at open */
 
 typedef struct load_ctx {
@@ -1287,7 +650,7 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
             goto out;
         }
         query *q;
-        if ((c->rc = query_new(e, st->select, st->with, key + strlen("query/"), sp + 1, id, st->kind == ST_CREATE_TABLE_AS, &q,
+        if ((c->rc = eng_query_new(e, st->select, st->with, key + strlen("query/"), sp + 1, id, st->kind == ST_CREATE_TABLE_AS, &q,
                                c->err))) goto out;
         if (st->kind != ST_CREATE_QUERY && (q->target = eng_stream_index(e, st->name)) < 0) {
             c->rc = xerr_set(c->err, XE_CORRUPT, "query '%s' writes stream '%s', which the catalog lacks", q->name, st->name);
@@ -1324,7 +687,7 @@ static int load_catalog_entry(void *ctx, const char *key, const void *v, size_t 
             query_free(q);
             goto out;
         }
-        if ((c->rc = query_load_state(q, e->txn, c->err)) || (c->rc = add_query(e, q, c->err))) { query_free(q); goto out; }
+        if ((c->rc = query_load_state(q, e->txn, c->err)) || (c->rc = eng_query_add(e, q, c->err))) { query_free(q); goto out; }
         if (id >= e->next_query_id) e->next_query_id = id + 1;
     } else {
         const char *k = key + strlen("setting/");
@@ -1350,7 +713,7 @@ int eng_catalog_load(engine *e, xerr *err)
     if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "stream/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
     lc.kind = 1;
     if ((rc = store_kv_scan(e->txn, STORE_CATALOG, "query/", load_catalog_entry, &lc, err)) || lc.rc) goto fail_lc;
-    return push_sweep(e, err);
+    return 0;
 fail_lc:
     if (!rc) rc = lc.rc;
     return rc;
@@ -1365,7 +728,7 @@ static int table_as_sql(const ast_stmt *st, const query *q, sbuf *b, xerr *err)
     int key[TBL_MAX_KEY], line, col;
     if (sel->group_by->n > TBL_MAX_KEY)
         return xerr_at(err, XE_PLAN, st->line, st->col, "a table's PRIMARY KEY has at most %d columns", TBL_MAX_KEY);
-    const ast_expr *x = group_key_cols(sel, key);
+    const ast_expr *x = eng_group_key_cols(sel, key);
     if (x)
         return xerr_at(err, XE_PLAN, x->line, x->col,
                        "GROUP BY of CREATE TABLE AS takes columns that the SELECT selects (they are the table's "
@@ -1406,7 +769,7 @@ int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr
     if (eng_find_query(e, st->name))
         return xerr_at(err, XE_EXISTS, st->line, st->col, "a query is called '%s' (a table's query takes its name)",
                        st->name);
-    if ((rc = check_options(st->with, known, "CREATE TABLE AS", err))) return rc;
+    if ((rc = eng_check_options(st->with, known, "CREATE TABLE AS", err))) return rc;
     const char *no = !sel->group_by ? "a SELECT without GROUP BY (its groups are the table's rows)"
                      : sel->window.kind != WIN_NONE ? "a WINDOW (a table's aggregate covers all time; a windowed one is "
                                                       "CREATE STREAM AS)"
@@ -1418,7 +781,7 @@ int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr
     query *q;
     if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, st->name, out, &q, err))) return rc;
     /* over a table, every change from its first: its log's start */
-    rc = tables_from_start(e, q, 1, "an aggregate over it", st->line, st->col, NULL, err);
+    rc = eng_tables_from_start(e, q, 1, "an aggregate over it", st->line, st->col, NULL, err);
     if (rc) {
         query_free(q);
         return rc;

@@ -186,7 +186,7 @@ int engine_open(const engine_opts *o, engine **out, xerr *err)
         if (rc) goto fail;
         xerr_clear(err);
     }
-    if ((rc = eng_catalog_load(e, err))) goto fail;
+    if ((rc = eng_catalog_load(e, err)) || (rc = eng_push_sweep(e, err))) goto fail;
     /* a query that writes a stream (CREATE STREAM AS) may catch up before
      * the queries reading that stream: held, they read what it appends
      * from their own offsets when their turn comes */

@@ -6,7 +6,9 @@
  *
  *   engine.c    open (recovery) and close, the statements' dispatch
  *   show.c      SHOW, DESCRIBE, EXPLAIN, SET
- *   catalog.c   CREATE and DROP, push queries, deployed queries, host records, the catalog's load
+ *   catalog.c   CREATE and DROP, derived streams, the catalog's load; push.c: push and pull queries;
+ *               deploy.c: a cluster's deployed queries and host records
+ *   start.c     a query's start (plan, offsets) and end, beside show.c
  *   ingest.c    input: exec_ingest, file sources, INSERT, pushed rows, socket sources' callbacks; table_pull.c: pull queries on a table
  *   epoch.c     epochs: the one place that commits
  *   ft.c        fault tolerance's API; logship.c: copies of a stream's log
@@ -360,6 +362,7 @@ int eng_get_u64s(store_txn *t, const char *key, uint64_t *v, int n, sbuf *tmp, x
 int eng_meta_extra(const query *q);
 int eng_catalog_count(store_txn *t, uint64_t *n, xerr *err); /* entries in the catalog (a check at open) */
 uint32_t query_task_id(const query *q, int op, int task);
+uint32_t eng_table_tid(uint32_t id); /* the task id of a table's rows: query id's last, that no task gets */
 
 /* Stream log records: the largest event time so far, then flags, then a batch. */
 #define LOG_HDR 16
@@ -551,13 +554,33 @@ int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *
 int eng_create_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_create_stream_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
-int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* a SELECT */
-int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* SUBSCRIBE of a table */
 int eng_create_table_as(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_drop_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
 int eng_drop_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err);
-void eng_detach_query_io(engine *e, query *q); /* its socket sink, subscribers and SUBSCRIBEs */
 int eng_catalog_load(engine *e, xerr *err); /* at open, in the open transaction */
+
+/* push.c */
+int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* a SELECT */
+int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err); /* SUBSCRIBE of a table */
+int eng_push_sweep(engine *e, xerr *err); /* at open, after the catalog's load: a crash's leftovers */
+
+/* start.c: a query's start and end (the engine's deploy.c is the cluster's
+ * side; the statements of catalog.c and push.c use these) */
+int eng_check_options(const ast_options *w, const char **known, const char *what, xerr *err);
+int eng_check_query_options(const ast_options *w, xerr *err); /* a standing query's WITH */
+int eng_option_int(const ast_options *w, const char *key, int def, int lo, int hi, int *out, xerr *err);
+/* plan sel (w: its WITH) as query id called name, at the end of its streams' logs */
+int eng_query_new(engine *e, const ast_select *sel, const ast_options *w, const char *name, const char *sql, uint32_t id,
+                  int table_agg, query **out, xerr *err);
+int eng_query_add(engine *e, query *q, xerr *err);    /* among e->queries */
+void eng_query_remove(engine *e, query *q);           /* out of them, its sockets closed, freed */
+void eng_detach_query_io(engine *e, query *q);        /* its socket sink, subscribers and SUBSCRIBEs */
+int eng_rewind_source(engine *e, query *q, int k, const exec_out *out, xerr *err); /* source k from its log's start */
+/* q's table sources (all, or a stream-table join's table side) from their
+ * first change; refused (what would miss them) when retention dropped it */
+int eng_tables_from_start(engine *e, query *q, int all, const char *what, int line, int col, int *n, xerr *err);
+/* sel's GROUP BY columns' output positions into key[]: NULL, else the first not selected */
+const ast_expr *eng_group_key_cols(const ast_select *sel, int *key);
 
 /* show.c */
 int eng_show_streams(engine *e, const exec_out *out);

@@ -136,6 +136,11 @@ uint32_t query_task_id(const query *q, int op, int task)
     return q->id * 4096u + (uint32_t)op * 64u + (uint32_t)task;
 }
 
+/* A table's rows are kept under a task id of their own: the last task of a
+ * query id that no query gets (meta "table/<name>" holds the id; a push
+ * query's updating aggregate keeps its changelog's state so too). */
+uint32_t eng_table_tid(uint32_t id) { return id * 4096u + 4095u; }
+
 /* Settings' values that the catalog's load reads as SET does (show.c). */
 int eng_offset_parse(const char *v, int *earliest)
 {

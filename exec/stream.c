@@ -188,7 +188,7 @@ int eng_derived_wm(query *q, xerr *err)
 }
 
 /* A finished push query's changes and aggregate state go, with the record
- * that names them (catalog.c's push_sweep drops what a crash left). */
+ * that names them (push.c's eng_push_sweep drops what a crash left). */
 static void drop_push_state(engine *e, query *q)
 {
     char key[32];

@@ -112,7 +112,7 @@ fail:
     return rc;
 }
 
-/* A push query's changes (catalog.c): a table over its output, keyed by
+/* A push query's changes (push.c): a table over its output, keyed by
  * the columns key[0 .. nkey), not a stream: its changelog goes to the
  * query's client.  ps becomes the table's on success. */
 int tbl_new_keyed(plan_stream *ps, const int *key, int nkey, uint32_t tid, table_rt **out, xerr *err)

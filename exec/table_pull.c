@@ -3,7 +3,7 @@
  * without EMIT CHANGES, which answers with the table's rows now and ends,
  * as a SQL database does.
  *
- * catalog.c plans the SELECT over the table's rows (engine.c's catalog
+ * push.c plans the SELECT over the table's rows (engine.c's catalog
  * gives the planner `table_rt.rows`, the changelog's columns without op,
  * while `pull_view` is set) and hands the query here: its one source is
  * fed the rows held in LMDB, in key order and 1,024 at a time, then the end
