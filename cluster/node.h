@@ -149,6 +149,7 @@ struct dep {
     engine_deploy_opts ft;
     uint32_t origin;     /* the query's first id */
     int R;               /* replicas per task */
+    int cold_logged;     /* report.c said that a task of it went past memory_budget */
     int *rassign;        /* ntasks x R: index into nodes, -1 = none */
     int nsrc, src_task[ENGINE_MAX_SRC]; /* the query's source slots: their global task indexes */
     uint64_t *racked;    /* at a source's home: ntasks x R x ENGINE_MAX_SRC, what each replica acknowledged */

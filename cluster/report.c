@@ -21,12 +21,26 @@
 typedef struct rep {
     wire_wr w;
     uint32_t n;
+    node *nd; /* the tasks' report: to log, once per query, that groups went cold */
 } rep;
+
+/* Once per deployed query: some task of it keeps window groups in LMDB
+ * only, past SET memory_budget (the operator learns why its rate fell). */
+static void note_cold(node *n, const engine_task_stats *s)
+{
+    for (dep *d = n->deps; d; d = d->next) {
+        if (d->qid != s->qid || d->cold_logged) continue;
+        d->cold_logged = 1;
+        node_log(n, NET_LOG_INFO, "query %u: task %d holds %lld window groups in LMDB only (past memory_budget)",
+                 s->qid, s->task, (long long)s->cold_groups);
+    }
+}
 
 static void put_task(void *ctx, const engine_task_stats *s)
 {
     rep *r = ctx;
     if (!s->deployed || s->ndest > WIRE_STATS_MAX_DEST) return;
+    if (s->cold_groups > 0 && r->nd) note_cold(r->nd, s);
     wire_stats_task t = {.qid = s->qid, .task = (uint32_t)s->task, .since_ms = s->since_ms, .cpu_ns = s->cpu_ns,
                          .rows_in = s->rows_in, .rows_out = s->rows_out, .bytes_out = s->bytes_out,
                          .state_bytes = s->state_bytes, .ndest = (uint32_t)s->ndest, .dest_rows = s->dest_rows,
@@ -67,9 +81,8 @@ void meas_report(node *n)
     sbuf_init(&peers);
     sbuf_init(&tasks);
     sbuf_init(&reps);
-    rep pr, tr = {.n = 0}, rr = {.n = 0};
+    rep pr = {.n = 0}, tr = {.n = 0, .nd = n}, rr = {.n = 0};
     wire_wr_init(&pr.w, &peers);
-    pr.n = 0;
     for (int i = 0; i < n->npeers; i++) {
         peer *p = n->peers[i];
         cs *c = p->is_coord && n->coord_link ? n->coord_link : p->link;

@@ -148,6 +148,7 @@ void agg_free(agg_task *a)
     sbuf_fini(&a->dels);
     sbuf_fini(&a->cold);
     sbuf_fini(&a->cfrom);
+    sbuf_fini(&a->crec);
     batch_fini(&a->cdec);
     free(a);
 }

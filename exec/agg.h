@@ -260,6 +260,8 @@ struct agg_task {
     batch cdec;           /* scratch: a cold record's TEXT while it is decoded */
     sbuf cold;            /* scratch: a piece of a closing window's cold records */
     sbuf cfrom;           /* scratch: the key the next piece starts after */
+    sbuf crec;            /* a deployed task's cold records put and deleted since its last flush, as
+                           * store_txn_record writes them: the flush's replica delta starts with them */
 };
 
 static inline int is_session(const opinst *o) { return o->op->window.kind == WIN_SESSION; }

@@ -20,9 +20,11 @@
  * at no cost on the hot path (the mark writes that line already).
  *
  * Fixed windows only (tumbling, hopping, the global window) of standing
- * queries of an embedded engine: sessions move between window ends,
- * push queries write no state, and a cluster's tasks ship their epoch's
- * records to replicas at the flush.  Calls agg_state.c and agg_table.c.
+ * queries, embedded or deployed on a cluster's node (the node's engine
+ * has its own budget): sessions move between window ends, and push
+ * queries write no state.  A deployed task's cold records reach its
+ * replicas with the next flush's delta (agg_state.c, cold_record).  Calls
+ * agg_state.c and agg_table.c.
  */
 #include "exec/agg.h"
 
@@ -30,7 +32,7 @@ enum { EVICT_SAMPLES = 5, EVICT_KEY_MAX = 400 /* a longer key stays in memory: t
 
 int agg_budget_on(const opinst *o, const agg_task *a)
 {
-    return a->eng && a->eng->mem_budget && !a->session && !o->q->transient && !o->q->deployed;
+    return a->eng && a->eng->mem_budget && !a->session && !o->q->transient;
 }
 
 void agg_mem_update(agg_task *a)

@@ -38,7 +38,9 @@
  *
  * Here: the epoch's flush of the dirty entries (agg_flush), the reload at a
  * restart (agg_load), and the sessions' deletions noted for the flush.
- * Replicas get these records as the epoch wrote them (ft.c).  Calls
+ * Replicas get these records as the epoch wrote them (ft.c; a deployed
+ * task's cold records, written between flushes, are recorded for its next
+ * flush's delta: cold_record).  Calls
  * agg_table.c and agg_fn.c.
  */
 #include "exec/agg.h"
@@ -346,6 +348,12 @@ int agg_flush(opinst *o, int task, store_txn *t, xerr *err)
 {
     agg_task *a = o->agg[task];
     uint32_t tid = query_task_id(o->q, o->op->id, task);
+    /* the cold records written since the last flush come first in what a
+     * recorder gets (a replica's delta); without one, a snapshot or no copy
+     * at all covers them */
+    sbuf *rec = store_txn_recording(t);
+    if (rec && a->crec.len && sbuf_add(rec, a->crec.p, a->crec.len)) return xerr_set(err, XE_NOMEM, "out of memory");
+    sbuf_reset(&a->crec);
     int rc = is_session(o) ? flush_session(o, a, tid, t, err) : flush_fixed(o, a, tid, t, err);
     if (rc) return rc;
     a->clock++; /* entries dirtied from now on are younger than every one before */
@@ -604,6 +612,21 @@ int agg_load(opinst *o, int task, store_txn *t, xerr *err)
 
 /* ------------------------------------------------------------------ cold entries (agg_evict.c) */
 
+/* A deployed task's cold records are written between flushes, where no
+ * recorder runs: they are recorded into a->crec, which its next flush
+ * hands on (agg_flush), so that its replicas make the same changes in the
+ * same order.  On (1) the recorder is set unless one runs already; off
+ * (0) it is put back. */
+static void cold_record(opinst *o, agg_task *a, store_txn *t, int on, sbuf **was)
+{
+    if (!o->q->deployed) return;
+    if (on) {
+        *was = store_txn_recording(t);
+        if (!*was) store_txn_record(t, &a->crec);
+    } else if (!*was)
+        store_txn_record(t, NULL);
+}
+
 /* e's cold record into the epoch's transaction (fixed windows). */
 int agg_cold_put(opinst *o, int task, agg_entry *e, xerr *err)
 {
@@ -615,8 +638,11 @@ int agg_cold_put(opinst *o, int task, agg_entry *e, xerr *err)
     sbuf_reset(&a->vbuf);
     if (cold_key(a, e->hash, e->key, e->klen) || sbuf_add(&a->vbuf, &mark, 4) || entry_put(a, o->op, e, &a->vbuf))
         return xerr_set(err, XE_NOMEM, "out of memory");
+    sbuf *was = NULL;
+    cold_record(o, a, eng->txn, 1, &was);
     rc = store_state_put(eng->txn, STORE_STATE, query_task_id(o->q, o->op->id, task), skey_end(e->wend), a->pkey.p,
                          a->pkey.len, a->vbuf.p, a->vbuf.len, err);
+    cold_record(o, a, eng->txn, 0, &was);
     sbuf_reset(&a->vbuf);
     return rc;
 }
@@ -657,7 +683,11 @@ int agg_cold_take(opinst *o, int task, int wi, const unsigned char *key, uint32_
     agg_entry *e = agg_entry_open(a, key, klen, h, ws, we);
     if (!e) return xerr_set(err, XE_NOMEM, "out of memory");
     if (slots_get(a, o->op, e, v, n, &at, &a->cdec, err)) return cold_corrupt(o, task, err);
-    if ((rc = store_state_del(eng->txn, STORE_STATE, tid, skey_end(we), a->pkey.p, a->pkey.len, err))) return rc;
+    sbuf *was = NULL;
+    cold_record(o, a, eng->txn, 1, &was);
+    rc = store_state_del(eng->txn, STORE_STATE, tid, skey_end(we), a->pkey.p, a->pkey.len, err);
+    cold_record(o, a, eng->txn, 0, &was);
+    if (rc) return rc;
     a->wl[wi].ncold--;
     a->ncold--;
     if (agg_mark_dirty(a, e)) return xerr_set(err, XE_NOMEM, "out of memory");

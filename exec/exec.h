@@ -373,13 +373,15 @@ int engine_host_scan(engine *e, const char *prefix,
  * rows into and out of its operator; dest_rows[b] and dest_bytes[b] what it
  * sent to task b of the downstream operator (bytes: encoded, for tasks on
  * other nodes only); state_bytes is the memory of its open windows or
- * buffered join rows now (about). */
+ * buffered join rows now (about); cold_groups, of a window aggregate under
+ * SET memory_budget, its open groups in LMDB only. */
 typedef struct engine_task_stats {
     uint32_t qid;
     int deployed;   /* placed by a coordinator */
     int op, task;   /* task: the global index (plan order) */
     int64_t since_ms; /* wall-clock ms the counters started from 0 (the deployment) */
     uint64_t cpu_ns, rows_in, rows_out, bytes_out, state_bytes;
+    int64_t cold_groups;
     int ndest;      /* tasks of the downstream operator (0: the sink) */
     const uint64_t *dest_rows, *dest_bytes; /* ndest each; valid during the call */
 } engine_task_stats;

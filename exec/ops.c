@@ -393,6 +393,7 @@ int engine_task_stats_each(engine *e, void (*fn)(void *ctx, const engine_task_st
                     .cpu_ns = o->meas[t].cpu_ns, .rows_in = o->meas[t].rows_in, .rows_out = o->meas[t].rows_out,
                     .bytes_out = o->meas[t].bytes_out,
                     .state_bytes = o->agg ? agg_state_bytes(o->agg[t]) : o->join ? join_state_bytes(o->join[t]) : 0,
+                    .cold_groups = o->agg ? agg_cold_groups(o->agg[t]) : 0,
                     .ndest = nd, .dest_rows = o->dest_rows + (size_t)t * nd, .dest_bytes = o->dest_bytes + (size_t)t * nd,
                 };
                 fn(ctx, &st);

@@ -162,6 +162,8 @@ void store_txn_record(store_txn *t, sbuf *rec)
     if (t) t->rec = rec;
 }
 
+sbuf *store_txn_recording(const store_txn *t) { return t ? t->rec : NULL; }
+
 /* 'P' or 'D', then the whole LMDB key (task, window end, key bytes) and for
  * a put the value. */
 static int rec_entry(sbuf *b, int kind, const MDB_val *k, const MDB_val *v)

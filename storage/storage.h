@@ -218,6 +218,7 @@ int store_state_drop_task(store_txn *t, store_state_db db, uint32_t task, xerr *
  * store_state_apply makes the same changes, in the same order, to db of
  * another environment (a replica).  Records name their task. */
 void store_txn_record(store_txn *t, sbuf *rec);
+sbuf *store_txn_recording(const store_txn *t); /* the recorder set, or NULL */
 int store_state_apply(store_txn *t, store_state_db db, const void *rec, size_t n, xerr *err);
 /* Bytes of the first record at p (n bytes there), or n when it is malformed:
  * to cut a long run of records into pieces at record boundaries. */

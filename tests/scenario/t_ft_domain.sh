@@ -9,6 +9,11 @@
 # its shadow, in another domain, got the same input and takes over.
 # SHADOW=log: the stream's home copies its log to the shadow instead
 # (SET shadow = 'log'; t_ft_home_log.sh).
+# KEYS sets the keys of the input (default 50), WINDOW the window's size
+# (default 1 SECOND); BUDGET runs the query under
+# SET memory_budget = '$BUDGET', and a node of the killed domain must have
+# held window groups in LMDB only before the kill (t_ft_budget.sh): their
+# replicas got the cold records too.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 FT=${FT:-replica}
@@ -33,8 +38,8 @@ start_member n8 rack-c "--slots 3"
 wait_alive 9
 
 # strictly increasing event times: no row is ever late, whatever the chunking
-awk 'BEGIN { srand(7); for (i = 0; i < 40000; i++) printf "%d,%d,%d\n", i * 5, int(rand() * 50), int(rand() * 1000) - 100 }' >data.csv
-Q="SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY k"
+awk 'BEGIN { srand(7); for (i = 0; i < 40000; i++) printf "%d,%d,%d\n", i * 5, int(rand() * '"${KEYS:-50}"'), int(rand() * 1000) - 100 }' >data.csv
+Q="SELECT k, COUNT(*) AS n, SUM(v) AS total, window_start FROM s WINDOW TUMBLING (SIZE ${WINDOW:-1 SECOND}) GROUP BY k"
 DDL="CREATE STREAM s (ts BIGINT, k BIGINT, v BIGINT) WITH (timestamp = 'ts');"
 embedded "$DDL" "$Q;" s <data.csv >ref.csv || fail "embedded run"
 i=0
@@ -48,7 +53,7 @@ while :; do
     [ $i -lt 10 ] || fail "no home outside rack-a"
 done
 shadow=$(grep -o -E "stream s: home node [a-z0-9]*, (shadow|its log copied to) [a-z0-9]*" c0.log | tail -n 1 | awk '{print $NF}')
-sqlc -e "SET parallelism = 3; SET replicas = 1; SET ft = '$FT'; SET checkpoint_interval = '500 milliseconds';
+sqlc -e "${BUDGET:+SET memory_budget = '$BUDGET'; }SET parallelism = 3; SET replicas = 1; SET ft = '$FT'; SET checkpoint_interval = '500 milliseconds';
          CREATE QUERY q AS $Q;" || fail "CREATE QUERY"
 case "$KILL $home" in
 "home n"[345] | "other n"[678]) victim=rack-b; VN="n3 n4 n5" ;;
@@ -61,6 +66,15 @@ echo "stream home $home (shadow ${shadow:-none}); killing $victim ($VN), which r
 
 # steady input: 40 chunks of 1000 rows, 50 ms apart
 sub_and_feed q s
+if [ -n "${BUDGET:-}" ]; then
+    # a node reports its tasks once a second: wait for a victim's report of cold groups
+    j=0
+    until cat $(for v in $VN; do echo "$v.log"; done) | grep -q "window groups in LMDB only (past memory_budget)"; do
+        j=$((j + 1))
+        [ $j -lt 30 ] || fail "no node of $victim held window groups in LMDB only under memory_budget = $BUDGET"
+        sleep 0.1
+    done
+fi
 for v in $VN; do eval "kill -KILL \$PID_$v"; done
 KILL_NS=$(date +%s%N)
 wait $ING || { cat ingest.err; fail "ingest failed"; }

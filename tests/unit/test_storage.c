@@ -813,6 +813,49 @@ static void test_state(void **state)
     sbuf_fini(&b);
 }
 
+/* A recorder takes the changes made while it is set, and store_state_apply
+ * makes them again, in order, in another db; store_txn_recording says which
+ * recorder is set, so that a writer between flushes (the aggregates' cold
+ * records) can record into its own and put the one it found back. */
+static void test_state_record(void **state)
+{
+    fixture *f = *state;
+    f->s = open_ok(f->dir, NULL);
+    xerr e = {0};
+    sbuf flush, own;
+    sbuf_init(&flush);
+    sbuf_init(&own);
+    store_txn *t = begin(f->s, 1);
+    assert_null(store_txn_recording(t));
+    assert_null(store_txn_recording(NULL));
+    store_txn_record(t, &own);
+    assert_ptr_equal(store_txn_recording(t), &own);
+    assert_int_equal(store_state_put(t, STORE_STATE, 9, 10, "cold", 4, "c1", 2, &e), 0);
+    assert_int_equal(store_state_put(t, STORE_STATE, 9, 10, "gone", 4, "g1", 2, &e), 0);
+    assert_int_equal(store_state_del(t, STORE_STATE, 9, 10, "gone", 4, &e), 0);
+    store_txn_record(t, NULL);
+    assert_int_equal(store_state_put(t, STORE_STATE, 9, 10, "unrecorded", 10, "u", 1, &e), 0);
+    /* the flush: what was recorded between flushes first, then its own */
+    store_txn_record(t, &flush);
+    assert_int_equal(sbuf_add(&flush, own.p, own.len), 0);
+    assert_int_equal(store_state_put(t, STORE_STATE, 9, 10, "hot", 3, "h1", 2, &e), 0);
+    store_txn_record(t, NULL);
+    assert_int_equal(store_state_apply(t, STORE_REPLICA, flush.p, flush.len, &e), 0);
+    commit(t);
+    t = begin(f->s, 0);
+    statecol c = {0};
+    scan(t, STORE_REPLICA, 9, INT64_MIN, INT64_MAX, &c);
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.rows[0].key, "cold");
+    assert_string_equal(c.rows[0].val, "c1");
+    assert_string_equal(c.rows[1].key, "hot");
+    scan(t, STORE_STATE, 9, INT64_MIN, INT64_MAX, &c);
+    assert_int_equal(c.n, 3);
+    commit(t);
+    sbuf_fini(&flush);
+    sbuf_fini(&own);
+}
+
 /* Many entries over many pages: ranges delete exactly what they should. */
 static int count_state(void *ctx, int64_t we, const void *key, size_t klen, const void *val, size_t vlen)
 {
@@ -1329,6 +1372,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_logs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_bulk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_max, setup, teardown),
