@@ -386,6 +386,7 @@ void coord_tick(node *n)
     for (cquery *q = co->queries; q; q = q->next) {
         int64_t wm;
         xerr err;
+        if (q->target) derive_flush(n, q);
         int have_wm = engine_deployed_sink_wm(n->eng, q->qid, &wm, &err) == 0 && wm != INT64_MIN;
         const int64_t *in = NULL;
         int nin = 0;

@@ -44,6 +44,7 @@
  *   shadow.c, node_home.c and node_task.c, and report.c: node_int.h)
  *   coord_catalog.c    the replicated catalog, lookups, stream records, settings
  *   coord_nodes.c      requests to nodes (pend), broadcasts, MEMBERSHIP, DEPLOY
+ *   coord_derive.c     a derived stream's rows, from its query's sink to its home and shadow
  *   coord_out.c        a query's output: sink dedup, subscribers, ATTACH
  *   coord_place.c      placement glue: the cluster and its queries as placement sees them
  *   coord_query.c      queries: CREATE/DROP QUERY, plan, place, persist, deploy
@@ -150,6 +151,15 @@ typedef struct cquery {
     struct rbleft { int t, r; char node[WIRE_NAME_MAX + 1]; int64_t until; } *rb_left;
     int rb_nleft;
     double rb_last_ms, rb_ms_total;
+    /* CREATE STREAM AS (coord_derive.c): the stream it writes; the event
+     * time's column in its output; its rows waiting for the sink's
+     * watermark to pass them; the watermark sent last */
+    char *target;
+    int tcol;
+    batch dwait;
+    int dwait_on;
+    int64_t dwm;
+    sbuf denc;
     struct cquery *next;
 } cquery;
 
@@ -203,6 +213,7 @@ typedef struct cstream {
      * shadow) the home copies its log to lshadow, in another domain
      * (shadow.c, LOGSHADOW). */
     char *lshadow;
+    int derived;        /* CREATE STREAM AS: the coordinator writes it (DERIVE), its query has its name */
     int dirty;          /* input went out since the last TICK */
     int64_t tick_ms;    /* when the last TICK went (wall ms) */
     /* SHOW STREAMS: what the home said of it (known = 0: nothing yet) */
@@ -214,6 +225,7 @@ typedef struct cstream {
 typedef struct csess {
     parse_result *job;
     int job_i;
+    int job_again;      /* run the same statement again (a CREATE STREAM AS's second step) */
     uint64_t job_req;
     /* the client's ingest session when this node is its home or shadow */
     uint64_t ing_req, ing_local, ing_acked;
@@ -320,6 +332,13 @@ void send_membership(node *n);
 int send_deploy(node *n, cs *to, pend *p, cquery *q);
 void send_undeploy(node *n, cquery *q, int keep_state);
 
+/* ---------------------------------------------------------------- coord_derive.c */
+int derive_bind(node *n, cquery *q, const char *target, xerr *err);
+int derive_rows(node *n, cquery *q, const batch *b);
+void derive_flush(node *n, cquery *q);
+void derive_fini(cquery *q);
+int stream_is_derived(const char *sql);
+
 /* ---------------------------------------------------------------- coord_out.c */
 void dd_fini(ddtab *t);
 int dd_rebuild(ddtab *d, int caught_up, int64_t keep_ms);
@@ -345,7 +364,8 @@ int coord_plan_blob(sbuf *b, const pnode *nodes, int nnodes, const int *assign, 
 int persist_query(node *n, cquery *q, xerr *err);
 void cq_link(coord *co, cquery *q);
 void cq_drop(node *n, cquery *q);
-int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, xerr *err);
+/* target: a CREATE STREAM AS's stream, which the query writes (NULL: none) */
+int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, const char *target, xerr *err);
 int coord_drop_query(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err);
 void cancel_results(node *n, cs *s, uint64_t req);
 

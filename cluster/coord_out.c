@@ -141,6 +141,7 @@ int cq_rows(void *ctx, const batch *b)
     if (!b->nrows) return 0;
     q->rows += b->nrows;
     if (engine_deployed_sink_rows(q->co_node->eng, q->qid, b, &err)) return XE_NOMEM;
+    if (q->target && derive_rows(q->co_node, q, b)) return XE_NOMEM;
     /* for the subscribers that may still attach again */
     if (q->orphan_until && clock_wall_ms() < q->orphan_until && backlog_add(q, b)) return XE_NOMEM;
     if (!q->subs) return 0;

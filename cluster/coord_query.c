@@ -38,6 +38,7 @@ void cq_free(cquery *q)
     dd_fini(&q->dt);
     catchup_fini(&q->cu);
     sbuf_fini(&q->backlog);
+    derive_fini(q);
     free(q->name);
     free(q->sql);
     free(q);
@@ -127,6 +128,7 @@ int persist_query(node *n, cquery *q, xerr *err)
         wire_put_str(&w, rn, strlen(rn));
     }
     wire_put_u8(&w, (uint8_t)q->keep); /* a kept push query (absent in older records) */
+    if (q->target) wire_put_str(&w, q->target, strlen(q->target)); /* the derived stream it writes */
     int rc = wire_wr_end(&w, err);
     if (!rc) rc = cat_put(n, key, b.p, b.len, err);
     sbuf_fini(&b);
@@ -170,7 +172,7 @@ static void deploy_done(node *n, pend *p)
     if (p->rc && q) {
         node_log(n, NET_LOG_ERROR, "query %u could not be deployed everywhere: %s", q->qid, p->msg);
         cq_drop(n, q);
-    } else if (q && !q->push && p->client)
+    } else if (q && !q->push && !q->target && p->client) /* a derived stream's: CREATE STREAM said it */
         coord_notice_to(p->client, p->creq, "CREATE QUERY");
     n->co->job_step(n, p);
 }
@@ -215,7 +217,7 @@ static int query_ft_opts(coord *co, const ast_stmt *st, engine_ft *ft, int64_t *
 
 /* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
  * Returns 1 while the nodes deploy, 0 when done at once, or an error. */
-int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, xerr *err)
+int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, const char *target, xerr *err)
 {
     coord *co = n->co;
     if (!push && query_find(co, st->name)) {
@@ -346,6 +348,7 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
     d = NULL;
     q->origin = qid;
     if ((rc = query_ft_opts(co, st, &q->ft, &q->ckpt_ms, err))) goto out;
+    if (target && (rc = derive_bind(n, q, target, err))) goto out;
     if ((rc = coord_plan_blob(&q->plan, nodes, nn, assign, q))) {
         rc = xerr_set(err, rc, "cannot encode the deployment");
         goto out;
@@ -402,7 +405,7 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
         p->done = deploy_done;
         rc = 1;
     } else {
-        if (!push) coord_notice_to(s, req, "CREATE QUERY");
+        if (!push && !target) coord_notice_to(s, req, "CREATE QUERY");
         rc = 0;
     }
 out:
@@ -429,6 +432,9 @@ int coord_drop_query(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err
         }
         return xerr_set(err, XE_NOTFOUND, "query '%s' does not exist", st->name);
     }
+    if (q->target)
+        return xerr_at(err, XE_PLAN, st->line, st->col, "query '%s' makes derived stream '%s'; DROP STREAM %s drops both",
+                       q->name, q->target, q->target);
     uint32_t qid = q->qid;
     cq_drop(n, q);
     node_log(n, NET_LOG_INFO, "query %u (%s) dropped", qid, st->name);

@@ -46,6 +46,7 @@ static int load_stream(void *ctx, const char *key, const void *v, size_t len)
     const char *hash = c->name ? strrchr(c->name, '#') : NULL;
     c->part = hash ? atoi(hash + 1) : 0;
     c->lite = c->sql && !c->part ? strip_source(c->sql) : NULL;
+    c->derived = !c->part && stream_is_derived(c->sql);
     return 0;
 }
 
@@ -166,13 +167,19 @@ static int load_query(void *ctx, const char *key, const void *v, size_t len)
                 q->push = q->keep = 1;
                 q->orphan_until = clock_wall_ms() + DD_KEEP_MS;
             }
+            wire_str tg;
+            if (wire_rd_left(&rest) && !wire_get_str(&rest, &tg) && tg.n) {
+                char tname[300];
+                snprintf(tname, sizeof tname, "%.*s", (int)tg.n, tg.p);
+                if ((rc = derive_bind(n, q, tname, &err))) goto fail;
+            }
         }
     }
     if ((rc = node_deploy(n, q->qid, q->plan.p, q->plan.len, &q->out, &err))) goto fail;
     q->dag = d;
     d = NULL;
     cq_link(n->co, q);
-    node_log(n, NET_LOG_INFO, "query %u (%s) restored from the catalog", q->qid, q->name);
+    node_log(n, NET_LOG_INFO, "query %u (%s) restored from the catalog%s%s", q->qid, q->name, q->target ? ", writing " : "", q->target ? q->target : "");
     plan_free(d);
     free(dp.assign);
     free(dp.rassign);

@@ -28,7 +28,8 @@ void job_step_done(node *n, pend *p)
     }
     csess *ss = p->client->sess;
     if (ss && ss->job) {
-        ss->job_i++;
+        if (ss->job_again) ss->job_again = 0;
+        else ss->job_i++;
         job_run(n, p->client);
     }
 }
@@ -146,87 +147,185 @@ static int add_partitions(node *n, const char *name, const char *const *home, in
     return 0;
 }
 
+/* CREATE STREAM: the home and shadow of the stream and its partitions,
+ * then the statement on every node.  derived: a CREATE STREAM AS's stream
+ * (coord_derive.c). */
+static int create_stream(node *n, cs *s, uint64_t req, const ast_stmt *st, int derived, xerr *err)
+{
+    coord *co = n->co;
+    int rc;
+    if (stream_find(co, st->name)) return coord_exec_local(n, s, req, st, err);
+    const ast_option *src = ast_option_get(st->with, "source");
+    if (src && !strncmp(src->value, "file://", 7))
+        /* no node reads a file: its bytes are on the client's machine */
+        return xerr_at(err, XE_INVAL, src->line, src->col,
+                       "source '%s': a cluster reads socket sources only (tcp://HOST:PORT or unix:///path, at the "
+                       "stream's home); to load a file, ares-sql --connect ... --ingest %s --end < FILE",
+                       src->value, st->name);
+    /* the home: WITH (home = 'NODE'), else round-robin over the live
+     * nodes, this one included; each partition's likewise */
+    const char *home = n->cfg.name, *phome[PLAN_MAX_PARTITIONS];
+    const ast_option *ho = ast_option_get(st->with, "home"), *po = ast_option_get(st->with, "partitions");
+    int np = po ? atoi(po->value) : 1;
+    if (np < 1 || np > PLAN_MAX_PARTITIONS) np = 1; /* the engine refuses it below */
+    for (int p = 0; p < np; p++) {
+        phome[p] = n->cfg.name;
+        if (ho) {
+            if ((rc = named_home(n, ho, p, &phome[p], err))) return rc;
+            continue;
+        }
+        int nn = 1;
+        for (int i = 0; i < n->npeers; i++) nn += coord_worker(n->peers[i]);
+        int pick = co->rr_home++ % nn;
+        for (int i = 0, k = 1; i < n->npeers && pick; i++)
+            if (coord_worker(n->peers[i]) && k++ == pick) phome[p] = n->peers[i]->name;
+    }
+    home = phome[0];
+    char *lite = strip_source(st->text);
+    if (lite && strcmp(home, n->cfg.name)) {
+        ast_stmt *ls = NULL;
+        rc = parse_one(lite, strlen(lite), &ls, err);
+        if (!rc) rc = coord_exec_local(n, s, req, ls, err);
+        ast_stmt_free(ls);
+    } else
+        rc = coord_exec_local(n, s, req, st, err);
+    if (rc) {
+        free(lite);
+        return rc;
+    }
+    cstream *v = realloc(co->streams, (size_t)(co->nstreams + 1) * sizeof *v);
+    if (!v) {
+        free(lite);
+        return xerr_set(err, XE_NOMEM, "out of memory");
+    }
+    co->streams = v;
+    cstream *cst = &co->streams[co->nstreams];
+    cst->name = strdup(st->name);
+    cst->home = strdup(home);
+    cst->sql = strdup(st->text);
+    cst->lite = lite;
+    cst->shadow = cst->lshadow = NULL;
+    cst->dirty = 0;
+    cst->part = 0;
+    cst->derived = derived;
+    if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
+    co->nstreams++;
+    const char *sh = pick_shadow(n, home, co->rr_home, phome + 1, np - 1);
+    int by_log = !derived && (lite || co->shadow_log); /* a derived stream's shadow gets every DERIVE */
+    if (sh && !(*(by_log ? &cst->lshadow : &cst->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
+    rc = persist_stream(n, cst, err);
+    if (rc) return rc;
+    node_log(n, NET_LOG_INFO, "stream %s: home node %s%s%s%s", st->name, home,
+             lite ? " (it alone reads the stream's source)" : "", sh ? (by_log ? ", its log copied to " : ", shadow ") : "",
+             sh ? sh : "");
+    if ((rc = add_partitions(n, st->name, phome, np, err))) return rc;
+    cst = stream_find(co, st->name); /* add_partitions moved the array */
+    rc = job_broadcast_stream(n, s, req, cst, err);
+    if (rc >= 0 && sh) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */
+    for (int p = 1; rc >= 0 && p < np; p++) {
+        cstream *pc = partition_find(co, st->name, p);
+        if (pc && pc->lshadow) send_logshadow(n, pc, NULL);
+    }
+    return rc;
+}
+
+/* DROP STREAM refuses a stream another query reads, naming it (its own
+ * query, for a derived stream, goes with it). */
+static int drop_check(node *n, const ast_stmt *st, xerr *err)
+{
+    for (cquery *q = n->co->queries; q; q = q->next) {
+        if (q->ended || !q->dag || (q->target && !strcmp(q->target, st->name))) continue;
+        for (int o = 0; o < q->dag->nops; o++) {
+            const char *sn = q->dag->ops[o].kind == PO_SOURCE ? q->dag->ops[o].stream : NULL;
+            if (sn && (!strcmp(sn, st->name) || (!strncmp(sn, st->name, strlen(st->name)) && sn[strlen(st->name)] == '#')))
+                return xerr_at(err, XE_PLAN, st->line, st->col, "stream '%s' is read by %s%s%s; drop that first",
+                               st->name, q->push ? "a push query" : "query '", q->push ? "" : q->name, q->push ? "" : "'");
+        }
+    }
+    return 0;
+}
+
+/* CREATE STREAM name AS SELECT on a cluster, in two steps of the job:
+ * the stream, made on every node from the SELECT's columns (checked by
+ * this node's engine as an embedded one would), then, once every node has
+ * it, its query under the stream's name, writing it (coord_derive.c). */
+static int create_stream_as(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    coord *co = n->co;
+    cstream *c = stream_find(co, st->name);
+    cquery *w = query_find(co, st->name);
+    int rc;
+    if (c && c->derived && !w) {
+        /* the second step: its query */
+        sbuf q;
+        sbuf_init(&q);
+        sbuf_adds(&q, "CREATE QUERY ");
+        ast_print_ident(st->name, &q);
+        int nopt = 0;
+        for (int i = 0; st->with && i < st->with->n; i++) {
+            const ast_option *o = &st->with->v[i];
+            if (!strcasecmp(o->key, "timestamp") || !strcasecmp(o->key, "retention")) continue;
+            sbuf_adds(&q, nopt++ ? ", " : " WITH (");
+            sbuf_printf(&q, "%s = '", o->key);
+            for (const char *v = o->value; *v; v++) {
+                if (*v == '\'') sbuf_addc(&q, '\'');
+                sbuf_addc(&q, *v);
+            }
+            sbuf_addc(&q, '\'');
+        }
+        if (nopt) sbuf_addc(&q, ')');
+        sbuf_adds(&q, " AS ");
+        ast_stmt *qs = NULL;
+        if (ast_print_select(st->select, &q) || !q.p) rc = xerr_set(err, XE_NOMEM, "out of memory");
+        else rc = parse_one(q.p, q.len, &qs, err);
+        if (!rc) {
+            qs->line = st->line;
+            qs->col = st->col;
+            rc = coord_create_query(n, s, req, qs, 0, st->name, err);
+        }
+        if (rc < 0)
+            snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
+                     " (stream '%s' was made without its query: DROP STREAM %s)", st->name, st->name);
+        ast_stmt_free(qs);
+        sbuf_fini(&q);
+        return rc;
+    }
+    if (c || w) {
+        if (c && st->if_not_exists) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "stream '%s' already exists, skipping", st->name);
+            coord_notice_to(s, req, msg);
+            return 0;
+        }
+        return xerr_at(err, XE_EXISTS, st->line, st->col, c ? "stream '%s' already exists"
+                       : "a query is called '%s' (the query of a derived stream takes the stream's name)", st->name);
+    }
+    sbuf text;
+    sbuf_init(&text);
+    ast_stmt *cs_ = NULL;
+    if (!(rc = engine_writer_check(n->eng, st, &text, err)) && !(rc = parse_one(text.p, text.len, &cs_, err)))
+        rc = create_stream(n, s, req, cs_, 1, err);
+    ast_stmt_free(cs_);
+    sbuf_fini(&text);
+    if (rc >= 0) s->sess->job_again = 1; /* then its query */
+    return rc;
+}
+
 /* Returns 0 (done), 1 (waiting for nodes) or an error. */
 static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
 {
     coord *co = n->co;
     int rc;
     switch (st->kind) {
-    case ST_CREATE_STREAM: {
-        if (stream_find(co, st->name)) return coord_exec_local(n, s, req, st, err);
-        const ast_option *src = ast_option_get(st->with, "source");
-        if (src && !strncmp(src->value, "file://", 7))
-            /* no node reads a file: its bytes are on the client's machine */
-            return xerr_at(err, XE_INVAL, src->line, src->col,
-                           "source '%s': a cluster reads socket sources only (tcp://HOST:PORT or unix:///path, at the "
-                           "stream's home); to load a file, ares-sql --connect ... --ingest %s --end < FILE",
-                           src->value, st->name);
-        /* the home: WITH (home = 'NODE'), else round-robin over the live
-         * nodes, this one included; each partition's likewise */
-        const char *home = n->cfg.name, *phome[PLAN_MAX_PARTITIONS];
-        const ast_option *ho = ast_option_get(st->with, "home"), *po = ast_option_get(st->with, "partitions");
-        int np = po ? atoi(po->value) : 1;
-        if (np < 1 || np > PLAN_MAX_PARTITIONS) np = 1; /* the engine refuses it below */
-        for (int p = 0; p < np; p++) {
-            phome[p] = n->cfg.name;
-            if (ho) {
-                if ((rc = named_home(n, ho, p, &phome[p], err))) return rc;
-                continue;
-            }
-            int nn = 1;
-            for (int i = 0; i < n->npeers; i++) nn += coord_worker(n->peers[i]);
-            int pick = co->rr_home++ % nn;
-            for (int i = 0, k = 1; i < n->npeers && pick; i++)
-                if (coord_worker(n->peers[i]) && k++ == pick) phome[p] = n->peers[i]->name;
-        }
-        home = phome[0];
-        char *lite = strip_source(st->text);
-        if (lite && strcmp(home, n->cfg.name)) {
-            ast_stmt *ls = NULL;
-            rc = parse_one(lite, strlen(lite), &ls, err);
-            if (!rc) rc = coord_exec_local(n, s, req, ls, err);
-            ast_stmt_free(ls);
-        } else
-            rc = coord_exec_local(n, s, req, st, err);
-        if (rc) {
-            free(lite);
-            return rc;
-        }
-        cstream *v = realloc(co->streams, (size_t)(co->nstreams + 1) * sizeof *v);
-        if (!v) {
-            free(lite);
-            return xerr_set(err, XE_NOMEM, "out of memory");
-        }
-        co->streams = v;
-        cstream *cst = &co->streams[co->nstreams];
-        cst->name = strdup(st->name);
-        cst->home = strdup(home);
-        cst->sql = strdup(st->text);
-        cst->lite = lite;
-        cst->shadow = cst->lshadow = NULL;
-        cst->dirty = 0;
-        cst->part = 0;
-        if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
-        co->nstreams++;
-        const char *sh = pick_shadow(n, home, co->rr_home, phome + 1, np - 1);
-        int by_log = lite || co->shadow_log;
-        if (sh && !(*(by_log ? &cst->lshadow : &cst->shadow) = strdup(sh))) return xerr_set(err, XE_NOMEM, "out of memory");
-        rc = persist_stream(n, cst, err);
-        if (rc) return rc;
-        node_log(n, NET_LOG_INFO, "stream %s: home node %s%s%s%s", st->name, home,
-                 lite ? " (it alone reads the stream's source)" : "", sh ? (by_log ? ", its log copied to " : ", shadow ") : "",
-                 sh ? sh : "");
-        if ((rc = add_partitions(n, st->name, phome, np, err))) return rc;
-        cst = stream_find(co, st->name); /* add_partitions moved the array */
-        rc = job_broadcast_stream(n, s, req, cst, err);
-        if (rc >= 0 && sh) send_logshadow(n, cst, NULL); /* after the CREATE: the same connection */
-        for (int p = 1; rc >= 0 && p < np; p++) {
-            cstream *pc = partition_find(co, st->name, p);
-            if (pc && pc->lshadow) send_logshadow(n, pc, NULL);
-        }
-        return rc;
-    }
+    case ST_CREATE_STREAM: return create_stream(n, s, req, st, 0, err);
     case ST_DROP_STREAM: {
+        if ((rc = drop_check(n, st, err))) return rc;
+        cquery *w = stream_find(co, st->name) && stream_find(co, st->name)->derived ? query_find(co, st->name) : NULL;
+        if (w) {
+            /* a derived stream goes with its query, first */
+            node_log(n, NET_LOG_INFO, "query %u (%s) dropped with its stream", w->qid, w->name);
+            cq_drop(n, w);
+        }
         if ((rc = coord_exec_local(n, s, req, st, err))) return rc;
         /* the stream, then its partitions */
         for (int p = 0; p < PLAN_MAX_PARTITIONS; p++) {
@@ -271,20 +370,20 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         co->set_sql[i] = strdup(st->text);
         return job_broadcast(n, s, req, st->text, err);
     }
-    case ST_CREATE_QUERY: return coord_create_query(n, s, req, st, 0, err);
-    case ST_CREATE_STREAM_AS:
+    case ST_CREATE_QUERY: return coord_create_query(n, s, req, st, 0, NULL, err);
+    case ST_CREATE_STREAM_AS: return create_stream_as(n, s, req, st, err);
     case ST_INSERT_SELECT:
-        /* the coordinator would ingest its sink's deduplicated rows at the
-         * target's home; not built yet (docs/sql.md says so) */
-        return xerr_at(err, XE_PLAN, st->line, st->col, "%s is not supported on a cluster yet (an embedded engine runs it)",
-                       st->kind == ST_INSERT_SELECT ? "INSERT INTO ... SELECT" : "CREATE STREAM ... AS SELECT");
+        /* its target keeps its own watermark, so a new coordinator could not
+         * tell the rows its log has (coord_derive.c); not built yet */
+        return xerr_at(err, XE_PLAN, st->line, st->col, "INSERT INTO ... SELECT is not supported on a cluster yet (an "
+                       "embedded engine runs it; CREATE STREAM ... AS SELECT makes a derived stream on a cluster)");
     case ST_CREATE_TABLE:
     case ST_CREATE_TABLE_AS:
         /* ares-sql --connect refuses them first (cli/client.c); a client of
          * its own would otherwise reach the coordinator's own engine */
         return xerr_at(err, XE_PLAN, st->line, st->col, "%s is not supported on a cluster yet (an embedded engine runs it)",
                        st->kind == ST_CREATE_TABLE ? "CREATE TABLE" : "CREATE TABLE ... AS SELECT");
-    case ST_SELECT: return coord_create_query(n, s, req, st, 1, err);
+    case ST_SELECT: return coord_create_query(n, s, req, st, 1, NULL, err);
     case ST_DROP_QUERY: return coord_drop_query(n, s, req, st, err);
     case ST_ALTER_QUERY_REBALANCE: return alter_rebalance(n, s, req, st, err);
     case ST_SUBSCRIBE: {
@@ -382,10 +481,12 @@ static void job_run(node *n, cs *s)
         int rc = run_stmt(n, s, ss->job_req, ss->job->stmts[ss->job_i], &err);
         if (rc == 1) return;
         if (rc < 0) {
+            ss->job_again = 0;
             job_fail_at(n, s, rc, &err);
             return;
         }
-        ss->job_i++;
+        if (ss->job_again) ss->job_again = 0;
+        else ss->job_i++;
     }
     if (!ss->job) return;
     unsigned char z[24] = {0};

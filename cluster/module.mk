@@ -3,7 +3,7 @@
 # the coordinator (coord.c and coord_*.c, catchup.c, place.c, measure.c, report.c) and the
 # client library that ares-sql --connect uses (client.c, client_ingest.c).
 cluster_SRCS := cluster/wire.c cluster/auth.c cluster/net.c cluster/node_base.c cluster/node.c cluster/node_conn.c cluster/node_task.c cluster/node_home.c cluster/standby.c cluster/channel.c cluster/shadow.c cluster/catchup.c \
-                cluster/coord_catalog.c cluster/coord_nodes.c cluster/coord_out.c cluster/coord_place.c \
+                cluster/coord_catalog.c cluster/coord_nodes.c cluster/coord_derive.c cluster/coord_out.c cluster/coord_place.c \
                 cluster/coord_query.c cluster/coord_ingest.c cluster/coord_fail.c cluster/coord_rebalance.c cluster/coord_show.c \
                 cluster/coord_stmt.c cluster/coord_start.c cluster/coord.c \
                 cluster/place.c cluster/measure.c cluster/report.c cluster/client.c cluster/client_ingest.c cluster/node_main.c

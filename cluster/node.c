@@ -131,6 +131,12 @@ void cs_on_frame(net_conn *c, const wire_frame *f, void *ud)
             return;
         }
         break;
+    case WIRE_DERIVE:
+        if (from_coord) {
+            node_derive(n, m.u.derive.stream.p, m.u.derive.stream.n, m.u.derive.wm, m.u.derive.rows.p, m.u.derive.rows.n);
+            return;
+        }
+        break;
     case WIRE_ERROR:
         if (!n->co) {
             node_log(n, NET_LOG_WARN, "error from %s: %.*s", s->peer ? s->peer->name : "?", (int)m.u.error.msg.n,

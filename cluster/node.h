@@ -291,6 +291,9 @@ int node_ingest_loud(node *n, cs *from, uint64_t req);
 uint64_t node_ingest_safe(node *n, cs *s, uint64_t req, uint64_t fed);
 /* A TICK: end the stream's partial slice, in order with its input. */
 void node_tick(node *n, const char *stream, size_t len);
+/* DERIVE from the coordinator: a derived stream's rows and watermark
+ * (engine_stream_feed); the coordinator calls it for its own node too. */
+void node_derive(node *n, const char *stream, size_t len, int64_t wm, const void *rows, size_t nrows_bytes);
 /* Write a schema as a RES_BEGIN part body. */
 int res_begin_put(sbuf *b, const fmt_schema *s, int stream);
 /* A statement's output sent on as RESULT parts (BEGIN, ROWS, END, NOTICE)

@@ -93,6 +93,26 @@ void node_tick(node *n, const char *stream, size_t len)
     if (engine_stream_tick(n->eng, name, &err)) node_log(n, NET_LOG_WARN, "tick of %s: %s", name, err.msg);
 }
 
+void node_derive(node *n, const char *stream, size_t len, int64_t wm, const void *rows, size_t nb)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%.*s", (int)len, stream);
+    xerr err;
+    xerr_clear(&err);
+    batch b;
+    int rc = batch_init(&b, 1, 16);
+    if (!rc && nb) rc = batch_decode(rows, nb, &b, &err);
+    int64_t again = 0;
+    if (!rc) rc = engine_stream_feed(n->eng, name, b.nrows ? &b : NULL, wm, &again, &err);
+    if (again)
+        node_log(n, NET_LOG_INFO, "derived stream %s: dropped %lld rows it has (at or below its watermark: sent again "
+                 "after a takeover)", name, (long long)again);
+    if (rc) node_log(n, NET_LOG_ERROR, "rows of derived stream %s: %s", name, err.msg[0] ? err.msg : xerr_name(rc));
+    else if (shadow_guarded(n, name))
+        shadow_ship_soon(n, name); /* its readers get the rows, the steps and the end once the copy has them */
+    batch_fini(&b);
+}
+
 void node_ingest(node *n, cs *from, const wire_msg *m, int quiet)
 {
     const __typeof__(m->u.ingest) *in = &m->u.ingest;

@@ -79,7 +79,7 @@ enum wire_type {
 #define WIRE_SAME(name, num, body, dir, note) WIRE_##name = num,
 #define WIRE_NONE(name, num, dir, note) WIRE_##name = num,
 #include "cluster/wire.def"
-    WIRE_TYPE_MAX = WIRE_STATS
+    WIRE_TYPE_MAX = WIRE_DERIVE
 };
 
 #define WIRE_LOGSHADOW_FED 1

@@ -25,7 +25,7 @@
  * an embedded engine is its own home and ignores it; partitions: see
  * eng_streams_add (stream.c) */
 static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
-                                             "delimiter", "null_string", "home", "partitions", NULL};
+                                             "delimiter", "null_string", "home", "partitions", "derived", NULL};
 static const char *known_table_options[] = {"timestamp", "watermark", "source", "format", "retention",
                                             "delimiter", "null_string", "op_column", NULL};
 
@@ -114,7 +114,11 @@ int eng_create_stream(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     if (o && (fmt_kind_parse(o->value, &k) || (k != FMT_CSV && k != FMT_JSON)))
         return xerr_at(err, XE_INVAL, o->line, o->col, "format '%s' is not an input format (csv or json)", o->value);
     if ((rc = check_input_options(st->with, k, err))) return rc;
-    const ast_option *po = ast_option_get(st->with, "partitions");
+    const ast_option *po = ast_option_get(st->with, "partitions"), *dv = ast_option_get(st->with, "derived");
+    if (dv && (strcasecmp(dv->value, "true") || ast_option_get(st->with, "source") || (po && strcmp(po->value, "1"))))
+        return xerr_at(err, XE_INVAL, dv->line, dv->col,
+                       "derived = 'true' marks a cluster's derived stream (one partition, no source; its coordinator "
+                       "writes it): write CREATE STREAM ... AS SELECT");
     if (po && strcmp(po->value, "1") && ast_option_get(st->with, "source"))
         return xerr_at(err, XE_INVAL, po->line, po->col,
                        "a stream read from a source has one partition (its home reads the source)");
@@ -327,13 +331,13 @@ static int implied_head(const ast_stmt *st, const plan_schema *os, const char *w
     return 0;
 }
 
-static int derived_stream_sql(const ast_stmt *st, const query *q, sbuf *b, xerr *err)
+static int derived_stream_sql(const ast_stmt *st, const plan_dag *d, sbuf *b, xerr *err)
 {
-    const plan_schema *os = &q->dag->ops[q->dag->sink].out;
+    const plan_schema *os = &d->ops[d->sink].out;
     const ast_option *to = ast_option_get(st->with, "timestamp"), *ro = ast_option_get(st->with, "retention");
     /* the planner's event time, which the query's watermarks bound: the
      * input's time column, or window_end (else window_start) of an aggregate */
-    int ts = q->dag->ops[q->dag->ops[q->dag->sink].inputs[0]].ts_col, rc;
+    int ts = d->ops[d->ops[d->sink].inputs[0]].ts_col, rc;
     if (to) {
         ts = -1;
         for (int c = 0; c < os->ncols; c++)
@@ -372,7 +376,7 @@ static int standing_make(engine *e, const ast_stmt *st, query *q, int table, xer
     sbuf text;
     sbuf_init(&text);
     ast_stmt *cs = NULL;
-    int rc = table ? table_as_sql(st, q, &text, err) : derived_stream_sql(st, q, &text, err);
+    int rc = table ? table_as_sql(st, q, &text, err) : derived_stream_sql(st, q->dag, &text, err);
     if (rc || (rc = parse_one(text.p, text.len, &cs, err)) || (rc = eng_streams_add(e, cs, text.p, err))) {
         ast_stmt_free(cs);
         sbuf_fini(&text);
@@ -426,19 +430,13 @@ static int feeds(const engine *e, int to, int from, int *chain, int *n)
     return 0;
 }
 
-int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+/* INSERT INTO stream si SELECT ...: the SELECT's columns (plan d) must be
+ * the stream's, in number and type. */
+static int insert_fits(const engine *e, const ast_stmt *st, int si, const plan_dag *d, xerr *err)
 {
-    int si = eng_stream_index(e, st->name), rc;
-    if (si < 0) return xerr_at(err, XE_NOTFOUND, st->line, st->col, "stream '%s' does not exist", st->name);
-    if (e->streams[si]->ps->partitions > 1 || strchr(st->name, '#'))
-        return xerr_at(err, XE_PLAN, st->line, st->col, "INSERT INTO ... SELECT into a partitioned stream is not supported yet");
-    char qname[300];
-    snprintf(qname, sizeof qname, "%s_insert_%u", st->name, e->next_query_id);
-    query *q;
-    if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, qname, out, &q, err))) return rc;
-    const plan_schema *os = &q->dag->ops[q->dag->sink].out, *ts = &eng_stream_input(e->streams[si])->schema;
+    const plan_schema *os = &d->ops[d->sink].out, *ts = &eng_stream_input(e->streams[si])->schema;
     int line, col;
-    rc = 0;
+    int rc = 0;
     if (os->ncols != ts->ncols)
         rc = xerr_at(err, XE_TYPE, st->line, st->col,
                      "%s '%s' has %d columns, the SELECT gives %d%s%s%s", e->streams[si]->table ? "table" : "stream",
@@ -453,6 +451,20 @@ int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *
                          e->streams[si]->table ? "table" : "stream", st->name,
                          sql_type_name(ts->cols[c].type));
         }
+    return rc;
+}
+
+int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
+    int si = eng_stream_index(e, st->name), rc;
+    if (si < 0) return xerr_at(err, XE_NOTFOUND, st->line, st->col, "stream '%s' does not exist", st->name);
+    if (e->streams[si]->ps->partitions > 1 || strchr(st->name, '#'))
+        return xerr_at(err, XE_PLAN, st->line, st->col, "INSERT INTO ... SELECT into a partitioned stream is not supported yet");
+    char qname[300];
+    snprintf(qname, sizeof qname, "%s_insert_%u", st->name, e->next_query_id);
+    query *q;
+    if ((rc = standing_check(e, st, err)) || (rc = standing_new(e, st, qname, out, &q, err))) return rc;
+    rc = insert_fits(e, st, si, q->dag, err);
     int *chain = calloc((size_t)e->nqueries + 1, sizeof *chain), n = 0;
     if (!rc && !chain) rc = xerr_set(err, XE_NOMEM, "out of memory");
     for (int k = 0; !rc && k < q->nsrc; k++)
@@ -478,6 +490,36 @@ int eng_insert_select(engine *e, const ast_stmt *st, const exec_out *out, xerr *
     if ((rc = standing_commit(e, q, NULL, err))) return rc;
     eng_notice(out, "INSERT INTO (query '%s')", qname);
     return 0;
+}
+
+int engine_writer_check(engine *e, const ast_stmt *st, sbuf *target, xerr *err)
+{
+    static const char *csa[] = {"timestamp", "retention", "parallelism", "placement", "ft", "replicas",
+                                "checkpoint_interval", NULL};
+    int made = st->kind == ST_CREATE_STREAM_AS, si = -1, rc;
+    if (!made && st->kind != ST_INSERT_SELECT) return xerr_set(err, XE_PLAN, "not CREATE STREAM AS or INSERT INTO ... SELECT");
+    if ((rc = eng_check_options(st->with, made ? csa : csa + 2, made ? "derived stream" : "INSERT INTO ... SELECT", err)))
+        return rc;
+    if (made && eng_stream_index(e, st->name) >= 0)
+        return xerr_at(err, XE_EXISTS, st->line, st->col, "stream '%s' already exists", st->name);
+    if (!made) {
+        if ((si = eng_stream_index(e, st->name)) < 0)
+            return xerr_at(err, XE_NOTFOUND, st->line, st->col, "stream '%s' does not exist", st->name);
+        if (e->streams[si]->ps->partitions > 1 || strchr(st->name, '#'))
+            return xerr_at(err, XE_PLAN, st->line, st->col, "INSERT INTO ... SELECT into a partitioned stream is not supported yet");
+    }
+    plan_opts po = {e->parallelism};
+    plan_dag *d = NULL;
+    if ((rc = eng_option_int(st->with, "parallelism", e->parallelism, 1, 64, &po.parallelism, err)) ||
+        (rc = plan_query(st->select, &e->cat, &po, &d, err)))
+        return rc;
+    if (made && !(rc = derived_stream_sql(st, d, target, err))) {
+        target->len--; /* its ')' */
+        if (sbuf_adds(target, ", derived = 'true')")) rc = xerr_set(err, XE_NOMEM, "out of memory");
+    } else if (!made)
+        rc = insert_fits(e, st, si, d, err);
+    plan_free(d);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ drops */

@@ -170,6 +170,24 @@ int engine_end_stream(engine *e, const char *stream, xerr *err);
  * only when the host says so (this call, in order with the input), never on
  * the idle timer.  The first call switches the stream to that mode. */
 int engine_stream_tick(engine *e, const char *stream, xerr *err);
+/* A cluster's CREATE STREAM AS or INSERT INTO ... SELECT runs its sink at
+ * the coordinator, which writes the sink's rows, once each, into the
+ * target stream at its home and shadow (cluster/coord_derive.c): rows b
+ * (NULL or none: only the watermark) go into the log as the embedded
+ * engine's writer queries put them, and a derived stream's (WITH derived =
+ * 'true') watermark steps to wm, the sink's (INT64_MAX: its end).  A
+ * stream made with columns takes the rows as a client's and keeps its own
+ * watermark.  A derived stream's log holds only rows at or below its
+ * watermark, so a row at or below it is one the log has (a new coordinator
+ * sent it again): it is dropped, and counted in *repeats (may be NULL).
+ * Rows commit at once (with the open epoch); a watermark alone when due. */
+int engine_stream_feed(engine *e, const char *stream, const batch *b, int64_t wm, int64_t *repeats, xerr *err);
+/* The coordinator checks such a statement against this engine's catalog as
+ * an embedded engine would run it, without running it: its options, its
+ * plan, and for INSERT INTO that the SELECT's columns fit the stream's.  A
+ * CREATE STREAM AS gets in *target the CREATE STREAM that makes its stream
+ * on every node (with derived = 'true'). */
+int engine_writer_check(engine *e, const ast_stmt *st, sbuf *target, xerr *err);
 
 /* Save an ingest's decoder state between two feeds (a line it has only the
  * start of, line numbers, the CSV header's column order) and load it into a
@@ -333,8 +351,11 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int
  * position a local task needs (ENGINE_FT_POS_NONE: none), and ENGINE_FT_POS_TIMED
  * is set when a windowed aggregate task that restarted empty needs the
  * records from the redeployment's resume_wm less its window span too (the
- * home turns that into an offset with engine_ft_time_offset).  Both can hold
- * at once: a node may run a survivor and a restarted task of one query. */
+ * home turns that into an offset with engine_ft_time_offset), or when a
+ * stateless task (a filter, a projection, the sink) runs here: the rows on
+ * their way through one that died are in no state, and the sink had every
+ * row at or below resume_wm.  Both can hold at once: a node may run a
+ * survivor and a restarted task of one query. */
 #define ENGINE_FT_POS_TIMED (1ull << 63)
 #define ENGINE_FT_POS_NONE (ENGINE_FT_POS_TIMED - 1)
 int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr *err);

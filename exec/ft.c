@@ -440,6 +440,18 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int
                 else if (at < from[j]) from[j] = at;
             }
     }
+    /* a stateless task (a filter, a projection, the sink) keeps nothing:
+     * after a failure, the rows that were on their way through one that
+     * died are in no state and no task's output; the sink had every row at
+     * or below its watermark, so the replay goes back to it (tasks skip
+     * what their state has, the sink drops what it delivered) */
+    for (int i = 0; q->ft.prev && i < q->dag->nops; i++) {
+        const opinst *o = &q->ops[i];
+        if (ft_stateful(o) || q->dag->ops[i].kind == PO_SOURCE) continue;
+        for (int k = 0; k < o->ntasks; k++)
+            if (task_local(q, o, k))
+                for (int j = 0; j < q->nsrc; j++) timed[j] = ENGINE_FT_POS_TIMED;
+    }
     for (int k = 0; k < q->nsrc; k++) from[k] |= timed[k];
     return 0;
 }

@@ -45,6 +45,22 @@ int engine_stream_tick(engine *e, const char *stream, xerr *err)
     return rc ? rc : eng_maybe_commit(e, err);
 }
 
+int engine_stream_feed(engine *e, const char *stream, const batch *b, int64_t wm, int64_t *repeats, xerr *err)
+{
+    int si = eng_stream_index(e, stream);
+    if (si < 0) return xerr_set(err, XE_NAME, "unknown stream '%s'", stream);
+    if (b && b->nrows && b->ncols != eng_stream_input(e->streams[si])->schema.ncols)
+        return xerr_set(err, XE_PROTO, "rows of %d columns for stream '%s' of %d", b->ncols, stream,
+                        eng_stream_input(e->streams[si])->schema.ncols);
+    int64_t before = e->streams[si]->repeats;
+    int rc = eng_derived_feed(e, si, b, wm, err);
+    if (repeats) *repeats = e->streams[si]->repeats - before;
+    /* rows commit at once: the query that sent them commits its own
+     * progress on its nodes' epochs, and must not be ahead of its stream's
+     * log for long (a kill -9 of every node would lose what lies between) */
+    return rc ? rc : b && b->nrows ? engine_commit(e, err) : eng_maybe_commit(e, err);
+}
+
 /* A push query ends when all its sources have ended. */
 /* ------------------------------------------------------------------ ingest */
 

@@ -261,6 +261,7 @@ typedef struct stream_rt {
     int64_t max_ts;         /* largest event time seen */
     int64_t wm;             /* a derived stream's watermark: the least of its writers' (eng_derived_wm) */
     int derived;            /* made by CREATE STREAM AS: its watermark follows its writer queries */
+    int64_t repeats;        /* a cluster's derived stream: rows its coordinator sent again, dropped (eng_derived_feed) */
     int ended;
     uint64_t rows_total;    /* accepted rows ever: slice boundaries */
     int64_t rejected;
@@ -498,6 +499,7 @@ int eng_end_partial_slice(engine *e, int si, xerr *err);
 #define TABLE_AS_NO_ROWS "table '%s' is made by CREATE TABLE AS: its rows come from its query"
 int eng_derived_rows(query *q, const batch *b, xerr *err); /* q's output rows into q->target's log (derived_rows_cb) */
 int eng_derived_wm(query *q, xerr *err);  /* q's output watermark moved: its target's (derived_wm_cb) */
+int eng_derived_feed(engine *e, int si, const batch *b, int64_t wm, xerr *err); /* engine_stream_feed */
 int eng_end_stream(engine *e, int si, xerr *err); /* and its partitions' */
 int eng_end_one(engine *e, int si, xerr *err);
 void eng_finish_ended_push(engine *e); /* push queries whose sources all ended */

@@ -145,6 +145,8 @@ int eng_end_partial_slice(engine *e, int si, xerr *err)
  * appends the rows once.  Into a derived stream the rows go as one record
  * per batch (its watermark steps are records of their own); into a stream
  * made with columns they go as a client's rows do, in slices. */
+static int derived_step(engine *e, int si, int64_t m, xerr *err);
+
 int eng_derived_rows(query *q, const batch *b, xerr *err)
 {
     engine *e = q->eng;
@@ -168,7 +170,7 @@ int eng_derived_rows(query *q, const batch *b, xerr *err)
 int eng_derived_wm(query *q, xerr *err)
 {
     engine *e = q->eng;
-    int si = q->target, rc;
+    int si = q->target;
     stream_rt *s = e->streams[si];
     if (!s->derived) return 0;
     int64_t m = WM_END;
@@ -176,15 +178,65 @@ int eng_derived_wm(query *q, xerr *err)
         const query *w = e->queries[i];
         if (w->target == si && w->ops[w->dag->sink].out_wm < m) m = w->ops[w->dag->sink].out_wm;
     }
+    return derived_step(e, si, m, err);
+}
+
+/* Derived stream si's watermark steps to m (nothing when it is not past
+ * the stream's): logged, and passed to its readers. */
+static int derived_step(engine *e, int si, int64_t m, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    int rc;
     if (s->ended || m <= s->wm || m == WM_MIN) return 0;
     if ((rc = eng_txn(e, err))) return rc;
     /* the end, as a source's: neither logged nor kept (after a restart the
      * stream goes on from its last real watermark); the caller's
      * eng_finish_ended_push ends the push queries over it */
+    if (m == WM_END && s->guard) {
+        s->end_pending = 1; /* its queries see it once the copy has the log (eng_end_released) */
+        return 0;
+    }
     if (m == WM_END) s->ended = 1;
     else if ((rc = append_step(e, si, m, err))) return rc;
     else s->wm = m;
-    return advance_wm(e, si, err);
+    /* a log copied to a shadow: its queries get the step with the records (eng_release) */
+    return s->guard ? 0 : advance_wm(e, si, err);
+}
+
+/* A cluster's derived stream, written by its coordinator (a CREATE STREAM
+ * AS's sink runs there): the rows go as one record, as eng_derived_rows
+ * puts them, then the watermark steps to wm, the sink's.  Into a stream
+ * made with columns (INSERT INTO ... SELECT) the rows go as a client's
+ * and wm is not used: the stream has its own. */
+int eng_derived_feed(engine *e, int si, const batch *b, int64_t wm, xerr *err)
+{
+    stream_rt *s = e->streams[si];
+    int rc = 0, tc = s->ps->ts_col;
+    if (b && b->nrows && (!s->derived || s->table)) return eng_stream_rows(e, si, b, err);
+    batch kept = {0};
+    if (b && b->nrows && tc >= 0 && s->wm != WM_MIN) {
+        /* its coordinator sends a row with the watermark step that passes
+         * it, so a row at or below the watermark is in the log already: a
+         * new coordinator's sink (after a takeover) produced it again */
+        int n = 0;
+        for (int r = 0; r < b->nrows; r++) {
+            const val *v = &batch_row(b, r)[tc];
+            n += v->type != TY_NULL && v->i <= s->wm;
+        }
+        if (n && batch_init(&kept, b->ncols, b->nrows - n + 1)) return xerr_set(err, XE_NOMEM, "out of memory");
+        for (int r = 0; n && r < b->nrows; r++) {
+            const val *v = &batch_row(b, r)[tc];
+            if ((v->type == TY_NULL || v->i > s->wm) && batch_append_row(&kept, batch_row(b, r))) {
+                batch_fini(&kept);
+                return xerr_set(err, XE_NOMEM, "out of memory");
+            }
+        }
+        s->repeats += n;
+        if (n) b = &kept;
+    }
+    if (b && b->nrows && !(rc = process_rows(e, si, b, 0, err))) s->rows_total += (uint64_t)b->nrows;
+    if (kept.ncols) batch_fini(&kept);
+    return rc ? rc : s->derived ? derived_step(e, si, wm, err) : 0;
 }
 
 /* A finished push query's changes and aggregate state go, with the record
@@ -390,6 +442,8 @@ static int stream_add(engine *e, const ast_stmt *st, const char *sql, xerr *err)
         return rc;
     }
     if ((o = ast_option_get(st->with, "source"))) s->source = strdup(o->value);
+    /* a cluster's derived stream: its coordinator writes its rows and watermark */
+    if ((o = ast_option_get(st->with, "derived")) && !strcasecmp(o->value, "true")) s->derived = 1;
     if ((o = ast_option_get(st->with, "format"))) s->format = strdup(o->value);
     if (s->format) fmt_kind_parse(s->format, &s->kind); /* create_stream checked it */
     if ((o = ast_option_get(st->with, "delimiter"))) {
