@@ -279,10 +279,13 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
      * run; the new one plays */
     int nn = cluster_nodes(n, 0, nodes, pl), k = 0, two_domains = 0;
     for (int i = 1; i < nn; i++) two_domains |= strcmp(pl[i].domain, pl[0].domain) != 0;
-    if (R > 0 && !two_domains && d->stateful) {
-        /* a replica needs a live domain other than its primary's */
-        node_log(n, NET_LOG_WARN, "query %u: one live failure domain, so it gets no replicas (replicas = %d asked)",
-                 qid, R);
+    if (R > 0 && !two_domains) {
+        /* a replica needs a live domain other than its primary's (the
+         * running queries are placed again with the same R: none for them
+         * either, or a stateless query after a stateful one failed here) */
+        if (d->stateful)
+            node_log(n, NET_LOG_WARN, "query %u: one live failure domain, so it gets no replicas (replicas = %d asked)",
+                     qid, R);
         R = 0;
     }
     for (cquery *x = co->queries; x; x = x->next)

@@ -179,7 +179,18 @@ static void queries_fin(node *n, pend *p)
                                   "rejected", "watermark", "sql"};
     static const sql_type types[] = {TY_TEXT, TY_TEXT, TY_TEXT, TY_BIGINT, TY_BIGINT, TY_DOUBLE, TY_DOUBLE,
                                      TY_BIGINT, TY_BIGINT, TY_TEXT, TY_TEXT};
-    (void)n;
+    /* a derived stream's query writes its stream (as SHOW QUERIES embedded says) */
+    for (int r = 0; r < p->gb.nrows; r++) {
+        val *t = batch_row(&p->gb, r);
+        char name[300];
+        snprintf(name, sizeof name, "%.*s", (int)t[SQ_NAME].len, t[SQ_NAME].s);
+        cquery *q = t[SQ_NAME].type == TY_TEXT ? query_find(n->co, name) : NULL;
+        if (q && q->target) {
+            char sink[320];
+            snprintf(sink, sizeof sink, "stream %s", q->target);
+            batch_put_text(&p->gb, &t[2], sink, strlen(sink));
+        }
+    }
     if (p->client) coord_send_table(p->client, p->creq, SQ_NCOLS, names, types, &p->gb);
 }
 

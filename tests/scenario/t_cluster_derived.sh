@@ -39,6 +39,8 @@ sqlc -e "$EV $CHAIN" >ddl.out 2>ddl.err || { cat ddl.err; fail "CREATE STREAM ..
 sqlc -e "CREATE QUERY fin AS $FIN;" || fail "CREATE QUERY fin"
 sqlc -e "SHOW STREAMS;" >streams.csv || fail "SHOW STREAMS"
 grep -q "^agg,.*derived = 'true'" streams.csv || { cat streams.csv; fail "SHOW STREAMS does not show agg as derived"; }
+sqlc -e "SHOW QUERIES;" >queries.csv || fail "SHOW QUERIES"
+grep -q "^agg,RUNNING,stream agg," queries.csv || { cat queries.csv; fail "SHOW QUERIES does not say agg writes stream agg"; }
 sqlc -e "SUBSCRIBE fin;" >fin.csv 2>fin.err &
 PIDS="$PIDS $!"
 sqlc -e "$PUSH;" >push.csv 2>push.err &
