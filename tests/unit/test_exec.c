@@ -1446,6 +1446,80 @@ static void test_derived_streams(void **state)
     rm_dir(dir);
 }
 
+/* A cluster's derived stream at a node (engine_stream_feed): the CREATE
+ * STREAM the coordinator's engine makes of a CREATE STREAM AS
+ * (engine_writer_check), rows fed with the sink's watermark, a row at or
+ * below the watermark dropped as one the log has (before and after a
+ * restart, which keeps the stream derived and its watermark), a client's
+ * rows refused, the writer's end the stream's end. */
+static engine *open_tmp(char *dir, char *data, size_t n, engine_opts *o);
+
+static void feed(engine *e, const char *stream, const int64_t (*rows)[3], int n, int64_t wm, int64_t want_repeats)
+{
+    batch b;
+    xerr err;
+    int64_t again = -1;
+    assert_int_equal(batch_init(&b, 3, 8), 0);
+    for (int r = 0; r < n; r++) {
+        val *v = batch_add_row(&b);
+        v[0] = val_int(TY_BIGINT, rows[r][0]);
+        v[1] = val_int(TY_BIGINT, rows[r][1]);
+        v[2] = val_int(TY_TIMESTAMP, rows[r][2]);
+    }
+    if (engine_stream_feed(e, stream, n ? &b : NULL, wm, &again, &err)) fail_msg("feed: %s", err.msg);
+    assert_int_equal(again, want_repeats);
+    batch_fini(&b);
+}
+
+static void test_derived_feed(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ares-test-exec.XXXXXX", data[256], sink[300], sql[600];
+    engine_opts o;
+    engine *e = open_tmp(dir, data, sizeof data, &o);
+    xerr err;
+    cap c;
+    exec_out out = cap_out(&c);
+    snprintf(sink, sizeof sink, "%s/out.csv", dir);
+    run(e, &out, "CREATE STREAM s (ts BIGINT, k BIGINT) WITH (timestamp = 'ts');");
+    ast_stmt *st = NULL;
+    const char *csa = "CREATE STREAM d WITH (timestamp = 'we') AS\n"
+                      "  SELECT k, COUNT(*) AS n, window_end AS we FROM s WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY k;";
+    assert_int_equal(parse_one(csa, strlen(csa), &st, &err), 0);
+    sbuf text;
+    sbuf_init(&text);
+    if (engine_writer_check(e, st, &text, &err)) fail_msg("check: %s", err.msg);
+    ast_stmt_free(st);
+    assert_string_equal(text.p, "CREATE STREAM d (k BIGINT, n BIGINT, we TIMESTAMP) WITH (timestamp = 'we', derived = 'true')");
+    const char *bad = "INSERT INTO s SELECT k FROM s;";
+    assert_int_equal(parse_one(bad, strlen(bad), &st, &err), 0);
+    assert_int_equal(engine_writer_check(e, st, &text, &err), XE_TYPE);
+    assert_string_equal(err.msg, "stream 's' has 2 columns, the SELECT gives 1 (the first missing: 'k')");
+    ast_stmt_free(st);
+    snprintf(sql, sizeof sql, "%s; CREATE QUERY q WITH (sink = 'file://%s', format = 'csv') AS "
+             "SELECT k, SUM(n) AS n FROM d WINDOW TUMBLING (SIZE 20 SECONDS) GROUP BY k;", text.p, sink);
+    sbuf_fini(&text);
+    run(e, &out, sql);
+    static const int64_t first[][3] = {{1, 2, 10000}, {2, 1, 10000}}, later[][3] = {{1, 2, 10000}, {1, 3, 20000}};
+    feed(e, "d", first, 2, 10000, 0);
+    feed(e, "d", first, 2, 10000, 2); /* sent again: the log has them */
+    assert_int_equal(engine_exec_sql(e, "INSERT INTO d VALUES (1, 1, 1);", &out, &err), XE_PLAN);
+    assert_non_null(strstr(err.msg, "is a derived stream"));
+    engine_close(e);
+    cap_fini(&c);
+    if (engine_open(&o, &e, &err)) fail_msg("reopen: %s", err.msg);
+    out = cap_out(&c);
+    feed(e, "d", later, 2, 20000, 1); /* the watermark survived: the first row is a repeat */
+    feed(e, "d", NULL, 0, INT64_MAX, 0);
+    assert_int_equal(engine_commit(e, &err), 0); /* a node commits every few ticks */
+    char *got = file_sorted(sink);
+    assert_string_equal(got, "1,2\n1,3\n2,1\nk,n\n");
+    free(got);
+    engine_close(e);
+    cap_fini(&c);
+    rm_dir(dir);
+}
+
 /* A data directory in a new temp dir (dir, a mkdtemp template; data gets its path), opened. */
 static engine *open_tmp(char *dir, char *data, size_t n, engine_opts *o)
 {
@@ -2173,6 +2247,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_derived_streams),
+        cmocka_unit_test(test_derived_feed),
         cmocka_unit_test(test_table_changelog),
         cmocka_unit_test(test_table_as_retracts),
         cmocka_unit_test(test_table_as_having),
