@@ -52,11 +52,11 @@ typedef struct rsess {
 static int r_exec(void *ctx, const ast_stmt *st, const exec_out *out, xerr *err)
 {
     rsess *s = ctx;
-    /* tables are built on the embedded engine only (exec/table.c) */
-    if (st->kind == ST_CREATE_TABLE || st->kind == ST_CREATE_TABLE_AS)
+    /* an aggregate's table is built on the embedded engine only (exec/table_agg.c) */
+    if (st->kind == ST_CREATE_TABLE_AS)
         return xerr_at(err, XE_PLAN, st->line, st->col,
-                       "%s is not supported on a cluster yet (an embedded engine runs it: ares-sql --data DIR or --memory)",
-                       st->kind == ST_CREATE_TABLE ? "CREATE TABLE" : "CREATE TABLE ... AS SELECT");
+                       "CREATE TABLE ... AS SELECT is not supported on a cluster yet (an embedded engine runs it: ares-sql "
+                       "--data DIR or --memory)");
     int rc = clu_client_exec(s->cl, st->text, out, err);
     if (rc == 0) s->lost = 0;
     /* the coordinator parsed st->text alone: its position, into the input's */

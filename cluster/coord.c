@@ -140,8 +140,8 @@ static void on_answer(node *n, cs *s, const wire_msg *m, const wire_frame *f)
         if (m->type == WIRE_ERROR) {
             p->rc = m->u.error.code < 0 ? m->u.error.code : XE_IO;
             snprintf(p->msg, sizeof p->msg, "%.*s", (int)m->u.error.msg.n, m->u.error.msg.p);
-        } else if (part == RES_NOTICE)
-            pass_to_client(p, f);
+        } else if (part != RES_DONE)
+            pass_to_client(p, f); /* a notice, or a pull query's rows */
         if (last) pend_finish(n, p);
         return;
     case PK_FWD_INGEST:

@@ -214,6 +214,7 @@ typedef struct cstream {
      * (shadow.c, LOGSHADOW). */
     char *lshadow;
     int derived;        /* CREATE STREAM AS: the coordinator writes it (DERIVE), its query has its name */
+    int table;          /* CREATE TABLE: its log is a changelog, its rows are kept at its home and shadow */
     int dirty;          /* input went out since the last TICK */
     int64_t tick_ms;    /* when the last TICK went (wall ms) */
     /* SHOW STREAMS: what the home said of it (known = 0: nothing yet) */
@@ -295,6 +296,8 @@ typedef struct pnode {
 /* ---------------------------------------------------------------- coord_catalog.c */
 char *strip_source(const char *sql);
 const char *stream_sql_for(const cstream *c, const char *node_name);
+enum { SK_DERIVED = 1, SK_TABLE = 2 };
+int stream_kind(const char *sql);
 int coord_joined(const peer *p);
 int coord_alive(const peer *p);
 int coord_worker(const peer *p);
@@ -337,7 +340,6 @@ int derive_bind(node *n, cquery *q, const char *target, xerr *err);
 int derive_rows(node *n, cquery *q, const batch *b);
 void derive_flush(node *n, cquery *q);
 void derive_fini(cquery *q);
-int stream_is_derived(const char *sql);
 
 /* ---------------------------------------------------------------- coord_out.c */
 void dd_fini(ddtab *t);

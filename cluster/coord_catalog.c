@@ -42,6 +42,22 @@ char *strip_source(const char *sql)
     return out;
 }
 
+/* What a stream's CREATE makes: SK_DERIVED (a CREATE STREAM AS's, WITH
+ * derived = 'true'), SK_TABLE (CREATE TABLE), or 0. */
+int stream_kind(const char *sql)
+{
+    ast_stmt *st = NULL;
+    xerr err;
+    int k = 0;
+    if (sql && !parse_one(sql, strlen(sql), &st, &err)) {
+        const ast_option *o = ast_option_get(st->with, "derived");
+        if (st->kind == ST_CREATE_STREAM && o && !strcasecmp(o->value, "true")) k = SK_DERIVED;
+        if (st->kind == ST_CREATE_TABLE) k = SK_TABLE;
+    }
+    ast_stmt_free(st);
+    return k;
+}
+
 const char *stream_sql_for(const cstream *c, const char *node_name)
 {
     return c->lite && strcmp(node_name, c->home) ? c->lite : c->sql;

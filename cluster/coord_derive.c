@@ -22,19 +22,6 @@
 
 #include "cluster/coord.h"
 
-int stream_is_derived(const char *sql)
-{
-    ast_stmt *st = NULL;
-    xerr err;
-    int d = 0;
-    if (sql && !parse_one(sql, strlen(sql), &st, &err) && st->kind == ST_CREATE_STREAM) {
-        const ast_option *o = ast_option_get(st->with, "derived");
-        d = o && !strcasecmp(o->value, "true");
-    }
-    ast_stmt_free(st);
-    return d;
-}
-
 /* q writes stream `target`: its event time is the column the stream's
  * CREATE names (WITH timestamp). */
 int derive_bind(node *n, cquery *q, const char *target, xerr *err)

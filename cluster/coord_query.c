@@ -217,6 +217,28 @@ static int query_ft_opts(coord *co, const ast_stmt *st, engine_ft *ft, int64_t *
 
 /* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
  * Returns 1 while the nodes deploy, 0 when done at once, or an error. */
+/* A cluster's tables feed stateless queries only, for now: an aggregate
+ * over a table's changelog retracts (exec/table_agg.c) and a stream-table
+ * join keeps the table's versions (exec/tjoin.c), which the nodes' tasks do
+ * not do yet. */
+static int table_check(coord *co, const ast_stmt *st, const plan_dag *d, xerr *err)
+{
+    const char *table = NULL;
+    int agg = 0, join = 0;
+    for (int o = 0; o < d->nops; o++) {
+        const plan_op *op = &d->ops[o];
+        cstream *c = op->kind == PO_SOURCE ? stream_find(co, op->stream) : NULL;
+        if (c && c->table) table = c->name;
+        agg |= op->kind == PO_AGGREGATE;
+        join |= op->kind == PO_JOIN && op->temporal;
+    }
+    if (!table || (!agg && !join)) return 0;
+    return xerr_at(err, XE_PLAN, st->line, st->col,
+                   "%s table '%s' is not supported on a cluster yet (a cluster's queries over a table filter and project "
+                   "its changes; an embedded engine runs %s)",
+                   join ? "a join with" : "an aggregate over", table, join ? "stream-table joins" : "aggregates over tables");
+}
+
 int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, const char *target, xerr *err)
 {
     coord *co = n->co;
@@ -267,6 +289,7 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
         if (err->line == 1 && err->col > pre) err->col -= pre;
         goto out;
     }
+    if ((rc = table_check(co, st, d, err))) goto out;
     nodes = calloc((size_t)n->npeers + 1, sizeof *nodes);
     pl = calloc((size_t)n->npeers + 1, sizeof *pl);
     nq = running_queries(co, NULL) + 1;

@@ -46,7 +46,9 @@ static int load_stream(void *ctx, const char *key, const void *v, size_t len)
     const char *hash = c->name ? strrchr(c->name, '#') : NULL;
     c->part = hash ? atoi(hash + 1) : 0;
     c->lite = c->sql && !c->part ? strip_source(c->sql) : NULL;
-    c->derived = !c->part && stream_is_derived(c->sql);
+    int kind = c->part ? 0 : stream_kind(c->sql);
+    c->derived = kind == SK_DERIVED;
+    c->table = kind == SK_TABLE;
     return 0;
 }
 

@@ -208,6 +208,7 @@ static int create_stream(node *n, cs *s, uint64_t req, const ast_stmt *st, int d
     cst->dirty = 0;
     cst->part = 0;
     cst->derived = derived;
+    cst->table = st->kind == ST_CREATE_TABLE;
     if (!cst->name || !cst->home || !cst->sql) return xerr_set(err, XE_NOMEM, "out of memory");
     co->nstreams++;
     const char *sh = pick_shadow(n, home, co->rr_home, phome + 1, np - 1);
@@ -311,6 +312,54 @@ static int create_stream_as(node *n, cs *s, uint64_t req, const ast_stmt *st, xe
     return rc;
 }
 
+/* A statement run at a stream's home, which answers the client (an INSERT,
+ * a pull query: its rows pass through, on_answer's PK_FWD_INSERT). */
+static int to_home(node *n, cs *s, uint64_t req, const cstream *cst, const ast_stmt *st, xerr *err)
+{
+    peer *home = node_peer(n, cst->home, strlen(cst->home));
+    if (!home || !coord_alive(home))
+        return xerr_set(err, XE_IO, "%s '%s' lives on node %s, which is not alive", cst->table ? "table" : "stream",
+                        cst->name, cst->home);
+    pend *p = pend_new(n, PK_FWD_INSERT);
+    if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
+    p->client = s;
+    p->creq = req;
+    p->home = home;
+    p->done = insert_reply;
+    wire_msg m = {.type = WIRE_QUERY};
+    m.u.query.req_id = p->id;
+    m.u.query.sql = wire_str_of(st->text);
+    int rc = cs_send_msg(home->link, &m);
+    if (rc) {
+        pend_unlink(n, p);
+        pend_free(p);
+        return xerr_set(err, rc, "cannot reach node %s", home->name);
+    }
+    return 1;
+}
+
+/* A bare SELECT of one table without EMIT CHANGES (exec/push.c's rule): a
+ * pull query, answered by the table's home from its rows. */
+static cstream *pull_table(coord *co, const ast_stmt *st)
+{
+    const ast_select *sel = st->select;
+    if (!sel || !sel->from || !sel->from->stream || sel->join || sel->emit == EMIT_CHANGES || sel->window.kind != WIN_NONE)
+        return NULL;
+    cstream *c = stream_find(co, sel->from->stream);
+    return c && c->table ? c : NULL;
+}
+
+/* SUBSCRIBE t of a table: its changelog from now on, as SELECT * FROM t
+ * EMIT CHANGES (a push query), as an embedded engine does. */
+static int subscribe_table(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
+{
+    ast_stmt *sel = NULL;
+    int rc = engine_subscribe_stmt(st, &sel, err);
+    if (!rc) rc = coord_create_query(n, s, req, sel, 1, NULL, err);
+    ast_stmt_free(sel);
+    return rc;
+}
+
 /* Returns 0 (done), 1 (waiting for nodes) or an error. */
 static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
 {
@@ -377,17 +426,23 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
          * tell the rows its log has (coord_derive.c); not built yet */
         return xerr_at(err, XE_PLAN, st->line, st->col, "INSERT INTO ... SELECT is not supported on a cluster yet (an "
                        "embedded engine runs it; CREATE STREAM ... AS SELECT makes a derived stream on a cluster)");
-    case ST_CREATE_TABLE:
+    case ST_CREATE_TABLE: return create_stream(n, s, req, st, 0, err);
     case ST_CREATE_TABLE_AS:
-        /* ares-sql --connect refuses them first (cli/client.c); a client of
+        /* ares-sql --connect refuses it first (cli/client.c); a client of
          * its own would otherwise reach the coordinator's own engine */
-        return xerr_at(err, XE_PLAN, st->line, st->col, "%s is not supported on a cluster yet (an embedded engine runs it)",
-                       st->kind == ST_CREATE_TABLE ? "CREATE TABLE" : "CREATE TABLE ... AS SELECT");
-    case ST_SELECT: return coord_create_query(n, s, req, st, 1, NULL, err);
+        return xerr_at(err, XE_PLAN, st->line, st->col,
+                       "CREATE TABLE ... AS SELECT is not supported on a cluster yet (an embedded engine runs it)");
+    case ST_SELECT: {
+        cstream *t = pull_table(co, st);
+        if (t && strcmp(t->home, n->cfg.name)) return to_home(n, s, req, t, st, err);
+        if (t) return coord_exec_local(n, s, req, st, err);
+        return coord_create_query(n, s, req, st, 1, NULL, err);
+    }
     case ST_DROP_QUERY: return coord_drop_query(n, s, req, st, err);
     case ST_ALTER_QUERY_REBALANCE: return alter_rebalance(n, s, req, st, err);
     case ST_SUBSCRIBE: {
         cquery *q = query_find(co, st->name);
+        if (!q && stream_find(co, st->name) && stream_find(co, st->name)->table) return subscribe_table(n, s, req, st, err);
         if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
         csub *x = calloc(1, sizeof *x);
         if (!x) return xerr_set(err, XE_NOMEM, "out of memory");
@@ -413,7 +468,6 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
         return coord_exec_local(n, s, req, st, err);
     case ST_INSERT: {
         cstream *cst = stream_find(co, st->name);
-        peer *home = cst ? node_peer(n, cst->home, strlen(cst->home)) : NULL;
         if (cst && cst->shadow) insert_to_shadow(n, cst, st);
         if (!cst || !strcmp(cst->home, n->cfg.name)) {
             if ((rc = coord_exec_local(n, s, req, st, err)) || !cst || !shadow_guarded(n, cst->name)) return rc;
@@ -427,23 +481,7 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
             shadow_ship_soon(n, cst->name);
             return 1;
         }
-        if (!home || !coord_alive(home))
-            return xerr_set(err, XE_IO, "stream '%s' lives on node %s, which is not alive", st->name, cst->home);
-        pend *p = pend_new(n, PK_FWD_INSERT);
-        if (!p) return xerr_set(err, XE_NOMEM, "out of memory");
-        p->client = s;
-        p->creq = req;
-        p->home = home;
-        p->done = insert_reply;
-        wire_msg m = {.type = WIRE_QUERY};
-        m.u.query.req_id = p->id;
-        m.u.query.sql = wire_str_of(st->text);
-        if ((rc = cs_send_msg(home->link, &m))) {
-            pend_unlink(n, p);
-            pend_free(p);
-            return xerr_set(err, rc, "cannot reach node %s", home->name);
-        }
-        return 1;
+        return to_home(n, s, req, cst, st, err);
     }
     default: return coord_exec_local(n, s, req, st, err);
     }

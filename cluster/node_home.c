@@ -387,7 +387,7 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
     const char *guarded = NULL; /* an INSERT into a stream whose log has a copy: answered once the copy has it */
     for (int i = 0; i < r->nstmts && !rc; i++) {
         ast_stmt *st = r->stmts[i];
-        if (st->kind == ST_CREATE_STREAM) {
+        if (st->kind == ST_CREATE_STREAM || st->kind == ST_CREATE_TABLE) {
             /* the catalog replayed after a restart: a stream kept here is skipped */
             const char *want = st->name;
             engine_names(n->eng, 0, has_name, &want);

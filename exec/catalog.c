@@ -27,7 +27,7 @@
 static const char *known_stream_options[] = {"timestamp", "watermark", "source", "format", "retention",
                                              "delimiter", "null_string", "home", "partitions", "derived", NULL};
 static const char *known_table_options[] = {"timestamp", "watermark", "source", "format", "retention",
-                                            "delimiter", "null_string", "op_column", NULL};
+                                            "delimiter", "null_string", "op_column", "home", NULL};
 
 
 /* delimiter and null_string: their values, and that they fit the format. */

@@ -309,6 +309,8 @@ int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_
 /* Plan a SELECT (or the SELECT of a CREATE QUERY) against this engine's
  * catalog, for the coordinator's placement.  Caller frees with plan_free. */
 int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
+/* SUBSCRIBE t of a table as the push query it is: SELECT * FROM t EMIT CHANGES, at st's position. */
+int engine_subscribe_stmt(const ast_stmt *st, ast_stmt **out, xerr *err);
 /* The watermark that has reached the sink of deployed query qid (INT64_MAX
  * once every input has ended), so that the host can tell when a push query
  * deployed over a cluster is complete.  XE_NOTFOUND when qid is not deployed

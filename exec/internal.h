@@ -244,6 +244,7 @@ void tbl_free(table_rt *t);
 int tbl_op_kind(const val *v); /* an op_column's value: 0 I or U, 1 D, -1 neither */
 /* The changes in's rows make (into t->chg), applied to the state in txn. */
 int tbl_apply(table_rt *t, store_txn *txn, const batch *in, xerr *err);
+int tbl_follow(table_rt *t, store_txn *txn, const batch *chg, xerr *err); /* a log copy's record: the rows follow its changes */
 int tbl_scan(table_rt *t, store_txn *txn, int (*fn)(void *ctx, const val *row), void *ctx, xerr *err); /* rows in key order (op-less) */
 int tbl_load(table_rt *t, store_txn *txn, xerr *err); /* at open: counts its rows */
 /* The row of key (nkey values), to fn, if the table holds one: a point lookup. */

@@ -194,6 +194,30 @@ static int trim_to(engine *e, stream_rt *s, uint64_t before, uint64_t *end, xerr
 
 /* 1: imported, and the epoch may commit now (the caller's eng_maybe_commit);
  * 0: only trimmed. */
+/* A copy of a table's log rebuilds the table's rows from its changes, so
+ * it must hold every change since the first: a copy that would begin where
+ * the home's retention already let changes go is refused, not left with a
+ * part of the rows. */
+static int table_copy_check(engine *e, stream_rt *s, uint64_t from, xerr *err)
+{
+    uint64_t mine;
+    int rc = store_log_end(e->txn, s->ps->name, &mine, err);
+    if (rc || from <= mine) return rc;
+    return xerr_set(err, XE_INVAL,
+                    "table '%s': the home's log begins at change record %llu, and this copy holds %llu records; a copy of "
+                    "a table needs every change since the table's start (its retention let the older ones go)",
+                    s->ps->name, (unsigned long long)from, (unsigned long long)mine);
+}
+
+static int follow_record(stream_rt *s, store_txn *txn, const unsigned char *rec, size_t n, xerr *err)
+{
+    batch b = {0};
+    int rc = batch_decode((const char *)rec + LOG_HDR, n - LOG_HDR, &b, err);
+    if (!rc) rc = tbl_follow(s->table, txn, &b, err);
+    batch_fini(&b);
+    return rc;
+}
+
 int ship_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err)
 {
     stream_rt *s = NULL;
@@ -223,6 +247,7 @@ int ship_import(engine *e, const char *stream, const void *p, size_t n, uint64_t
         if ((rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;
         return trim_to(e, s, v[7] < *end ? v[7] : *end, end, err);
     }
+    if (s->table && (rc = table_copy_check(e, s, v[0], err))) return rc;
     /* a copy never cuts a slice of its own (the idle timer would put a
      * record of ours at an offset the home fills with another) */
     s->ext_ticks = 1;
@@ -244,7 +269,11 @@ int ship_import(engine *e, const char *stream, const void *p, size_t n, uint64_t
             rc = store_log_put(e->txn, s->ps->name, off, b + at, len, err);
         }
         if (rc < 0) return rc;
-        if (rc == 0) s->log_bytes += len;
+        if (rc == 0) {
+            s->log_bytes += len;
+            /* a table's rows follow its changelog */
+            if (s->table && (rc = follow_record(s, e->txn, b + at, len, err))) return rc;
+        }
         at += len;
     }
     if ((rc = store_log_end(e->txn, s->ps->name, end, err))) return rc;

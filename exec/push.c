@@ -197,18 +197,30 @@ int eng_push_query(engine *e, const ast_stmt *st, const exec_out *out, xerr *err
 
 /* SUBSCRIBE t of a table: its changelog from now on, as SELECT * FROM t
  * EMIT CHANGES (a push query; SET offset = 'earliest' gives what its log
- * holds; without EMIT CHANGES it would be a pull query). */
-int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+ * holds; without EMIT CHANGES it would be a pull query), at SUBSCRIBE's
+ * position.  A cluster's coordinator runs the same statement. */
+int engine_subscribe_stmt(const ast_stmt *st, ast_stmt **out, xerr *err)
 {
     sbuf q;
     sbuf_init(&q);
     sbuf_adds(&q, "SELECT * FROM ");
     ast_print_ident(st->name, &q);
     sbuf_adds(&q, " EMIT CHANGES");
+    *out = NULL;
+    int rc = q.p ? parse_one(q.p, q.len, out, err) : xerr_set(err, XE_NOMEM, "out of memory");
+    if (!rc) {
+        (*out)->line = st->line;
+        (*out)->col = st->col;
+    }
+    sbuf_fini(&q);
+    return rc;
+}
+
+int eng_subscribe_table(engine *e, const ast_stmt *st, const exec_out *out, xerr *err)
+{
     ast_stmt *sel = NULL;
-    int rc = q.p ? parse_one(q.p, q.len, &sel, err) : xerr_set(err, XE_NOMEM, "out of memory");
+    int rc = engine_subscribe_stmt(st, &sel, err);
     if (!rc) rc = eng_push_query(e, sel, out, err);
     ast_stmt_free(sel);
-    sbuf_fini(&q);
     return rc;
 }

@@ -292,6 +292,48 @@ int tbl_apply(table_rt *t, store_txn *txn, const batch *in, xerr *err)
     return 0;
 }
 
+/* A copy of the table's log (logship.c): its rows follow the changes of a
+ * log record, as the home's did when it made them.  +I and +U put the row
+ * under its key, -D deletes it; -U is always followed by its +U. */
+int tbl_follow(table_rt *t, store_txn *txn, const batch *chg, xerr *err)
+{
+    int kc[TBL_MAX_KEY]; /* the key's columns of the changelog */
+    for (int i = 0; i < t->nkey; i++) {
+        kc[i] = -1;
+        for (int c = 0; c < t->nval; c++)
+            if (t->vmap[c] == t->key[i]) kc[i] = 1 + c;
+        if (kc[i] < 0) return xerr_set(err, XE_CORRUPT, "a table's key is not among its changelog's columns");
+    }
+    val kv[TBL_MAX_KEY];
+    int rc;
+    for (int r = 0; r < chg->nrows; r++) {
+        const val *row = batch_row(chg, r);
+        if (chg->ncols != 1 + t->nval || row[0].type != TY_TEXT || row[0].len != 2)
+            return xerr_set(err, XE_CORRUPT, "a copy of a table's log holds a row that is not a change");
+        char op = row[0].s[1];
+        if (row[0].s[0] == '-' && op == 'U') continue;
+        for (int i = 0; i < t->nkey; i++) kv[i] = row[kc[i]];
+        sbuf_reset(&t->kbuf);
+        if (val_key_encode(kv, t->nkey, &t->kbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
+        int had = store_state_get(txn, STORE_STATE, t->tid, 0, t->kbuf.p, t->kbuf.len, &t->obuf, err);
+        if (had && had != XE_NOTFOUND) return had;
+        had = had == 0;
+        if (op == 'D') {
+            if (!had) continue;
+            if ((rc = store_state_del(txn, STORE_STATE, t->tid, 0, t->kbuf.p, t->kbuf.len, err))) return rc;
+            t->rows--;
+            continue;
+        }
+        sbuf_reset(&t->vbuf);
+        for (int c = 0; c < t->nval; c++)
+            if (val_key_encode(&row[1 + c], 1, &t->vbuf)) return xerr_set(err, XE_NOMEM, "out of memory");
+        if ((rc = store_state_put(txn, STORE_STATE, t->tid, 0, t->kbuf.p, t->kbuf.len, t->vbuf.p, t->vbuf.len, err)))
+            return rc;
+        t->rows += !had;
+    }
+    return 0;
+}
+
 typedef struct scan_ctx {
     table_rt *t;
     int (*fn)(void *ctx, const val *row);

@@ -26,43 +26,11 @@
 #     its upsert sink's).
 # Run by tests/scenario/run.sh with ARES_BUILD and a private ARES_TMP.
 set -u
+TLIB="$(cd "$(dirname "$0")" && pwd)/t_table_lib.inc"
 . "$(cd "$(dirname "$0")" && pwd)/t_cli_lib.inc"
+. "$TLIB"
 export LC_ALL=C
 
-# gen ROWS KEYS SEED: k,v,w,op lines (a header first): inserts, updates and deletes of KEYS keys
-gen() {
-    awk -v n="$1" -v keys="$2" -v seed="$3" 'BEGIN { srand(seed); print "k,v,w,op"
-        for (i = 0; i < n; i++) { k = int(rand() * keys); r = rand()
-            op = r < 0.15 ? "D" : r < 0.55 ? "I" : "U"
-            printf "%d,%d,%s%d,%s\n", k, int(rand() * 1000) - 300, "w", int(rand() * 300), op } }'
-}
-# oracle FILE [SELECT]: the state sqlite3 reaches over FILE's lines in
-# order (table t), as k,v,w sorted, or what SELECT answers over it
-oracle() {
-    awk -F, 'BEGIN { print "BEGIN;" } END { print "COMMIT;" } NR > 1 { if ($4 == "D") printf "DELETE FROM t WHERE k = %d;\n", $1
-        else printf "INSERT OR REPLACE INTO t VALUES (%d, %d, '\''%s'\'');\n", $1, $2, $3 }' "$1" >ops.sql
-    rm -f o.db
-    sqlite3 -batch -bail o.db "CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER, w TEXT);" ".read ops.sql" ||
-        fail "sqlite3 cannot apply $1"
-    sqlite3 -batch -csv o.db "${2:-SELECT k, v, w FROM t ORDER BY k;}" | sort -t, -k1,1
-}
-# consolidate FILE: replay op,key,values... changes; fail on a change that does not
-# follow from the rows so far (a repeat, a -U or -D of another row, a +I
-# of a key held, a -U without its +U); print the rows left, sorted
-consolidate() {
-    awk -F, 'function bad(why) { print "change " NR ": " why ": " $0; err = 1; exit 1 }
-        { row = substr($0, length($1) + 2)
-          if (pend != "" && $1 != "+U") bad("-U of key " pend " without its +U")
-          if ($1 == "+I") { if ($2 in st) bad("+I of a key held"); st[$2] = row }
-          else if ($1 == "-U" || $1 == "-D") { if (!($2 in st) || st[$2] != row) bad("not the row held: " st[$2])
-                if ($1 == "-U") pend = $2; else delete st[$2] }
-          else if ($1 == "+U") { if (pend != $2) bad("+U without -U"); if (prev == row) bad("an update to the same row")
-                st[$2] = row; pend = "" }
-          else bad("op " $1)
-          prev = $1 == "-U" ? row : "" }
-        END { if (err) exit 1; if (pend != "") { print "a -U at the end"; exit 1 }
-              for (k in st) print st[k] }' "$1" | sort -t, -k1,1
-}
 # upsert_consolidate FILE: replay an upsert changelog (changelog = 'upsert':
 # +I of a new key, +U of a held one, -D of a held one with only the key);
 # fail on a -U, a repeat, or a change that does not follow; print the rows left
