@@ -1471,6 +1471,54 @@ static void feed(engine *e, const char *stream, const int64_t (*rows)[3], int n,
     batch_fini(&b);
 }
 
+/* A copy of a table's log (a cluster's log shadow): the copy's rows follow
+ * the changes it puts, once each, so a pull query there answers as the
+ * home's; a copy that would begin past the changes it lacks is refused. */
+static void test_table_log_copy(void **state)
+{
+    (void)state;
+    const char *ddl = "CREATE TABLE t (k BIGINT, v BIGINT, op TEXT, PRIMARY KEY (k)) WITH (op_column = 'op');";
+    engine *h = open_mem(), *c = open_mem(), *late = open_mem();
+    run(h, NULL, ddl);
+    run(c, NULL, ddl);
+    run(late, NULL, ddl);
+    run(h, NULL, "INSERT INTO t VALUES (1, 10, 'I'), (2, 20, 'I'), (3, 30, 'I');");
+    run(h, NULL, "INSERT INTO t VALUES (1, 11, 'U'), (2, 0, 'D'), (4, 40, 'I');");
+    xerr err;
+    assert_int_equal(engine_commit(h, &err), 0);
+    sbuf ship;
+    sbuf_init(&ship);
+    uint64_t next, end;
+    assert_int_equal(engine_log_export(h, "t", 0, 1 << 20, &ship, &next, &err), 0);
+    assert_int_equal(engine_log_import(c, "t", ship.p, ship.len, &end, &err), 0);
+    assert_int_equal(engine_log_import(c, "t", ship.p, ship.len, &end, &err), 0); /* a resend changes nothing */
+    cap ch, cc;
+    exec_out oh = cap_out(&ch), oc = cap_out(&cc);
+    run(h, &oh, "SELECT k, v FROM t;");
+    run(c, &oc, "SELECT k, v FROM t;");
+    assert_string_equal(cc.text.p, "1,11\n3,30\n4,40\n");
+    assert_string_equal(cc.text.p, ch.text.p);
+    /* the copy goes on from where it is: only the new record's changes */
+    run(h, NULL, "INSERT INTO t VALUES (3, 0, 'D'), (5, 50, 'I');");
+    assert_int_equal(engine_commit(h, &err), 0);
+    sbuf_reset(&ship);
+    assert_int_equal(engine_log_export(h, "t", end, 1 << 20, &ship, &next, &err), 0);
+    assert_int_equal(engine_log_import(c, "t", ship.p, ship.len, &end, &err), 0);
+    cap_fini(&cc);
+    oc = cap_out(&cc);
+    run(c, &oc, "SELECT COUNT(*) AS n, SUM(v) AS s FROM t;");
+    assert_string_equal(cc.text.p, "3,101\n");
+    /* an empty copy offered only the last record: refused, nothing written */
+    assert_int_equal(engine_log_import(late, "t", ship.p, ship.len, &end, &err), XE_INVAL);
+    assert_non_null(strstr(err.msg, "a copy of a table needs every change since the table's start"));
+    sbuf_fini(&ship);
+    cap_fini(&ch);
+    cap_fini(&cc);
+    engine_close(h);
+    engine_close(c);
+    engine_close(late);
+}
+
 static void test_derived_feed(void **state)
 {
     (void)state;
@@ -2248,6 +2296,7 @@ int main(void)
         cmocka_unit_test(test_restart_keeps_query_and_state),
         cmocka_unit_test(test_derived_streams),
         cmocka_unit_test(test_derived_feed),
+        cmocka_unit_test(test_table_log_copy),
         cmocka_unit_test(test_table_changelog),
         cmocka_unit_test(test_table_as_retracts),
         cmocka_unit_test(test_table_as_having),
