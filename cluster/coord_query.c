@@ -215,8 +215,6 @@ static int query_ft_opts(coord *co, const ast_stmt *st, engine_ft *ft, int64_t *
     return rc;
 }
 
-/* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
- * Returns 1 while the nodes deploy, 0 when done at once, or an error. */
 /* A cluster's tables feed stateless queries only, for now: an aggregate
  * over a table's changelog retracts (exec/table_agg.c) and a stream-table
  * join keeps the table's versions (exec/tjoin.c), which the nodes' tasks do
@@ -239,6 +237,8 @@ static int table_check(coord *co, const ast_stmt *st, const plan_dag *d, xerr *e
                    join ? "a join with" : "an aggregate over", table, join ? "stream-table joins" : "aggregates over tables");
 }
 
+/* CREATE QUERY, or a bare SELECT (push = 1): plan, place, persist, deploy.
+ * Returns 1 while the nodes deploy, 0 when done at once, or an error. */
 int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int push, const char *target, xerr *err)
 {
     coord *co = n->co;

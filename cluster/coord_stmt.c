@@ -342,10 +342,8 @@ static int to_home(node *n, cs *s, uint64_t req, const cstream *cst, const ast_s
  * pull query, answered by the table's home from its rows. */
 static cstream *pull_table(coord *co, const ast_stmt *st)
 {
-    const ast_select *sel = st->select;
-    if (!sel || !sel->from || !sel->from->stream || sel->join || sel->emit == EMIT_CHANGES || sel->window.kind != WIN_NONE)
-        return NULL;
-    cstream *c = stream_find(co, sel->from->stream);
+    const char *from = engine_pull_source(st->select);
+    cstream *c = from ? stream_find(co, from) : NULL;
     return c && c->table ? c : NULL;
 }
 
@@ -442,7 +440,8 @@ static int run_stmt(node *n, cs *s, uint64_t req, const ast_stmt *st, xerr *err)
     case ST_ALTER_QUERY_REBALANCE: return alter_rebalance(n, s, req, st, err);
     case ST_SUBSCRIBE: {
         cquery *q = query_find(co, st->name);
-        if (!q && stream_find(co, st->name) && stream_find(co, st->name)->table) return subscribe_table(n, s, req, st, err);
+        const cstream *tc = q ? NULL : stream_find(co, st->name);
+        if (tc && tc->table) return subscribe_table(n, s, req, st, err);
         if (!q) return xerr_at(err, XE_NAME, st->line, st->col, "no query '%s'", st->name);
         csub *x = calloc(1, sizeof *x);
         if (!x) return xerr_set(err, XE_NOMEM, "out of memory");

@@ -311,6 +311,9 @@ int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_
 int engine_plan(engine *e, const char *sql, plan_dag **out, xerr *err);
 /* SUBSCRIBE t of a table as the push query it is: SELECT * FROM t EMIT CHANGES, at st's position. */
 int engine_subscribe_stmt(const ast_stmt *st, ast_stmt **out, xerr *err);
+/* The stream a SELECT reads if it is a pull query's shape (one FROM, no JOIN,
+ * WINDOW or EMIT CHANGES): a pull query when that stream is a table; else NULL. */
+const char *engine_pull_source(const ast_select *sel);
 /* The watermark that has reached the sink of deployed query qid (INT64_MAX
  * once every input has ended), so that the host can tell when a push query
  * deployed over a cluster is complete.  XE_NOTFOUND when qid is not deployed

@@ -192,8 +192,6 @@ static int trim_to(engine *e, stream_rt *s, uint64_t before, uint64_t *end, xerr
     return 0;
 }
 
-/* 1: imported, and the epoch may commit now (the caller's eng_maybe_commit);
- * 0: only trimmed. */
 /* A copy of a table's log rebuilds the table's rows from its changes, so
  * it must hold every change since the first: a copy that would begin where
  * the home's retention already let changes go is refused, not left with a
@@ -218,6 +216,8 @@ static int follow_record(stream_rt *s, store_txn *txn, const unsigned char *rec,
     return rc;
 }
 
+/* 1: imported, and the epoch may commit now (the caller's eng_maybe_commit);
+ * 0: only trimmed. */
 int ship_import(engine *e, const char *stream, const void *p, size_t n, uint64_t *end, xerr *err)
 {
     stream_rt *s = NULL;

@@ -128,11 +128,18 @@ int eng_push_sweep(engine *e, xerr *err)
     }
 }
 
+const char *engine_pull_source(const ast_select *sel)
+{
+    if (!sel || !sel->from || !sel->from->stream || sel->join || sel->emit == EMIT_CHANGES || sel->window.kind != WIN_NONE)
+        return NULL;
+    return sel->from->stream;
+}
+
 /* A bare SELECT of one table, without EMIT CHANGES: the table index, else -1. */
 static int pull_table(const engine *e, const ast_select *sel)
 {
-    if (!sel->from->stream || sel->join || sel->emit == EMIT_CHANGES || sel->window.kind != WIN_NONE) return -1;
-    int si = eng_stream_index(e, sel->from->stream);
+    const char *from = engine_pull_source(sel);
+    int si = from ? eng_stream_index(e, from) : -1;
     return si >= 0 && e->streams[si]->table ? si : -1;
 }
 
