@@ -607,6 +607,13 @@ int cl_send_wait(clu_client *c, uint8_t type, uint16_t flags, const void *p, siz
         c->writable = 0;
         int rc = net_send(c->c, type, flags, p, len);
         if (rc == 0) return 0;
+        if (rc == XE_IO) {
+            /* the connection is going down (a BYE, a write error): its close
+             * comes within the net layer's flush deadline, and the caller
+             * sees a lost connection it can fail over from */
+            while (!c->closed) cl_spin(c, 10);
+            return closed_err(c, err);
+        }
         if (rc != XE_BUSY) return xerr_set(err, rc, "cannot send to the coordinator: %s", xerr_name(rc));
         while (!c->writable && !c->closed) {
             if (c->interrupted && c->interrupted())

@@ -66,6 +66,9 @@ static int send_kept(clu_client *c, const clu_ingest_opts *o, const chunk *k, xe
     int rc = wire_msg_payload(&b, &m, err);
     if (!rc) rc = cl_send_wait(c, WIRE_INGEST, m.flags, b.p, b.len, err);
     sbuf_fini(&b);
+    /* lost while sending: the chunk is kept, and resend_all sends it again
+     * once the ingest has failed over */
+    if (rc && rc != XE_AUTH && c->closed) rc = 0;
     return rc;
 }
 
