@@ -110,6 +110,7 @@ typedef struct cquery {
     char **rnode;       /* ntasks x nrep: the node of each replica (NULL: none) */
     char *lost;         /* per task: 1 if its node died and it was re-placed but not redeployed yet */
     uint32_t origin;    /* the id it was first deployed under (redeployments get new ids) */
+    int earliest;       /* offset = 'earliest': in the plan of its first DEPLOY only */
     uint32_t prev;      /* the id before the last redeployment (0: none) */
     engine_ft ft;       /* SET ft or WITH (ft = ...) */
     int64_t ckpt_ms;    /* SET checkpoint_interval */
@@ -254,6 +255,7 @@ struct coord {
     uint64_t death_ns;          /* mono ns of the first death of the event */
     sbuf dead_names;
     nirvana_strategy placement; /* SET placement (default nirvana) */
+    int offset_earliest;        /* SET offset = 'earliest' */
     int replicas;               /* SET replicas (default 1) */
     engine_ft ft;               /* SET ft (default replica) */
     int64_t ckpt_ms;            /* SET checkpoint_interval (default 10 s) */
@@ -311,11 +313,6 @@ cquery *query_find(coord *co, const char *name);
 int persist_next_qid(node *n, xerr *err);
 int coord_interval_ms(const char *v, int64_t *ms, xerr *err);
 int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr *err);
-/* offset = 'earliest' (SET or a query's WITH): the source tasks of a cluster
- * start at their home's log end only, so far */
-#define COORD_NO_EARLIEST                                                                                              \
-    "offset = 'earliest' is not supported on a cluster yet (queries start at the end of their streams' logs); "       \
-    "an embedded engine (ares-sql --data DIR) reads a stream's retained log from its start"
 const char *pick_shadow(node *n, const char *home, int start, const char *const *more, int nmore);
 int persist_stream(node *n, cstream *c, xerr *err);
 

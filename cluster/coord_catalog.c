@@ -170,8 +170,8 @@ int check_cluster_setting(coord *co, const ast_stmt *st, int apply, xerr *err)
 {
     const ast_lit *l = &st->set_value;
     if (!strcmp(st->set_key, "offset")) {
-        if (l->type == TY_TEXT && !strcmp(l->s, "earliest"))
-            return xerr_at(err, XE_INVAL, st->set_line, st->set_col, "%s", COORD_NO_EARLIEST);
+        /* the nodes' engines check the value (coord_exec_local runs it first) */
+        if (apply && l->type == TY_TEXT) co->offset_earliest = !strcmp(l->s, "earliest");
     } else if (!strcmp(st->set_key, "placement")) {
         nirvana_strategy s;
         if (l->type != TY_TEXT || nirvana_strategy_parse(l->s, &s))

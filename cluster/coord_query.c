@@ -78,7 +78,7 @@ int coord_plan_blob(sbuf *b, const pnode *nodes, int nnodes, const int *assign, 
     const plan_dag *d = q->dag;
     wire_wr w;
     wire_wr_init(&w, b);
-    wire_put_u8(&w, 3);
+    wire_put_u8(&w, 4);
     wire_put_u16(&w, (uint16_t)nnodes);
     for (int i = 0; i < nnodes; i++) {
         wire_put_str(&w, nodes[i].name, strlen(nodes[i].name));
@@ -103,6 +103,7 @@ int coord_plan_blob(sbuf *b, const pnode *nodes, int nnodes, const int *assign, 
         wire_put_u16(&w, (uint16_t)at);
     }
     wire_put_i64(&w, q->prev ? q->resume_wm : INT64_MIN);
+    wire_put_u8(&w, (uint8_t)q->earliest);
     return wire_wr_end(&w, NULL);
 }
 
@@ -272,12 +273,12 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
     }
     if ((rc = query_placement_opts(co, st, &strat, &R, err))) goto out;
     const ast_option *oo = st->kind == ST_CREATE_QUERY ? ast_option_get(st->with, "offset") : NULL;
-    if (oo && strcmp(oo->value, "latest")) {
-        rc = strcmp(oo->value, "earliest")
-                 ? xerr_at(err, XE_INVAL, oo->line, oo->col, "offset must be 'earliest' or 'latest', not '%s'", oo->value)
-                 : xerr_at(err, XE_INVAL, oo->line, oo->col, "%s", COORD_NO_EARLIEST);
+    int earliest = co->offset_earliest;
+    if (oo && strcmp(oo->value, "latest") && strcmp(oo->value, "earliest")) {
+        rc = xerr_at(err, XE_INVAL, oo->line, oo->col, "offset must be 'earliest' or 'latest', not '%s'", oo->value);
         goto out;
     }
+    if (oo) earliest = !strcmp(oo->value, "earliest");
     const ast_option *sink = st->kind == ST_CREATE_QUERY ? ast_option_get(st->with, "sink") : NULL;
     if (sink && strncmp(sink->value, "tcp://", 6) && strncmp(sink->value, "unix://", 7)) {
         rc = xerr_at(err, XE_INVAL, sink->line, sink->col, "sink '%s': a cluster writes socket sinks only (tcp://HOST:PORT or unix:///path, "
@@ -382,6 +383,17 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
     co->next_qid++;
     if ((rc = persist_next_qid(n, err))) goto out;
     if ((!push || q->keep) && (rc = persist_query(n, q, err))) goto out;
+    /* offset = 'earliest' is in the first DEPLOY's plan only: one sent
+     * again (a node that joins, a restarted coordinator) starts where the
+     * query is, as a first deployment with its state does not repeat */
+    q->earliest = earliest;
+    if (earliest) {
+        sbuf_reset(&q->plan);
+        if ((rc = coord_plan_blob(&q->plan, nodes, nn, assign, q))) {
+            rc = xerr_set(err, rc, "cannot encode the deployment");
+            goto out;
+        }
+    }
     if ((rc = node_deploy(n, qid, q->plan.p, q->plan.len, &q->out, err))) {
         if (!push || q->keep) {
             char key[64];
@@ -427,7 +439,14 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
     q = NULL; /* linked: the coordinator owns it now */
     /* with no other node the broadcast finishes p at once: the job then goes
      * on from our return value, not from p->done */
-    if (send_deploy(n, NULL, p, dq) == 1) {
+    int sent = send_deploy(n, NULL, p, dq);
+    if (dq->earliest) {
+        dq->earliest = 0;
+        sbuf_reset(&dq->plan);
+        if (coord_plan_blob(&dq->plan, nodes, nn, assign, dq))
+            node_log(n, NET_LOG_ERROR, "query %u: cannot encode its deployment again", qid);
+    }
+    if (sent == 1) {
         p->done = deploy_done;
         rc = 1;
     } else {

@@ -157,11 +157,16 @@ struct dep {
                             bytes of the state changes applied (report.c); NULL until the first */
     /* a redeployment, at a source's home: the RESUMEs heard so far */
     int rs_on, rs_expect, rs_got;
+    int rs_pending;      /* offset = 'earliest': its RESUMEs go at the next tick */
     unsigned char *rs_seen; /* per node index */
     uint64_t rs_from[ENGINE_MAX_SRC];
     int rs_time[ENGINE_MAX_SRC]; /* some task needs source slot k from the resume watermark on */
     int64_t rs_deadline;
     uint64_t rs_t0;
+    /* its replay, in steps (node_task.c replay_steps) */
+    int cu_on;
+    int64_t cu_rows, cu_from;
+    uint64_t cu_origin, cu_t0;
     dep *next;
 };
 
@@ -224,6 +229,7 @@ struct node {
      * (and the stream's log copy does) */
     void (*co_loss)(node *n, const char *from, uint32_t qid, uint64_t batches, const char *to);
     void (*co_ingest_safe)(node *n, cs *s, uint64_t req, uint64_t safe);
+    void (*on_drained)(node *n); /* node_task.c: an overflow drained (a replay goes on) */
     /* fault tolerance: where each query first started reading its streams'
      * logs here, by its first id, so that a redeployment replays from there */
     struct ftorigin { uint32_t origin; int nsrc, have; uint64_t off[ENGINE_MAX_SRC]; struct ftorigin *next; } *origins;
@@ -565,6 +571,7 @@ typedef struct deploy_plan {
     int R;               /* replicas per task */
     uint16_t *rassign;   /* ntasks x R node indexes, 0xffff = none (caller frees) */
     int64_t resume_wm;   /* the sink's watermark before the failure (INT64_MIN: none) */
+    uint8_t earliest;    /* version 4: offset = 'earliest' (a first deployment reads its logs from their start) */
 } deploy_plan;
 
 int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err); /* node_task.c */

@@ -165,6 +165,7 @@ void ovf_drop(cs *d)
     }
     d->ovf_tail = NULL;
     d->ovf_bytes = d->ovf_frames = 0;
+    if (d->n->on_drained) d->n->on_drained(d->n);
 }
 
 /* Move overflow into the connection's send queue while it takes it. */
@@ -190,6 +191,7 @@ void ovf_flush(cs *d)
     }
     d->no_wait = 0;
     release_waiters(d);
+    if (d->n->on_drained) d->n->on_drained(d->n);
 }
 
 int cs_send(cs *d, uint8_t type, uint16_t flags, const void *p, size_t len)

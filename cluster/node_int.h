@@ -23,7 +23,7 @@
  *
  * A lower file reaches a higher one only through a hook the higher one
  * sets: n->on_tick and n->cs_handlers (node_run), n->co_loss and
- * n->co_ingest_safe (coord_start).
+ * n->co_ingest_safe (coord_start), n->on_drained (node_task.c).
  */
 #ifndef CLUSTER_NODE_INT_H
 #define CLUSTER_NODE_INT_H

@@ -38,7 +38,7 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
     uint32_t nt;
     wire_get_u8(&r, &ver);
     wire_get_u16(&r, &nn);
-    if (!r.err && (ver < 1 || ver > 3 || nn == 0 || nn > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (version %u, %u nodes)", ver, nn);
+    if (!r.err && (ver < 1 || ver > 4 || nn == 0 || nn > 256)) return xerr_set(err, XE_PROTO, "bad deploy plan (version %u, %u nodes)", ver, nn);
     d->nnodes = nn;
     for (int i = 0; i < nn; i++) {
         wire_get_str(&r, &d->names[i]);
@@ -92,6 +92,7 @@ int deploy_plan_get(const void *p, size_t n, deploy_plan *d, xerr *err)
         }
         wire_get_i64(&r, &d->resume_wm);
     }
+    if (ver >= 4) wire_get_u8(&r, &d->earliest);
     int rc = wire_rd_end(&r, 1, err);
     if (rc) {
         free(d->assign);
@@ -266,10 +267,60 @@ static struct ftorigin *origin_of(node *n, uint32_t origin)
     return o;
 }
 
+/* Records of each source a replay step reads (each up to a slice of rows). */
+#define REPLAY_STEP 64
+
+/* 1 while a frame waits in the overflow of a connection to a peer: a
+ * replay step waits until it drains (node_conn.c's n->on_drained calls
+ * back), so that a long log goes at the pace its readers take it, not into
+ * memory.  An overflow that stopped moving (no_wait, conn_tick) holds no
+ * replay back, as it holds no input back. */
+static int overflowing(const node *n)
+{
+    for (const cs *s = n->conns; s; s = s->next)
+        if (s->peer && s->ovf && !s->no_wait) return 1;
+    return 0;
+}
+
+/* Replay steps of d while nothing overflows; the last one logs. */
+static void replay_steps(node *n, dep *d)
+{
+    xerr err;
+    xerr_clear(&err);
+    while (d->cu_on && !overflowing(n)) {
+        int more = 0;
+        if (engine_replay_step(n->eng, d->qid, REPLAY_STEP, &more, &d->cu_rows, &err)) {
+            d->cu_on = 0;
+            node_log(n, NET_LOG_ERROR, "query %u: replay failed: %s", d->qid, err.msg);
+            return;
+        }
+        if (more) continue;
+        d->cu_on = 0;
+        double ms = (double)(clock_mono_ns() - d->cu_t0) / 1e6, after = (double)(clock_mono_ns() - d->rs_t0) / 1e6;
+        if (!d->ft.prev)
+            node_log(n, NET_LOG_INFO, "query %u (offset = 'earliest'): read %lld logged rows from offset %lld in %.1f ms, "
+                     "%.1f ms after its deployment", d->qid, (long long)d->cu_rows, (long long)d->cu_from, ms, after);
+        else
+            node_log(n, NET_LOG_WARN,
+                     "query %u (first deployed as %u): replayed %lld logged rows from offset %lld (query start %llu) in "
+                     "%.1f ms, %.1f ms after the redeployment",
+                     d->qid, d->origin, (long long)d->cu_rows, (long long)d->cu_from, (unsigned long long)d->cu_origin,
+                     ms, after);
+    }
+}
+
+/* node_conn.c: the overflows have drained */
+static void on_drained(node *n)
+{
+    for (dep *d = n->deps; d; d = d->next)
+        if (d->cu_on) replay_steps(n, d);
+}
+
 /* At a source's home: every node running a task of the redeployed query has
  * said where its tasks need the replay to start (or time ran out: a silent
  * node's tasks get everything since the query's start).  Replay from the
- * minimum. */
+ * minimum, in steps (replay_steps).  A first deployment with offset =
+ * 'earliest' comes here too: its replay starts at the logs' first record. */
 static void resume_replay(node *n, dep *d)
 {
     xerr err;
@@ -290,23 +341,26 @@ static void resume_replay(node *n, dep *d)
         origin[k] = o ? o->off[k] : 0;
         if (from[k] != UINT64_MAX && from[k] < origin[k]) from[k] = origin[k];
     }
-    uint64_t t0 = clock_mono_ns();
-    int64_t rows = 0;
     if (d->rs_got < d->rs_expect)
         node_log(n, NET_LOG_WARN, "query %u: %d of %d nodes said where to resume within %d ms; the others get the "
                  "whole log", d->qid, d->rs_got, d->rs_expect, NODE_RESUME_MS);
     /* the first source slot homed here, for the log line */
     int k0 = 0;
     while (k0 < nsrc - 1 && from[k0] == UINT64_MAX) k0++;
-    if (engine_replay(n->eng, d->qid, from, nsrc, &rows, &err))
+    if (engine_replay_from(n->eng, d->qid, from, nsrc, &err)) {
         node_log(n, NET_LOG_ERROR, "query %u: replay for recovery failed: %s", d->qid, err.msg);
-    else
-        node_log(n, NET_LOG_WARN,
-                 "query %u (first deployed as %u): replayed %lld logged rows from offset %lld (query start %llu) in "
-                 "%.1f ms, %.1f ms after the redeployment",
-                 d->qid, d->origin, (long long)rows, from[k0] == UINT64_MAX ? -1ll : (long long)from[k0],
-                 (unsigned long long)origin[k0], (double)(clock_mono_ns() - t0) / 1e6,
-                 (double)(clock_mono_ns() - d->rs_t0) / 1e6);
+        return;
+    }
+    uint64_t at[ENGINE_MAX_SRC];
+    int ns;
+    d->cu_from = from[k0] == UINT64_MAX ? -1 : (int64_t)from[k0];
+    if (!d->ft.prev && !engine_source_offsets(n->eng, d->qid, at, &ns, &err) && k0 < ns) d->cu_from = (int64_t)at[k0];
+    d->cu_origin = origin[k0];
+    d->cu_rows = 0;
+    d->cu_t0 = clock_mono_ns();
+    d->cu_on = 1;
+    n->on_drained = on_drained;
+    replay_steps(n, d);
 }
 
 /* 1 if plan node ni runs a task of d. */
@@ -396,8 +450,46 @@ static void replica_acked(node *n, dep *d, int ni, int task, const uint64_t *pos
     if (lo[0] != UINT64_MAX) engine_ft_acked(n->eng, d->qid, task, lo, npos, &err);
 }
 
-/* After a deployment: a first one records where the sources start here; a
+/* A first deployment: where its sources start here. */
+static void record_origin(node *n, dep *d)
+{
+    xerr err;
+    struct ftorigin *o = origin_of(n, d->qid);
+    uint64_t off[ENGINE_MAX_SRC];
+    int nsrc;
+    if ((o && o->have == 0) || engine_source_offsets(n->eng, d->qid, off, &nsrc, &err)) return;
+    if (!o) {
+        if (!(o = calloc(1, sizeof *o))) return;
+        o->origin = d->qid;
+        o->next = n->origins;
+        n->origins = o;
+    }
+    /* a stream's home that copies its log to us said where it started
+     * (o->have); the other sources start here */
+    for (int k = 0; k < nsrc && k < ENGINE_MAX_SRC; k++)
+        if (!(o->have & 1 << k)) o->off[k] = off[k];
+    o->nsrc = nsrc;
+}
+
+/* After a deployment: a first one records where the sources start here
+ * (and, with offset = 'earliest', goes on as a redeployment does); a
  * redeployment tells each source's home where its tasks need the replay. */
+static void send_resumes(node *n, dep *d);
+
+/* At a source's home of d: collect the RESUMEs of every node that runs its
+ * tasks (resume_heard), from now on. */
+static void collect_resumes(dep *d)
+{
+    for (int k = 0; k < d->nsrc; k++) {
+        if (d->nodes[d->assign[d->src_task[k]]] || d->rs_on) continue;
+        d->rs_on = 1;
+        for (int j = 0; j < ENGINE_MAX_SRC; j++) d->rs_from[j] = UINT64_MAX;
+        d->rs_deadline = clock_wall_ms() + NODE_RESUME_MS;
+        d->rs_t0 = clock_mono_ns();
+        for (int i = 0; i < d->nnodes; i++) d->rs_expect += runs_tasks(d, i);
+    }
+}
+
 static void ft_after_deploy(node *n, dep *d)
 {
     xerr err;
@@ -405,37 +497,35 @@ static void ft_after_deploy(node *n, dep *d)
     uint64_t tmp[ENGINE_MAX_SRC];
     if (engine_ft_resume(n->eng, d->qid, tmp, d->src_task, &d->nsrc, &err)) d->nsrc = 0;
     if (!d->ft.prev) {
-        struct ftorigin *o = origin_of(n, d->qid);
-        uint64_t off[ENGINE_MAX_SRC];
-        int nsrc;
-        if ((o && o->have == 0) || engine_source_offsets(n->eng, d->qid, off, &nsrc, &err)) return;
-        if (!o) {
-            if (!(o = calloc(1, sizeof *o))) return;
-            o->origin = d->qid;
-            o->next = n->origins;
-            n->origins = o;
+        record_origin(n, d);
+        /* offset = 'earliest': the homes replay the logs from their start
+         * once every node has deployed, as after a redeployment.  The
+         * RESUMEs go at the next tick: the coordinator deploys here before
+         * it sends the DEPLOYs, and a RESUME ahead of its DEPLOY on that
+         * connection would hold it back (a redeployment sends the DEPLOYs
+         * first) */
+        if (d->ft.earliest) {
+            collect_resumes(d);
+            d->rs_pending = 1;
+            node_tick_in(n, 1);
         }
-        /* a stream's home that copies its log to us said where it started
-         * (o->have); the other sources start here */
-        for (int k = 0; k < nsrc && k < ENGINE_MAX_SRC; k++)
-            if (!(o->have & 1 << k)) o->off[k] = off[k];
-        o->nsrc = nsrc;
         return;
     }
     if (d->ft.ft == ENGINE_FT_NONE) return;
+    collect_resumes(d);
+    send_resumes(n, d);
+}
+
+/* Tell each source's home of d where this node's tasks need the replay. */
+static void send_resumes(node *n, dep *d)
+{
+    xerr err;
+    xerr_clear(&err);
+    d->rs_pending = 0;
     uint64_t from[ENGINE_MAX_SRC];
     int nsrc = d->nsrc, *src_task = d->src_task;
     if (engine_ft_resume(n->eng, d->qid, from, src_task, &nsrc, &err)) return;
     int me = self_index(d);
-    /* the homes: collect; then tell each home */
-    for (int k = 0; k < nsrc; k++) {
-        if (d->nodes[d->assign[src_task[k]]] || d->rs_on) continue;
-        d->rs_on = 1;
-        for (int j = 0; j < ENGINE_MAX_SRC; j++) d->rs_from[j] = UINT64_MAX;
-        d->rs_deadline = clock_wall_ms() + NODE_RESUME_MS;
-        d->rs_t0 = clock_mono_ns();
-        for (int i = 0; i < d->nnodes; i++) d->rs_expect += runs_tasks(d, i);
-    }
     if (!runs_tasks(d, me)) return; /* nothing here needs a replay */
     for (int k = 0; k < nsrc; k++) {
         peer *home = d->nodes[d->assign[src_task[k]]];
@@ -470,7 +560,8 @@ int node_deploy(node *n, uint32_t qid, const void *plan, size_t len, const exec_
     d->n = n;
     d->qid = qid;
     d->origin = dp.origin ? dp.origin : qid;
-    d->ft = (engine_deploy_opts){(engine_ft)dp.ft, dp.checkpoint_ms, dp.prev, dp.prev ? dp.resume_wm : INT64_MIN};
+    d->ft = (engine_deploy_opts){(engine_ft)dp.ft, dp.checkpoint_ms, dp.prev, dp.prev ? dp.resume_wm : INT64_MIN,
+                                  !dp.prev && dp.earliest};
     d->R = dp.R;
     if (!(d->rs_seen = calloc((size_t)dp.nnodes, 1)) ||
         (dp.R && !(d->rassign = calloc((size_t)dp.ntasks * (size_t)dp.R, sizeof(int))))) {
@@ -658,7 +749,9 @@ void node_held_timeouts(node *n)
 void node_resume_timeouts(node *n)
 {
     for (dep *d = n->deps; d; d = d->next)
-        if (d->rs_on && clock_wall_ms() >= d->rs_deadline) resume_replay(n, d);
+        if (d->rs_pending) send_resumes(n, d);
+        else if (d->rs_on && clock_wall_ms() >= d->rs_deadline) resume_replay(n, d);
+        else if (d->cu_on) replay_steps(n, d);
 }
 
 void node_tasks_free(node *n)

@@ -108,6 +108,18 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
         query_free(q);
         return rc;
     }
+    /* offset = 'earliest': the sources start at their logs' first retained
+     * record (every node's copy: a shadow records the same origin), and
+     * the local ones wait for the host's engine_replay, which comes once
+     * every node has deployed (their tasks would miss the rows) */
+    for (int k = 0; fo && fo->earliest && !fo->prev && k < q->nsrc && !rc; k++) {
+        rc = eng_rewind_source(e, q, k, NULL, err);
+        if (task_local(q, &q->ops[q->src_op[k]], q->src_task[k])) q->hold = 1;
+    }
+    if (rc) {
+        eng_query_remove(e, q);
+        return rc;
+    }
     /* a socket sink runs where the sink task does (the coordinator); a
      * file sink needs an engine of its own (the coordinator refuses it) */
     if (q->sink_uri && task_local(q, &q->ops[q->dag->sink], 0) &&

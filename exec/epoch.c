@@ -140,8 +140,23 @@ int engine_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p,
 
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err)
 {
-    int rc = ft_replay(e, qid, from, nsrc, rows, err);
+    int more;
+    if (rows) *rows = 0;
+    int rc = ft_replay_from(e, qid, from, nsrc, err);
+    if (!rc) rc = ft_replay_step(e, qid, 0, &more, rows, err);
     return rc ? rc : engine_commit(e, err);
+}
+
+int engine_replay_from(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, xerr *err)
+{
+    return ft_replay_from(e, qid, from, nsrc, err);
+}
+
+int engine_replay_step(engine *e, uint32_t qid, size_t max, int *more, int64_t *rows, xerr *err)
+{
+    int rc = ft_replay_step(e, qid, max, more, rows, err);
+    if (rc) return rc;
+    return *more ? eng_maybe_commit(e, err) : engine_commit(e, err);
 }
 
 int engine_log_release(engine *e, const char *stream, uint64_t upto, xerr *err)

@@ -290,6 +290,10 @@ typedef struct engine_deploy_opts {
      * known).  Every window ending at or before it was delivered, so a task
      * that restarts empty need only recompute the windows after it. */
     int64_t resume_wm;
+    /* A first deployment (prev 0) with offset = 'earliest': its local
+     * sources start at their logs' first retained record and hold their
+     * input, as a redeployment's do, until engine_replay (steps). */
+    int earliest;
 } engine_deploy_opts;
 
 /* Run query `name` with id qid from its CREATE QUERY text, but only the tasks
@@ -365,6 +369,14 @@ int engine_ft_resume(engine *e, uint32_t qid, uint64_t from[ENGINE_MAX_SRC], int
 #define ENGINE_FT_POS_NONE (ENGINE_FT_POS_TIMED - 1)
 int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr *err);
 int engine_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err);
+/* engine_replay in steps, so that a long log goes at the pace its readers
+ * take it: engine_replay_from says where (as engine_replay's from), then
+ * each engine_replay_step reads up to max records of each source (0: all)
+ * and adds the rows to *rows; *more = 0 once the query has reached its
+ * logs' end: its sources take live input again, in the same call.  Until
+ * then they hold it (it is in the log, and a later step reads it). */
+int engine_replay_from(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, xerr *err);
+int engine_replay_step(engine *e, uint32_t qid, size_t max, int *more, int64_t *rows, xerr *err);
 /* A replica: apply the state changes of task tid sent by its primary
  * (engine_remote.state), to be taken over if the primary is lost. */
 /* pos: the task's positions per source slot (*npos of them, at least 2). */

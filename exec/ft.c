@@ -28,7 +28,7 @@
  * equal the lost ones.  The sink's host drops rows it had already delivered.
  *
  * Nothing here commits: engine_replica_apply and engine_replay are
- * epoch.c's, which commit after ft_replica_apply and ft_replay.  Runs on
+ * epoch.c's, which commit after ft_replica_apply and ft_replay_step.  Runs on
  * the engine's thread.
  */
 #include <stdlib.h>
@@ -495,17 +495,31 @@ int engine_ft_time_offset(engine *e, uint32_t qid, int src, uint64_t *off, xerr 
     return rc;
 }
 
-int ft_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err)
+int ft_replay_from(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, xerr *err)
 {
     query *q = find_id(e, qid);
     if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
     if (nsrc != q->nsrc) return xerr_set(err, XE_INVAL, "query %u has %d sources, the replay names %d", qid, q->nsrc, nsrc);
-    int64_t before = q->rows_in;
     for (int k = 0; k < q->nsrc; k++)
         if (from[k] < q->offset[k]) q->offset[k] = from[k];
-    q->hold = 0;
+    return 0;
+}
+
+/* The sources stay held while the steps read the log (the input that
+ * arrives meanwhile is in it); the last step, in the same turn of the
+ * loop, lets them take input again and passes the watermarks on. */
+int ft_replay_step(engine *e, uint32_t qid, size_t max, int *more, int64_t *rows, xerr *err)
+{
+    *more = 0;
+    query *q = find_id(e, qid);
+    if (!q) return xerr_set(err, XE_NOTFOUND, "query %u is not deployed here", qid);
+    int64_t before = q->rows_in;
     int rc = eng_txn(e, err);
-    if (!rc) rc = eng_catch_up(e, q, err);
-    if (rows) *rows = q->rows_in - before;
+    if (!rc) rc = eng_catch_up_step(e, q, max, more, err);
+    if (!rc && !*more) {
+        q->hold = 0;
+        rc = eng_catch_up_wm(e, q, err);
+    }
+    if (rows) *rows += q->rows_in - before;
     return rc;
 }

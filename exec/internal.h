@@ -528,7 +528,8 @@ int ft_reemit(query *q, xerr *err);                 /* after a takeover: emit th
 /* engine_replica_apply and engine_replay but their commit (epoch.c) */
 int ft_replica_apply(engine *e, uint32_t tid, uint64_t epoch, const void *p, size_t n, uint64_t pos[ENGINE_MAX_SRC],
                      int *npos, xerr *err);
-int ft_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, int64_t *rows, xerr *err);
+int ft_replay_from(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, xerr *err);
+int ft_replay_step(engine *e, uint32_t qid, size_t max, int *more, int64_t *rows, xerr *err);
 
 /* logship.c: engine_log_guard, _release and _import but their commit (epoch.c).
  * ship_guard returns 1 when the guard comes off: release up to *end, then

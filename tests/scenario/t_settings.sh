@@ -57,13 +57,14 @@ sqlc -e "SET rebalance_threshold = 2;" 2>c5.err || rc=$?
 rc=0
 sqlc -e "ALTER QUERY nope REBALANCE;" 2>c6.err || rc=$?
 [ "$rc" -ne 0 ] && grep -q "query 'nope' does not exist" c6.err || { cat c6.err; fail "ALTER QUERY of an unknown query"; }
-# offset = 'earliest' (t_offset.sh) is embedded only, so far: the cluster refuses it, SET or WITH
-rc=0
-sqlc -e "SET offset = 'earliest';" 2>c7.err || rc=$?
-[ "$rc" -ne 0 ] && grep -q "column 14: offset = 'earliest' is not supported on a cluster yet" c7.err || { cat c7.err; fail "SET offset --connect"; }
+# offset (t_offset.sh embedded, t_cluster_earliest.sh on a cluster): a
+# cluster takes both values, SET and WITH, and SHOW says which holds
+sqlc -e "SET offset = 'earliest';" 2>c7.err || { cat c7.err; fail "SET offset = 'earliest' --connect"; }
+[ "$(sqlc -e "SHOW offset;" 2>&1)" = "$(printf 'offset\nearliest')" ] || fail "SHOW offset --connect: $(sqlc -e 'SHOW offset;' 2>&1)"
 sqlc -e "SET offset = 'latest';" 2>c8.err || { cat c8.err; fail "SET offset = 'latest' --connect"; }
 sqlc -e "CREATE STREAM os (ts BIGINT, k BIGINT) WITH (timestamp = 'ts');" 2>c9.err || { cat c9.err; fail "CREATE STREAM --connect"; }
+sqlc -e "CREATE QUERY oq WITH (offset = 'earliest') AS SELECT k FROM os;" 2>c9.err || { cat c9.err; fail "WITH (offset) --connect"; }
 rc=0
-sqlc -e "CREATE QUERY oq WITH (offset = 'earliest') AS SELECT k FROM os;" 2>c9.err || rc=$?
-[ "$rc" -ne 0 ] && grep -q "column 32: offset = 'earliest' is not supported on a cluster yet" c9.err || { cat c9.err; fail "WITH (offset) --connect"; }
+sqlc -e "CREATE QUERY ob WITH (offset = 'first') AS SELECT k FROM os;" 2>c10.err || rc=$?
+[ "$rc" -ne 0 ] && grep -q "column 32: offset must be 'earliest' or 'latest', not 'first'" c10.err || { cat c10.err; fail "WITH (offset = 'first') --connect"; }
 echo "t_settings: ok"

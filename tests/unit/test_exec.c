@@ -2199,7 +2199,7 @@ static void test_replica_promotion(void **state)
     unsigned char own[3][64];
     for (int e = 0; e < 3; e++)
         for (int t = 0; t < n; t++) own[e][t] = f_owner[t] == e;
-    engine_deploy_opts fo = {ENGINE_FT_REPLICA, 0, 0, INT64_MIN};
+    engine_deploy_opts fo = {ENGINE_FT_REPLICA, 0, 0, INT64_MIN, 0};
     for (int e = 2; e >= 0; e--)
         if (engine_deploy(FE[e], 7, q, own[e], n, &r[e], e == 0 ? &out : NULL, &fo, &err)) fail_msg("deploy: %s", err.msg);
     ingest(FE[0], "s", a0.p, 0);
