@@ -131,6 +131,7 @@ int chan_recv(node *n, cs *s, const wire_msg *m)
             free(q);
         }
         if (!p->rtx) p->rtx_tail = NULL;
+        if (n->on_drained) n->on_drained(n); /* a replay waiting on its frames in flight goes on */
         return 1;
     }
     if (!p || s != p->rx_cs) return 1; /* an old connection: what it carried comes again */
