@@ -279,6 +279,9 @@ int coord_create_query(node *n, cs *s, uint64_t req, const ast_stmt *st, int pus
         goto out;
     }
     if (oo) earliest = !strcmp(oo->value, "earliest");
+    /* a push query reads a bounded stream's log from its start, as an
+     * embedded engine's does: the homes know which streams ended */
+    earliest = earliest ? ENGINE_EARLIEST_ALL : push ? ENGINE_EARLIEST_BOUNDED : 0;
     const ast_option *sink = st->kind == ST_CREATE_QUERY ? ast_option_get(st->with, "sink") : NULL;
     if (sink && strncmp(sink->value, "tcp://", 6) && strncmp(sink->value, "unix://", 7)) {
         rc = xerr_at(err, XE_INVAL, sink->line, sink->col, "sink '%s': a cluster writes socket sinks only (tcp://HOST:PORT or unix:///path, "

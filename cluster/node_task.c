@@ -515,7 +515,10 @@ static void ft_after_deploy(node *n, dep *d)
          * connection would hold it back (a redeployment sends the DEPLOYs
          * first) */
         if (d->ft.earliest) {
-            collect_resumes(d);
+            /* a home replays only if it set a source back (a push query's
+             * asks only for a bounded stream's); the others cannot tell,
+             * and a home that does not replay ignores their RESUMEs */
+            if (engine_deployed_held(n->eng, d->qid)) collect_resumes(d);
             d->rs_pending = 1;
             node_tick_in(n, 1);
         }

@@ -113,8 +113,19 @@ int engine_deploy(engine *e, uint32_t qid, const char *create_sql, const unsigne
      * the local ones wait for the host's engine_replay, which comes once
      * every node has deployed (their tasks would miss the rows) */
     for (int k = 0; fo && fo->earliest && !fo->prev && k < q->nsrc && !rc; k++) {
+        const stream_rt *s = e->streams[q->src_stream[k]];
+        if (fo->earliest == ENGINE_EARLIEST_BOUNDED && !s->ended && !(s->source && !strncmp(s->source, "file://", 7)))
+            continue;
         rc = eng_rewind_source(e, q, k, NULL, err);
-        if (task_local(q, &q->ops[q->src_op[k]], q->src_task[k])) q->hold = 1;
+        if (!task_local(q, &q->ops[q->src_op[k]], q->src_task[k])) continue;
+        q->hold = 1;
+        if (!rc && q->offset[k] > 0 && e->log) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "query %u: stream '%s': retention has dropped the %llu oldest records of its log; "
+                     "offset = 'earliest' reads the rows after them", qid, e->streams[q->src_stream[k]]->ps->name,
+                     (unsigned long long)q->offset[k]);
+            e->log(e->log_ctx, msg);
+        }
     }
     if (rc) {
         eng_query_remove(e, q);
@@ -171,6 +182,12 @@ int engine_remote_watermark(engine *e, uint32_t qid, int op, int side, int from_
     int rc = eng_txn(e, err);
     if (!rc) rc = query_remote_watermark(q, op, side, from_task, wm, tag, err);
     return rc ? rc : eng_maybe_commit(e, err);
+}
+
+int engine_deployed_held(engine *e, uint32_t qid)
+{
+    query *q = find_query_id(e, qid);
+    return q && q->hold;
 }
 
 int engine_deployed_sink_rows(engine *e, uint32_t qid, const batch *b, xerr *err)

@@ -278,6 +278,7 @@ int engine_rebalance_setting(const char *key, const ast_lit *v, double *out, xer
 #define ENGINE_REBALANCE_INTERVAL_MS 30000 /* the defaults, as SHOW SETTINGS lists them */
 #define ENGINE_REBALANCE_THRESHOLD 0.2
 
+enum { ENGINE_EARLIEST_ALL = 1, ENGINE_EARLIEST_BOUNDED = 2 };
 typedef struct engine_deploy_opts {
     engine_ft ft;
     int64_t checkpoint_ms; /* ENGINE_FT_CHECKPOINT: the snapshot interval */
@@ -290,9 +291,12 @@ typedef struct engine_deploy_opts {
      * known).  Every window ending at or before it was delivered, so a task
      * that restarts empty need only recompute the windows after it. */
     int64_t resume_wm;
-    /* A first deployment (prev 0) with offset = 'earliest': its local
-     * sources start at their logs' first retained record and hold their
-     * input, as a redeployment's do, until engine_replay (steps). */
+    /* A first deployment (prev 0) with offset = 'earliest' (ENGINE_EARLIEST_ALL),
+     * or a push query's (ENGINE_EARLIEST_BOUNDED: the sources whose stream is
+     * bounded, a file source or an ended input, as an embedded push query
+     * reads them): those sources start at their logs' first retained record
+     * and the local ones hold their input, as a redeployment's do, until
+     * engine_replay (steps).  0: none. */
     int earliest;
 } engine_deploy_opts;
 
@@ -376,6 +380,10 @@ int engine_replay(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], 
  * logs' end: its sources take live input again, in the same call.  Until
  * then they hold it (it is in the log, and a later step reads it). */
 int engine_replay_from(engine *e, uint32_t qid, const uint64_t from[ENGINE_MAX_SRC], int nsrc, xerr *err);
+/* 1 while deployed query qid's local sources hold their input for
+ * engine_replay (a redeployment, or a first one that reads a log from its
+ * start: engine_deploy_opts.earliest); else 0. */
+int engine_deployed_held(engine *e, uint32_t qid);
 int engine_replay_step(engine *e, uint32_t qid, size_t max, int *more, int64_t *rows, xerr *err);
 /* A replica: apply the state changes of task tid sent by its primary
  * (engine_remote.state), to be taken over if the primary is lost. */

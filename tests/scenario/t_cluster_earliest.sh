@@ -10,7 +10,8 @@
 #     row for row, none lost or repeated;
 #  2. CREATE QUERY ... WITH (offset = 'earliest') reads the logs from their
 #     start too (each home's log says how many rows), and SET offset =
-#     'latest' puts new queries back at the logs' end;
+#     'latest' puts new queries back at the logs' end; a push query over an
+#     ended stream still reads it from its start, as an embedded one does;
 #  3. a bad offset is refused with its position.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
@@ -71,6 +72,10 @@ ql=$(sed -n 's/.* query \([0-9]*\) (ql) placed by .*/\1/p' "$T/c0.log")
 grep -q "query $ql (offset = 'earliest')" "$T/n4.log" && fail "ql (offset = 'latest') read the log from its start"
 sqlc -e "SHOW SETTINGS;" | grep -q "^offset,latest" || { sqlc -e "SHOW SETTINGS;"; fail "SHOW SETTINGS does not say offset latest"; }
 echo "ok: WITH (offset = 'earliest') reads the log from its start; after SET offset = 'latest' a query does not"
+# a push query reads an ended stream's log from its start (as embedded), whatever the offset
+sqlc -e "$Q;" >again.csv || fail "a push query over the ended stream"
+same_rows again.csv ref.csv
+echo "ok: a push query over the ended stream answers as the first one did"
 
 # ---- 3. a bad offset
 sqlc -e "CREATE QUERY qb WITH (offset = 'oldest') AS SELECT * FROM ev2;" >bad.out 2>bad.err && fail "offset = 'oldest' was accepted"
