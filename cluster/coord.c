@@ -139,7 +139,16 @@ static void on_answer(node *n, cs *s, const wire_msg *m, const wire_frame *f)
     case PK_FWD_INSERT:
         if (m->type == WIRE_ERROR) {
             p->rc = m->u.error.code < 0 ? m->u.error.code : XE_IO;
-            snprintf(p->msg, sizeof p->msg, "%.*s", (int)m->u.error.msg.n, m->u.error.msg.p);
+            /* the home's position is in the statement's text: it becomes
+             * one in the client's SQL, where that text begins */
+            xerr e;
+            xerr_clear(&e);
+            wire_error_parse(&e, p->rc, m->u.error.msg.p, m->u.error.msg.n);
+            if (e.line > 0 && p->line > 0) {
+                if (e.line == 1) e.col += p->col - 1;
+                e.line += p->line - 1;
+            }
+            wire_error_text(&e, p->rc, p->msg, sizeof p->msg);
         } else if (part != RES_DONE)
             pass_to_client(p, f); /* a notice, or a pull query's rows */
         if (last) pend_finish(n, p);

@@ -187,6 +187,7 @@ struct pend {
     int moving;         /* a forwarded ingest whose home was lost: it goes to the next home */
     int direct;         /* PK_FWD_INGEST: the client can send it straight to the next home (WIRE_F_DIRECT) */
     char *stream;       /* PK_FWD_INGEST: the stream */
+    int line, col;      /* PK_FWD_INSERT: where the forwarded statement's text begins in the client's SQL */
     void (*done)(node *n, pend *p);
     /* PK_GATHER: each node's table goes to take; gb holds what it builds */
     void (*take)(node *n, pend *p, const char *from, const batch *b);

@@ -326,6 +326,8 @@ static int to_home(node *n, cs *s, uint64_t req, const cstream *cst, const ast_s
     p->creq = req;
     p->home = home;
     p->done = insert_reply;
+    p->line = st->line;
+    p->col = st->col;
     wire_msg m = {.type = WIRE_QUERY};
     m.u.query.req_id = p->id;
     m.u.query.sql = wire_str_of(st->text);

@@ -404,8 +404,11 @@ void node_exec_from_coord(node *n, cs *from, const wire_msg *m)
         n->cur_in = saved;
         if (!rc && st->kind == ST_INSERT && shadow_guarded(n, st->name)) guarded = st->name;
     }
-    if (rc) cs_error(from, req, rc, err.msg[0] ? err.msg : xerr_name(rc));
-    else if (guarded) {
+    if (rc) { /* with its position in the statements' text */
+        char msg[sizeof err.msg + 40];
+        wire_error_text(&err, rc, msg, sizeof msg);
+        cs_error(from, req, rc, msg);
+    } else if (guarded) {
         shadow_done_later(n, guarded, from, req, NULL, NULL);
         shadow_ship_soon(n, guarded);
     } else

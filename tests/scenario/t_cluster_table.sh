@@ -10,7 +10,8 @@
 #     over the whole input, and the subscriber's changelog, across the
 #     failure, consolidates to that state without repeating a change;
 #  3. what a cluster does not run yet is refused with its position: an
-#     aggregate over a table, CREATE TABLE AS.
+#     aggregate over a table, CREATE TABLE AS; a row without its key is
+#     refused at the home with its position in the client's SQL.
 # Run by tests/scenario/run.sh with ARES_BUILD and ARES_TMP.
 set -u
 TLIB="$(cd "$(dirname "$0")" && pwd)/t_table_lib.inc"
@@ -77,4 +78,10 @@ sqlc -e "SELECT w, COUNT(*) AS n FROM t GROUP BY w EMIT CHANGES;" >r.out 2>r.err
 grep -q "line 1, column 1: an aggregate over table 't' is not supported on a cluster yet" r.err || { cat r.err; fail "the aggregate's refusal"; }
 sqlc -e "CREATE TABLE c AS SELECT w, COUNT(*) AS n FROM t GROUP BY w;" >r.out 2>r.err && fail "CREATE TABLE AS ran"
 grep -q "CREATE TABLE ... AS SELECT is not supported on a cluster yet" r.err || { cat r.err; fail "CREATE TABLE AS's refusal"; }
+# a row without its key, refused at the home (not the coordinator): the
+# position is the client's, as an embedded engine gives it
+sqlc -e "SHOW STREAMS;
+  INSERT INTO t (ts, v, w, op) VALUES (5, 1, 'x', 'I');" >r.out 2>r.err && fail "a row without its key was taken"
+grep -q "line 2, column 40: row 1 has no key: column 'k' of the PRIMARY KEY may not be NULL" r.err ||
+    { cat r.err; fail "the keyless row's refusal from the home"; }
 echo "ok: a table on 6 nodes: $(wc -l <want.txt) rows as sqlite3 after its home's domain died; $(wc -l <cl.txt) changes, none repeated"
