@@ -236,6 +236,7 @@ typedef struct table_rt {
     int64_t bad_rows;       /* rows skipped: NULL key or no op (the decoder and INSERT refuse them first) */
     batch chg;              /* the changes of the last tbl_apply */
     batch old;              /* rows read back from the state (their TEXT) */
+    batch copy;             /* a log copy's record, decoded (logship.c: reused, one per table) */
     sbuf kbuf, vbuf, obuf;
 } table_rt;
 int tbl_new(const ast_stmt *st, plan_stream *in, table_rt **out, xerr *err); /* CREATE TABLE's checks; in stays the caller's until it succeeds */

@@ -209,10 +209,10 @@ static int table_copy_check(engine *e, stream_rt *s, uint64_t from, xerr *err)
 
 static int follow_record(stream_rt *s, store_txn *txn, const unsigned char *rec, size_t n, xerr *err)
 {
-    batch b = {0};
-    int rc = batch_decode((const char *)rec + LOG_HDR, n - LOG_HDR, &b, err);
-    if (!rc) rc = tbl_follow(s->table, txn, &b, err);
-    batch_fini(&b);
+    batch *b = &s->table->copy; /* its buffers stay for the next record */
+    int rc = batch_decode((const char *)rec + LOG_HDR, n - LOG_HDR, b, err);
+    if (!rc) rc = tbl_follow(s->table, txn, b, err);
+    if (b->nrows > 4096) batch_fini(b); /* a big one does not stay */
     return rc;
 }
 

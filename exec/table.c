@@ -38,6 +38,7 @@ void tbl_free(table_rt *t)
     plan_stream_free(t->rows_view);
     batch_fini(&t->chg);
     batch_fini(&t->old);
+    batch_fini(&t->copy);
     sbuf_fini(&t->kbuf);
     sbuf_fini(&t->vbuf);
     sbuf_fini(&t->obuf);
