@@ -111,8 +111,10 @@ $(BUILD)/$(call entry_name,$(1)): $(call entry_libs,$(1))
 endef
 $(foreach b,$(BINS),$(eval $(call BIN_RULE,$(b))))
 
+# A unit test of several files lists the others in name_FILES (tests/unit/...c).
 define UNIT_RULE
-$(BUILD)/tests/$(call entry_name,$(1)): $(BUILD)/tests/unit/$(call entry_name,$(1)).o $(call entry_libs,$(1))
+$(BUILD)/tests/$(call entry_name,$(1)): $(BUILD)/tests/unit/$(call entry_name,$(1)).o \
+    $(patsubst %.c,$(BUILD)/%.o,$($(call entry_name,$(1))_FILES)) $(call entry_libs,$(1))
 	@mkdir -p $$(@D)
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(PKG_LIBS) -lcmocka
 endef

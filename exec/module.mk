@@ -3,4 +3,5 @@ exec_SRCS += exec/expr.c exec/table.c exec/meta.c exec/io.c exec/sink.c exec/fts
 exec_SRCS += exec/agg_window.c exec/agg_fast.c exec/agg_evict.c exec/agg_state.c exec/agg_table.c exec/agg_fn.c
 exec_USES := storage planner parser base
 UNIT_TESTS += test_exec:exec
+test_exec_FILES := $(addprefix tests/unit/test_exec_,fix.c streams.c windows.c tables.c ft.c)
 FUZZ_TARGETS += fuzz_logship:exec
